@@ -1,0 +1,290 @@
+"""The arbiter role: owns each task's loop, ranks candidates, applies the convergence protocol.
+
+One arbiter runs many task loops at once (each `run` call is one task on the
+actor's event loop). Every request it sends and every reply it gets crosses as
+encoded bytes, is validated on decode, and is kept, in order, in the frames it
+returns; the last frame is always the task's `Result`, so the driver can write a
+task's trace and result together, and a task that failed still has both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import msgspec
+
+from redraft.protocols.convergence import Candidate, ConvergenceConfig, ConvergenceProtocol, Verdict
+from redraft.protocols.messages import (
+    Attempt,
+    Critique,
+    CritiqueRequest,
+    Decision,
+    Draft,
+    DraftRequest,
+    Result,
+    Revision,
+    Task,
+    Usage,
+    Verification,
+    VerifyRequest,
+    decode_as,
+    encode,
+)
+from redraft.protocols.strategies import CriticRole, RoundOutcome, Scored, Strategy, get_strategy, rank
+
+
+R = TypeVar("R", bound=msgspec.Struct)
+
+
+class RolePool:
+    """The members of one role. Calls cross as bytes, to Ray actor handles or plain objects."""
+
+    def __init__(self, members: Sequence[Any]) -> None:
+        if not members:
+            raise ValueError("a role pool needs at least one member")
+        self.members = list(members)
+
+    async def call(self, method: str, payload: bytes, index: int) -> bytes:
+        bound = getattr(self.members[index % len(self.members)], method)
+        remote = getattr(bound, "remote", None)
+        reply: bytes = await (remote(payload) if remote is not None else bound(payload))
+        return reply
+
+
+@dataclass(frozen=True)
+class Roles:
+    """The role pools an arbiter calls; a critic pool exists only if the strategy needs it."""
+
+    drafter: RolePool
+    verifier: RolePool
+    critic: RolePool | None = None
+    self_critic: RolePool | None = None
+
+
+class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
+    strategy: str = "adversarial"
+    samples: int = 3
+    """K: candidates drafted in parallel per round (self-consistency)."""
+    seed: int = 0
+    convergence: ConvergenceConfig = ConvergenceConfig()
+    memory: int = 3
+    """How many earlier attempts a revision prompt recalls."""
+
+
+class Arbiter:
+    def __init__(
+        self, roles: Roles, settings: ArbiterSettings, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.roles = roles
+        self.settings = settings
+        self.strategy: Strategy = get_strategy(settings.strategy)
+        convergence = settings.convergence
+        if not self.strategy.revises:
+            convergence = msgspec.structs.replace(convergence, max_rounds=1)
+        self.convergence = convergence
+        self.samples = 1 if self.strategy.single_sample else settings.samples
+        self._clock = clock
+
+    async def run(self, payload: bytes) -> list[bytes]:
+        """Refine one task (a `Task` frame); return every frame of its trace, `Result` last."""
+        task = decode_as(payload, Task)
+        loop = _TaskLoop(self, task)
+        loop.frames.append(payload)
+        await loop.run()
+        return loop.frames
+
+    def seed(self, task_id: str, round_: int, sample: int) -> int:
+        """A distinct, replayable seed per (run seed, task, round, sample)."""
+        key = f"{self.settings.seed}/{task_id}/{round_}/{sample}".encode()
+        return int.from_bytes(hashlib.blake2b(key, digest_size=4).digest(), "big") & 0x7FFFFFFF
+
+
+class _TaskLoop:
+    """One task's state; it is the `RoundContext` the strategy sees."""
+
+    def __init__(self, arbiter: Arbiter, task: Task) -> None:
+        self.arbiter = arbiter
+        self.task = task
+        self.round = 0
+        self.samples = arbiter.samples
+        self.revision: Revision | None = None
+        self.threshold = arbiter.convergence.threshold
+        self.final_round = False
+        self.frames: list[bytes] = []
+        self.spent = Usage()
+        # Spread each task's samples over the pool, starting at a task-dependent member.
+        self._offset = int.from_bytes(hashlib.blake2b(task.task_id.encode(), digest_size=2).digest(), "big")
+
+    # ------------------------------------------------------------ RoundContext
+
+    async def draft(self, n: int) -> list[Draft]:
+        requests = [
+            DraftRequest(
+                task=self.task,
+                round=self.round,
+                sample=k,
+                seed=self.arbiter.seed(self.task.task_id, self.round, k),
+                revision=self.revision,
+            )
+            for k in range(n)
+        ]
+        pool = self.arbiter.roles.drafter
+        drafts = await self._exchange(
+            requests, Draft, lambda k, p: pool.call("draft", p, self._offset + k), partial_ok=True
+        )
+        return drafts
+
+    async def verify(self, drafts: list[Draft]) -> list[Verification]:
+        pool = self.arbiter.roles.verifier
+        requests = [VerifyRequest(task=self.task, draft=d) for d in drafts]
+        return await self._exchange(requests, Verification, lambda k, p: pool.call("verify", p, self._offset + k))
+
+    async def critique(self, drafts: list[Draft], *, role: CriticRole, stance: str) -> list[Critique]:
+        pool = self.arbiter.roles.critic if role == "critic" else self.arbiter.roles.self_critic
+        if pool is None:
+            raise RuntimeError(f"strategy asked for a {role} but none was started")
+        requests = [CritiqueRequest(task=self.task, draft=d, stance=stance) for d in drafts]
+        return await self._exchange(
+            requests, Critique, lambda k, p: pool.call("critique", p, self._offset + k), partial_ok=True
+        )
+
+    async def _exchange(
+        self,
+        requests: Sequence[Any],
+        kind: type[R],
+        send: Callable[[int, bytes], Awaitable[bytes]],
+        *,
+        partial_ok: bool = False,
+    ) -> list[R]:
+        """Send requests in parallel; keep every frame; decode replies as ``kind``.
+
+        With ``partial_ok``, failed calls are dropped as long as one succeeded (a
+        lost sample or critique weakens a round, it does not end the task).
+        """
+        payloads = [encode(r) for r in requests]
+        self.frames.extend(payloads)
+        replies = await asyncio.gather(*(send(k, p) for k, p in enumerate(payloads)), return_exceptions=True)
+        failures = [r for r in replies if isinstance(r, BaseException)]
+        if failures and (not partial_ok or len(failures) == len(replies)):
+            raise failures[0]
+        decoded: list[R] = []
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                continue
+            self.frames.append(reply)
+            message = decode_as(reply, kind)  # type: ignore[type-var]
+            self.spent = self.spent + getattr(message, "usage", Usage())
+            decoded.append(message)
+        return decoded
+
+    # ------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        arbiter = self.arbiter
+        protocol = ConvergenceProtocol(arbiter.convergence)
+        started = arbiter._clock()
+        seen: dict[tuple[int, int], Scored] = {}
+        memory: list[Attempt] = []
+        initial: Scored | None = None
+        verdict: Verdict | None = None
+        for round_ in range(arbiter.convergence.max_rounds):
+            self.round = round_
+            self.final_round = round_ + 1 >= arbiter.convergence.max_rounds
+            try:
+                outcome: RoundOutcome = await arbiter.strategy.run_round(self)
+                leader = rank(outcome.scored)[0]
+            except Exception as exc:  # a backend or actor failure ends this task only
+                verdict = protocol.fail(describe(exc))
+                self._decide(verdict, leader=None)
+                break
+            seen.update({(round_, s.draft.sample): s for s in outcome.scored})
+            initial = initial or leader
+            verdict = protocol.observe(
+                Candidate(round=round_, sample=leader.draft.sample, text=leader.draft.text,
+                          score=leader.verification.score),
+                spent=self.spent,
+                elapsed_s=arbiter._clock() - started,
+            )
+            self._decide(verdict, leader=leader)
+            memory.append(_attempt(leader))
+            if verdict.action == "stop":
+                break
+            assert verdict.best is not None
+            best = seen[(verdict.best.round, verdict.best.sample)]
+            self.revision = _revision(best, memory[-arbiter.settings.memory :])
+        assert verdict is not None and verdict.reason is not None
+        best = seen.get((verdict.best.round, verdict.best.sample)) if verdict.best else None
+        self.frames.append(
+            encode(
+                Result(
+                    task_id=self.task.task_id,
+                    scenario=self.task.scenario,
+                    answer=best.verification.answer if best else None,
+                    text=best.draft.text if best else "",
+                    score=best.verification.score if best else 0.0,
+                    passed=best.verification.passed if best else False,
+                    initial_score=initial.verification.score if initial else 0.0,
+                    initial_passed=initial.verification.passed if initial else False,
+                    rounds=len(memory),
+                    stop_reason=verdict.reason,
+                    usage=self.spent,
+                    wall_s=arbiter._clock() - started,
+                    error=verdict.detail if verdict.reason == "error" else None,
+                )
+            )
+        )
+
+    def _decide(self, verdict: Verdict, *, leader: Scored | None) -> None:
+        best = verdict.best
+        self.frames.append(
+            encode(
+                Decision(
+                    task_id=self.task.task_id,
+                    round=self.round,
+                    action=verdict.action,
+                    reason=verdict.reason,
+                    best_round=best.round if best else -1,
+                    best_sample=best.sample if best else -1,
+                    best_score=best.score if best else 0.0,
+                    round_best_score=leader.verification.score if leader else 0.0,
+                    rolled_back=verdict.rolled_back,
+                    detail=verdict.detail,
+                )
+            )
+        )
+
+
+def _attempt(leader: Scored) -> Attempt:
+    failed = [c.detail for c in leader.verification.checks if not c.passed]
+    issues = leader.critique.issues if leader.critique else []
+    summary = failed[0] if failed else (issues[0].reason if issues else "passed every check")
+    return Attempt(
+        round=leader.draft.round,
+        answer=leader.verification.answer,
+        score=leader.verification.score,
+        summary=summary[:200],
+    )
+
+
+def _revision(best: Scored, memory: list[Attempt]) -> Revision:
+    return Revision(
+        best_text=best.draft.text,
+        best_score=best.verification.score,
+        failed_checks=[c for c in best.verification.checks if not c.passed],
+        issues=list(best.critique.issues) if best.critique else [],
+        memory=memory,
+    )
+
+
+def describe(exc: BaseException) -> str:
+    """One line naming an exception, unwrapping Ray's task-error wrapper to the cause."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        exc = cause
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[-1] if text else ''}"[:500]

@@ -1,0 +1,132 @@
+"""The one place that turns the plain role classes into Ray actors (or in-process objects).
+
+Placement: one member of each role per alive node (soft node affinity, so a
+restart may land elsewhere). The arbiter sends sample k of a task to member
+(offset + k) mod n, so the K samples of a round land on distinct nodes whenever
+K <= nodes. Role actors are async and I/O-bound (``num_cpus=0``); verifiers
+reserve what their scenario says (1 CPU when they execute code). A role actor
+that dies is restarted and the call in flight retried once (``max_task_retries=1``):
+a retried model call may be paid twice until the response cache lands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from redraft.actors.arbiter import Arbiter, ArbiterSettings, RolePool, Roles, describe
+from redraft.actors.critic import Critic
+from redraft.actors.drafter import Drafter
+from redraft.actors.verifier import Verifier
+from redraft.backends.base import BackendSpec
+from redraft.errors import BackendError
+from redraft.protocols.strategies import get_strategy
+from redraft.scenarios import get_scenario
+
+_ROLE_OPTIONS: dict[str, Any] = {"max_restarts": 3, "max_task_retries": 1, "max_concurrency": 1000}
+
+
+@dataclass(frozen=True)
+class RoleSetup:
+    """Everything needed to start the roles of one run."""
+
+    scenario: str
+    drafter: BackendSpec
+    critic: BackendSpec
+    verifier: BackendSpec | None = None
+    temperature: float = 0.8
+    draft_max_tokens: int = 192
+    critique_max_tokens: int = 256
+    critic_temperature: float = 0.3
+
+
+def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any, ...], dict[str, Any]]]:
+    """Constructor of each role the strategy needs: (class, args, kwargs)."""
+    roles: dict[str, tuple[type, tuple[Any, ...], dict[str, Any]]] = {
+        "drafter": (Drafter, (setup.drafter, setup.scenario),
+                    {"temperature": setup.temperature, "max_tokens": setup.draft_max_tokens}),
+        "verifier": (Verifier, (setup.scenario, setup.verifier), {}),
+    }
+    critic_role = get_strategy(strategy).critic_role
+    critic_kwargs = {"temperature": setup.critic_temperature, "max_tokens": setup.critique_max_tokens}
+    if critic_role == "critic":
+        roles["critic"] = (Critic, (setup.critic,), critic_kwargs)
+    elif critic_role == "self_critic":
+        roles["self_critic"] = (Critic, (setup.drafter,), critic_kwargs)
+    return roles
+
+
+def local_roles(setup: RoleSetup, strategy: str) -> Roles:
+    """The roles as plain in-process objects (tests and the no-cluster Python API)."""
+    pools = {name: RolePool([cls(*args, **kwargs)]) for name, (cls, args, kwargs) in _members(setup, strategy).items()}
+    return Roles(**pools)
+
+
+def alive_nodes() -> list[str]:
+    import ray
+
+    return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+
+
+def _on_node(node_id: str) -> Any:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id=node_id, soft=True)
+
+
+def ray_roles(setup: RoleSetup, strategy: str, nodes: list[str] | None = None) -> Roles:
+    """The roles as Ray actors, one member of each per node."""
+    import ray
+
+    nodes = nodes or alive_nodes()
+    verifier_cpus = get_scenario(setup.scenario).verifier_num_cpus
+    pools: dict[str, RolePool] = {}
+    for name, (cls, args, kwargs) in _members(setup, strategy).items():
+        cpus = verifier_cpus if name == "verifier" else 0
+        actor_class = ray.remote(cls)
+        pools[name] = RolePool(
+            [
+                actor_class.options(num_cpus=cpus, scheduling_strategy=_on_node(node), **_ROLE_OPTIONS).remote(
+                    *args, **kwargs
+                )
+                for node in nodes
+            ]
+        )
+    return Roles(**pools)
+
+
+def wait_ready(roles: Roles, timeout_s: float = 300.0) -> None:
+    """Block until every role actor is constructed; raise its constructor's error once, up front.
+
+    Without this, an actor that cannot start (a missing model file, an import
+    error on a node) would surface as the same error in every task.
+    """
+    import ray
+
+    pools = [p for p in (roles.drafter, roles.verifier, roles.critic, roles.self_critic) if p is not None]
+    refs = [m.__ray_ready__.remote() for pool in pools for m in pool.members]
+    try:
+        ray.get(refs, timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        raise BackendError(f"role actors did not start within {timeout_s:g} s (not enough resources?)") from None
+    except ray.exceptions.RayActorError as exc:
+        raise BackendError(f"a role actor failed to start: {describe(exc)}") from None
+
+
+def ray_arbiters(roles: Roles, settings: ArbiterSettings, nodes: list[str] | None = None) -> list[Any]:
+    """One arbiter actor per node; each runs many task loops concurrently.
+
+    Arbiters are not restarted by Ray (their constructor holds actor handles,
+    which Ray cannot replay safely); the driver replaces a dead one instead.
+    """
+    nodes = nodes or alive_nodes()
+    return [ray_arbiter(roles, settings, node) for node in nodes]
+
+
+def ray_arbiter(roles: Roles, settings: ArbiterSettings, node: str | None = None) -> Any:
+    import ray
+
+    options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 10_000}
+    if node is not None:
+        options["scheduling_strategy"] = _on_node(node)
+    return ray.remote(Arbiter).options(**options).remote(roles, settings)

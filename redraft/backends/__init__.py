@@ -1,0 +1,6 @@
+"""Model clients behind one async Protocol, selected by spec strings."""
+
+from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion, backend, resolve
+from redraft.backends.scripted import ScriptedBackend, ScriptedSpec
+
+__all__ = ["Backend", "BackendSpec", "ChatRequest", "Completion", "ScriptedBackend", "ScriptedSpec", "backend", "resolve"]

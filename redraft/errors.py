@@ -1,0 +1,41 @@
+"""One exception hierarchy for redraft, each class naming whose mistake it is.
+
+- `UserError`: the person running redraft asked for something invalid (a bad flag,
+  an unknown scenario, a missing model file). The CLI prints it as one line, exit 2.
+- `ModelError`: a model misbehaved (garbage where JSON was required, an empty reply).
+  It ends one task's step, never the run.
+- `BackendError`: the transport to a model failed (server down, HTTP error).
+- `ProtocolError` (in `redraft.protocols`): bytes on the wire did not decode.
+
+Errors raised inside Ray actors are pickled back to the caller, so every class
+with extra constructor arguments defines `__reduce__`.
+"""
+
+from __future__ import annotations
+
+
+class RedraftError(Exception):
+    """Base of every error redraft raises on purpose."""
+
+
+class UserError(RedraftError):
+    """The caller's input or configuration is invalid; fix the input and rerun."""
+
+
+class ModelError(RedraftError):
+    """A model returned something unusable; the step that needed it fails."""
+
+
+class BackendError(RedraftError):
+    """Talking to a model backend failed (transport, server, runtime)."""
+
+
+class ScriptExhaustedError(BackendError):
+    """A scripted backend was asked for more replies than it was given."""
+
+    def __init__(self, calls: int) -> None:
+        super().__init__(f"scripted backend ran out of replies after {calls} call(s)")
+        self.calls = calls
+
+    def __reduce__(self) -> tuple[type[ScriptExhaustedError], tuple[int]]:
+        return (ScriptExhaustedError, (self.calls,))

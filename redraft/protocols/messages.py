@@ -1,0 +1,313 @@
+"""The typed messages that cross every actor boundary, and their wire format.
+
+Every message is a frozen, keyword-only `msgspec.Struct` in one tagged union
+(`Message`, tag field ``kind``). Actors exchange the MessagePack bytes made by
+`encode` and read them back with `decode`, which validates the whole frame
+against the union; bad bytes raise `ProtocolError` naming the field path
+(msgspec's own message, e.g. ``Expected `int`, got `str` - at `$.round` ``).
+The run's ``trace.msgpack`` holds the same frames back to back, so any
+MessagePack library in any language can read a run.
+
+Schema-evolution rules (the wire version is `WIRE_VERSION`):
+
+1. A new field gets a default and goes last in its Struct.
+2. Removing or retyping a field, or changing a tag, is a new wire version.
+3. Unknown fields are ignored when decoding, so an older reader accepts frames
+   from a newer writer that only added fields.
+4. Golden frames of every released version live in ``tests/golden/`` and must
+   keep decoding (``tests/test_messages.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal, TypeVar
+
+import msgpack
+import msgspec
+
+from redraft.errors import RedraftError
+
+WIRE_VERSION = 1
+
+StopReason = Literal["threshold", "budget", "max_rounds", "stable", "no_improvement", "error"]
+Severity = Literal["critical", "major", "minor"]
+Role = Literal["system", "user", "assistant"]
+
+# How much an issue of each severity counts against a candidate when ranking ties.
+SEVERITY_WEIGHT: dict[str, float] = {"critical": 3.0, "major": 2.0, "minor": 1.0}
+
+
+class ProtocolError(RedraftError):
+    """Bytes that are not a valid frame of this wire version.
+
+    The message names the field path, e.g. ``Expected `int`, got `str` - at `$.round```.
+    """
+
+
+# ---------------------------------------------------------------- embedded records
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens and calls spent by one or more model calls."""
+
+    input_tokens: int = 0
+    """Prompt tokens, as the backend reported them."""
+    output_tokens: int = 0
+    """Completion tokens, as the backend reported them."""
+    calls: int = 0
+    """Number of model calls."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            calls=self.calls + other.calls,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class ChatMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """One turn of a chat prompt."""
+
+    role: Role
+    content: str
+
+
+class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of one deterministic check of a candidate."""
+
+    name: str
+    """Short identifier of the check, e.g. ``final_answer`` or ``tests``."""
+    passed: bool
+    score: float
+    """In [0, 1]."""
+    detail: str = ""
+    """Why it failed (or what it saw); shown to the drafter on revision."""
+
+
+class Issue(msgspec.Struct, frozen=True, kw_only=True):
+    """One concrete fault a critic found in a candidate.
+
+    Models are asked to answer with `CritiqueReport`, whose JSON Schema is
+    generated from these Structs (`critique_json_schema`).
+    """
+
+    severity: Severity
+    """How bad: critical (the answer is wrong), major, or minor."""
+    quote: str
+    """The exact span of the candidate that is wrong."""
+    reason: str
+    """Why that span is wrong."""
+    fix: str
+    """A concrete suggested correction."""
+
+
+class CritiqueReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What a critic model must answer: a list of issues (empty if none found)."""
+
+    issues: list[Issue]
+
+
+class Attempt(msgspec.Struct, frozen=True, kw_only=True):
+    """A short memory of an earlier round, so the drafter does not oscillate."""
+
+    round: int
+    answer: str | None
+    score: float
+    summary: str
+    """The main failure of that attempt, in one line."""
+
+
+class Revision(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the drafter needs to revise: the best so far and the feedback."""
+
+    best_text: str
+    best_score: float
+    failed_checks: list[CheckResult] = []
+    issues: list[Issue] = []
+    memory: list[Attempt] = []
+
+
+# ---------------------------------------------------------------- the union
+
+
+class _Frame(msgspec.Struct, tag_field="kind", frozen=True, kw_only=True, forbid_unknown_fields=False):
+    v: int = WIRE_VERSION
+    """Wire version of the writer."""
+
+
+class Task(_Frame, tag="task", frozen=True, kw_only=True):
+    """One unit of work: a prompt plus the reference data its checks need."""
+
+    task_id: str
+    scenario: str
+    prompt: str
+    reference: dict[str, Any] = {}
+    """Scenario-specific data for the verifier (gold answer, tests...). Never shown to models."""
+
+
+class DraftRequest(_Frame, tag="draft_request", frozen=True, kw_only=True):
+    """Arbiter → drafter: write candidate ``sample`` of ``round``."""
+
+    task: Task
+    round: int
+    sample: int
+    seed: int
+    revision: Revision | None = None
+
+
+class Draft(_Frame, tag="draft", frozen=True, kw_only=True):
+    """Drafter → arbiter: one candidate."""
+
+    task_id: str
+    round: int
+    sample: int
+    text: str
+    usage: Usage = Usage()
+    model: str = ""
+    finish_reason: str = ""
+    latency_s: float = 0.0
+    node_id: str = ""
+    """The Ray node the drafter ran on (empty outside Ray)."""
+
+
+class VerifyRequest(_Frame, tag="verify_request", frozen=True, kw_only=True):
+    """Arbiter → verifier: check one draft against the task's hard evidence."""
+
+    task: Task
+    draft: Draft
+
+
+class Verification(_Frame, tag="verification", frozen=True, kw_only=True):
+    """Verifier → arbiter: the checks of one draft."""
+
+    task_id: str
+    round: int
+    sample: int
+    score: float
+    passed: bool
+    answer: str | None = None
+    """The candidate's final answer as the scenario extracts it (for agreement)."""
+    checks: list[CheckResult] = []
+
+
+class CritiqueRequest(_Frame, tag="critique_request", frozen=True, kw_only=True):
+    """Arbiter → critic: attack one draft."""
+
+    task: Task
+    draft: Draft
+    stance: str = "adversarial"
+    """Which critic instructions to use (``adversarial`` or ``self``)."""
+
+
+class Critique(_Frame, tag="critique", frozen=True, kw_only=True):
+    """Critic → arbiter: the faults found in one draft."""
+
+    task_id: str
+    round: int
+    sample: int
+    issues: list[Issue] = []
+    usage: Usage = Usage()
+    model: str = ""
+    error: str | None = None
+    """Set when the critic's reply could not be used (the issues are then empty)."""
+
+    @property
+    def severity(self) -> float:
+        return sum(SEVERITY_WEIGHT[i.severity] for i in self.issues)
+
+
+class Decision(_Frame, tag="decision", frozen=True, kw_only=True):
+    """Arbiter's verdict after a round: go on, or stop and why."""
+
+    task_id: str
+    round: int
+    action: Literal["continue", "stop"]
+    reason: StopReason | None = None
+    best_round: int
+    best_sample: int
+    best_score: float
+    round_best_score: float
+    rolled_back: bool = False
+    """This round's best scored below the best so far, which was kept."""
+    detail: str = ""
+
+
+class Result(_Frame, tag="result", frozen=True, kw_only=True):
+    """The outcome of one task: the best candidate over all rounds."""
+
+    task_id: str
+    scenario: str
+    answer: str | None
+    text: str
+    score: float
+    passed: bool
+    initial_score: float
+    initial_passed: bool
+    rounds: int
+    stop_reason: StopReason
+    usage: Usage
+    wall_s: float
+    error: str | None = None
+
+
+Message = Task | DraftRequest | Draft | VerifyRequest | Verification | CritiqueRequest | Critique | Decision | Result
+
+M = TypeVar("M", bound="_Frame")
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder: msgspec.msgpack.Decoder[Message] = msgspec.msgpack.Decoder(Message)
+
+
+def encode(message: Message) -> bytes:
+    """The MessagePack frame of ``message``."""
+    return _encoder.encode(message)
+
+
+def decode(data: bytes) -> Message:
+    """Validate and decode one frame; raise `ProtocolError` naming the bad field."""
+    try:
+        return _decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"invalid message: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ProtocolError(f"corrupt message: {exc}") from None
+
+
+def decode_as(data: bytes, kind: type[M]) -> M:
+    """Decode one frame and require it to be of ``kind``."""
+    message = decode(data)
+    if not isinstance(message, kind):
+        raise ProtocolError(f"expected a `{_tag(kind)}` message, got `{_tag(type(message))}`")
+    return message
+
+
+def _tag(kind: type[msgspec.Struct]) -> str:
+    return str(kind.__struct_config__.tag)
+
+
+def iter_frames(data: bytes) -> Iterator[Message]:
+    """Decode consecutive frames (a trace file's content), validating each."""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(data)
+    for obj in unpacker:
+        yield convert(obj)
+
+
+def convert(obj: Any) -> Message:
+    """Validate an already-unpacked MessagePack object as a `Message`."""
+    try:
+        message: Message = msgspec.convert(obj, Message)  # type: ignore[arg-type]
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"invalid message: {exc}") from None
+    return message
+
+
+def critique_json_schema() -> dict[str, Any]:
+    """The JSON Schema a critic model's answer must follow, made from `CritiqueReport`."""
+    schema: dict[str, Any] = msgspec.json.schema(CritiqueReport)
+    return schema

@@ -1,0 +1,132 @@
+"""The wire protocol: round trips, golden frames of v1, and clear errors for bad bytes."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import msgpack
+import msgspec
+import pytest
+from samples import ALL, DRAFT, TASK
+
+from redraft.protocols import ProtocolError
+from redraft.protocols.messages import (
+    WIRE_VERSION,
+    CritiqueReport,
+    Issue,
+    Draft,
+    Task,
+    critique_json_schema,
+    decode,
+    decode_as,
+    encode,
+    iter_frames,
+)
+
+GOLDEN = Path(__file__).parent / "golden" / "v1"
+
+
+def _tag(message: object) -> str:
+    return str(type(message).__struct_config__.tag)  # type: ignore[attr-defined]
+
+
+def test_samples_cover_every_kind_of_the_union() -> None:
+    from redraft.protocols.messages import Message
+
+    kinds = {t.__struct_config__.tag for t in Message.__args__}  # type: ignore[attr-defined]
+    assert {_tag(m) for m in ALL} == kinds
+    assert {"task", "draft", "verification", "critique", "decision", "result"} <= kinds
+
+
+@pytest.mark.parametrize("message", ALL, ids=_tag)
+def test_round_trip(message: msgspec.Struct) -> None:
+    frame = encode(message)  # type: ignore[arg-type]
+    assert isinstance(frame, bytes)
+    assert decode(frame) == message
+    # Any MessagePack library reads a frame: a map with the tag and the wire version.
+    plain = msgpack.unpackb(frame)
+    assert plain["kind"] == _tag(message)
+    assert plain["v"] == WIRE_VERSION
+
+
+@pytest.mark.parametrize("message", ALL, ids=_tag)
+def test_golden_frames_of_v1_keep_decoding(message: msgspec.Struct) -> None:
+    frame = (GOLDEN / f"{_tag(message)}.msgpack").read_bytes()
+    assert decode(frame) == message
+
+
+def test_trace_of_consecutive_frames_decodes_in_order() -> None:
+    blob = b"".join(encode(m) for m in ALL)
+    assert list(iter_frames(blob)) == ALL
+
+
+def test_mistyped_field_names_the_path() -> None:
+    bad = msgpack.packb({"kind": "draft", "task_id": "t", "round": "one", "sample": 0, "text": ""})
+    with pytest.raises(ProtocolError, match=r"Expected `int`, got `str` - at `\$.round`"):
+        decode(bad)
+
+
+def test_nested_mistyped_field_names_the_nested_path() -> None:
+    frame = msgpack.unpackb(encode(ALL[1]))
+    frame["revision"]["issues"][0]["severity"] = "catastrophic"
+    with pytest.raises(ProtocolError, match=r"at `\$.revision.issues\[0\].severity`"):
+        decode(msgpack.packb(frame))
+
+
+def test_missing_field_is_named() -> None:
+    bad = msgpack.packb({"kind": "task", "scenario": "s", "prompt": "p"})
+    with pytest.raises(ProtocolError, match="missing required field `task_id`"):
+        decode(bad)
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [b"", b"\xc1", b"\x92\x01", encode(TASK)[:-3], b"not msgpack at all"],
+    ids=["empty", "bad-opcode", "truncated-array", "truncated-frame", "text"],
+)
+def test_corrupt_bytes_raise_protocol_error(blob: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        decode(blob)
+
+
+def test_unknown_kind_is_rejected() -> None:
+    with pytest.raises(ProtocolError, match="Invalid value 'gossip'"):
+        decode(msgpack.packb({"kind": "gossip", "task_id": "t"}))
+
+
+def test_unknown_fields_from_a_newer_writer_are_ignored() -> None:
+    frame = msgpack.unpackb(encode(TASK))
+    frame["priority"] = 5
+    assert decode(msgpack.packb(frame)) == TASK
+
+
+def test_decode_as_rejects_another_kind() -> None:
+    with pytest.raises(ProtocolError, match="expected a `draft` message, got `task`"):
+        decode_as(encode(TASK), Draft)
+    assert decode_as(encode(DRAFT), Draft) == DRAFT
+
+
+def test_protocol_error_survives_pickling() -> None:
+    # Errors raised in Ray actors are pickled back to the caller.
+    error = ProtocolError("invalid message: Expected `int`, got `str` - at `$.round`")
+    again = pickle.loads(pickle.dumps(error))
+    assert isinstance(again, ProtocolError)
+    assert str(again) == str(error)
+
+
+def test_critique_schema_is_generated_from_the_struct() -> None:
+    schema = critique_json_schema()
+    issue = schema["$defs"]["Issue"]
+    assert set(issue["required"]) == set(Issue.__struct_fields__) == {"severity", "quote", "reason", "fix"}
+    assert issue["properties"]["severity"]["enum"] == ["critical", "major", "minor"]
+    assert schema["$defs"]["CritiqueReport"]["required"] == ["issues"]
+    # A reply that follows the schema validates against the same Struct.
+    reply = b'{"issues": [{"severity": "major", "quote": "x", "reason": "y", "fix": "z"}]}'
+    assert msgspec.json.decode(reply, type=CritiqueReport).issues[0].severity == "major"
+
+
+def test_messages_are_frozen() -> None:
+    with pytest.raises(AttributeError):
+        TASK.prompt = "changed"  # type: ignore[misc]
+    assert isinstance(TASK, Task)
