@@ -1,6 +1,41 @@
+"""Shared fixtures. One simulated two-node Ray cluster serves every Ray test of the session."""
+
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_enable_worker_prestart", "0")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """A two-node cluster on this machine (one CPU per node); Ray joined to it."""
+    import ray
+    import replies
+    from ray.cluster_utils import Cluster
+
+    # Test-only reply policies travel to the actors by value: workers cannot import tests/.
+    ray.cloudpickle.register_pickle_by_value(replies)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+@pytest.fixture
+def node_ids(ray_cluster: Any) -> list[str]:
+    import ray
+
+    return sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])

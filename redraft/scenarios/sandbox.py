@@ -10,9 +10,13 @@ Process tree (all three are forks of one fresh ``python -I`` interpreter; the
 calling process never forks itself and uses no ``preexec_fn``, so it is safe to
 call from a threaded Ray actor):
 
-- *launcher* (stays privileged): enters new network, mount and PID namespaces,
-  masks the world-writable directories with small tmpfs mounts, mounts a
-  size-capped tmpfs as the work directory, then forks the keeper and waits.
+- *launcher* (stays privileged): enters new network, mount and PID namespaces
+  (a non-root caller gets them inside a new user namespace), masks the
+  world-writable directories (/tmp, /var/tmp, /dev/shm) with small tmpfs mounts,
+  mounts a size-capped tmpfs as the work directory and, when the interpreter
+  lives in a directory uid 65534 cannot enter (pyenv under /root), hides that
+  directory behind a tmpfs with only ``sys.path`` bound back in; then it forks
+  the keeper and waits.
   On SIGTERM from the caller it SIGKILLs the keeper's process group. It reaps
   everything, so no zombie is left behind (this machine's PID 1 does not reap).
 - *keeper* (PID 1 of the new PID namespace, still privileged so the candidate
@@ -49,7 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from redraft.errors import RedraftError
@@ -58,8 +62,6 @@ SANDBOX_UID = 65534
 """The unprivileged uid/gid (``nobody``) a root caller drops the candidate to."""
 
 _SOURCE_NAME = "main.py"
-# Exit code the launcher uses when a mandatory layer failed (EX_SOFTWARE).
-_LAUNCHER_FAILED = 70
 # How long the launcher gets to kill and reap its children after SIGTERM.
 _KILL_GRACE_S = 3.0
 # After the launcher exits, stragglers (only possible without a PID namespace)
@@ -109,7 +111,7 @@ class SandboxResult:
     """CPU time the candidate used (0 when it was killed before reporting)."""
     truncated: bool = False
     """stdout or stderr went past ``max_output_bytes`` and was cut."""
-    layers: tuple[str, ...] = field(default=())
+    layers: tuple[str, ...] = ()
     """The containment layers that applied, e.g. ``netns``, ``uid:65534``, ``audit_hook``."""
 
     @property
@@ -142,8 +144,9 @@ def _run_in(
     workdir: str, source: str, limits: SandboxLimits, stdin: str, *, namespaces: bool, audit_hook: bool
 ) -> SandboxResult:
     root = os.geteuid() == 0
-    with open(os.path.join(workdir, _SOURCE_NAME), "w", encoding="utf-8") as f:
-        f.write(source)
+    with open(os.path.join(workdir, _SOURCE_NAME), "wb") as f:
+        # Lone surrogates become invalid UTF-8, which the child reports as a SyntaxError.
+        f.write(source.encode("utf-8", errors="surrogateescape"))
     if root:
         # The candidate (uid 65534) must be able to write its cwd when no tmpfs is mounted over it.
         os.chown(workdir, SANDBOX_UID, SANDBOX_UID)
@@ -174,7 +177,7 @@ def _run_in(
     }
     with tempfile.TemporaryFile() as stdin_file:
         # A file, not a pipe: a large stdin cannot deadlock against a child that does not read it.
-        stdin_file.write(stdin.encode("utf-8"))
+        stdin_file.write(stdin.encode("utf-8", errors="surrogateescape"))
         stdin_file.seek(0)
         start = time.monotonic()
         try:
@@ -194,7 +197,9 @@ def _run_in(
         finally:
             os.close(status_w)
         try:
-            outcome = _supervise(proc, limits, start)
+            supervisor = _Supervisor(proc, limits, start)
+            supervisor.run()
+            outcome = supervisor.outcome(start)
         finally:
             status = _read_status(status_r)
             os.close(status_r)
@@ -213,77 +218,112 @@ class _Outcome:
     launcher_returncode: int
 
 
-def _supervise(proc: subprocess.Popen[bytes], limits: SandboxLimits, start: float) -> _Outcome:
-    """Read capped output until the launcher exits, killing the tree on timeout or too much output."""
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    buffers = {out_fd: bytearray(), err_fd: bytearray()}
-    cap = limits.max_output_bytes
-    truncated = False
-    killed_by: str | None = None
-    kill_deadline = float("inf")
-    exited_at: float | None = None
-    deadline = start + limits.timeout_s
-    selector = selectors.DefaultSelector()
-    pidfd = _pidfd(proc.pid)
-    try:
-        for fd in buffers:
-            selector.register(fd, selectors.EVENT_READ)
-        if pidfd is not None:
-            selector.register(pidfd, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if exited_at is None and _has_exited(proc.pid):
-                exited_at = now
-            open_pipes = [k for k in selector.get_map().values() if k.fd in buffers]
-            if exited_at is not None and (not open_pipes or now > exited_at + _DRAIN_GRACE_S):
-                break
-            if killed_by is None and now >= deadline:
-                killed_by = "timeout"
-                kill_deadline = _terminate(proc.pid, now)
-            if exited_at is None and now >= kill_deadline:
-                # The launcher did not finish its own cleanup in time: kill its group as a last resort.
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                kill_deadline = float("inf")
-            wait = 0.05 if pidfd is None else max(0.0, min(deadline, kill_deadline) - now)
-            if exited_at is not None:
-                wait = min(wait, max(0.0, exited_at + _DRAIN_GRACE_S - now))
-            for key, _ in selector.select(timeout=min(wait, 1.0)):
-                if key.fd not in buffers:
-                    continue  # the pidfd became readable: checked at the top of the loop
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    selector.unregister(key.fd)
-                    continue
-                buffer = buffers[key.fd]
-                room = cap - len(buffer)
-                buffer += chunk[: max(room, 0)]
-                if len(chunk) > room:
-                    truncated = True
-                    if killed_by is None:
-                        killed_by = "output limit"
-                        kill_deadline = _terminate(proc.pid, time.monotonic())
-    finally:
-        selector.close()
-        if pidfd is not None:
-            os.close(pidfd)
-    try:
-        launcher_returncode = proc.wait(timeout=_KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
+class _Supervisor:
+    """Reads a launcher's output with a cap and enforces the wall clock, from the calling thread.
+
+    The launcher is only signalled while unreaped, so its pid cannot have been reused.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], limits: SandboxLimits, start: float) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
+        self.cap = limits.max_output_bytes
+        self.out_fd, self.err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        self.buffers = {self.out_fd: bytearray(), self.err_fd: bytearray()}
+        self.truncated = False
+        self.killed_by: str | None = None
+        self.deadline = start + limits.timeout_s
+        """When to act next: the wall-clock limit, then the end of the launcher's grace to clean up."""
+        self.exited_at: float | None = None
+        self.selector = selectors.DefaultSelector()
+        for fd in self.buffers:
+            self.selector.register(fd, selectors.EVENT_READ)
+        self.pidfd = _pidfd(proc.pid)
+        if self.pidfd is not None:
+            self.selector.register(self.pidfd, selectors.EVENT_READ)
+
+    def run(self) -> None:
+        try:
+            while not self._done():
+                self._enforce_deadline()
+                for key, _ in self.selector.select(timeout=self._wait()):
+                    if key.fd in self.buffers:
+                        self._read(key.fd)
+        finally:
+            self.selector.close()
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+
+    def _done(self) -> bool:
+        now = time.monotonic()
+        if self.exited_at is None and _has_exited(self.proc.pid):
+            self.exited_at = now
+            if self.pidfd is not None:
+                self.selector.unregister(self.pidfd)  # stays readable from now on
+        if self.exited_at is None:
+            return False
+        pipes_open = any(key.fd in self.buffers for key in self.selector.get_map().values())
+        return not pipes_open or now > self.exited_at + _DRAIN_GRACE_S
+
+    def _enforce_deadline(self) -> None:
+        if self.exited_at is not None or time.monotonic() < self.deadline:
+            return
+        if self.killed_by is None:
+            self._kill("timeout")
+        else:
+            # The launcher did not clean up in time: kill its group (itself) as a last resort.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.deadline = float("inf")
+
+    def _kill(self, reason: str) -> None:
+        """Ask the launcher to SIGKILL the candidate's whole tree, and give it a grace period."""
+        self.killed_by = reason
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        launcher_returncode = proc.wait()
-    proc.stdout.close()
-    proc.stderr.close()
-    return _Outcome(
-        stdout=bytes(buffers[out_fd]),
-        stderr=bytes(buffers[err_fd]),
-        truncated=truncated,
-        killed_by=killed_by,
-        duration_s=time.monotonic() - start,
-        launcher_returncode=launcher_returncode,
-    )
+            os.kill(self.proc.pid, signal.SIGTERM)
+        self.deadline = time.monotonic() + _KILL_GRACE_S
+
+    def _wait(self) -> float:
+        now = time.monotonic()
+        if self.exited_at is not None:
+            return max(0.0, self.exited_at + _DRAIN_GRACE_S - now)
+        if self.pidfd is None:
+            return 0.05  # no exit notification: poll
+        return min(1.0, max(0.0, self.deadline - now))
+
+    def _read(self, fd: int) -> None:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            self.selector.unregister(fd)
+            return
+        buffer = self.buffers[fd]
+        room = self.cap - len(buffer)
+        buffer += chunk[: max(room, 0)]
+        if len(chunk) > room:
+            self.truncated = True
+            if self.killed_by is None:
+                self._kill("output limit")
+
+    def outcome(self, start: float) -> _Outcome:
+        """Reap the launcher (after `run`) and sum up."""
+        try:
+            returncode = self.proc.wait(timeout=_KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            returncode = self.proc.wait()
+        duration = time.monotonic() - start
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+        return _Outcome(
+            stdout=bytes(self.buffers[self.out_fd]),
+            stderr=bytes(self.buffers[self.err_fd]),
+            truncated=self.truncated,
+            killed_by=self.killed_by,
+            duration_s=duration,
+            launcher_returncode=returncode,
+        )
 
 
 def _pidfd(pid: int) -> int | None:
@@ -295,18 +335,11 @@ def _pidfd(pid: int) -> int | None:
 
 
 def _has_exited(pid: int) -> bool:
-    """Whether the launcher exited, without reaping it: an unreaped pid cannot be reused, so signals stay safe."""
+    """Whether the launcher exited, without reaping it (an unreaped pid cannot be reused)."""
     try:
         return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
-
-
-def _terminate(pid: int, now: float) -> float:
-    """Ask the launcher to SIGKILL the candidate's tree; returns when to stop waiting for it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    return now + _KILL_GRACE_S
 
 
 def _read_status(fd: int) -> list[dict[str, Any]]:
@@ -339,11 +372,10 @@ def _result(outcome: _Outcome, status: list[dict[str, Any]], limits: SandboxLimi
         cpu_s = float(exits[-1].get("cpu_s", 0.0))
         if killed_by is None and returncode < 0:
             killed_by = _signal_reason(-returncode, cpu_s, limits)
-    elif killed_by is not None:
-        returncode = None
     else:
-        # The keeper never reported: something outside the candidate's reach went wrong.
-        raise SandboxError(f"sandbox launcher exited with {outcome.launcher_returncode} without a report")
+        # Killed by us, or (only when the candidate shares our uid) the keeper was killed.
+        returncode = None
+        killed_by = killed_by or f"sandbox keeper died (launcher exit {outcome.launcher_returncode})"
     return SandboxResult(
         returncode=None if outcome.killed_by is not None else returncode,
         stdout=outcome.stdout.decode("utf-8", errors="replace"),
@@ -375,12 +407,14 @@ def _signal_reason(signum: int, cpu_s: float, limits: SandboxLimits) -> str:
 # not be importable, so it uses the standard library only. It reads its configuration from argv[1].
 _LAUNCHER = r'''
 import builtins
+import contextlib
 import ctypes
 import json
 import os
 import resource
 import signal
 import sys
+import time
 import traceback
 import types
 
@@ -395,8 +429,14 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+
+PREIMPORTED = (
+    "bisect", "collections", "copy", "datetime", "decimal", "encodings.idna", "fractions", "functools",
+    "hashlib", "heapq", "itertools", "json", "math", "operator", "random", "re", "socket", "statistics",
+    "string", "typing",
+)
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.unshare.argtypes = [ctypes.c_int]
@@ -412,7 +452,7 @@ def report(**fields):
 def fail(message):
     # A mandatory layer is missing: refuse to run the candidate at all.
     report(error=message)
-    os._exit(70)
+    os._exit(70)  # EX_SOFTWARE
 
 
 def last_error(what):
@@ -423,9 +463,12 @@ def unshare(flags):
     return LIBC.unshare(flags) == 0
 
 
+def encode(text):
+    return None if text is None else text.encode()
+
+
 def mount(source, target, fstype, flags, data):
-    enc = lambda s: None if s is None else s.encode()
-    if LIBC.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
+    if LIBC.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
         raise OSError(last_error(f"mount {target}"))
 
 
@@ -476,6 +519,8 @@ def private_mounts(source, layers):
             if os.path.isdir(path) and not os.path.islink(path):
                 mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=8m")
         os.makedirs(WORKDIR, exist_ok=True)
+        if ROOT:
+            expose_python(layers)
         owner = f",uid={UID},gid={UID}" if ROOT else ""
         mount("tmpfs", WORKDIR, "tmpfs", MS_NOSUID | MS_NODEV,
               f"mode=0700,size={CFG['max_disk_bytes']}{owner}")
@@ -489,6 +534,50 @@ def private_mounts(source, layers):
         if ROOT:
             os.chown(WORKDIR, UID, UID)
             os.chown(SOURCE_PATH, UID, UID)
+
+
+def reachable(path):
+    """Whether uid UID can read ``path``, judging by the "other" permission bits of it and its ancestors."""
+    path = os.path.realpath(path)
+    parts = path.split(os.sep)
+    for i in range(2, len(parts) + 1):
+        st = os.stat(os.sep.join(parts[:i]) or os.sep)
+        if not st.st_mode & 0o001:
+            return False
+    return bool(os.stat(path).st_mode & 0o004)
+
+
+def hidden_ancestor(path):
+    """The topmost ancestor of ``path`` that uid UID cannot traverse."""
+    parts = os.path.realpath(path).split(os.sep)
+    for i in range(2, len(parts)):
+        ancestor = os.sep.join(parts[:i])
+        if not os.stat(ancestor).st_mode & 0o001:
+            return ancestor
+    return None
+
+
+def expose_python(layers):
+    """Make this interpreter's sys.path readable by the unprivileged uid.
+
+    The interpreter may live under a private directory (pyenv in /root): mount an empty tmpfs over
+    that directory, which also hides the rest of it, and bind the sys.path directories back in place.
+    """
+    needed = sorted({os.path.realpath(p) for p in sys.path if os.path.isdir(p) and not reachable(p)})
+    needed = [p for p in needed if not any(p.startswith(q + os.sep) for q in needed)]
+    if not needed:
+        return
+    fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in needed}
+    masked = set()
+    for path in needed:
+        ancestor = hidden_ancestor(path)
+        if ancestor is not None and ancestor not in masked:
+            mount("tmpfs", ancestor, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+            masked.add(ancestor)
+        os.makedirs(path, exist_ok=True)
+        mount(f"/proc/self/fd/{fds[path]}", path, None, MS_BIND | MS_REC, None)
+        os.close(fds[path])
+    layers.append("python_exposed")
 
 
 def launcher():
@@ -508,10 +597,8 @@ def launcher():
     if keeper_pid == 0:
         keeper(source, "pidns" in entered and "mountns" in entered)
     # Both sides set the group, so whichever runs first, it is in place before anyone signals it.
-    try:
+    with contextlib.suppress(OSError):
         os.setpgid(keeper_pid, keeper_pid)
-    except OSError:
-        pass
     os.close(STATUS_FD)
     keeper_status = None
     while keeper_status is None:
@@ -537,20 +624,22 @@ def launcher():
 
 
 def kill_group(pgid):
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def reap_orphans():
-    while True:
+    # Orphans of the killed group were reparented to us (the subreaper): reap them as they die, or
+    # they would stay zombies under a PID 1 that does not reap. Give up on ones that do not die
+    # (setsid escapees, possible only without the PID namespace).
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
-            return
+            time.sleep(0.01)
 
 
 def keeper(source, fresh_proc):
@@ -558,10 +647,9 @@ def keeper(source, fresh_proc):
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.setpgid(0, 0)
     if fresh_proc:
-        try:
+        with contextlib.suppress(OSError):
+            # A /proc of the new PID namespace: the candidate sees only its own processes.
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        except OSError:
-            pass
     candidate_pid = os.fork()
     if candidate_pid == 0:
         candidate(source)
@@ -659,6 +747,13 @@ def candidate(source):
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     os.chdir(WORKDIR)
     layers = []
+    if ROOT and not all(reachable(p) for p in sys.path if os.path.isdir(p)):
+        # Without the mount namespace the standard library may be unreadable after the drop:
+        # import what solutions commonly use while still privileged.
+        for name in PREIMPORTED:
+            with contextlib.suppress(ImportError):
+                __import__(name)
+        layers.append("preimported")
     drop_privileges(layers)
     if CFG["audit_hook"]:
         install_audit_hook()

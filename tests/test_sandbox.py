@@ -1,0 +1,331 @@
+"""The sandbox contains hostile candidates, and each OS layer holds on its own.
+
+Layer variants use the private `_run` switches: ``audit_hook=False`` leaves only
+the OS layers (namespaces, uid 65534, rlimits); ``namespaces=False`` leaves the
+uid, the rlimits and the audit hook.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redraft.scenarios import sandbox
+from redraft.scenarios.sandbox import SandboxError, SandboxLimits, SandboxResult, run_python
+
+ROOT = os.geteuid() == 0
+REPO = Path(__file__).resolve().parents[1]
+root_only = pytest.mark.skipif(not ROOT, reason="the uid drop and namespace layers are the root path")
+
+# (namespaces, audit_hook) and what each variant proves.
+LAYERS = {
+    "all": (True, True),
+    "os_layers_only": (True, False),
+    "hook_uid_rlimits_only": (False, True),
+}
+
+
+def run(source: str, variant: str = "all", **limits: Any) -> SandboxResult:
+    namespaces, audit_hook = LAYERS[variant]
+    return sandbox._run(
+        textwrap.dedent(source),
+        limits=SandboxLimits(**limits),
+        namespaces=namespaces,
+        audit_hook=audit_hook,
+    )
+
+
+def leftover_processes(marker: str, wait_s: float = 2.0) -> list[str]:
+    """Processes whose command line holds ``marker`` (every sandbox fork carries its work dir there)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                state = next(line for line in status.splitlines() if line.startswith("State:"))
+                found.append(f"{pid} {state}")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+# ---------------------------------------------------------------- ordinary programs
+
+
+def test_normal_program_returns_stdout_stderr_and_code() -> None:
+    result = run_python(
+        "import sys\nprint('hello', input())\nprint('warn', file=sys.stderr)\nsys.exit(3)", stdin="you\n"
+    )
+    assert result.stdout == "hello you\n"
+    assert result.stderr == "warn\n"
+    assert result.returncode == 3
+    assert not result.ok and not result.timed_out and result.killed_by is None
+
+    assert run_python("print(sum(range(10)))").ok
+
+
+def test_uncaught_exception_gives_a_plain_traceback() -> None:
+    result = run_python("def f():\n    return 1 / 0\nf()\n")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == "ZeroDivisionError: division by zero"
+    assert "return 1 / 0" in result.stderr  # the source line is shown, as with `python main.py`
+    assert '"<string>"' not in result.stderr  # no launcher frames
+
+
+@root_only
+def test_all_layers_apply_as_root() -> None:
+    result = run("""
+        import os
+        print(os.getuid(), os.getgid(), os.getgroups())
+        print(sorted(p for p in os.listdir('/proc') if p.isdigit()))
+    """)
+    assert result.ok, result.stderr
+    assert result.stdout.splitlines()[0] == "65534 65534 []"
+    assert result.stdout.splitlines()[1] == "['1', '2']"  # own PID namespace: keeper and candidate
+    for layer in ("netns", "mountns", "pidns", "tmpfs", "rlimits", "uid:65534", "no_new_privs", "audit_hook"):
+        assert layer in result.layers
+
+
+def test_environment_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123")
+    result = run_python("""
+import os
+print(sorted(os.environ.items()))
+""")
+    assert result.ok, result.stderr
+    assert "sk-test" not in result.stdout and "sk-ant" not in result.stdout
+    assert "OPENAI_API_KEY" not in result.stdout and "ANTHROPIC_API_KEY" not in result.stdout
+    assert "'PATH'" in result.stdout
+
+
+def test_work_dir_is_private_writable_and_removed() -> None:
+    result = run_python("""
+import os
+open('scratch.txt', 'w').write('data')
+print(os.getcwd())
+print(open('scratch.txt').read())
+""")
+    assert result.ok, result.stderr
+    workdir, content = result.stdout.split()
+    assert content == "data"
+    assert not os.path.exists(workdir)
+
+
+def test_misconfiguration_raises_sandbox_error() -> None:
+    with pytest.raises(SandboxError, match="setrlimit"):
+        run_python("print(1)", limits=SandboxLimits(max_open_files=10**12))
+
+
+# ---------------------------------------------------------------- hostile programs
+
+
+@pytest.mark.timeout(30)
+def test_infinite_loop_is_killed_at_the_wall_clock_limit() -> None:
+    result = run("while True: pass", timeout_s=2.0)
+    assert result.timed_out and result.killed_by == "timeout"
+    assert result.returncode is None and not result.ok
+    assert result.duration_s < 2.0 + 3.0
+
+
+@pytest.mark.timeout(30)
+def test_cpu_limit_stops_a_loop_before_the_wall_clock() -> None:
+    result = run("while True: pass", timeout_s=20.0, cpu_s=1)
+    assert not result.timed_out
+    assert result.killed_by == "SIGXCPU (cpu limit)"
+    assert result.duration_s < 5.0
+
+
+@pytest.mark.parametrize("variant", ["all", "os_layers_only"])
+def test_memory_hog_fails_inside_the_child(variant: str) -> None:
+    result = run(
+        """
+        chunks = []
+        for _ in range(40):  # 4 GB
+            chunks.append(bytearray(100_000_000))
+        print("allocated everything")
+        """,
+        variant,
+        memory_mb=256,
+    )
+    assert not result.ok
+    assert "allocated everything" not in result.stdout
+    assert "MemoryError" in result.stderr or result.killed_by is not None
+    assert result.duration_s < 10
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("variant", list(LAYERS))
+def test_fork_bomb_ends_within_limits_and_leaves_no_process(variant: str) -> None:
+    result = run(
+        """
+        import os
+        print(os.getcwd(), flush=True)
+        while True:
+            os.fork()
+        """,
+        variant,
+        timeout_s=3.0,
+    )
+    assert not result.ok
+    assert result.duration_s < 3.0 + 4.0
+    workdir = result.stdout.split()[0]
+    assert leftover_processes(workdir) == []
+    if LAYERS[variant][1]:
+        assert "os.fork is not allowed" in result.stderr
+
+
+@root_only
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("variant", ["os_layers_only", "uid_rlimits_only"])
+def test_nproc_limit_binds_the_unprivileged_uid(variant: str) -> None:
+    """Without the audit hook, RLIMIT_NPROC (binding because of uid 65534) alone stops forking."""
+    source = """
+        import os, time
+        print(os.getcwd(), flush=True)
+        for n in range(200):
+            try:
+                if os.fork() == 0:
+                    time.sleep(60)
+                    os._exit(0)
+            except OSError as exc:
+                print("fork failed after", n, type(exc).__name__, flush=True)
+                raise SystemExit(1)
+        print("forked 200")
+    """
+    namespaces = variant == "os_layers_only"
+    result = sandbox._run(
+        textwrap.dedent(source),
+        limits=SandboxLimits(max_processes=16, timeout_s=10.0),
+        namespaces=namespaces,
+        audit_hook=False,
+    )
+    assert "forked 200" not in result.stdout
+    workdir, _, _, _, forks, error = result.stdout.split()
+    assert int(forks) < 16 and error == "BlockingIOError"
+    assert result.returncode == 1 and result.duration_s < 5
+    # The sleeping children die with the keeper's namespace, or with its process group.
+    assert leftover_processes(workdir) == []
+
+
+@root_only
+@pytest.mark.timeout(30)
+def test_pid_namespace_kills_processes_that_escape_the_group() -> None:
+    result = run(
+        """
+        import os, time
+        print(os.getcwd(), flush=True)
+        if os.fork() == 0:
+            os.setsid()  # leaves the process group that a group kill would reach
+            time.sleep(60)
+            os._exit(0)
+        """,
+        "os_layers_only",
+    )
+    assert result.ok, result.stderr
+    assert leftover_processes(result.stdout.split()[0]) == []
+
+
+@pytest.mark.parametrize("variant", list(LAYERS))
+def test_writes_outside_the_work_dir_do_not_land(variant: str) -> None:
+    name = f"redraft-escape-{uuid.uuid4().hex}"
+    targets = [f"/tmp/{name}", str(REPO / name), f"/var/tmp/{name}"]
+    # (Neither the mount namespace nor the hook would leave /tmp to the uid alone, which allows it:
+    # that combination is not tested because it is not contained.)
+    result = run(
+        f"""
+        for target in {targets!r}:
+            try:
+                with open(target, 'w') as f:
+                    f.write('escaped')
+                print('wrote', target)
+            except OSError as exc:
+                print('blocked', target, type(exc).__name__)
+        """,
+        variant,
+    )
+    assert result.returncode == 0, result.stderr
+    try:
+        for target in targets:
+            assert not os.path.exists(target), f"{target} escaped the sandbox ({variant})"
+    finally:
+        for target in targets:
+            if os.path.exists(target):
+                os.remove(target)
+    # The repository is root-owned: the unprivileged uid alone refuses it.
+    assert f"blocked {REPO / name}" in result.stdout
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("variant", list(LAYERS))
+def test_network_is_unreachable(variant: str) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    try:
+        result = run(
+            f"""
+            import socket
+            for address in [("127.0.0.1", {port}), ("1.1.1.1", 53)]:
+                try:
+                    socket.create_connection(address, timeout=2).close()
+                    print("connected", address)
+                except OSError as exc:
+                    print("refused", address, type(exc).__name__)
+            """,
+            variant,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "connected" not in result.stdout
+        assert result.stdout.count("refused") == 2
+        server.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            server.accept()  # nothing reached the listening socket
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_huge_output_is_capped_and_the_call_returns(stream: str) -> None:
+    result = run(
+        f"""
+        import sys
+        chunk = "x" * 1_000_000
+        for _ in range(100):  # 100 MB
+            sys.{stream}.write(chunk)
+        """,
+        max_output_bytes=64_000,
+    )
+    captured = getattr(result, stream)
+    assert len(captured) == 64_000
+    assert result.truncated and result.killed_by == "output limit"
+    assert result.returncode is None and not result.ok
+    assert result.duration_s < 5
+
+
+@pytest.mark.parametrize("variant", ["all", "os_layers_only"])
+def test_file_size_limit_stops_a_big_write(variant: str) -> None:
+    result = run(
+        """
+        try:
+            with open("big.bin", "wb") as f:
+                f.write(b"x" * 2_000_000)
+            print("wrote")
+        except OSError as exc:
+            print("refused", exc.errno)
+        """,
+        variant,
+        max_file_bytes=1_000_000,
+    )
+    assert result.stdout.split() == ["refused", "27"], result.stderr  # EFBIG: SIGXFSZ is ignored by Python
