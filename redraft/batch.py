@@ -48,7 +48,7 @@ class RunConfig(msgspec.Struct, kw_only=True):
     critic: str = "local"
     verifier: str | None = None
     temperature: float = 0.8
-    max_tokens: int = 192
+    max_tokens: int = 128
     task_max_tokens: int | None = None
     task_max_calls: int | None = None
     # --- not part of the fingerprint: they change how a run goes, not what it computes

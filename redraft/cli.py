@@ -73,7 +73,7 @@ def run_command(
         str | None, typer.Option(help="Backend spec for model-based checks (overrides --model).")
     ] = None,
     temperature: Annotated[float, typer.Option(help="Drafter sampling temperature.")] = 0.8,
-    max_tokens: Annotated[int, typer.Option(help="Maximum tokens per draft.")] = 192,
+    max_tokens: Annotated[int, typer.Option(help="Maximum tokens per draft.")] = 128,
     max_in_flight: Annotated[int, typer.Option(help="Tasks dispatched at once.")] = 64,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<run-id>).")] = None,
     address: Annotated[

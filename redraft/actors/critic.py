@@ -17,12 +17,15 @@ from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.protocols.messages import Critique, CritiqueReport, CritiqueRequest, critique_json_schema, decode_as, encode
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+# Raw control characters are invalid in JSON strings, and small models emit them;
+# outside strings they are whitespace, so a space is a safe stand-in everywhere.
+_CONTROL = {code: " " for code in range(0x20)}
 _report_decoder = msgspec.json.Decoder(CritiqueReport)
 
 
 def parse_report(text: str) -> CritiqueReport:
     """Validate a model's reply as a `CritiqueReport`; `msgspec.ValidationError`/`DecodeError` if not."""
-    return _report_decoder.decode(_FENCE.sub("", text.strip()))
+    return _report_decoder.decode(_FENCE.sub("", text.strip()).translate(_CONTROL))
 
 
 class Critic:

@@ -38,7 +38,7 @@ class RoleSetup:
     critic: BackendSpec
     verifier: BackendSpec | None = None
     temperature: float = 0.8
-    draft_max_tokens: int = 192
+    draft_max_tokens: int = 128
     critique_max_tokens: int = 256
     critic_temperature: float = 0.3
 

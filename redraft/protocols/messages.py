@@ -21,7 +21,7 @@ Schema-evolution rules (the wire version is `WIRE_VERSION`):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgpack
 import msgspec
@@ -33,6 +33,11 @@ WIRE_VERSION = 1
 StopReason = Literal["threshold", "budget", "max_rounds", "stable", "no_improvement", "error"]
 Severity = Literal["critical", "major", "minor"]
 Role = Literal["system", "user", "assistant"]
+
+# Bounds on a critique, in the schema models must follow: they keep a grammar-
+# constrained reply short enough to finish inside its token limit.
+MAX_ISSUES = 2
+MAX_ISSUE_TEXT = 100
 
 # How much an issue of each severity counts against a candidate when ranking ties.
 SEVERITY_WEIGHT: dict[str, float] = {"critical": 3.0, "major": 2.0, "minor": 1.0}
@@ -98,18 +103,18 @@ class Issue(msgspec.Struct, frozen=True, kw_only=True):
 
     severity: Severity
     """How bad: critical (the answer is wrong), major, or minor."""
-    quote: str
+    quote: Annotated[str, msgspec.Meta(max_length=MAX_ISSUE_TEXT)]
     """The exact span of the candidate that is wrong."""
-    reason: str
+    reason: Annotated[str, msgspec.Meta(max_length=MAX_ISSUE_TEXT)]
     """Why that span is wrong."""
-    fix: str
+    fix: Annotated[str, msgspec.Meta(max_length=MAX_ISSUE_TEXT)]
     """A concrete suggested correction."""
 
 
 class CritiqueReport(msgspec.Struct, frozen=True, kw_only=True):
     """What a critic model must answer: a list of issues (empty if none found)."""
 
-    issues: list[Issue]
+    issues: Annotated[list[Issue], msgspec.Meta(max_length=MAX_ISSUES)]
 
 
 class Attempt(msgspec.Struct, frozen=True, kw_only=True):
@@ -308,6 +313,25 @@ def convert(obj: Any) -> Message:
 
 
 def critique_json_schema() -> dict[str, Any]:
-    """The JSON Schema a critic model's answer must follow, made from `CritiqueReport`."""
+    """The JSON Schema a critic model's answer must follow, made from `CritiqueReport`.
+
+    References are inlined: grammar converters (llama.cpp's among them) and some
+    structured-output APIs do not follow ``$ref``, and silently loosen the schema.
+    """
     schema: dict[str, Any] = msgspec.json.schema(CritiqueReport)
-    return schema
+    inlined: dict[str, Any] = _inline(schema, schema.get("$defs", {}))
+    inlined.pop("$defs", None)
+    return inlined
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inline(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+        inlined = {k: _inline(v, defs) for k, v in node.items() if k not in ("title", "description", "properties")}
+        if "properties" in node:  # property names are data, not annotations: keep them all
+            inlined["properties"] = {name: _inline(sub, defs) for name, sub in node["properties"].items()}
+        return inlined
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node

@@ -53,11 +53,16 @@ def rank(scored: list[Scored]) -> list[Scored]:
     return sorted(scored, key=lambda s: s.key, reverse=True)
 
 
+MAX_CONTENDERS = 2
+"""Critiques per round at most: each costs a model call, and when all K answers
+differ every sample ties; the critic separates the top two."""
+
+
 def contenders(scored: list[Scored]) -> list[Scored]:
-    """The candidates tied for first on (verifier score, agreement): those a critic can separate."""
+    """Up to `MAX_CONTENDERS` candidates tied for first on (verifier score, agreement)."""
     ranked = rank(scored)
     top = ranked[0].key[:2]
-    return [s for s in ranked if s.key[:2] == top]
+    return [s for s in ranked if s.key[:2] == top][:MAX_CONTENDERS]
 
 
 class RoundContext(Protocol):

@@ -1,7 +1,6 @@
 """Seeded multi-step word problems with exact integer answers.
 
-Each problem is a start quantity followed by two or three operations (gain,
-loss, groups of equal size); the gold answer is computed exactly, and the task
+Each problem is a start quantity followed by two gains or losses; the gold answer is computed exactly, and the task
 list depends only on the seed. The verifier extracts the candidate's final
 number (``Answer: N``, else the last integer) and compares it; its feedback says
 the answer is wrong without revealing the right one.
@@ -17,30 +16,32 @@ from redraft.protocols.messages import CheckResult, Task
 from redraft.scenarios.base import scenario
 
 SIZE = 1000
+STEPS = 2
 _NAMES = ["Mia", "Tom", "Ava", "Leo", "Zoe", "Sam", "Ivy", "Max", "Nia", "Ben"]
 _ITEMS = ["apples", "marbles", "stickers", "books", "coins", "pencils", "shells", "cards"]
-_ANSWER = re.compile(r"answer\s*(?:is)?\s*[:=]?\s*\**\s*(-?\d[\d,]*)", re.IGNORECASE)
+_ANSWER = re.compile(r"answer\s*(?:is)?\s*[:=]?\s*[*'\"]*\s*(-?\d[\d,]*)", re.IGNORECASE)
 _INTEGER = re.compile(r"-?\d[\d,]*")
 
 
 def _problem(rng: random.Random) -> tuple[str, int]:
+    """Two steps of gains and losses with small numbers.
+
+    Sized for the embedded 135M model, which gets such a problem right in roughly
+    one sample of twenty: hard enough that one draft usually fails, easy enough
+    that the loop can find a right one.
+    """
     name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
-    total = rng.randint(5, 30)
+    total = rng.randint(3, 12)
     sentences = [f"{name} has {total} {item}."]
-    for _ in range(rng.randint(2, 3)):
-        op = rng.choice(["gain", "lose", "groups"])
-        if op == "gain":
-            n = rng.randint(2, 25)
-            sentences.append(f"Then {name} gets {n} more {item}.")
-            total += n
-        elif op == "lose" and total > 2:
+    for _ in range(STEPS):
+        if total > 2 and rng.random() < 0.5:
             n = rng.randint(1, total - 1)
             sentences.append(f"Then {name} gives away {n} {item}.")
             total -= n
         else:
-            groups, size = rng.randint(2, 5), rng.randint(2, 6)
-            sentences.append(f"Then {name} buys {groups} packs with {size} {item} in each pack.")
-            total += groups * size
+            n = rng.randint(1, 10)
+            sentences.append(f"Then {name} gets {n} more {item}.")
+            total += n
     sentences.append(f"How many {item} does {name} have now?")
     return " ".join(sentences), total
 
