@@ -55,7 +55,9 @@ class RunConfig(msgspec.Struct, kw_only=True):
     out: str | None = None
     address: str | None = None
     limit: int | None = None
-    max_in_flight: int = 64
+    max_in_flight: int | None = None
+    """Tasks dispatched at once; None: 4 per node with a local model (it serves one call at
+    a time, so more only delays every result), 64 with remote backends."""
 
     def validate(self) -> None:
         checks = [
@@ -64,7 +66,10 @@ class RunConfig(msgspec.Struct, kw_only=True):
             (0.0 <= self.threshold <= 1.0, f"--threshold must be in [0, 1], got {self.threshold}"),
             (self.patience >= 1, f"--patience must be at least 1, got {self.patience}"),
             (self.limit is None or self.limit >= 1, f"--limit must be at least 1, got {self.limit}"),
-            (self.max_in_flight >= 1, f"--max-in-flight must be at least 1, got {self.max_in_flight}"),
+            (
+                self.max_in_flight is None or self.max_in_flight >= 1,
+                f"--max-in-flight must be at least 1, got {self.max_in_flight}",
+            ),
             (self.max_tokens >= 1, f"--max-tokens must be at least 1, got {self.max_tokens}"),
             (0.0 <= self.temperature <= 2.0, f"--temperature must be in [0, 2], got {self.temperature}"),
         ]
@@ -126,8 +131,8 @@ class Refinement:
 
 
 def refine(task: Task, config: RunConfig | None = None, *, backends: BackendOverrides | None = None) -> Refinement:
-    """Refine one task in this process (no Ray), e.g. from a notebook."""
-    config = config or RunConfig(scenario=task.scenario)
+    """Refine one task in this process (no Ray), e.g. from a notebook. The task's scenario checks it."""
+    config = msgspec.structs.replace(config or RunConfig(), scenario=task.scenario)
     setup = role_setup(config, backends)
     arbiter = Arbiter(local_roles(setup, config.strategy), config.arbiter_settings())
     frames = asyncio.run(arbiter.run(encode(task)))
@@ -210,9 +215,15 @@ def run(
     wait_ready(roles)
     settings = config.arbiter_settings()
     arbiters = ray_arbiters(roles, settings)
-    _dispatch(pending, arbiters, lambda: ray_arbiter(roles, settings), store, config.max_in_flight, on_result)
+    in_flight = config.max_in_flight or _default_in_flight(setup, len(arbiters))
+    _dispatch(pending, arbiters, lambda: ray_arbiter(roles, settings), store, in_flight, on_result)
     summary = store.finish(time.monotonic() - started)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
+
+
+def _default_in_flight(setup: RoleSetup, nodes: int) -> int:
+    specs = [setup.drafter, setup.critic] + ([setup.verifier] if setup.verifier else [])
+    return 4 * nodes if any(s.spec.startswith("local") for s in specs) else 64
 
 
 def _ensure_ray(address: str | None) -> None:
@@ -283,4 +294,3 @@ def failed_result(task: Task, cause: str) -> Result:
         wall_s=0.0,
         error=cause,
     )
-

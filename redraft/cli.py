@@ -10,12 +10,16 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
+
+# typer 0.29 vendors click and re-exports only some of its exceptions; the usage
+# errors are needed to print them as one line. Pinned in pyproject.toml.
+from typer import Abort, Exit
+from typer._click.exceptions import ClickException, UsageError
 
 from redraft.errors import RedraftError, UserError
 from redraft.protocols.messages import Result
@@ -74,7 +78,9 @@ def run_command(
     ] = None,
     temperature: Annotated[float, typer.Option(help="Drafter sampling temperature.")] = 0.8,
     max_tokens: Annotated[int, typer.Option(help="Maximum tokens per draft.")] = 128,
-    max_in_flight: Annotated[int, typer.Option(help="Tasks dispatched at once.")] = 64,
+    max_in_flight: Annotated[
+        int | None, typer.Option(help="Tasks dispatched at once (default: 4 per node with a local model, else 64).")
+    ] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<run-id>).")] = None,
     address: Annotated[
         str | None, typer.Option(help="Join this Ray cluster (e.g. auto); default: start a local Ray.")
@@ -171,12 +177,16 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning every expected error into one line and an exit code."""
     try:
         app(args=argv, standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except Exit as exc:
         sys.exit(exc.exit_code)
-    except click.UsageError as exc:
-        print(f"redraft: error: {_usage_message(exc)}", file=sys.stderr)
+    except UsageError as exc:
+        if exc.message:  # empty when no arguments were given and the help was printed
+            print(f"redraft: error: {_usage_message(exc)}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
-    except click.Abort:
+    except ClickException as exc:
+        print(f"redraft: error: {exc.format_message()}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except Abort:
         print("redraft: interrupted", file=sys.stderr)
         sys.exit(130)
     except UserError as exc:
@@ -187,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_FAILED)
 
 
-def _usage_message(exc: click.UsageError) -> str:
+def _usage_message(exc: UsageError) -> str:
     message = exc.format_message()
     command = exc.ctx.command_path if exc.ctx is not None else "redraft"
     return f"{message} (see `{command} --help`)"

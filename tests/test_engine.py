@@ -37,7 +37,9 @@ def run_task(script: object, strategy: str = "adversarial", samples: int = 2, **
     spec = ScriptedSpec(script=script)  # type: ignore[arg-type]
     roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), strategy)
     settings = ArbiterSettings(
-        strategy=strategy, samples=samples, convergence=ConvergenceConfig(**convergence)  # type: ignore[arg-type]
+        strategy=strategy,
+        samples=samples,
+        convergence=ConvergenceConfig(**convergence),  # type: ignore[arg-type]
     )
     frames = asyncio.run(Arbiter(roles, settings).run(encode(TASK)))
     return list(iter_frames(b"".join(frames)))
@@ -58,12 +60,8 @@ def test_adversarial_converges_with_the_exact_decision_sequence() -> None:
     critiques = ["critique_request"] * 2 + ["critique"] * 2
     # Both samples agree in each round, so both contend and both are critiqued; the
     # last round meets the threshold, so nothing is critiqued there.
-    assert kinds(trace) == (
-        ["task"]
-        + round_kinds + critiques + ["decision"]
-        + round_kinds + critiques + ["decision"]
-        + round_kinds + ["decision", "result"]
-    )
+    revising_round = [*round_kinds, *critiques, "decision"]
+    assert kinds(trace) == ["task", *revising_round, *revising_round, *round_kinds, "decision", "result"]
     result = trace[-1]
     assert isinstance(result, Result)
     assert (result.answer, result.passed, result.score) == (str(GOLD), True, 1.0)
@@ -74,7 +72,7 @@ def test_adversarial_converges_with_the_exact_decision_sequence() -> None:
 
 def test_revision_carries_best_failed_checks_critique_and_memory() -> None:
     trace = run_task(LateLearner.for_tasks(TASKS, fix_at=2), max_rounds=5, patience=3)
-    round2 = [m for m in trace if isinstance(m, DraftRequest) and m.round == 2][0]
+    round2 = next(m for m in trace if isinstance(m, DraftRequest) and m.round == 2)
     revision = round2.revision
     assert revision is not None
     assert revision.best_text.endswith(f"Answer: {GOLD + 1}")  # round 0's: round 1 tied, no replacement

@@ -17,8 +17,8 @@ from redraft.protocols.messages import (
     MAX_ISSUES,
     WIRE_VERSION,
     CritiqueReport,
-    Issue,
     Draft,
+    Issue,
     Task,
     critique_json_schema,
     decode,
@@ -131,7 +131,9 @@ def test_critique_schema_is_generated_from_the_struct() -> None:
     # A reply that follows the schema validates against the same Struct; one that breaks its bounds does not.
     reply = b'{"issues": [{"severity": "major", "quote": "x", "reason": "y", "fix": "z"}]}'
     assert msgspec.json.decode(reply, type=CritiqueReport).issues[0].severity == "major"
-    too_long = json.dumps({"issues": [{"severity": "minor", "quote": "q" * (MAX_ISSUE_TEXT + 1), "reason": "", "fix": ""}]})
+    too_long = json.dumps(
+        {"issues": [{"severity": "minor", "quote": "q" * (MAX_ISSUE_TEXT + 1), "reason": "", "fix": ""}]}
+    )
     with pytest.raises(msgspec.ValidationError, match="length <= 100"):
         msgspec.json.decode(too_long, type=CritiqueReport)
 

@@ -37,7 +37,6 @@ from redraft.protocols.messages import (
 )
 from redraft.protocols.strategies import CriticRole, RoundOutcome, Scored, Strategy, get_strategy, rank
 
-
 R = TypeVar("R", bound=msgspec.Struct)
 
 
@@ -77,9 +76,7 @@ class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Arbiter:
-    def __init__(
-        self, roles: Roles, settings: ArbiterSettings, *, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, roles: Roles, settings: ArbiterSettings, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.roles = roles
         self.settings = settings
         self.strategy: Strategy = get_strategy(settings.strategy)
@@ -205,8 +202,9 @@ class _TaskLoop:
             seen.update({(round_, s.draft.sample): s for s in outcome.scored})
             initial = initial or leader
             verdict = protocol.observe(
-                Candidate(round=round_, sample=leader.draft.sample, text=leader.draft.text,
-                          score=leader.verification.score),
+                Candidate(
+                    round=round_, sample=leader.draft.sample, text=leader.draft.text, score=leader.verification.score
+                ),
                 spent=self.spent,
                 elapsed_s=arbiter._clock() - started,
             )
@@ -218,16 +216,16 @@ class _TaskLoop:
             best = seen[(verdict.best.round, verdict.best.sample)]
             self.revision = _revision(best, memory[-arbiter.settings.memory :])
         assert verdict is not None and verdict.reason is not None
-        best = seen.get((verdict.best.round, verdict.best.sample)) if verdict.best else None
+        final = seen.get((verdict.best.round, verdict.best.sample)) if verdict.best else None
         self.frames.append(
             encode(
                 Result(
                     task_id=self.task.task_id,
                     scenario=self.task.scenario,
-                    answer=best.verification.answer if best else None,
-                    text=best.draft.text if best else "",
-                    score=best.verification.score if best else 0.0,
-                    passed=best.verification.passed if best else False,
+                    answer=final.verification.answer if final else None,
+                    text=final.draft.text if final else "",
+                    score=final.verification.score if final else 0.0,
+                    passed=final.verification.passed if final else False,
                     initial_score=initial.verification.score if initial else 0.0,
                     initial_passed=initial.verification.passed if initial else False,
                     rounds=len(memory),

@@ -14,7 +14,14 @@ import msgspec
 
 from redraft.actors.prompts import critique_messages
 from redraft.backends.base import BackendSpec, ChatRequest
-from redraft.protocols.messages import Critique, CritiqueReport, CritiqueRequest, critique_json_schema, decode_as, encode
+from redraft.protocols.messages import (
+    Critique,
+    CritiqueReport,
+    CritiqueRequest,
+    critique_json_schema,
+    decode_as,
+    encode,
+)
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 # Raw control characters are invalid in JSON strings, and small models emit them;

@@ -39,15 +39,18 @@ class RoleSetup:
     verifier: BackendSpec | None = None
     temperature: float = 0.8
     draft_max_tokens: int = 128
-    critique_max_tokens: int = 256
+    critique_max_tokens: int = 320
     critic_temperature: float = 0.3
 
 
 def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any, ...], dict[str, Any]]]:
     """Constructor of each role the strategy needs: (class, args, kwargs)."""
     roles: dict[str, tuple[type, tuple[Any, ...], dict[str, Any]]] = {
-        "drafter": (Drafter, (setup.drafter, setup.scenario),
-                    {"temperature": setup.temperature, "max_tokens": setup.draft_max_tokens}),
+        "drafter": (
+            Drafter,
+            (setup.drafter, setup.scenario),
+            {"temperature": setup.temperature, "max_tokens": setup.draft_max_tokens},
+        ),
         "verifier": (Verifier, (setup.scenario, setup.verifier), {}),
     }
     critic_role = get_strategy(strategy).critic_role
@@ -68,7 +71,8 @@ def local_roles(setup: RoleSetup, strategy: str) -> Roles:
 def alive_nodes() -> list[str]:
     import ray
 
-    return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    return [n["NodeID"] for n in nodes if n.get("Alive")]
 
 
 def _on_node(node_id: str) -> Any:
@@ -86,7 +90,7 @@ def ray_roles(setup: RoleSetup, strategy: str, nodes: list[str] | None = None) -
     pools: dict[str, RolePool] = {}
     for name, (cls, args, kwargs) in _members(setup, strategy).items():
         cpus = verifier_cpus if name == "verifier" else 0
-        actor_class = ray.remote(cls)
+        actor_class: Any = ray.remote(cls)
         pools[name] = RolePool(
             [
                 actor_class.options(num_cpus=cpus, scheduling_strategy=_on_node(node), **_ROLE_OPTIONS).remote(

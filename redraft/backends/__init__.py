@@ -3,4 +3,13 @@
 from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion, backend, resolve
 from redraft.backends.scripted import ScriptedBackend, ScriptedSpec
 
-__all__ = ["Backend", "BackendSpec", "ChatRequest", "Completion", "ScriptedBackend", "ScriptedSpec", "backend", "resolve"]
+__all__ = [
+    "Backend",
+    "BackendSpec",
+    "ChatRequest",
+    "Completion",
+    "ScriptedBackend",
+    "ScriptedSpec",
+    "backend",
+    "resolve",
+]

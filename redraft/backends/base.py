@@ -51,8 +51,10 @@ class Backend(Protocol):
 class BackendSpec(Protocol):
     """A validated, picklable description of a backend; `create` runs inside the actor."""
 
-    spec: str
-    """The spec string it was made from (safe to log: never holds a secret)."""
+    @property
+    def spec(self) -> str:
+        """The spec string it was made from (safe to log: never holds a secret)."""
+        ...
 
     def create(self) -> Backend: ...
 

@@ -68,9 +68,7 @@ class LocalModelHost:
                 from llama_cpp import Llama
             except ImportError as exc:  # pragma: no cover - depends on the install
                 raise BackendError(f"the local backend needs llama-cpp-python: {exc}") from None
-            self._llama = Llama(
-                model_path=self._path, n_ctx=CONTEXT_TOKENS, n_threads=self._threads, verbose=False
-            )
+            self._llama = Llama(model_path=self._path, n_ctx=CONTEXT_TOKENS, n_threads=self._threads, verbose=False)
         return self._llama
 
     def _run(self, request: ChatRequest) -> Completion:
@@ -130,7 +128,7 @@ class _RayHostClient:
 
         node_id = ray.get_runtime_context().get_node_id()
         digest = hashlib.sha1(model_path.encode()).hexdigest()[:10]
-        self._host = (
+        self._host: Any = (
             ray.remote(LocalModelHost)
             .options(
                 name=f"redraft-model-host-{digest}-{node_id[:12]}",

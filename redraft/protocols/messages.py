@@ -306,7 +306,7 @@ def iter_frames(data: bytes) -> Iterator[Message]:
 def convert(obj: Any) -> Message:
     """Validate an already-unpacked MessagePack object as a `Message`."""
     try:
-        message: Message = msgspec.convert(obj, Message)  # type: ignore[arg-type]
+        message: Message = msgspec.convert(obj, Message)
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"invalid message: {exc}") from None
     return message

@@ -161,9 +161,7 @@ async def with_critiques(ctx: RoundContext, scored: list[Scored], role: CriticRo
     tied = contenders(scored)
     critiques = await ctx.critique([s.draft for s in tied], role=role, stance=stance)
     by_sample = {c.sample: c for c in critiques}
-    return [
-        Scored(s.draft, s.verification, s.agreement, by_sample.get(s.draft.sample, s.critique)) for s in scored
-    ]
+    return [Scored(s.draft, s.verification, s.agreement, by_sample.get(s.draft.sample, s.critique)) for s in scored]
 
 
 @strategy("none")

@@ -1,0 +1,22 @@
+# The two commands of the README. Each sets up .venv first (once).
+.PHONY: demo test lint bench clean
+
+STAMP := .venv/.redraft-installed
+
+$(STAMP): pyproject.toml scripts/setup.sh
+	bash scripts/setup.sh
+	touch $(STAMP)
+
+# Refine 30 generated arithmetic problems with the embedded model on a local Ray.
+demo: $(STAMP)
+	.venv/bin/redraft run arithmetic --limit 30
+
+test: $(STAMP)
+	.venv/bin/python -m pytest -q
+
+lint: $(STAMP)
+	.venv/bin/ruff check redraft tests
+	.venv/bin/mypy redraft
+
+clean:
+	rm -rf .venv runs

@@ -1,0 +1,107 @@
+"""The `redraft` command: listings, one-line errors with exit code 2, and a scripted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redraft.cli import main
+
+TESTS = Path(__file__).parent
+
+
+def redraft(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"PYTHONPATH": str(TESTS)}
+    return subprocess.run(
+        [sys.executable, "-m", "redraft.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
+
+
+def test_scenarios_lists_one_name_per_line() -> None:
+    done = redraft("scenarios")
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[:2] == ["arithmetic", "humaneval"]
+
+
+def test_strategies_lists_names_first() -> None:
+    done = redraft("strategies")
+    assert done.returncode == 0
+    names = done.stdout.split("\n\n")[0].splitlines()
+    assert names == ["adversarial", "none", "self_consistency", "self_refine"]
+    assert "separate critic" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "sudoku"], "unknown scenario 'sudoku' (known: arithmetic, humaneval)"),
+        (["run", "arithmetic", "--strategy", "vibes"], "unknown strategy 'vibes'"),
+        (["run", "arithmetic", "--model", "gpt:4"], "unknown backend spec 'gpt:4'"),
+        (
+            ["run", "arithmetic", "--critic", "local:/no/such/model.gguf"],
+            "GGUF model file not found: /no/such/model.gguf",
+        ),
+        (["run", "arithmetic", "--drafter", "local:pyproject.toml"], "needs a .gguf file"),
+        (["run", "arithmetic", "--samples", "0"], "--samples must be at least 1, got 0"),
+        (["run", "arithmetic", "--samples", "many"], "Invalid value for '--samples'"),
+        (["run", "arithmetic", "--threshold", "1.5"], "--threshold must be in [0, 1], got 1.5"),
+        (["run", "arithmetic", "--max-rounds", "0"], "--max-rounds must be at least 1"),
+        (["run", "arithmetic", "--limit", "-3"], "--limit must be at least 1"),
+        (["run", "arithmetic", "--frobnicate"], "No such option: --frobnicate"),
+        (["run", "arithmetic", "--model", "scripted:nope"], "scripted backend needs 'scripted:MODULE:FUNC'"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code_2(args: list[str], message: str, tmp_path: Path) -> None:
+    done = redraft(*args, "--out", str(tmp_path / "run"), cwd=TESTS.parent)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("redraft: error: ")
+    assert message in lines[0]
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()  # nothing was started or written
+
+
+@pytest.mark.ray
+def test_run_writes_the_run_directory_and_prints_the_table(
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    argv = [
+        "run",
+        "arithmetic",
+        "--model",
+        "scripted:replies:always_seven",
+        "--limit",
+        "4",
+        "--samples",
+        "2",
+        "--out",
+        str(out),
+    ]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code in (0, None)
+    printed = capsys.readouterr().out
+    assert "pass rate, round 0" in printed and "pass rate, refined" in printed and "stop reasons" in printed
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["drafter"] == "scripted:replies:always_seven"
+    assert len(manifest["fingerprint"]) == 16 and "ray" in manifest["versions"]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 4
+    required = {"task_id", "answer", "score", "passed", "initial_score", "initial_passed", "rounds", "stop_reason"}
+    for record in records:
+        assert required <= set(record)
+        assert record["answer"] == "7"
+        assert set(record["usage"]) == {"input_tokens", "output_tokens", "calls"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tasks"] == 4
+    assert summary["usage"]["calls"] == sum(r["usage"]["calls"] for r in records)
+    # Gold answers differ from 7 except by chance: the summary agrees with the records.
+    assert summary["passed"] == sum(r["passed"] for r in records)

@@ -1,0 +1,76 @@
+"""The real embedded model (SmolLM2-135M via llama.cpp): grammar-bound critiques, a run on Ray."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redraft.actors.critic import parse_report
+from redraft.actors.prompts import critique_messages
+from redraft.backends.base import ChatRequest, resolve
+from redraft.backends.local import EMBEDDED_MODEL_FILE
+from redraft.batch import RunConfig, run
+from redraft.errors import UserError
+from redraft.protocols.messages import Critique, Draft, Task, critique_json_schema, iter_frames
+
+pytestmark = pytest.mark.model
+
+TASK = Task(task_id="t", scenario="arithmetic", prompt="Leo has 14 stickers. Then Leo gets 21 more. How many now?")
+
+
+def test_grammar_binds_the_critique_to_the_schema() -> None:
+    backend = resolve("local").create()
+
+    async def critiques() -> list[str]:
+        requests = [
+            ChatRequest(
+                messages=critique_messages("adversarial", TASK, "14 + 21 = 32\nAnswer: 32"),
+                max_tokens=320,
+                temperature=0.7,
+                seed=seed,
+                json_schema=critique_json_schema(),
+            )
+            for seed in range(4)
+        ]
+        return [(await backend.complete(r)).text for r in requests]
+
+    for text in asyncio.run(critiques()):
+        report = parse_report(text)  # raises if the grammar let anything else through
+        assert all(issue.severity in ("critical", "major", "minor") for issue in report.issues)
+
+
+def test_local_spec_rejects_missing_or_non_gguf_files(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="not found"):
+        resolve(f"local:{tmp_path / 'missing.gguf'}")
+    (tmp_path / "model.bin").write_bytes(b"x")
+    with pytest.raises(UserError, match=r"\.gguf"):
+        resolve(f"local:{tmp_path / 'model.bin'}")
+
+
+@pytest.mark.ray
+def test_refines_arithmetic_on_ray_with_one_model_host_per_node(
+    ray_cluster: Any, node_ids: list[str], tmp_path: Path
+) -> None:
+    import ray
+
+    out = tmp_path / "run"
+    outcome = run(RunConfig(limit=3, samples=2, max_rounds=2, out=str(out), max_tokens=64))
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and outcome.summary.tasks == 3
+    for record in records:
+        assert record["stop_reason"] in ("threshold", "max_rounds", "stable", "no_improvement")
+        assert record["error"] is None
+        assert record["usage"]["calls"] >= 2 and record["usage"]["output_tokens"] > 0
+    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    drafts = [m for m in trace if isinstance(m, Draft)]
+    assert {d.model for d in drafts} == {EMBEDDED_MODEL_FILE}  # a base name, never a machine path
+    assert {d.node_id for d in drafts} == set(node_ids)
+    critiques = [m for m in trace if isinstance(m, Critique)]
+    assert all(c.error is None for c in critiques), [c.error for c in critiques]
+    hosts = [a for a in ray.util.list_named_actors(all_namespaces=True) if "redraft-model-host" in a["name"]]
+    assert len(hosts) == len(node_ids)  # the weights are loaded once per node, shared by the roles
+    assert "/" not in (out / "manifest.json").read_text().split('"versions"')[0].replace('"/', "")
