@@ -7,16 +7,19 @@ $(STAMP): pyproject.toml scripts/setup.sh
 	bash scripts/setup.sh
 	touch $(STAMP)
 
-# Refine 30 generated arithmetic problems with the embedded model on a local Ray.
+# Refine 10 generated arithmetic problems with the embedded model on a local Ray.
 demo: $(STAMP)
-	.venv/bin/redraft run arithmetic --limit 30
+	.venv/bin/redraft run arithmetic --limit 10
 
 test: $(STAMP)
 	.venv/bin/python -m pytest -q
 
 lint: $(STAMP)
-	.venv/bin/ruff check redraft tests
+	.venv/bin/ruff check redraft tests benchmarks
 	.venv/bin/mypy redraft
 
 clean:
 	rm -rf .venv runs
+
+bench: $(STAMP)
+	.venv/bin/python benchmarks/bench_engine.py

@@ -137,13 +137,14 @@ class _RunProgress:
         self._done = self._passed = 0
 
     def __enter__(self) -> _RunProgress:
-        self._bar.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._bar.__exit__(None, None, None)
+        if self._id is not None:  # started: the run got past validation
+            self._bar.stop()
 
     def start(self, total: int, already_done: int) -> None:
+        self._bar.start()
         if already_done:
             err.print(f"resuming: {already_done} of {total} tasks already done")
         self._id = self._bar.add_task("run", total=total - already_done, pass_rate="-")

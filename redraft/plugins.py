@@ -1,14 +1,22 @@
-"""Loading the modules that register scenarios, strategies and backends.
+"""Registries of named things (scenarios, strategies, backends) and the plugins that fill them.
 
 Built-ins and third-party packages alike are listed in entry-point groups
 (``redraft.scenarios``, ``redraft.strategies``, ``redraft.backends``); each entry
-point names a module whose import runs its registration decorators.
+point names a module whose import runs its registration decorators. A registry
+loads its group the first time it is read.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from importlib.metadata import entry_points
+from typing import Generic, TypeVar
+
+from redraft.errors import UserError
+
+T = TypeVar("T")
+F = TypeVar("F")
 
 _loaded: set[str] = set()
 
@@ -23,3 +31,34 @@ def load_group(group: str) -> None:
             entry.load()
         except Exception as exc:  # one broken plugin must not take the others down
             warnings.warn(f"redraft plugin {entry.name!r} ({entry.value}) failed to load: {exc}", stacklevel=2)
+
+
+class Registry(Generic[T]):
+    """Named entries of one kind, filled by decorators in the modules of an entry-point group."""
+
+    def __init__(self, kind: str, group: str) -> None:
+        self.kind = kind
+        self.group = group
+        self._entries: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[F], F]:
+        """A decorator that registers its target under ``name``."""
+
+        def add(target: F) -> F:
+            self._entries[name] = target  # type: ignore[assignment]
+            return target
+
+        return add
+
+    def names(self) -> list[str]:
+        load_group(self.group)
+        return sorted(self._entries)
+
+    def get(self, name: str) -> T:
+        """The entry ``name``; `UserError` listing the known ones otherwise."""
+        load_group(self.group)
+        try:
+            return self._entries[name]
+        except KeyError:
+            known = ", ".join(sorted(self._entries))
+            raise UserError(f"unknown {self.kind} {name!r} (known: {known})") from None

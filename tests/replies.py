@@ -70,3 +70,12 @@ def always_seven(request: ChatRequest) -> str:
     if is_critique(request):
         return json.dumps({"issues": []})
     return "Answer: 7"
+
+
+class Unstartable:
+    """A backend spec whose client cannot be built (think: a model file missing on one node)."""
+
+    spec = "broken"
+
+    def create(self) -> object:
+        raise RuntimeError("model weights missing on this node")

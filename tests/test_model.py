@@ -29,7 +29,7 @@ def test_grammar_binds_the_critique_to_the_schema() -> None:
         requests = [
             ChatRequest(
                 messages=critique_messages("adversarial", TASK, "14 + 21 = 32\nAnswer: 32"),
-                max_tokens=320,
+                max_tokens=512,
                 temperature=0.7,
                 seed=seed,
                 json_schema=critique_json_schema(),

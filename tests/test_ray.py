@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replies import Clocked, LateLearner
+from replies import Clocked, LateLearner, Unstartable
 
 from redraft.actors.factory import RoleSetup, ray_roles
 from redraft.backends.scripted import ScriptedSpec
@@ -106,3 +106,12 @@ def test_resume_refuses_a_different_configuration(ray_cluster: Any, tmp_path: Pa
     run(RunConfig(samples=1, limit=1, out=out), backends={"drafter": spec, "critic": spec})
     with pytest.raises(UserError, match="another configuration"):
         run(RunConfig(samples=2, limit=1, out=out), backends={"drafter": spec, "critic": spec})
+
+
+def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: Any, tmp_path: Path) -> None:
+    from redraft.errors import BackendError
+
+    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
+    with pytest.raises(BackendError, match="a role actor failed to start: .*model weights missing on this node"):
+        run(RunConfig(limit=2, out=str(tmp_path / "run")), backends={"drafter": spec, "critic": Unstartable()})
+    assert (tmp_path / "run" / "results.jsonl").read_text() == ""  # no task was charged with it

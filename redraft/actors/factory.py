@@ -39,7 +39,7 @@ class RoleSetup:
     verifier: BackendSpec | None = None
     temperature: float = 0.8
     draft_max_tokens: int = 128
-    critique_max_tokens: int = 320
+    critique_max_tokens: int = 512
     critic_temperature: float = 0.3
 
 

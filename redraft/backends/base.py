@@ -10,12 +10,12 @@ inside the actor, to build its client. Backends register by spec prefix with
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from redraft.errors import UserError
-from redraft.plugins import load_group
+from redraft.plugins import Registry
 from redraft.protocols.messages import ChatMessage, Usage
 
 
@@ -59,36 +59,19 @@ class BackendSpec(Protocol):
     def create(self) -> Backend: ...
 
 
-P = TypeVar("P", bound=Callable[[str], BackendSpec])
-
-_REGISTRY: dict[str, Callable[[str], BackendSpec]] = {}
-
-
-def backend(prefix: str) -> Callable[[P], P]:
-    """Register a parser for spec strings ``prefix`` or ``prefix:REST``; it gets REST ('' if none)."""
-
-    def register(parser: P) -> P:
-        _REGISTRY[prefix] = parser
-        return parser
-
-    return register
-
-
-def _load_plugins() -> None:
-    load_group("redraft.backends")
+BACKENDS: Registry[Callable[[str], BackendSpec]] = Registry("backend", "redraft.backends")
+backend = BACKENDS.register
+"""Register a parser for spec strings ``prefix`` or ``prefix:REST``: ``@backend("prefix")``; it gets REST."""
 
 
 def backend_prefixes() -> list[str]:
-    _load_plugins()
-    return sorted(_REGISTRY)
+    return BACKENDS.names()
 
 
 def resolve(spec: str) -> BackendSpec:
     """Parse and validate a spec string; `UserError` if it names nothing usable."""
-    _load_plugins()
     prefix, _, rest = spec.partition(":")
-    parser = _REGISTRY.get(prefix)
-    if parser is None:
-        known = ", ".join(f"{p}[:...]" for p in sorted(_REGISTRY))
+    if prefix not in BACKENDS.names():
+        known = ", ".join(f"{p}[:...]" for p in BACKENDS.names())
         raise UserError(f"unknown backend spec {spec!r} (known: {known})")
-    return parser(rest)
+    return BACKENDS.get(prefix)(rest)

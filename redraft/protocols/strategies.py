@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeVar
+from typing import Literal, Protocol
 
-from redraft.errors import UserError
-from redraft.plugins import load_group
+from redraft.plugins import Registry
 from redraft.protocols.messages import Critique, Draft, Revision, Task, Verification
 
 CriticRole = Literal["critic", "self_critic"]
@@ -109,35 +108,18 @@ class Strategy(Protocol):
     async def run_round(self, ctx: RoundContext) -> RoundOutcome: ...
 
 
-T = TypeVar("T", bound=Callable[[], Strategy])
-_REGISTRY: dict[str, Callable[[], Strategy]] = {}
-
-
-def strategy(name: str) -> Callable[[T], T]:
-    """Register a strategy factory under ``name``."""
-
-    def register(factory: T) -> T:
-        _REGISTRY[name] = factory
-        return factory
-
-    return register
-
-
-def _load_plugins() -> None:
-    load_group("redraft.strategies")
+STRATEGIES: Registry[Callable[[], Strategy]] = Registry("strategy", "redraft.strategies")
+strategy = STRATEGIES.register
+"""Register a strategy factory under a name: ``@strategy("name")``."""
 
 
 def strategy_names() -> list[str]:
-    _load_plugins()
-    return sorted(_REGISTRY)
+    return STRATEGIES.names()
 
 
 def get_strategy(name: str) -> Strategy:
-    _load_plugins()
-    try:
-        return _REGISTRY[name]()
-    except KeyError:
-        raise UserError(f"unknown strategy {name!r} (known: {', '.join(sorted(_REGISTRY))})") from None
+    """A new instance of the registered strategy ``name``; `UserError` listing the known ones otherwise."""
+    return STRATEGIES.get(name)()
 
 
 async def sample_and_verify(ctx: RoundContext, n: int) -> list[Scored]:

@@ -9,10 +9,9 @@ parties register theirs through the ``redraft.scenarios`` entry-point group
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from redraft.errors import UserError
-from redraft.plugins import load_group
+from redraft.plugins import Registry
 from redraft.protocols.messages import CheckResult, Task
 
 
@@ -42,39 +41,18 @@ class Scenario(Protocol):
         ...
 
 
-S = TypeVar("S", bound=Callable[[], Scenario])
-
-_REGISTRY: dict[str, Callable[[], Scenario]] = {}
-
-
-def scenario(name: str) -> Callable[[S], S]:
-    """Register a scenario factory (a class or a function returning a `Scenario`)."""
-
-    def register(factory: S) -> S:
-        _REGISTRY[name] = factory
-        return factory
-
-    return register
-
-
-def _load_plugins() -> None:
-    load_group("redraft.scenarios")
+SCENARIOS: Registry[Callable[[], Scenario]] = Registry("scenario", "redraft.scenarios")
+scenario = SCENARIOS.register
+"""Register a scenario factory (a class or a function returning a `Scenario`): ``@scenario("name")``."""
 
 
 def scenario_names() -> list[str]:
-    _load_plugins()
-    return sorted(_REGISTRY)
+    return SCENARIOS.names()
 
 
 def get_scenario(name: str) -> Scenario:
-    """The registered scenario ``name``; `UserError` listing the known ones otherwise."""
-    _load_plugins()
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise UserError(f"unknown scenario {name!r} (known: {known})") from None
-    return factory()
+    """A new instance of the registered scenario ``name``; `UserError` listing the known ones otherwise."""
+    return SCENARIOS.get(name)()
 
 
 def score_of(checks: list[CheckResult]) -> float:
