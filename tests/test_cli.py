@@ -85,9 +85,7 @@ def test_run_writes_the_run_directory_and_prints_the_table(
         "--out",
         str(out),
     ]
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code in (0, None)
+    main(argv)  # returns on success; only errors exit
     printed = capsys.readouterr().out
     assert "pass rate, round 0" in printed and "pass rate, refined" in printed and "stop reasons" in printed
     manifest = json.loads((out / "manifest.json").read_text())

@@ -112,6 +112,6 @@ def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: An
     from redraft.errors import BackendError
 
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
-    with pytest.raises(BackendError, match="a role actor failed to start: .*model weights missing on this node"):
+    with pytest.raises(BackendError, match=r"a role actor failed to start: .*model weights missing on this node"):
         run(RunConfig(limit=2, out=str(tmp_path / "run")), backends={"drafter": spec, "critic": Unstartable()})
     assert (tmp_path / "run" / "results.jsonl").read_text() == ""  # no task was charged with it

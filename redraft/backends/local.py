@@ -17,6 +17,7 @@ must not reach a trace or a log.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import importlib.util
 import os
@@ -70,6 +71,12 @@ class LocalModelHost:
                 raise BackendError(f"the local backend needs llama-cpp-python: {exc}") from None
             self._llama = Llama(model_path=self._path, n_ctx=CONTEXT_TOKENS, n_threads=self._threads, verbose=False)
         return self._llama
+
+    def close(self) -> None:
+        with self._lock:
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None
 
     def _run(self, request: ChatRequest) -> Completion:
         with self._lock:
@@ -151,9 +158,19 @@ _IN_PROCESS_HOSTS: dict[str, LocalModelHost] = {}
 
 def _in_process_host(model_path: str) -> LocalModelHost:
     """One host per model file in this process, so roles share the loaded weights."""
+    if not _IN_PROCESS_HOSTS:
+        atexit.register(_close_in_process_hosts)
     if model_path not in _IN_PROCESS_HOSTS:
         _IN_PROCESS_HOSTS[model_path] = LocalModelHost(model_path)
     return _IN_PROCESS_HOSTS[model_path]
+
+
+def _close_in_process_hosts() -> None:
+    # Free the models while llama.cpp's module globals still exist; left to the
+    # garbage collector at interpreter exit, Llama.__del__ fails noisily.
+    for host in _IN_PROCESS_HOSTS.values():
+        host.close()
+    _IN_PROCESS_HOSTS.clear()
 
 
 @dataclass(frozen=True)
