@@ -7,6 +7,7 @@ Exit codes: 0 done; 1 the run failed (a backend or the cluster); 2 a usage error
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -120,9 +121,18 @@ class _RateColumn(ProgressColumn):
 
 
 class _RunProgress:
-    """The live bar: tasks done of total, pass rate so far, rate, ETA."""
+    """The live bar: tasks done of total, pass rate so far, rate, ETA.
+
+    When stderr is not a terminal (``ray job submit`` logs, CI), the same figures
+    are printed as a plain line at most every `LOG_EVERY_S` seconds, and at the end.
+    """
+
+    LOG_EVERY_S = 10.0
 
     def __init__(self) -> None:
+        self._plain = not err.is_terminal
+        self._started = self._last_log = 0.0
+        self._total = 0
         self._bar = Progress(
             TextColumn("[bold]refining"),
             BarColumn(),
@@ -144,15 +154,29 @@ class _RunProgress:
             self._bar.stop()
 
     def start(self, total: int, already_done: int) -> None:
-        self._bar.start()
+        if not self._plain:
+            self._bar.start()
         if already_done:
             err.print(f"resuming: {already_done} of {total} tasks already done")
-        self._id = self._bar.add_task("run", total=total - already_done, pass_rate="-")
+        self._total = total - already_done
+        self._id = self._bar.add_task("run", total=self._total, pass_rate="-")
+        self._started = self._last_log = time.monotonic()
 
     def advance(self, result: Result) -> None:
         self._done += 1
         self._passed += result.passed
         self._bar.update(self._id, advance=1, pass_rate=f"{self._passed / self._done:.0%}")
+        now = time.monotonic()
+        if self._plain and (now - self._last_log >= self.LOG_EVERY_S or self._done == self._total):
+            self._last_log = now
+            rate = self._done / max(now - self._started, 1e-9)
+            eta = (self._total - self._done) / rate
+            print(
+                f"refining: {self._done}/{self._total} tasks, pass {self._passed / self._done:.0%}, "
+                f"{rate:.2f} tasks/s, ETA {eta:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _print_summary(outcome: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,7 +87,10 @@ def test_run_writes_the_run_directory_and_prints_the_table(
         str(out),
     ]
     main(argv)  # returns on success; only errors exit
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    # Not a terminal here: progress comes as plain lines, the last one at completion.
+    assert re.match(r"refining: 4/4 tasks, pass \d+%, [\d.]+ tasks/s, ETA 0 s$", captured.err.strip().splitlines()[-1])
     assert "pass rate, round 0" in printed and "pass rate, refined" in printed and "stop reasons" in printed
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["drafter"] == "scripted:replies:always_seven"
@@ -103,3 +107,16 @@ def test_run_writes_the_run_directory_and_prints_the_table(
     assert summary["usage"]["calls"] == sum(r["usage"]["calls"] for r in records)
     # Gold answers differ from 7 except by chance: the summary agrees with the records.
     assert summary["passed"] == sum(r["passed"] for r in records)
+
+
+def test_readme_shows_the_real_help() -> None:
+    env = os.environ | {"COLUMNS": "80", "TERM": "dumb", "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "redraft.cli", "--help"], capture_output=True, text=True, env=env, timeout=60
+    )
+    real = [line.rstrip() for line in done.stdout.strip().splitlines()]
+    readme = (TESTS.parent / "README.md").read_text()
+    block = readme.split("$ redraft --help\n", 1)[1].split("```", 1)[0]
+    shown = [line.rstrip() for line in block.strip().splitlines()]
+    # The README shows the command as `redraft`; run as a module it is `python -m redraft.cli`.
+    assert [line.replace("python -m redraft.cli", "redraft") for line in real] == shown
