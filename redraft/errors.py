@@ -39,3 +39,30 @@ class ScriptExhaustedError(BackendError):
 
     def __reduce__(self) -> tuple[type[ScriptExhaustedError], tuple[int]]:
         return (ScriptExhaustedError, (self.calls,))
+
+
+class RetryableBackendError(BackendError):
+    """A transient failure (429, 408, 409, 5xx, 529, timeout, dropped connection); worth retrying.
+
+    ``retry_after_s`` is the server's ``Retry-After`` when it sent one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_retryable, (str(self), self.status, self.retry_after_s))
+
+
+def _rebuild_retryable(message: str, status: int | None, retry_after_s: float | None) -> RetryableBackendError:
+    return RetryableBackendError(message, status=status, retry_after_s=retry_after_s)
+
+
+class PermanentBackendError(BackendError):
+    """The server refused the request itself (400, 404, 422): retrying cannot help; the task fails."""
+
+
+class AuthenticationError(BackendError):
+    """The credentials were refused (401, 403): every call would fail, so the whole run stops."""

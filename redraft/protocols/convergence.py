@@ -179,4 +179,5 @@ def _minus(a: Usage, b: Usage) -> Usage:
         input_tokens=a.input_tokens - b.input_tokens,
         output_tokens=a.output_tokens - b.output_tokens,
         calls=a.calls - b.calls,
+        cached_tokens=a.cached_tokens - b.cached_tokens,
     )

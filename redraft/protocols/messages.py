@@ -62,12 +62,15 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     """Completion tokens, as the backend reported them."""
     calls: int = 0
     """Number of model calls."""
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its prompt cache (a subset of ``input_tokens``)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             calls=self.calls + other.calls,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
         )
 
     @property
