@@ -26,7 +26,8 @@ from redraft.actors.arbiter import Arbiter, ArbiterSettings, describe
 from redraft.actors.factory import RoleSetup, local_roles, ray_arbiter, ray_arbiters, ray_roles, wait_ready
 from redraft.actors.prompts import PROMPT_VERSION
 from redraft.backends.base import BackendSpec, resolve
-from redraft.errors import UserError
+from redraft.errors import AuthenticationError, UserError
+from redraft.pricing import load_prices
 from redraft.protocols.convergence import Budget, ConvergenceConfig
 from redraft.protocols.messages import Message, Result, Task, Usage, decode_as, encode, iter_frames
 from redraft.protocols.strategies import get_strategy
@@ -51,10 +52,17 @@ class RunConfig(msgspec.Struct, kw_only=True):
     max_tokens: int = 128
     task_max_tokens: int | None = None
     task_max_calls: int | None = None
+    task_max_usd: float | None = None
     # --- not part of the fingerprint: they change how a run goes, not what it computes
     out: str | None = None
     address: str | None = None
     limit: int | None = None
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
+    budget_calls: int | None = None
+    """Run budgets: once spent, no new task is dispatched (in-flight ones finish)."""
+    prices: str | None = None
+    """A JSON price file that extends or overrides the built-in table (`redraft.pricing`)."""
     max_in_flight: int | None = None
     """Tasks dispatched at once; None: 4 per node with a local model (it serves one call at
     a time, so more only delays every result), 64 with remote backends."""
@@ -80,7 +88,16 @@ class RunConfig(msgspec.Struct, kw_only=True):
     def identity(self) -> dict[str, Any]:
         """The fields that decide results (the fingerprint's input)."""
         data: dict[str, Any] = msgspec.to_builtins(self)
-        for volatile in ("out", "address", "limit", "max_in_flight"):
+        for volatile in (
+            "out",
+            "address",
+            "limit",
+            "budget_usd",
+            "budget_tokens",
+            "budget_calls",
+            "prices",
+            "max_in_flight",
+        ):
             data.pop(volatile)
         data["prompt_version"] = PROMPT_VERSION
         return data
@@ -90,13 +107,29 @@ class RunConfig(msgspec.Struct, kw_only=True):
             threshold=self.threshold,
             max_rounds=self.max_rounds,
             patience=self.patience,
-            budget=Budget(max_tokens=self.task_max_tokens, max_calls=self.task_max_calls),
+            budget=Budget(max_tokens=self.task_max_tokens, max_calls=self.task_max_calls, max_usd=self.task_max_usd),
         )
 
     def arbiter_settings(self) -> ArbiterSettings:
         return ArbiterSettings(
-            strategy=self.strategy, samples=self.samples, seed=self.seed, convergence=self.convergence()
+            strategy=self.strategy,
+            samples=self.samples,
+            seed=self.seed,
+            convergence=self.convergence(),
+            prices=load_prices(self.prices),
         )
+
+    def run_budget_spent(self, spent: Usage) -> str | None:
+        """Why the run's budget is spent by ``spent``, or None."""
+        limits = [
+            ("USD", self.budget_usd, spent.cost_usd),
+            ("tokens", self.budget_tokens, spent.total_tokens),
+            ("calls", self.budget_calls, spent.calls),
+        ]
+        for name, limit, used in limits:
+            if limit is not None and used >= limit:
+                return f"run budget: {used:g} of {limit:g} {name} spent"
+        return None
 
 
 BackendOverrides = dict[str, BackendSpec]
@@ -106,6 +139,7 @@ BackendOverrides = dict[str, BackendSpec]
 def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> RoleSetup:
     """Validate the config and resolve every name in it; `UserError` on the first bad one."""
     config.validate()
+    load_prices(config.prices)
     get_scenario(config.scenario)
     get_strategy(config.strategy)
     backends = backends or {}
@@ -216,8 +250,19 @@ def run(
     settings = config.arbiter_settings()
     arbiters = ray_arbiters(roles, settings)
     in_flight = config.max_in_flight or _default_in_flight(setup, len(arbiters))
-    _dispatch(pending, arbiters, lambda: ray_arbiter(roles, settings), store, in_flight, on_result)
-    summary = store.finish(time.monotonic() - started)
+    stopped_by: str | None = None
+    try:
+        stopped_by = _dispatch(
+            pending,
+            arbiters,
+            lambda: ray_arbiter(roles, settings),
+            store,
+            in_flight,
+            on_result,
+            budget_spent=config.run_budget_spent,
+        )
+    finally:  # a stopped run still leaves a consistent directory and a summary of what finished
+        summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
 
 
@@ -247,8 +292,14 @@ def _dispatch(
     store: RunStore,
     max_in_flight: int,
     on_result: ProgressHook | None,
-) -> None:
-    """Keep at most ``max_in_flight`` tasks out; write each as it lands."""
+    *,
+    budget_spent: Callable[[Usage], str | None] = lambda _: None,
+) -> str | None:
+    """Keep at most ``max_in_flight`` tasks out; write each as it lands.
+
+    Returns why dispatch stopped early (a spent run budget), or None when every
+    task was dispatched. Tasks in flight when the budget runs out still finish.
+    """
     import ray
 
     in_flight: dict[Any, tuple[Task, int]] = {}
@@ -258,6 +309,10 @@ def _dispatch(
         try:
             frames: list[bytes] = ray.get(ref)
             result = decode_as(frames[-1], Result)
+        except AuthenticationError as exc:
+            # Credentials refused: every task would fail alike. Stop now; finished
+            # tasks are kept and a rerun with the same --out resumes after the fix.
+            raise AuthenticationError(describe(exc)) from None
         except Exception as exc:  # the arbiter itself failed: account for the task anyway
             if isinstance(exc, ray.exceptions.RayActorError):
                 arbiters[slot] = replace()
@@ -267,15 +322,20 @@ def _dispatch(
         if on_result is not None:
             on_result(result)
 
+    stopped_by: str | None = None
     for i, task in enumerate(tasks):
         while len(in_flight) >= max_in_flight:
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             land(ready[0])
+        stopped_by = budget_spent(store.spent)
+        if stopped_by:
+            break
         slot = i % len(arbiters)
         in_flight[arbiters[slot].run.remote(encode(task))] = (task, slot)
     while in_flight:
         ready, _ = ray.wait(list(in_flight), num_returns=1)
         land(ready[0])
+    return stopped_by
 
 
 def failed_result(task: Task, cause: str) -> Result:

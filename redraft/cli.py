@@ -1,7 +1,8 @@
 """The ``redraft`` command. Errors end here as one line on stderr, never a traceback.
 
-Exit codes: 0 done; 1 the run failed (a backend or the cluster); 2 a usage error
-(bad flag, unknown scenario, strategy or backend spec, missing model file).
+Exit codes: 0 done; 1 the run failed (a backend or the cluster, refused
+credentials); 2 a usage error (bad flag, unknown scenario, strategy or backend
+spec, missing model file); 3 a run budget stopped dispatch before every task ran.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ app = typer.Typer(
 err = Console(stderr=True)
 out = Console()
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
+EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET = 1, 2, 3
 
 
 @app.command("scenarios")
@@ -79,6 +80,15 @@ def run_command(
     ] = None,
     temperature: Annotated[float, typer.Option(help="Drafter sampling temperature.")] = 0.8,
     max_tokens: Annotated[int, typer.Option(help="Maximum tokens per draft.")] = 128,
+    task_budget_usd: Annotated[float | None, typer.Option(help="Stop a task once it has cost this much.")] = None,
+    task_budget_tokens: Annotated[int | None, typer.Option(help="Stop a task after this many tokens.")] = None,
+    task_budget_calls: Annotated[int | None, typer.Option(help="Stop a task after this many model calls.")] = None,
+    budget_usd: Annotated[float | None, typer.Option(help="Run budget: dispatch no task once spent.")] = None,
+    budget_tokens: Annotated[int | None, typer.Option(help="Run budget in tokens.")] = None,
+    budget_calls: Annotated[int | None, typer.Option(help="Run budget in model calls.")] = None,
+    prices: Annotated[
+        Path | None, typer.Option(help="JSON price file (USD per million tokens) over the built-in table.")
+    ] = None,
     max_in_flight: Annotated[
         int | None, typer.Option(help="Tasks dispatched at once (default: 4 per node with a local model, else 64).")
     ] = None,
@@ -106,12 +116,22 @@ def run_command(
         out=str(out_dir) if out_dir else None,
         address=address,
         limit=limit,
+        task_max_usd=task_budget_usd,
+        task_max_tokens=task_budget_tokens,
+        task_max_calls=task_budget_calls,
+        budget_usd=budget_usd,
+        budget_tokens=budget_tokens,
+        budget_calls=budget_calls,
+        prices=str(prices) if prices else None,
         max_in_flight=max_in_flight,
     )
     progress = _RunProgress()
     with progress:
         outcome = run(config, on_start=progress.start, on_result=progress.advance)
     _print_summary(outcome)
+    if outcome.summary.stopped_by:
+        print(f"redraft: stopped: {outcome.summary.stopped_by}; rerun with the same --out to go on", file=sys.stderr)
+        sys.exit(EXIT_BUDGET)
 
 
 class _RateColumn(ProgressColumn):
@@ -194,6 +214,12 @@ def _print_summary(outcome: Any) -> None:
         table.add_row("errors", ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())))
     table.add_row("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}")
     table.add_row("model calls", f"{s.usage.calls:,}")
+    for role, usage in sorted(s.usage_by_role.items()):
+        table.add_row(f"  {role}", f"{usage.calls:,} calls, {usage.total_tokens:,} tokens, ${usage.cost_usd:,.4f}")
+    cost = f"${s.usage.cost_usd:,.4f}"
+    if s.unpriced_models:
+        cost += f" (not priced: {', '.join(s.unpriced_models)})"
+    table.add_row("cost", cost)
     table.add_row("wall time", f"{s.wall_s:.1f} s")
     out.print(table)
 

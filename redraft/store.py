@@ -64,6 +64,11 @@ class Summary(msgspec.Struct, kw_only=True):
     """Sum of the tasks' own wall times (they overlap)."""
     wall_s: float = 0.0
     """Wall time of the driver invocation(s) that wrote the results."""
+    usage_by_role: dict[str, Usage] = {}
+    unpriced_models: list[str] = []
+    """Models without a price: their calls are in the token totals but cost 0 USD here."""
+    stopped_by: str | None = None
+    """Why dispatch stopped before every task ran (a run budget), or None."""
 
 
 class RunStore:
@@ -72,6 +77,8 @@ class RunStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.done: set[str] = set()
+        self.spent = Usage()
+        """Usage of every task recorded in this directory, earlier invocations included."""
         self._trace: IO[bytes] | None = None
         self._results: IO[bytes] | None = None
         self._wall_before = 0.0
@@ -114,6 +121,7 @@ class RunStore:
                     except json.JSONDecodeError:
                         break
                     self.done.add(record["task_id"])
+                    self.spent = self.spent + msgspec.convert(record["usage"], Usage)
                     trace_end = int(record.get("trace_end", trace_end))
                     good += len(line)
             if good < results_path.stat().st_size:
@@ -132,13 +140,14 @@ class RunStore:
         self._results.write(msgspec.json.encode(record) + b"\n")
         self._results.flush()
         self.done.add(result.task_id)
+        self.spent = self.spent + result.usage
 
     def records(self) -> Iterator[dict[str, Any]]:
         with open(self.root / RESULTS, "rb") as f:
             for line in f:
                 yield json.loads(line)
 
-    def finish(self, wall_s: float) -> Summary:
+    def finish(self, wall_s: float, stopped_by: str | None = None) -> Summary:
         """Close the files, write ``summary.json`` from every result line, and return it."""
         for handle in (self._trace, self._results):
             if handle is not None:
@@ -149,6 +158,7 @@ class RunStore:
         manifest["wall_s"] = total_wall
         _write_json(manifest_path, manifest)
         summary = summarize(self.records(), wall_s=total_wall)
+        summary.stopped_by = stopped_by
         _write_json(self.root / SUMMARY, msgspec.to_builtins(summary))
         return summary
 
@@ -167,6 +177,8 @@ def summarize(records: Iterator[dict[str, Any]], *, wall_s: float) -> Summary:
     reasons: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     usage = Usage()
+    by_role: dict[str, Usage] = {}
+    unpriced: set[str] = set()
     for r in records:
         s.tasks += 1
         s.passed += bool(r["passed"])
@@ -178,6 +190,9 @@ def summarize(records: Iterator[dict[str, Any]], *, wall_s: float) -> Summary:
         if r.get("error"):
             errors[r["error"].split(":", 1)[0]] += 1
         usage = usage + msgspec.convert(r["usage"], Usage)
+        for role, role_usage in r.get("usage_by_role", {}).items():
+            by_role[role] = by_role.get(role, Usage()) + msgspec.convert(role_usage, Usage)
+        unpriced.update(r.get("unpriced_models", []))
         s.task_wall_s += r["wall_s"]
     if s.tasks:
         s.pass_rate = s.passed / s.tasks
@@ -185,6 +200,7 @@ def summarize(records: Iterator[dict[str, Any]], *, wall_s: float) -> Summary:
         s.mean_score, s.initial_mean_score = score / s.tasks, initial_score / s.tasks
         s.mean_rounds = rounds / s.tasks
     s.stop_reasons, s.errors, s.usage = dict(reasons), dict(errors), usage
+    s.usage_by_role, s.unpriced_models = by_role, sorted(unpriced)
     return s
 
 

@@ -107,3 +107,10 @@ class HumanEvalOracle:
         if self.broken:  # break the solution's code, not the docstring's prose
             body = body.replace("return ", "return None if True else ", 1)
         return f"```python\n{header}{body}\n```"
+
+
+def refused(request: ChatRequest) -> str:
+    """A backend whose credentials are refused on every call."""
+    from redraft.errors import AuthenticationError
+
+    raise AuthenticationError("openai:gpt-test rejected the API key (401)")

@@ -101,7 +101,7 @@ def test_run_writes_the_run_directory_and_prints_the_table(
     for record in records:
         assert required <= set(record)
         assert record["answer"] == "7"
-        assert {"input_tokens", "output_tokens", "calls", "cached_tokens"} == set(record["usage"])
+        assert {"input_tokens", "output_tokens", "calls", "cached_tokens", "cost_usd"} == set(record["usage"])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["tasks"] == 4
     assert summary["usage"]["calls"] == sum(r["usage"]["calls"] for r in records)
@@ -120,3 +120,36 @@ def test_readme_shows_the_real_help() -> None:
     shown = [line.rstrip() for line in block.strip().splitlines()]
     # The README shows the command as `redraft`; run as a module it is `python -m redraft.cli`.
     assert [line.replace("python -m redraft.cli", "redraft") for line in real] == shown
+
+
+@pytest.mark.ray
+def test_a_spent_run_budget_stops_dispatch_with_exit_code_3(
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    argv = [
+        "run",
+        "arithmetic",
+        "--model",
+        "scripted:replies:always_seven",
+        "--limit",
+        "20",
+        "--samples",
+        "1",
+        "--max-in-flight",
+        "1",
+        "--budget-calls",
+        "5",
+        "--out",
+        str(out),
+    ]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 3
+    assert "redraft: stopped: run budget: " in capsys.readouterr().err
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    calls = [r["usage"]["calls"] for r in records]
+    # One task in flight at a time: dispatch stops at the first task that finds 5 calls spent.
+    assert sum(calls[:-1]) < 5 <= sum(calls) and len(records) < 20
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped_by"].startswith("run budget: ") and summary["tasks"] == len(records)

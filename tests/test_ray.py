@@ -137,3 +137,17 @@ def test_humaneval_candidates_are_tested_in_the_sandbox_inside_verifier_actors(
         assert check.name == "tests" and check.passed is not broken
         if broken:
             assert "AssertionError" in check.detail
+
+
+def test_refused_credentials_stop_the_whole_run_with_one_error(ray_cluster: Any, tmp_path: Path) -> None:
+    from replies import refused
+
+    from redraft.errors import AuthenticationError
+
+    spec = ScriptedSpec(script=refused)
+    out = tmp_path / "run"
+    with pytest.raises(AuthenticationError, match=r"rejected the API key \(401\)"):
+        run(RunConfig(limit=len(TASKS), out=str(out), max_in_flight=2), backends={"drafter": spec, "critic": spec})
+    # No task was recorded as failed: after fixing the key, the same --out resumes from scratch.
+    assert (out / "results.jsonl").read_text() == ""
+    assert json.loads((out / "summary.json").read_text())["tasks"] == 0

@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from redraft.errors import AuthenticationError
+from redraft.pricing import PriceTable, default_prices
 from redraft.protocols.convergence import Candidate, ConvergenceConfig, ConvergenceProtocol, Verdict
 from redraft.protocols.messages import (
     Attempt,
@@ -73,6 +75,7 @@ class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
     convergence: ConvergenceConfig = ConvergenceConfig()
     memory: int = 3
     """How many earlier attempts a revision prompt recalls."""
+    prices: PriceTable = msgspec.field(default_factory=default_prices)
 
 
 class Arbiter:
@@ -114,6 +117,8 @@ class _TaskLoop:
         self.final_round = False
         self.frames: list[bytes] = []
         self.spent = Usage()
+        self.by_role: dict[str, Usage] = {}
+        self.unpriced: set[str] = set()
         # Spread each task's samples over the pool, starting at a task-dependent member.
         self._offset = int.from_bytes(hashlib.blake2b(task.task_id.encode(), digest_size=2).digest(), "big")
 
@@ -131,15 +136,16 @@ class _TaskLoop:
             for k in range(n)
         ]
         pool = self.arbiter.roles.drafter
-        drafts = await self._exchange(
-            requests, Draft, lambda k, p: pool.call("draft", p, self._offset + k), partial_ok=True
+        return await self._exchange(
+            requests, Draft, lambda k, p: pool.call("draft", p, self._offset + k), role="drafter", partial_ok=True
         )
-        return drafts
 
     async def verify(self, drafts: list[Draft]) -> list[Verification]:
         pool = self.arbiter.roles.verifier
         requests = [VerifyRequest(task=self.task, draft=d) for d in drafts]
-        return await self._exchange(requests, Verification, lambda k, p: pool.call("verify", p, self._offset + k))
+        return await self._exchange(
+            requests, Verification, lambda k, p: pool.call("verify", p, self._offset + k), role="verifier"
+        )
 
     async def critique(self, drafts: list[Draft], *, role: CriticRole, stance: str) -> list[Critique]:
         pool = self.arbiter.roles.critic if role == "critic" else self.arbiter.roles.self_critic
@@ -147,7 +153,7 @@ class _TaskLoop:
             raise RuntimeError(f"strategy asked for a {role} but none was started")
         requests = [CritiqueRequest(task=self.task, draft=d, stance=stance) for d in drafts]
         return await self._exchange(
-            requests, Critique, lambda k, p: pool.call("critique", p, self._offset + k), partial_ok=True
+            requests, Critique, lambda k, p: pool.call("critique", p, self._offset + k), role=role, partial_ok=True
         )
 
     async def _exchange(
@@ -156,6 +162,7 @@ class _TaskLoop:
         kind: type[R],
         send: Callable[[int, bytes], Awaitable[bytes]],
         *,
+        role: str,
         partial_ok: bool = False,
     ) -> list[R]:
         """Send requests in parallel; keep every frame; decode replies as ``kind``.
@@ -167,17 +174,28 @@ class _TaskLoop:
         self.frames.extend(payloads)
         replies = await asyncio.gather(*(send(k, p) for k, p in enumerate(payloads)), return_exceptions=True)
         failures = [r for r in replies if isinstance(r, BaseException)]
-        if failures and (not partial_ok or len(failures) == len(replies)):
-            raise failures[0]
+        fatal = [f for f in failures if isinstance(f, AuthenticationError)]
+        if fatal or (failures and (not partial_ok or len(failures) == len(replies))):
+            raise (fatal or failures)[0]
         decoded: list[R] = []
         for reply in replies:
             if isinstance(reply, BaseException):
                 continue
             self.frames.append(reply)
             message = decode_as(reply, kind)  # type: ignore[type-var]
-            self.spent = self.spent + getattr(message, "usage", Usage())
+            if isinstance(message, Draft | Critique):
+                self._account(role, message.model, message.usage)
             decoded.append(message)
         return decoded
+
+    def _account(self, role: str, model: str, usage: Usage) -> None:
+        """Price one model call and add it to the task's totals, overall and by role."""
+        cost = self.arbiter.settings.prices.cost(model, usage)
+        if cost is None:
+            self.unpriced.add(model)
+        priced = msgspec.structs.replace(usage, cost_usd=cost or 0.0)
+        self.spent = self.spent + priced
+        self.by_role[role] = self.by_role.get(role, Usage()) + priced
 
     # ------------------------------------------------------------ the loop
 
@@ -195,6 +213,8 @@ class _TaskLoop:
             try:
                 outcome: RoundOutcome = await arbiter.strategy.run_round(self)
                 leader = rank(outcome.scored)[0]
+            except AuthenticationError:
+                raise  # every task would fail the same way: the driver stops the run
             except Exception as exc:  # a backend or actor failure ends this task only
                 verdict = protocol.fail(describe(exc))
                 self._decide(verdict, leader=None)
@@ -233,6 +253,8 @@ class _TaskLoop:
                     usage=self.spent,
                     wall_s=arbiter._clock() - started,
                     error=verdict.detail if verdict.reason == "error" else None,
+                    usage_by_role=self.by_role,
+                    unpriced_models=sorted(self.unpriced),
                 )
             )
         )

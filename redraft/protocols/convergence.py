@@ -12,7 +12,7 @@ Precedence when several reasons hold at once (first wins):
 
 1. ``error``          the task cannot continue (`fail`; no round is scored)
 2. ``threshold``      the best score reached the quality threshold
-3. ``budget``         tokens, calls or seconds ran out, or the next round would overrun
+3. ``budget``         tokens, calls, seconds or USD ran out, or the next round would overrun
 4. ``max_rounds``     the cycle limit was reached
 5. ``stable``         the leader repeats an earlier round's leader (text delta < epsilon)
 6. ``no_improvement`` the best score did not improve for ``patience`` rounds
@@ -38,6 +38,7 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
     max_tokens: int | None = None
     max_calls: int | None = None
     max_seconds: float | None = None
+    max_usd: float | None = None
 
 
 class ConvergenceConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,7 +115,7 @@ class ConvergenceProtocol:
             self._stale_rounds += 1
         repeat_of = self._repeat_of(leader)
         self._leaders.append(leader)
-        self._last_round_usage = _minus(spent, self._spent_before_round)
+        self._last_round_usage = spent - self._spent_before_round
         self._last_round_seconds = elapsed_s - self._elapsed_before_round
         self._spent_before_round, self._elapsed_before_round = spent, elapsed_s
 
@@ -157,6 +158,7 @@ class ConvergenceProtocol:
             ("tokens", b.max_tokens, spent.total_tokens, next_round.total_tokens),
             ("calls", b.max_calls, spent.calls, next_round.calls),
             ("seconds", b.max_seconds, elapsed_s, self._last_round_seconds),
+            ("USD", b.max_usd, spent.cost_usd, next_round.cost_usd),
         ]
         for name, limit, used, per_round in limits:
             if limit is None:
@@ -172,12 +174,3 @@ class ConvergenceProtocol:
             if text_delta(earlier.text, leader.text) < self.config.stable_epsilon:
                 return earlier
         return None
-
-
-def _minus(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        input_tokens=a.input_tokens - b.input_tokens,
-        output_tokens=a.output_tokens - b.output_tokens,
-        calls=a.calls - b.calls,
-        cached_tokens=a.cached_tokens - b.cached_tokens,
-    )

@@ -64,6 +64,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     """Number of model calls."""
     cached_tokens: int = 0
     """Prompt tokens the provider served from its prompt cache (a subset of ``input_tokens``)."""
+    cost_usd: float = 0.0
+    """Priced by the arbiter from the price table (`redraft.pricing`); 0 in role replies."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -71,6 +73,16 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             output_tokens=self.output_tokens + other.output_tokens,
             calls=self.calls + other.calls,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens - other.input_tokens,
+            output_tokens=self.output_tokens - other.output_tokens,
+            calls=self.calls - other.calls,
+            cached_tokens=self.cached_tokens - other.cached_tokens,
+            cost_usd=self.cost_usd - other.cost_usd,
         )
 
     @property
@@ -261,6 +273,10 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
     usage: Usage
     wall_s: float
     error: str | None = None
+    usage_by_role: dict[str, Usage] = {}
+    """The same usage split by role (``drafter``, ``critic``, ``self_critic``)."""
+    unpriced_models: list[str] = []
+    """Models the price table does not know; their calls are counted at 0 USD."""
 
 
 Message = Task | DraftRequest | Draft | VerifyRequest | Verification | CritiqueRequest | Critique | Decision | Result

@@ -1,0 +1,179 @@
+"""The one layer that retries a failed model call, and the rules for what is worth retrying.
+
+Three layers could retry a call; exactly one does for each kind of fault:
+
+- The vendor SDK clients (openai, anthropic) are created with ``max_retries=0``:
+  their own retries would multiply with ours and hide how many requests a call
+  really made.
+- Ray retries a role-actor call only when the actor process dies (a lost node,
+  a crash), never because of a model's HTTP error.
+- This module retries transport and server faults: HTTP 408, 409, 429, 5xx
+  (529 included), timeouts, dropped connections and unreadable replies, which a
+  backend raises as `RetryableBackendError`. `PermanentBackendError` (400, 404,
+  422) and `AuthenticationError` (401, 403) propagate at once: sending the same
+  request again cannot change the answer.
+
+Backoff is exponential with full jitter (a uniform wait in ``[0, backoff]``, so
+actors that failed together do not retry together). A server's ``Retry-After``
+is a floor on the wait, honoured up to `RetryPolicy.max_retry_after_s`. Sleep
+and randomness are injected, so tests run instantly and replay exactly.
+
+Error messages built here never hold a credential: `redact` removes the API key
+from any text that came back from a server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from redraft.errors import AuthenticationError, BackendError, PermanentBackendError, RetryableBackendError
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+"""Besides every 5xx (529, "overloaded", included)."""
+
+MAX_DETAIL_CHARS = 300
+"""A server's error text is cut to this length in our messages (some proxies answer with whole HTML pages)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently `with_retries` tries a call.
+
+    Invariant: the wait after any failed attempt is at most
+    ``max(max_delay_s, max_retry_after_s)``.
+    """
+
+    max_attempts: int = 5
+    """Attempts in all, the first one included; 1 disables retrying."""
+    base_delay_s: float = 0.5
+    """The backoff after the first failure; it doubles after each further one."""
+    max_delay_s: float = 30.0
+    """The backoff never grows past this."""
+    jitter: bool = True
+    """Full jitter: wait uniformly in [0, backoff]. False waits the whole backoff (predictable, for tests)."""
+    max_retry_after_s: float = 60.0
+    """A server's ``Retry-After`` is honoured up to this; a longer one is cut to it."""
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
+        if min(self.base_delay_s, self.max_delay_s, self.max_retry_after_s) < 0:
+            raise ValueError("retry delays must not be negative")
+
+    def delay_s(self, failures: int, error: RetryableBackendError, rng: random.Random) -> float:
+        """Seconds to wait after the ``failures``-th failed attempt (1-based) that raised ``error``."""
+        # min() before the power would overflow: 2**1100 is not a float.
+        backoff = min(self.max_delay_s, self.base_delay_s * 2.0 ** min(failures - 1, 64))
+        wait = rng.uniform(0.0, backoff) if self.jitter else backoff
+        if error.retry_after_s is not None:
+            wait = max(wait, min(error.retry_after_s, self.max_retry_after_s))
+        return wait
+
+
+_default_rng = random.Random()
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy,
+    what: str = "model call",
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    rng: random.Random | None = None,
+) -> T:
+    """Await ``call()``, calling it again after each `RetryableBackendError`, up to ``policy.max_attempts``.
+
+    Any other exception propagates at once. When the attempts run out, the last
+    error is raised again with the number of attempts added to its message.
+    ``what`` names the call in log lines (a backend spec, never a secret).
+    """
+    rng = rng or _default_rng
+    attempt = 1
+    while True:
+        try:
+            return await call()
+        except RetryableBackendError as exc:
+            if attempt >= policy.max_attempts:
+                raise RetryableBackendError(
+                    f"{exc} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})",
+                    status=exc.status,
+                    retry_after_s=exc.retry_after_s,
+                ) from None
+            wait = policy.delay_s(attempt, exc, rng)
+            log.warning("%s failed (attempt %d of %d), retrying in %.2fs: %s", what, attempt, policy.max_attempts, wait, exc)
+            await sleep(wait)
+            attempt += 1
+
+
+def retry_after_s(headers: Mapping[str, str], *, now: Callable[[], float] = time.time) -> float | None:
+    """The wait a response asks for: ``retry-after-ms``, else ``Retry-After`` in seconds or as an HTTP date."""
+    milliseconds = _finite(headers.get("retry-after-ms"))
+    if milliseconds is not None:
+        return max(0.0, milliseconds / 1000)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _finite(value)
+    if seconds is not None:
+        return max(0.0, seconds)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - now())
+
+
+def _finite(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` without ``secret`` in it (servers and proxies sometimes echo what they were sent)."""
+    return text.replace(secret, "[redacted]") if secret else text
+
+
+def server_detail(body: object, secret: str | None) -> str:
+    """The human-readable message of an error body, in either vendor's shape, redacted and cut short."""
+    detail: object = body
+    if isinstance(detail, Mapping):
+        detail = detail.get("error", detail)
+    if isinstance(detail, Mapping):
+        detail = detail.get("message", detail)
+    text = redact(" ".join(str(detail).split()), secret)
+    return text if len(text) <= MAX_DETAIL_CHARS else text[: MAX_DETAIL_CHARS - 3] + "..."
+
+
+def error_for_status(
+    status: int, body: object, headers: Mapping[str, str], *, spec: str, key_env: str, secret: str | None
+) -> BackendError:
+    """The redraft error for an HTTP error response from the backend named by ``spec``.
+
+    401 and 403 name the variable to fix, never the key; the 401 message leaves
+    out the server's text, which may echo part of the key.
+    """
+    if status == 401:
+        return AuthenticationError(f"{spec}: the API key was refused (HTTP 401); check {key_env}")
+    detail = server_detail(body, secret)
+    if status == 403:
+        return AuthenticationError(f"{spec}: permission denied (HTTP 403): {detail}; check {key_env}")
+    if status in RETRYABLE_STATUSES or status >= 500:
+        return RetryableBackendError(f"{spec}: HTTP {status}: {detail}", status=status, retry_after_s=retry_after_s(headers))
+    return PermanentBackendError(f"{spec}: HTTP {status}: {detail}")

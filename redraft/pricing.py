@@ -1,0 +1,96 @@
+"""What model calls cost: a price table in USD per million tokens, overridable by the user.
+
+A model name is priced by the longest table key it starts with, so the dated
+names APIs report (``gpt-4o-mini-2024-07-18``, ``claude-sonnet-4-5-20250929``)
+find their family, and ``gpt-4o-mini`` is never priced as ``gpt-4o``. Local GGUF
+models and scripted doubles cost nothing. A model the table does not know is
+*unpriced*: its calls cost 0 here and are reported by name, never guessed.
+
+The built-in prices are list prices as the providers published them (checked
+2025); they change. Override or extend them with a JSON file
+(``--prices FILE``): ``{"my-model": {"input": 1.0, "cached_input": 0.1, "output": 4.0}}``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from redraft.errors import UserError
+from redraft.protocols.messages import Usage
+
+
+class Price(msgspec.Struct, frozen=True, kw_only=True):
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    """Price of prompt tokens served from the provider's cache; the input price if unset."""
+
+
+_BUILTIN: dict[str, Price] = {
+    # OpenAI
+    "gpt-5": Price(input=1.25, cached_input=0.125, output=10.0),
+    "gpt-5-mini": Price(input=0.25, cached_input=0.025, output=2.0),
+    "gpt-5-nano": Price(input=0.05, cached_input=0.005, output=0.40),
+    "gpt-4.1": Price(input=2.0, cached_input=0.50, output=8.0),
+    "gpt-4.1-mini": Price(input=0.40, cached_input=0.10, output=1.60),
+    "gpt-4.1-nano": Price(input=0.10, cached_input=0.025, output=0.40),
+    "gpt-4o": Price(input=2.50, cached_input=1.25, output=10.0),
+    "gpt-4o-mini": Price(input=0.15, cached_input=0.075, output=0.60),
+    "o3": Price(input=2.0, cached_input=0.50, output=8.0),
+    "o4-mini": Price(input=1.10, cached_input=0.275, output=4.40),
+    # Anthropic
+    "claude-opus-4-5": Price(input=5.0, cached_input=0.50, output=25.0),
+    "claude-opus-4": Price(input=15.0, cached_input=1.50, output=75.0),
+    "claude-sonnet-4": Price(input=3.0, cached_input=0.30, output=15.0),
+    "claude-haiku-4-5": Price(input=1.0, cached_input=0.10, output=5.0),
+    "claude-3-5-haiku": Price(input=0.80, cached_input=0.08, output=4.0),
+}
+
+_FREE_SUFFIXES = (".gguf",)
+_FREE_PREFIXES = ("scripted",)
+
+
+class PriceTable(msgspec.Struct, frozen=True):
+    """Prices by model-name prefix."""
+
+    prices: dict[str, Price]
+
+    def price_of(self, model: str) -> Price | None:
+        matches = [key for key in self.prices if model.startswith(key)]
+        return self.prices[max(matches, key=len)] if matches else None
+
+    def cost(self, model: str, usage: Usage) -> float | None:
+        """USD for one call's usage; 0 for local and scripted models; None if the model is unpriced."""
+        if model.endswith(_FREE_SUFFIXES) or model.startswith(_FREE_PREFIXES):
+            return 0.0
+        price = self.price_of(model)
+        if price is None:
+            return None
+        cached = min(usage.cached_tokens, usage.input_tokens)
+        cached_price = price.input if price.cached_input is None else price.cached_input
+        dollars = (
+            (usage.input_tokens - cached) * price.input + cached * cached_price + usage.output_tokens * price.output
+        )
+        return dollars / 1e6
+
+
+def default_prices() -> PriceTable:
+    return PriceTable(dict(_BUILTIN))
+
+
+def load_prices(path: str | Path | None) -> PriceTable:
+    """The built-in table, with the entries of the JSON file at ``path`` added or replaced."""
+    table = default_prices()
+    if path is None:
+        return table
+    try:
+        extra = msgspec.json.decode(Path(path).read_bytes(), type=dict[str, Price])
+    except FileNotFoundError:
+        raise UserError(f"price file not found: {path}") from None
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise UserError(f"bad price file {path}: {exc}") from None
+    return PriceTable(table.prices | extra)

@@ -1,0 +1,270 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI and Anthropic wire formats.
+
+The openai and anthropic SDKs send through ``httpx2``, which HTTP mocking
+libraries do not intercept, so backend tests talk to this server over a real
+socket instead. It answers ``POST /v1/chat/completions`` (OpenAI Chat
+Completions) and ``POST /v1/messages`` (Anthropic Messages), records every
+request it saw, and plays a script of faults, one per request, before it
+answers normally again::
+
+    with FakeLLMServer() as server:
+        server.script(Fault.rate_limited(retry_after="0.3"), Fault.server_error())
+        ...  # the first two requests fail, the third gets `server.reply_text`
+
+Every response closes its connection (HTTP/1.0), so a client never reuses a
+socket the server already dropped: each fault is seen by exactly one request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+
+FaultKind = Literal["status", "slow", "malformed", "drop"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What the server does to one request instead of answering it normally."""
+
+    kind: FaultKind
+    status: int = 0
+    message: str = ""
+    """The error message in the body of a ``status`` fault."""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    """For ``slow``: how long to wait before answering (normally, if the client still listens)."""
+
+    @staticmethod
+    def rate_limited(retry_after: str = "1") -> Fault:
+        return Fault("status", 429, "rate limit reached", {"Retry-After": retry_after})
+
+    @staticmethod
+    def server_error(status: int = 500) -> Fault:
+        return Fault("status", status, "the server had an error")
+
+    @staticmethod
+    def overloaded() -> Fault:
+        return Fault("status", 529, "Overloaded")
+
+    @staticmethod
+    def bad_request(message: str = "messages: field required") -> Fault:
+        return Fault("status", 400, message)
+
+    @staticmethod
+    def unauthorized() -> Fault:
+        return Fault("status", 401, "invalid x-api-key")
+
+    @staticmethod
+    def slow(delay_s: float) -> Fault:
+        return Fault("slow", delay_s=delay_s)
+
+    @staticmethod
+    def malformed() -> Fault:
+        """A 200 whose JSON body is cut short, as a misbehaving proxy might send."""
+        return Fault("malformed")
+
+    @staticmethod
+    def dropped() -> Fault:
+        """The connection is closed after the request is read, with no response at all."""
+        return Fault("drop")
+
+
+@dataclass(frozen=True)
+class SeenRequest:
+    """One request as the server received it."""
+
+    path: str
+    headers: dict[str, str]
+    """Header names lower-cased."""
+    body: dict[str, Any]
+    arrived: float
+    """`time.monotonic()` when the whole request had been read."""
+
+
+class FakeLLMServer:
+    """A threaded HTTP server in the background; a context manager that starts and stops it."""
+
+    def __init__(self) -> None:
+        self.reply_text = "Hello from the fake server."
+        """What the model answers; for a forced Anthropic tool call it must be a JSON object."""
+        self.model = "fake-model-1"
+        self.input_tokens = 11
+        self.output_tokens = 7
+        self.cached_tokens = 3
+        self.cache_creation_tokens = 2
+        """Anthropic only: prompt tokens written to the cache."""
+        self.reject_response_format = False
+        """Answer 400 to any Chat Completions request that carries ``response_format``."""
+        self.requests: list[SeenRequest] = []
+        self._faults: list[Fault] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.fake = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm-server", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url  # the SDK appends /v1/messages itself
+
+    def script(self, *faults: Fault) -> None:
+        """Queue faults: the next requests get them in order, then normal answers."""
+        with self._lock:
+            self._faults.extend(faults)
+
+    def __enter__(self) -> FakeLLMServer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stopping.set()  # wakes any handler still sleeping in a slow fault
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def _record(self, seen: SeenRequest) -> Fault | None:
+        with self._lock:
+            self.requests.append(seen)
+            return self._faults.pop(0) if self._faults else None
+
+    def _sleep(self, seconds: float) -> None:
+        self._stopping.wait(seconds)
+
+    # ------------------------------------------------------------ wire formats
+
+    def openai_reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": self.reply_text},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": self.input_tokens,
+                "completion_tokens": self.output_tokens,
+                "total_tokens": self.input_tokens + self.output_tokens,
+                "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
+            },
+        }
+
+    def anthropic_reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        tool_choice = body.get("tool_choice") or {}
+        content: list[dict[str, Any]]
+        if tool_choice.get("type") == "tool":
+            content = [
+                {"type": "tool_use", "id": "toolu_fake", "name": tool_choice["name"], "input": json.loads(self.reply_text)}
+            ]
+            stop_reason = "tool_use"
+        else:
+            content = [{"type": "text", "text": self.reply_text}]
+            stop_reason = "end_turn"
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "cache_read_input_tokens": self.cached_tokens,
+                "cache_creation_input_tokens": self.cache_creation_tokens,
+            },
+        }
+
+
+def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
+    if path.endswith("/messages"):
+        kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
+        return {"type": "error", "error": {"type": kind.get(status, "api_error"), "message": message}}
+    return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error"}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "FakeLLM/1.0"
+
+    @property
+    def fake(self) -> FakeLLMServer:
+        fake: FakeLLMServer = self.server.fake  # type: ignore[attr-defined]
+        return fake
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {"unparsable": raw.decode(errors="replace")}
+        seen = SeenRequest(
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+            arrived=time.monotonic(),
+        )
+        fault = self.fake._record(seen)
+        try:
+            self._answer(seen, fault)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (its timeout ran out during a slow fault)
+
+    def _answer(self, seen: SeenRequest, fault: Fault | None) -> None:
+        if fault is not None:
+            if fault.kind == "drop":
+                self.close_connection = True
+                return
+            if fault.kind == "malformed":
+                self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"index": 0, "mess')
+                return
+            if fault.kind == "status":
+                payload = json.dumps(_error_body(seen.path, fault.status, fault.message)).encode()
+                self._send(fault.status, payload, fault.headers)
+                return
+            self.fake._sleep(fault.delay_s)  # "slow": then answer normally
+        if seen.path == "/v1/chat/completions":
+            if self.fake.reject_response_format and "response_format" in seen.body:
+                message = "response_format is not supported by this server"
+                self._send(400, json.dumps(_error_body(seen.path, 400, message)).encode())
+                return
+            self._send(200, json.dumps(self.fake.openai_reply(seen.body)).encode())
+        elif seen.path == "/v1/messages":
+            self._send(200, json.dumps(self.fake.anthropic_reply(seen.body)).encode())
+        else:
+            self._send(404, json.dumps(_error_body(seen.path, 404, f"no route {seen.path}")).encode())
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
