@@ -61,6 +61,8 @@ class RunConfig(msgspec.Struct, kw_only=True):
     budget_tokens: int | None = None
     budget_calls: int | None = None
     """Run budgets: once spent, no new task is dispatched (in-flight ones finish)."""
+    cache: bool = True
+    """Answer repeated model calls from the response cache (`redraft.backends.cache`)."""
     prices: str | None = None
     """A JSON price file that extends or overrides the built-in table (`redraft.pricing`)."""
     max_in_flight: int | None = None
@@ -96,6 +98,7 @@ class RunConfig(msgspec.Struct, kw_only=True):
             "budget_tokens",
             "budget_calls",
             "prices",
+            "cache",
             "max_in_flight",
         ):
             data.pop(volatile)
@@ -153,6 +156,7 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
         verifier=verifier,
         temperature=config.temperature,
         draft_max_tokens=config.max_tokens,
+        cache=config.cache,
     )
 
 

@@ -89,6 +89,7 @@ def run_command(
     prices: Annotated[
         Path | None, typer.Option(help="JSON price file (USD per million tokens) over the built-in table.")
     ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not answer repeated calls from the cache.")] = False,
     max_in_flight: Annotated[
         int | None, typer.Option(help="Tasks dispatched at once (default: 4 per node with a local model, else 64).")
     ] = None,
@@ -123,6 +124,7 @@ def run_command(
         budget_tokens=budget_tokens,
         budget_calls=budget_calls,
         prices=str(prices) if prices else None,
+        cache=not no_cache,
         max_in_flight=max_in_flight,
     )
     progress = _RunProgress()
@@ -213,7 +215,8 @@ def _print_summary(outcome: Any) -> None:
     if s.errors:
         table.add_row("errors", ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())))
     table.add_row("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}")
-    table.add_row("model calls", f"{s.usage.calls:,}")
+    hits = f", {s.usage.cache_hits:,} answered from the cache" if s.usage.cache_hits else ""
+    table.add_row("model calls", f"{s.usage.calls:,}{hits}")
     for role, usage in sorted(s.usage_by_role.items()):
         table.add_row(f"  {role}", f"{usage.calls:,} calls, {usage.total_tokens:,} tokens, ${usage.cost_usd:,.4f}")
     cost = f"${s.usage.cost_usd:,.4f}"

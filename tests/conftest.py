@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_enable_worker_prestart", "0")
+# Every process of the session (Ray workers too) caches model calls here, never in the user's cache.
+os.environ["REDRAFT_CACHE_DIR"] = tempfile.mkdtemp(prefix="redraft-test-cache-")
 
 
 @pytest.fixture(scope="session")

@@ -114,3 +114,24 @@ def refused(request: ChatRequest) -> str:
     from redraft.errors import AuthenticationError
 
     raise AuthenticationError("openai:gpt-test rejected the API key (401)")
+
+
+@dataclass(frozen=True)
+class CountingSpec:
+    """A backend spec (not `scripted`, so it is cacheable) that records every call it really makes."""
+
+    reply: LateLearner
+    calls: list[ChatRequest] = field(default_factory=list)
+    spec: str = "counting:test"
+
+    def create(self) -> object:
+        from redraft.backends.scripted import ScriptedBackend
+
+        counting = self
+
+        class Counting(ScriptedBackend):
+            async def complete(self, request: ChatRequest):  # type: ignore[no-untyped-def]
+                counting.calls.append(request)
+                return await super().complete(request)
+
+        return Counting(self.reply, model="counting")

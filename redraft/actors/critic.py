@@ -14,6 +14,7 @@ import msgspec
 
 from redraft.actors.prompts import critique_messages
 from redraft.backends.base import BackendSpec, ChatRequest
+from redraft.backends.cache import cached
 from redraft.protocols.messages import (
     Critique,
     CritiqueReport,
@@ -36,8 +37,8 @@ def parse_report(text: str) -> CritiqueReport:
 
 
 class Critic:
-    def __init__(self, backend: BackendSpec, *, temperature: float, max_tokens: int) -> None:
-        self._backend = backend.create()
+    def __init__(self, backend: BackendSpec, *, temperature: float, max_tokens: int, cache: bool = True) -> None:
+        self._backend = cached(backend.create(), backend.spec, enabled=cache)
         self._schema = critique_json_schema()
         self._temperature = temperature
         self._max_tokens = max_tokens

@@ -5,6 +5,7 @@ from __future__ import annotations
 from redraft.actors.prompts import draft_messages
 from redraft.actors.runtime import node_id
 from redraft.backends.base import BackendSpec, ChatRequest
+from redraft.backends.cache import cached
 from redraft.protocols.messages import Draft, DraftRequest, decode_as, encode
 from redraft.scenarios import get_scenario
 
@@ -12,8 +13,10 @@ from redraft.scenarios import get_scenario
 class Drafter:
     """Bytes in (`DraftRequest`), bytes out (`Draft`); one backend client per actor."""
 
-    def __init__(self, backend: BackendSpec, scenario: str, *, temperature: float, max_tokens: int) -> None:
-        self._backend = backend.create()
+    def __init__(
+        self, backend: BackendSpec, scenario: str, *, temperature: float, max_tokens: int, cache: bool = True
+    ) -> None:
+        self._backend = cached(backend.create(), backend.spec, enabled=cache)
         self._system = get_scenario(scenario).system_prompt()
         self._temperature = temperature
         self._max_tokens = max_tokens

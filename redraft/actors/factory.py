@@ -41,6 +41,8 @@ class RoleSetup:
     draft_max_tokens: int = 128
     critique_max_tokens: int = 512
     critic_temperature: float = 0.3
+    cache: bool = True
+    """Answer repeated model calls from the node's response cache (`redraft.backends.cache`)."""
 
 
 def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any, ...], dict[str, Any]]]:
@@ -49,12 +51,16 @@ def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any
         "drafter": (
             Drafter,
             (setup.drafter, setup.scenario),
-            {"temperature": setup.temperature, "max_tokens": setup.draft_max_tokens},
+            {"temperature": setup.temperature, "max_tokens": setup.draft_max_tokens, "cache": setup.cache},
         ),
         "verifier": (Verifier, (setup.scenario, setup.verifier), {}),
     }
     critic_role = get_strategy(strategy).critic_role
-    critic_kwargs = {"temperature": setup.critic_temperature, "max_tokens": setup.critique_max_tokens}
+    critic_kwargs = {
+        "temperature": setup.critic_temperature,
+        "max_tokens": setup.critique_max_tokens,
+        "cache": setup.cache,
+    }
     if critic_role == "critic":
         roles["critic"] = (Critic, (setup.critic,), critic_kwargs)
     elif critic_role == "self_critic":

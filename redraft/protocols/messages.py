@@ -66,6 +66,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     """Prompt tokens the provider served from its prompt cache (a subset of ``input_tokens``)."""
     cost_usd: float = 0.0
     """Priced by the arbiter from the price table (`redraft.pricing`); 0 in role replies."""
+    cache_hits: int = 0
+    """Calls answered by the response cache (their tokens were paid for once, earlier)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -74,6 +76,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             calls=self.calls + other.calls,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
+            cache_hits=self.cache_hits + other.cache_hits,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -83,6 +86,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             calls=self.calls - other.calls,
             cached_tokens=self.cached_tokens - other.cached_tokens,
             cost_usd=self.cost_usd - other.cost_usd,
+            cache_hits=self.cache_hits - other.cache_hits,
         )
 
     @property

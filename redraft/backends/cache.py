@@ -1,0 +1,94 @@
+"""A response cache in front of any backend: a call already answered is never paid twice.
+
+The key is a hash of the backend spec and the whole request: messages, sampling
+parameters, the JSON schema, and the seed, which the arbiter derives from (run
+seed, task, round, sample), so distinct samples stay distinct while a retried or
+resumed call finds its answer. Entries live in SQLite on each node's disk, in
+``$REDRAFT_CACHE_DIR`` or ``~/.cache/redraft`` (``responses.sqlite``); a node
+only sees its own entries, so a call retried on another node may be paid again.
+
+A hit returns the completion with the usage it had when it was paid for, and
+``cache_hits=1``, so a resumed run's totals equal those of an uninterrupted one
+and the summary still says how much was served from the cache. The scripted
+test double is never cached (its replies are not a function of the request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+import msgspec
+
+from redraft.backends.base import Backend, ChatRequest, Completion
+
+_encoder = msgspec.msgpack.Encoder(order="deterministic")
+_decoder = msgspec.msgpack.Decoder(Completion)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("REDRAFT_CACHE_DIR") or Path.home() / ".cache" / "redraft")
+
+
+class ResponseCache:
+    """A SQLite table of completions by request key; safe to share between threads."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")  # several actors on a node share the file
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion BLOB)")
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(spec: str, request: ChatRequest) -> str:
+        return hashlib.sha256(spec.encode() + b"\0" + _encoder.encode(request)).hexdigest()
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._db.execute("SELECT completion FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else _decoder.decode(row[0])
+
+    def put(self, key: str, completion: Completion) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses (key, completion) VALUES (?, ?)", (key, _encoder.encode(completion))
+            )
+
+
+class CachedBackend:
+    """Answers from the cache when it can, else from ``inner`` (and remembers the answer)."""
+
+    def __init__(self, inner: Backend, spec: str, cache: ResponseCache) -> None:
+        self._inner = inner
+        self._spec = spec
+        self._cache = cache
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        key = ResponseCache.key(self._spec, request)
+        hit = await asyncio.to_thread(self._cache.get, key)
+        if hit is not None:
+            return msgspec.structs.replace(hit, usage=msgspec.structs.replace(hit.usage, cache_hits=1))
+        completion = await self._inner.complete(request)
+        await asyncio.to_thread(self._cache.put, key, completion)
+        return completion
+
+
+_OPEN: dict[Path, ResponseCache] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def cached(backend: Backend, spec: str, *, enabled: bool) -> Backend:
+    """``backend`` behind this node's response cache, unless disabled or a scripted double."""
+    if not enabled or spec.startswith("scripted"):
+        return backend
+    path = cache_dir() / "responses.sqlite"
+    with _OPEN_LOCK:
+        if path not in _OPEN:
+            _OPEN[path] = ResponseCache(path)
+    return CachedBackend(backend, spec, _OPEN[path])
