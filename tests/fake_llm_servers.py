@@ -17,6 +17,7 @@ socket the server already dropped: each fault is seen by exactly one request.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -108,7 +109,10 @@ class FakeLLMServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.fake = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm-server", daemon=True)
+        # A short poll interval: shutdown() waits for the next poll, 0.5 s by default.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm-server", daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -177,7 +181,12 @@ class FakeLLMServer:
         content: list[dict[str, Any]]
         if tool_choice.get("type") == "tool":
             content = [
-                {"type": "tool_use", "id": "toolu_fake", "name": tool_choice["name"], "input": json.loads(self.reply_text)}
+                {
+                    "type": "tool_use",
+                    "id": "toolu_fake",
+                    "name": tool_choice["name"],
+                    "input": json.loads(self.reply_text),
+                }
             ]
             stop_reason = "tool_use"
         else:
@@ -231,10 +240,9 @@ class _Handler(BaseHTTPRequestHandler):
             arrived=time.monotonic(),
         )
         fault = self.fake._record(seen)
-        try:
+        # The client may have given up already (its timeout ran out during a slow fault).
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._answer(seen, fault)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (its timeout ran out during a slow fault)
 
     def _answer(self, seen: SeenRequest, fault: Fault | None) -> None:
         if fault is not None:

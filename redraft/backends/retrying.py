@@ -112,7 +112,9 @@ async def with_retries(
                     retry_after_s=exc.retry_after_s,
                 ) from None
             wait = policy.delay_s(attempt, exc, rng)
-            log.warning("%s failed (attempt %d of %d), retrying in %.2fs: %s", what, attempt, policy.max_attempts, wait, exc)
+            log.warning(
+                "%s failed (attempt %d of %d), retrying in %.2fs: %s", what, attempt, policy.max_attempts, wait, exc
+            )
             await sleep(wait)
             attempt += 1
 
@@ -175,5 +177,7 @@ def error_for_status(
     if status == 403:
         return AuthenticationError(f"{spec}: permission denied (HTTP 403): {detail}; check {key_env}")
     if status in RETRYABLE_STATUSES or status >= 500:
-        return RetryableBackendError(f"{spec}: HTTP {status}: {detail}", status=status, retry_after_s=retry_after_s(headers))
+        return RetryableBackendError(
+            f"{spec}: HTTP {status}: {detail}", status=status, retry_after_s=retry_after_s(headers)
+        )
     return PermanentBackendError(f"{spec}: HTTP {status}: {detail}")

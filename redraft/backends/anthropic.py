@@ -1,0 +1,163 @@
+"""Anthropic's Messages API: ``anthropic:MODEL``.
+
+The key comes from ``ANTHROPIC_API_KEY`` (sent as ``Authorization: Bearer``, as
+anthropic 2.x does) and the base URL from ``ANTHROPIC_BASE_URL`` if set (the SDK
+reads it). The key is read inside
+`AnthropicSpec.create`, in the actor, and never stored in the spec, a spec
+string, an error message or a log line.
+
+System messages go, joined, into ``system=``; the others are the conversation.
+A request's ``seed`` and ``temperature`` are ignored: Anthropic has no seed, and
+API version 2026-10-21 (the one anthropic 2.x sends) refuses every sampling
+parameter, even ``temperature=1``. A JSON-schema request
+(the critic's) becomes a forced call of the tool ``report_critique`` whose input
+schema is the requested one; the completion's text is that tool input as JSON.
+
+Usage follows redraft's convention that cached tokens are a subset of the input
+tokens: Anthropic reports uncached input (``input_tokens``), cache reads and cache
+writes separately, so ``input_tokens`` here is their sum and ``cached_tokens``
+the cache reads.
+
+Every request goes through `with_retries` with the SDK's own retries off (see
+`redraft.backends.retrying`); 529 (overloaded) is retried like any 5xx.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from redraft.backends.base import Backend, ChatRequest, Completion, backend
+from redraft.backends.retrying import RetryPolicy, error_for_status, redact, with_retries
+from redraft.errors import BackendError, RetryableBackendError, UserError
+from redraft.protocols.messages import Usage
+
+if TYPE_CHECKING:
+    from anthropic.types import Message
+
+KEY_ENV = "ANTHROPIC_API_KEY"
+DEFAULT_TIMEOUT_S = 60.0
+TOOL_NAME = "report_critique"
+TOOL_DESCRIPTION = "Report the issues found in the candidate answer. Call this exactly once."
+
+
+@dataclass(frozen=True)
+class AnthropicSpec:
+    """A validated Anthropic model; holds no secret."""
+
+    model: str
+    spec: str
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """Per HTTP request, not per call: each retry gets the whole timeout again."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def create(self) -> Backend:
+        return AnthropicChat(self)
+
+
+class AnthropicChat:
+    """A Messages API client for one spec; lives in the actor that created it."""
+
+    def __init__(self, spec: AnthropicSpec) -> None:
+        try:
+            import anthropic
+        except ImportError:  # pragma: no cover - anthropic is a dependency of redraft
+            raise UserError("the anthropic backend needs the anthropic package (pip install anthropic)") from None
+        key = os.environ.get(KEY_ENV)
+        if not key:
+            raise UserError(f"{spec.spec} needs {KEY_ENV} set where the model calls run (the Ray workers too)")
+        self._spec = spec
+        self._key = key
+        self._client = anthropic.AsyncAnthropic(api_key=key, max_retries=0, timeout=spec.timeout_s)
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        return await with_retries(lambda: self._complete_once(request), policy=self._spec.retry, what=self._spec.spec)
+
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        arguments: dict[str, Any] = {
+            "model": self._spec.model,
+            "max_tokens": request.max_tokens,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+        }
+        if system:
+            arguments["system"] = system
+        if request.stop:
+            arguments["stop_sequences"] = request.stop
+        if request.json_schema is not None:
+            arguments["tools"] = [
+                {"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "input_schema": request.json_schema}
+            ]
+            arguments["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+        return arguments
+
+    async def _complete_once(self, request: ChatRequest) -> Completion:
+        import anthropic  # already loaded by __init__; imported lazily to keep the CLI's start fast
+
+        arguments = self._arguments(request)
+        started = time.perf_counter()
+        try:
+            response = await self._client.messages.create(**arguments)
+        # A 200 with a cut-short JSON body reaches us as the decoder's own error, not the SDK's.
+        except (anthropic.AnthropicError, json.JSONDecodeError) as exc:
+            raise self._backend_error(exc) from None
+        return self._completion(response, time.perf_counter() - started)
+
+    def _completion(self, response: Message, latency_s: float) -> Completion:
+        try:
+            tool_inputs = [b.input for b in response.content if b.type == "tool_use" and b.name == TOOL_NAME]
+            text = (
+                json.dumps(tool_inputs[0])
+                if tool_inputs
+                else "".join(b.text for b in response.content if b.type == "text")
+            )
+            usage = response.usage
+            cache_reads = usage.cache_read_input_tokens or 0
+            return Completion(
+                text=text,
+                usage=Usage(
+                    input_tokens=usage.input_tokens + cache_reads + (usage.cache_creation_input_tokens or 0),
+                    output_tokens=usage.output_tokens,
+                    cached_tokens=cache_reads,
+                    calls=1,
+                ),
+                model=response.model or self._spec.model,
+                finish_reason=str(response.stop_reason or ""),
+                latency_s=latency_s,
+            )
+        # The SDK does not validate replies: a body of the wrong shape (or a text
+        # body, which it returns as a str) only fails here, on first use.
+        except (AttributeError, IndexError, TypeError):
+            raise RetryableBackendError(f"{self._spec.spec}: the reply was not a Messages API message") from None
+
+    def _backend_error(self, exc: Exception) -> BackendError:
+        """The redraft error for an exception from the SDK (or its JSON decoder)."""
+        import anthropic
+
+        spec = self._spec.spec
+        if isinstance(exc, anthropic.APITimeoutError):
+            return RetryableBackendError(f"{spec}: no reply within {self._spec.timeout_s:g}s")
+        if isinstance(exc, anthropic.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return RetryableBackendError(f"{spec}: connection failed: {redact(str(cause), self._key)}")
+        if isinstance(exc, anthropic.APIStatusError):
+            return error_for_status(
+                exc.status_code, exc.body, exc.response.headers, spec=spec, key_env=KEY_ENV, secret=self._key
+            )
+        if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
+            return RetryableBackendError(f"{spec}: the reply was not a valid Messages API message (bad JSON)")
+        return BackendError(f"{spec}: {redact(str(exc), self._key)}")
+
+
+@backend("anthropic")
+def parse_anthropic(rest: str) -> AnthropicSpec:
+    """``anthropic:MODEL``; `UserError` if MODEL is missing or ``ANTHROPIC_API_KEY`` is not set."""
+    model = rest.strip()
+    if not model:
+        raise UserError("the anthropic backend needs a model: 'anthropic:MODEL', e.g. anthropic:claude-sonnet-4-5")
+    if not os.environ.get(KEY_ENV):
+        raise UserError(f"anthropic:{model} needs an API key: set {KEY_ENV}")
+    return AnthropicSpec(model=model, spec=f"anthropic:{model}")

@@ -1,0 +1,241 @@
+"""OpenAI Chat Completions, from OpenAI itself or from any server that speaks its API.
+
+- ``openai:MODEL`` calls OpenAI; the key comes from ``OPENAI_API_KEY`` and the
+  base URL from ``OPENAI_BASE_URL`` if set (the SDK reads it).
+- ``openai-compatible:MODEL@URL`` calls a server such as vLLM, llama.cpp's
+  ``llama-server`` or Ollama at URL (e.g. ``http://127.0.0.1:8000/v1``); the key
+  is optional (``OPENAI_API_KEY`` if set, else a placeholder).
+
+The key is read from the environment inside `OpenAISpec.create`, that is in the
+actor; it is never stored in the spec, in a spec string, in an error message or
+in a log line.
+
+A JSON-schema request (the critic's) is sent as ``response_format`` of type
+``json_schema``, non-strict, since strict mode refuses schemas with length
+bounds. An OpenAI-compatible server that answers such a request with a 400
+naming ``response_format`` is asked once more with the schema written into the
+system prompt instead, and that client keeps doing so for later calls. The
+critic validates the JSON either way.
+
+Every request goes through `with_retries`; the SDK's own retries are off (see
+`redraft.backends.retrying`). A 200 whose body is not a chat completion (bad
+JSON, no choices) is treated as a transient proxy fault and retried: a server
+that always sends one fails after ``retry.max_attempts`` requests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from redraft.backends.base import Backend, ChatRequest, Completion, backend
+from redraft.backends.retrying import RetryPolicy, error_for_status, redact, with_retries
+from redraft.errors import BackendError, RetryableBackendError, UserError
+from redraft.protocols.messages import Usage
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+
+log = logging.getLogger(__name__)
+
+KEY_ENV = "OPENAI_API_KEY"
+PLACEHOLDER_KEY = "not-needed"
+"""Sent to OpenAI-compatible servers when no key is set: the SDK requires one, most local servers ignore it."""
+DEFAULT_TIMEOUT_S = 60.0
+SCHEMA_NAME = "critique"
+"""The ``json_schema.name`` sent with a structured request; the critic is the only role that makes one."""
+
+
+@dataclass(frozen=True)
+class OpenAISpec:
+    """A validated OpenAI or OpenAI-compatible endpoint and model; holds no secret."""
+
+    model: str
+    spec: str
+    base_url: str | None = None
+    """None: the SDK's default, or ``OPENAI_BASE_URL``. Always set for ``openai-compatible``."""
+    compatible: bool = False
+    """An OpenAI-compatible server: the key is optional, ``max_tokens`` is sent, schema fallback allowed."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """Per HTTP request, not per call: each retry gets the whole timeout again."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def create(self) -> Backend:
+        return OpenAIChat(self)
+
+
+class _ResponseFormatRejected(Exception):
+    """The server refused ``response_format``; not a `BackendError`, so `with_retries` lets it through."""
+
+
+class OpenAIChat:
+    """A Chat Completions client for one spec; lives in the actor that created it."""
+
+    def __init__(self, spec: OpenAISpec) -> None:
+        try:
+            import openai
+        except ImportError:  # pragma: no cover - openai is a dependency of redraft
+            raise UserError("the openai backend needs the openai package (pip install openai)") from None
+        key = os.environ.get(KEY_ENV) or (PLACEHOLDER_KEY if spec.compatible else None)
+        if key is None:
+            raise UserError(f"{spec.spec} needs {KEY_ENV} set where the model calls run (the Ray workers too)")
+        self._spec = spec
+        self._key = key
+        self._client = openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=spec.timeout_s)
+        self._schema_in_prompt = False
+        """Set once the server refused ``response_format``: later structured calls skip it."""
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        if request.json_schema is not None and self._spec.compatible and not self._schema_in_prompt:
+            try:
+                return await self._complete_with_retries(request)
+            except _ResponseFormatRejected as exc:
+                self._schema_in_prompt = True
+                log.warning(
+                    "%s refused response_format (%s); sending the schema in the prompt instead", self._spec.spec, exc
+                )
+        return await self._complete_with_retries(request)
+
+    async def _complete_with_retries(self, request: ChatRequest) -> Completion:
+        return await with_retries(lambda: self._complete_once(request), policy=self._spec.retry, what=self._spec.spec)
+
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        arguments: dict[str, Any] = {"model": self._spec.model, "temperature": request.temperature}
+        # OpenAI's newer models refuse max_tokens; many compatible servers know only max_tokens.
+        arguments["max_tokens" if self._spec.compatible else "max_completion_tokens"] = request.max_tokens
+        if request.seed is not None:
+            arguments["seed"] = request.seed
+        if request.stop:
+            arguments["stop"] = request.stop
+        if request.json_schema is not None:
+            if self._schema_in_prompt:
+                messages = _with_schema_instruction(messages, request.json_schema)
+            else:
+                arguments["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": False},
+                }
+        arguments["messages"] = messages
+        return arguments
+
+    async def _complete_once(self, request: ChatRequest) -> Completion:
+        import openai  # already loaded by __init__; imported lazily to keep the CLI's start fast
+
+        arguments = self._arguments(request)
+        started = time.perf_counter()
+        try:
+            response = await self._client.chat.completions.create(**arguments)
+        # A 200 with a cut-short JSON body reaches us as the decoder's own error, not the SDK's.
+        except (openai.OpenAIError, json.JSONDecodeError) as exc:
+            if (
+                isinstance(exc, openai.BadRequestError)
+                and "response_format" in arguments
+                and self._spec.compatible
+                and _mentions_response_format(exc.body)
+            ):
+                raise _ResponseFormatRejected(redact(str(exc), self._key)) from None
+            raise self._backend_error(exc) from None
+        return self._completion(response, time.perf_counter() - started)
+
+    def _completion(self, response: ChatCompletion, latency_s: float) -> Completion:
+        try:
+            choice = response.choices[0]
+            usage = response.usage
+            details = usage.prompt_tokens_details if usage is not None else None
+            return Completion(
+                text=choice.message.content or "",
+                usage=Usage(
+                    input_tokens=usage.prompt_tokens if usage is not None else 0,
+                    output_tokens=usage.completion_tokens if usage is not None else 0,
+                    cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
+                    calls=1,
+                ),
+                model=response.model or self._spec.model,
+                finish_reason=str(choice.finish_reason or ""),
+                latency_s=latency_s,
+            )
+        # The SDK does not validate replies: a body of the wrong shape (or a text
+        # body, which it returns as a str) only fails here, on first use.
+        except (AttributeError, IndexError, TypeError):
+            raise RetryableBackendError(f"{self._spec.spec}: the reply was not a chat completion") from None
+
+    def _backend_error(self, exc: Exception) -> BackendError:
+        """The redraft error for an exception from the SDK (or its JSON decoder)."""
+        import openai
+
+        spec = self._spec.spec
+        if isinstance(exc, openai.APITimeoutError):
+            return RetryableBackendError(f"{spec}: no reply within {self._spec.timeout_s:g}s")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return RetryableBackendError(f"{spec}: connection failed: {redact(str(cause), self._key)}")
+        if isinstance(exc, openai.APIStatusError):
+            return error_for_status(
+                exc.status_code, exc.body, exc.response.headers, spec=spec, key_env=KEY_ENV, secret=self._key
+            )
+        if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError):
+            return RetryableBackendError(f"{spec}: the reply was not a valid chat completion (bad JSON)")
+        return BackendError(f"{spec}: {redact(str(exc), self._key)}")
+
+
+def _mentions_response_format(body: object) -> bool:
+    text = json.dumps(body, default=str)
+    return "response_format" in text or "json_schema" in text
+
+
+def _with_schema_instruction(messages: list[dict[str, str]], schema: dict[str, Any]) -> list[dict[str, str]]:
+    """The messages with an instruction to answer in JSON of ``schema``, in the (first) system message.
+
+    Merged rather than added, because some chat templates accept a single system message only.
+    """
+    instruction = "Answer with one JSON object and nothing else. It must follow this JSON Schema:\n" + json.dumps(
+        schema
+    )
+    if messages and messages[0]["role"] == "system":
+        first = messages[0]
+        return [{"role": "system", "content": f"{first['content']}\n\n{instruction}"}, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
+
+
+_SCHEME = re.compile(r"@(?=https?://)")
+
+
+@backend("openai")
+def parse_openai(rest: str) -> OpenAISpec:
+    """``openai:MODEL``; `UserError` if MODEL is missing or ``OPENAI_API_KEY`` is not set."""
+    model = rest.strip()
+    if not model:
+        raise UserError("the openai backend needs a model: 'openai:MODEL', e.g. openai:gpt-4o-mini")
+    if not os.environ.get(KEY_ENV):
+        raise UserError(f"openai:{model} needs an API key: set {KEY_ENV}")
+    return OpenAISpec(model=model, spec=f"openai:{model}")
+
+
+@backend("openai-compatible")
+def parse_openai_compatible(rest: str) -> OpenAISpec:
+    """``openai-compatible:MODEL@URL`` with an http(s) URL; `UserError` if either part is missing or bad."""
+    usage = "'openai-compatible:MODEL@URL', e.g. openai-compatible:qwen2.5-7b@http://127.0.0.1:8000/v1"
+    if "@" not in rest:
+        raise UserError(f"the openai-compatible backend needs a server URL: {usage}")
+    # The URL starts at the first "@http(s)://", so a model name may itself hold an "@".
+    parts = _SCHEME.split(rest.strip(), maxsplit=1)
+    if len(parts) != 2:
+        url = rest.rpartition("@")[2]
+        raise UserError(f"openai-compatible server URL must start with http:// or https://, got {url!r}: {usage}")
+    model, url = parts
+    if not model:
+        raise UserError(f"the openai-compatible backend needs a model name: {usage}")
+    parsed = urlsplit(url)
+    if parsed.username or parsed.password:
+        # The spec string is logged and traced (and this URL is not echoed): credentials belong in the variable.
+        raise UserError(f"put the key in {KEY_ENV}, not in the openai-compatible server URL")
+    if not parsed.hostname:
+        raise UserError(f"openai-compatible server URL has no host: {url!r}")
+    return OpenAISpec(model=model, spec=f"openai-compatible:{model}@{url}", base_url=url, compatible=True)
