@@ -19,8 +19,10 @@ os.environ.setdefault("RAY_enable_worker_prestart", "0")
 os.environ["REDRAFT_CACHE_DIR"] = tempfile.mkdtemp(prefix="redraft-test-cache-")
 # Ray workers inherit the driver's environment when the session cluster starts: the
 # key the HTTP backends read in their actors must be set before that. A fake value.
-# (Idempotent: a test importing this module must not mint a second key.)
+# (Idempotent: a test importing this module must not mint a second key.) A real key
+# is kept aside for the live tests, which are skipped without one.
 if not os.environ.get("OPENAI_API_KEY", "").startswith("sk-redraft-session-key-"):
+    os.environ["REDRAFT_LIVE_OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY", "")
     os.environ["OPENAI_API_KEY"] = "sk-redraft-session-key-" + os.urandom(6).hex()
 SESSION_API_KEY = os.environ["OPENAI_API_KEY"]
 
