@@ -23,3 +23,4 @@ clean:
 
 bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_engine.py
+	.venv/bin/python benchmarks/bench_backends.py

@@ -100,6 +100,8 @@ class FakeLLMServer:
         self.cached_tokens = 3
         self.cache_creation_tokens = 2
         """Anthropic only: prompt tokens written to the cache."""
+        self.latency_s = 0.0
+        """Added to every answer, to simulate a model's latency (benchmarks)."""
         self.reject_response_format = False
         """Answer 400 to any Chat Completions request that carries ``response_format``."""
         self.requests: list[SeenRequest] = []
@@ -245,6 +247,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(seen, fault)
 
     def _answer(self, seen: SeenRequest, fault: Fault | None) -> None:
+        if self.fake.latency_s:
+            self.fake._sleep(self.fake.latency_s)
         if fault is not None:
             if fault.kind == "drop":
                 self.close_connection = True

@@ -242,7 +242,7 @@ async def test_anthropic_structured_request_forces_the_critique_tool(server: Fak
     assert seen.body["tool_choice"] == {"type": "tool", "name": "report_critique"}
 
 
-async def test_openai_compatible_falls_back_once_when_response_format_is_refused(
+async def test_openai_compatible_falls_back_step_by_step_when_response_format_is_refused(
     server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
@@ -253,8 +253,11 @@ async def test_openai_compatible_falls_back_once_when_response_format_is_refused
     backend = spec.create()
 
     first = await backend.complete(STRUCTURED)
-    refused, fallback = server.requests
-    assert "response_format" in refused.body and "response_format" not in fallback.body
+    refused_schema, refused_object, fallback = server.requests
+    assert refused_schema.body["response_format"]["type"] == "json_schema"
+    # llama.cpp's and vLLM's form: json_object with the schema (a grammar server-side)
+    assert refused_object.body["response_format"] == {"type": "json_object", "schema": critique_json_schema()}
+    assert "response_format" not in fallback.body
     assert fallback.headers["authorization"] == "Bearer not-needed"
     assert fallback.body["max_tokens"] == 64 and "max_completion_tokens" not in fallback.body
     system = fallback.body["messages"][0]
@@ -263,7 +266,7 @@ async def test_openai_compatible_falls_back_once_when_response_format_is_refused
     assert [m["role"] for m in fallback.body["messages"]] == ["system", "user"]
 
     second = await backend.complete(STRUCTURED)  # remembered: straight to the fallback
-    assert len(server.requests) == 3 and "response_format" not in server.requests[2].body
+    assert len(server.requests) == 4 and "response_format" not in server.requests[3].body
     for completion in (first, second):
         assert parse_report(completion.text).issues[0].quote == "2+2=5"
 

@@ -42,6 +42,14 @@ def test_refines_over_http_with_usage_equal_to_what_the_server_reported(ray_clus
     assert all(r.headers.get("authorization") == f"Bearer {SESSION_API_KEY}" for r in requests)
     for path in out.iterdir():
         assert SESSION_API_KEY.encode() not in path.read_bytes(), path.name
+    # Nor into any log of the Ray session (drivers, workers, raylets, GCS).
+    import ray
+
+    logs = Path(ray._private.worker._global_node.get_logs_dir_path())
+    log_files = [p for p in logs.rglob("*") if p.is_file()]
+    assert log_files
+    for path in log_files:
+        assert SESSION_API_KEY.encode() not in path.read_bytes(), path.name
 
 
 def test_a_resumed_run_sends_no_second_request_for_answered_calls(ray_cluster: Any, tmp_path: Path) -> None:
@@ -61,4 +69,3 @@ def test_a_resumed_run_sends_no_second_request_for_answered_calls(ray_cluster: A
     again = [json.loads(line) for line in results.read_text().splitlines()]
     assert sum(r["usage"]["cache_hits"] for r in again) == sum(r["usage"]["calls"] for r in again[2:])
     assert resumed.summary.usage.input_tokens == first.summary.usage.input_tokens
-

@@ -69,9 +69,16 @@ def backend_prefixes() -> list[str]:
 
 
 def resolve(spec: str) -> BackendSpec:
-    """Parse and validate a spec string; `UserError` if it names nothing usable."""
-    prefix, _, rest = spec.partition(":")
+    """Parse and validate a spec string; `UserError` if it names nothing usable.
+
+    A query sets the endpoint's cluster-wide rate limits: ``openai:m?rpm=500&tpm=200000&inflight=32``.
+    """
+    from redraft.backends.ratelimit import LimitedSpec, split_limits
+
+    base, limits = split_limits(spec)
+    prefix, _, rest = base.partition(":")
     if prefix not in BACKENDS.names():
         known = ", ".join(f"{p}[:...]" for p in BACKENDS.names())
         raise UserError(f"unknown backend spec {spec!r} (known: {known})")
-    return BACKENDS.get(prefix)(rest)
+    parsed = BACKENDS.get(prefix)(rest)
+    return LimitedSpec(parsed, limits, endpoint=base) if limits.active else parsed

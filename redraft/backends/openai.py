@@ -88,17 +88,22 @@ class OpenAIChat:
         self._spec = spec
         self._key = key
         self._client = openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=spec.timeout_s)
-        self._schema_in_prompt = False
-        """Set once the server refused ``response_format``: later structured calls skip it."""
+        self._format = 0
+        """How structured output is asked for: an index into `_FORMATS`. A compatible server that
+        refuses one form moves the client to the next, for good."""
 
     async def complete(self, request: ChatRequest) -> Completion:
-        if request.json_schema is not None and self._spec.compatible and not self._schema_in_prompt:
+        while request.json_schema is not None and self._spec.compatible and _FORMATS[self._format] != "prompt":
             try:
                 return await self._complete_with_retries(request)
             except _ResponseFormatRejected as exc:
-                self._schema_in_prompt = True
+                refused, self._format = _FORMATS[self._format], self._format + 1
                 log.warning(
-                    "%s refused response_format (%s); sending the schema in the prompt instead", self._spec.spec, exc
+                    "%s refused response_format %s (%s); trying %s instead",
+                    self._spec.spec,
+                    refused,
+                    exc,
+                    _FORMATS[self._format],
                 )
         return await self._complete_with_retries(request)
 
@@ -115,8 +120,11 @@ class OpenAIChat:
         if request.stop:
             arguments["stop"] = request.stop
         if request.json_schema is not None:
-            if self._schema_in_prompt:
+            form = _FORMATS[self._format]
+            if form == "prompt":
                 messages = _with_schema_instruction(messages, request.json_schema)
+            elif form == "json_object":  # llama.cpp's and vLLM's form: a grammar from the schema
+                arguments["response_format"] = {"type": "json_object", "schema": request.json_schema}
             else:
                 arguments["response_format"] = {
                     "type": "json_schema",
@@ -134,8 +142,10 @@ class OpenAIChat:
             response = await self._client.chat.completions.create(**arguments)
         # A 200 with a cut-short JSON body reaches us as the decoder's own error, not the SDK's.
         except (openai.OpenAIError, json.JSONDecodeError) as exc:
+            # Servers refuse a response_format they do not know with 400, 422, or (llama.cpp's) 500.
             if (
-                isinstance(exc, openai.BadRequestError)
+                isinstance(exc, openai.APIStatusError)
+                and exc.status_code in (400, 422, 500)
                 and "response_format" in arguments
                 and self._spec.compatible
                 and _mentions_response_format(exc.body)
@@ -183,6 +193,10 @@ class OpenAIChat:
         if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError):
             return RetryableBackendError(f"{spec}: the reply was not a valid chat completion (bad JSON)")
         return BackendError(f"{spec}: {redact(str(exc), self._key)}")
+
+
+_FORMATS = ("json_schema", "json_object", "prompt")
+"""Structured-output forms, tried in this order on compatible servers."""
 
 
 def _mentions_response_format(body: object) -> bool:
