@@ -215,17 +215,16 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]], int]:
-    """Where the run writes, a way to stream its tasks, and how many there are."""
+def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]]]:
+    """Where the run writes, and a way to stream its tasks."""
     scenario = get_scenario(config.scenario)
 
     def tasks() -> Iterator[Task]:
         return islice(scenario.tasks(seed=config.seed), config.limit)
 
-    total = sum(1 for _ in tasks())
     run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     out = Path(config.out) if config.out else Path("runs") / run_id
-    return out, tasks, total
+    return out, tasks
 
 
 def run(
@@ -241,9 +240,12 @@ def run(
     ``on_result`` for each task that finishes in this invocation.
     """
     setup = role_setup(config, backends)
-    out, tasks, total = plan(config)
+    out, tasks = plan(config)
     store = RunStore.open(out, manifest_for(config, out.name))
-    skipped = sum(1 for t in tasks() if t.task_id in store.done)
+    total = skipped = 0
+    for task in tasks():  # one pass: how many tasks, and how many an earlier invocation finished
+        total += 1
+        skipped += task.task_id in store.done
     if on_start is not None:
         on_start(total, skipped)
     started = time.monotonic()

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from redraft.backends.base import Backend, ChatRequest, Completion, backend
-from redraft.backends.retrying import RetryPolicy, error_for_status, redact, with_retries
+from redraft.backends.retrying import RetryPolicy, sdk_error, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import Usage
 
@@ -134,22 +134,17 @@ class AnthropicChat:
             raise RetryableBackendError(f"{self._spec.spec}: the reply was not a Messages API message") from None
 
     def _backend_error(self, exc: Exception) -> BackendError:
-        """The redraft error for an exception from the SDK (or its JSON decoder)."""
         import anthropic
 
-        spec = self._spec.spec
-        if isinstance(exc, anthropic.APITimeoutError):
-            return RetryableBackendError(f"{spec}: no reply within {self._spec.timeout_s:g}s")
-        if isinstance(exc, anthropic.APIConnectionError):
-            cause = exc.__cause__ or exc
-            return RetryableBackendError(f"{spec}: connection failed: {redact(str(cause), self._key)}")
-        if isinstance(exc, anthropic.APIStatusError):
-            return error_for_status(
-                exc.status_code, exc.body, exc.response.headers, spec=spec, key_env=KEY_ENV, secret=self._key
-            )
-        if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
-            return RetryableBackendError(f"{spec}: the reply was not a valid Messages API message (bad JSON)")
-        return BackendError(f"{spec}: {redact(str(exc), self._key)}")
+        return sdk_error(
+            exc,
+            anthropic,
+            spec=self._spec.spec,
+            timeout_s=self._spec.timeout_s,
+            key_env=KEY_ENV,
+            secret=self._key,
+            reply="Messages API message",
+        )
 
 
 @backend("anthropic")

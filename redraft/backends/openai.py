@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from redraft.backends.base import Backend, ChatRequest, Completion, backend
-from redraft.backends.retrying import RetryPolicy, error_for_status, redact, with_retries
+from redraft.backends.retrying import RetryPolicy, redact, sdk_error, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import Usage
 
@@ -177,22 +177,17 @@ class OpenAIChat:
             raise RetryableBackendError(f"{self._spec.spec}: the reply was not a chat completion") from None
 
     def _backend_error(self, exc: Exception) -> BackendError:
-        """The redraft error for an exception from the SDK (or its JSON decoder)."""
         import openai
 
-        spec = self._spec.spec
-        if isinstance(exc, openai.APITimeoutError):
-            return RetryableBackendError(f"{spec}: no reply within {self._spec.timeout_s:g}s")
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc
-            return RetryableBackendError(f"{spec}: connection failed: {redact(str(cause), self._key)}")
-        if isinstance(exc, openai.APIStatusError):
-            return error_for_status(
-                exc.status_code, exc.body, exc.response.headers, spec=spec, key_env=KEY_ENV, secret=self._key
-            )
-        if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError):
-            return RetryableBackendError(f"{spec}: the reply was not a valid chat completion (bad JSON)")
-        return BackendError(f"{spec}: {redact(str(exc), self._key)}")
+        return sdk_error(
+            exc,
+            openai,
+            spec=self._spec.spec,
+            timeout_s=self._spec.timeout_s,
+            key_env=KEY_ENV,
+            secret=self._key,
+            reply="chat completion",
+        )
 
 
 _FORMATS = ("json_schema", "json_object", "prompt")

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from redraft.errors import AuthenticationError, BackendError, PermanentBackendError, RetryableBackendError
 
@@ -181,3 +182,25 @@ def error_for_status(
             f"{spec}: HTTP {status}: {detail}", status=status, retry_after_s=retry_after_s(headers)
         )
     return PermanentBackendError(f"{spec}: HTTP {status}: {detail}")
+
+
+def sdk_error(
+    exc: Exception, sdk: Any, *, spec: str, timeout_s: float, key_env: str, secret: str, reply: str
+) -> BackendError:
+    """The redraft error for an exception from the ``openai`` or ``anthropic`` SDK (or its JSON decoder).
+
+    Both SDKs are generated from one template and share these exception classes;
+    ``sdk`` is the imported module, ``reply`` names what a valid reply is.
+    """
+    if isinstance(exc, sdk.APITimeoutError):
+        return RetryableBackendError(f"{spec}: no reply within {timeout_s:g}s")
+    if isinstance(exc, sdk.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return RetryableBackendError(f"{spec}: connection failed: {redact(str(cause), secret)}")
+    if isinstance(exc, sdk.APIStatusError):
+        return error_for_status(
+            exc.status_code, exc.body, exc.response.headers, spec=spec, key_env=key_env, secret=secret
+        )
+    if isinstance(exc, sdk.APIResponseValidationError | json.JSONDecodeError):
+        return RetryableBackendError(f"{spec}: the reply was not a valid {reply} (bad JSON)")
+    return BackendError(f"{spec}: {redact(str(exc), secret)}")
