@@ -24,7 +24,7 @@ import msgspec
 
 from redraft.actors.arbiter import Arbiter, ArbiterSettings, describe
 from redraft.actors.factory import RoleSetup, local_roles, ray_arbiter, ray_arbiters, ray_roles, wait_ready
-from redraft.actors.prompts import PROMPT_VERSION
+from redraft.actors.prompts import prompt_versions
 from redraft.backends.base import BackendSpec, resolve
 from redraft.errors import AuthenticationError, UserError
 from redraft.pricing import load_prices
@@ -53,6 +53,8 @@ class RunConfig(msgspec.Struct, kw_only=True):
     task_max_tokens: int | None = None
     task_max_calls: int | None = None
     task_max_usd: float | None = None
+    patch: bool = False
+    """Revise with minimal search/replace edits of the best so far instead of whole rewrites."""
     # --- not part of the fingerprint: they change how a run goes, not what it computes
     out: str | None = None
     address: str | None = None
@@ -102,7 +104,7 @@ class RunConfig(msgspec.Struct, kw_only=True):
             "max_in_flight",
         ):
             data.pop(volatile)
-        data["prompt_version"] = PROMPT_VERSION
+        data["prompts"] = prompt_versions()
         return data
 
     def convergence(self) -> ConvergenceConfig:
@@ -120,6 +122,7 @@ class RunConfig(msgspec.Struct, kw_only=True):
             seed=self.seed,
             convergence=self.convergence(),
             prices=load_prices(self.prices),
+            revision_mode="patch" if self.patch else "rewrite",
         )
 
     def run_budget_spent(self, spent: Usage) -> str | None:

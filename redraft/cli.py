@@ -80,6 +80,9 @@ def run_command(
     ] = None,
     temperature: Annotated[float, typer.Option(help="Drafter sampling temperature.")] = 0.8,
     max_tokens: Annotated[int, typer.Option(help="Maximum tokens per draft.")] = 128,
+    patch: Annotated[
+        bool, typer.Option("--patch", help="Revise with minimal search/replace edits instead of rewrites.")
+    ] = False,
     task_budget_usd: Annotated[float | None, typer.Option(help="Stop a task once it has cost this much.")] = None,
     task_budget_tokens: Annotated[int | None, typer.Option(help="Stop a task after this many tokens.")] = None,
     task_budget_calls: Annotated[int | None, typer.Option(help="Stop a task after this many model calls.")] = None,
@@ -114,6 +117,7 @@ def run_command(
         verifier=verifier,
         temperature=temperature,
         max_tokens=max_tokens,
+        patch=patch,
         out=str(out_dir) if out_dir else None,
         address=address,
         limit=limit,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -135,3 +136,75 @@ class CountingSpec:
                 return await super().complete(request)
 
         return Counting(self.reply, model="counting")
+
+
+def request_kind(request: ChatRequest) -> str:
+    """Which role asked: ``draft``, ``critique``, ``questions``, ``answer`` or ``reflect``."""
+    from redraft.actors.prompts import render
+
+    if request.json_schema is not None:
+        return "questions" if "questions" in request.json_schema.get("properties", {}) else "critique"
+    system = request.messages[0].content
+    if system == render("reflect_system"):
+        return "reflect"
+    if system == render("cove_answer"):
+        return "answer"
+    return "draft"
+
+
+SKEPTIC_CRITIQUE = {
+    "issues": [{"severity": "major", "quote": "Attempt", "reason": "a step is missing", "fix": "show it"}]
+}
+PLAN = ["1. Count what there is at the start.", "2. Apply each change in order."]
+
+
+@dataclass
+class Tutor:
+    """One scripted model for every request of every strategy (a `LateLearner` that also plans, patches and reflects).
+
+    - drafts answer ``gold + 1 + r`` in round r (r = attempts in the memory) until ``fix_at``, then
+      ``gold``; ``never`` keeps them wrong;
+    - an intermediate stage answers the two-line `PLAN`, or a single line (failing the default stage
+      check) on a first try of a stage named in ``fail_stages``; a retry (it carries a revision) passes;
+    - a patch request answers one edit of the answer line (plus one that cannot apply with ``bad_edit``);
+    - critiques: one critical issue (`CRITIQUE`), or one major issue for the ``skeptic`` stance;
+    - chain-of-verification: two questions, each answered "It is <gold>."; reflections: one sentence.
+    """
+
+    gold: dict[str, int]
+    fix_at: int = 1
+    never: bool = False
+    fail_stages: tuple[str, ...] = ()
+    bad_edit: bool = False
+
+    @classmethod
+    def for_tasks(cls, tasks: list[Task], **kwargs: object) -> Tutor:
+        return cls(gold={t.prompt: int(t.reference["answer"]) for t in tasks}, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, request: ChatRequest) -> str:
+        kind = request_kind(request)
+        user = request.messages[-1].content
+        if kind == "critique":
+            skeptic = "second reviewer" in request.messages[0].content
+            return json.dumps(SKEPTIC_CRITIQUE if skeptic else CRITIQUE)
+        if kind == "questions":
+            return json.dumps({"questions": ["How many are there at the start?", "What is the total?"]})
+        if kind == "reflect":
+            return "I applied a change twice; next time I will apply each change once."
+        gold = next(v for p, v in self.gold.items() if p in user)
+        if kind == "answer":
+            return f"It is {gold}."
+        stage = re.search(r"This is stage (\d+) of (\d+) \((\w+)\)", user)
+        if stage and stage[1] != stage[2]:
+            retry = "Your best answer so far" in user
+            return PLAN[0] if stage[3] in self.fail_stages and not retry else "\n".join(PLAN)
+        r = round_of(request)
+        answer = gold if r >= self.fix_at and not self.never else gold + 1 + r
+        if "SEARCH" in user:  # a patch revision: edit the answer line of the best so far
+            best = re.search(r"best answer so far.*?---\n(.*?)\n---", user, re.DOTALL)
+            old = re.findall(r"Answer: -?\d+", best[1] if best else "")[-1]
+            edits = f"<<<<<<< SEARCH\n{old}\n=======\nAnswer: {answer}\n>>>>>>> REPLACE"
+            if self.bad_edit:
+                edits += "\n<<<<<<< SEARCH\nAnswer: nowhere\n=======\nAnswer: 0\n>>>>>>> REPLACE"
+            return edits
+        return f"Attempt {r}.\nAnswer: {answer}"

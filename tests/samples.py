@@ -1,4 +1,8 @@
-"""One fully populated message of every kind, shared by protocol tests and golden frames."""
+"""One fully populated message of every kind, shared by protocol tests and golden frames.
+
+`V1` are the messages of wire version 1 (saved as ``golden/v1``); `ALL` are those
+of the current version, every field of every kind set (saved as ``golden/v2``).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,15 @@ from redraft.protocols.messages import (
     DraftRequest,
     Issue,
     Message,
+    Reflection,
+    ReflectRequest,
     Result,
     Revision,
+    StageStep,
     Task,
     Usage,
     Verification,
+    VerificationQuestion,
     VerifyRequest,
 )
 
@@ -43,7 +51,7 @@ REVISION = Revision(
     memory=[Attempt(round=0, answer="8", score=0.0, summary="the final answer 8 is wrong")],
 )
 
-ALL: list[Message] = [
+V1: list[Message] = [
     TASK,
     DraftRequest(task=TASK, round=1, sample=2, seed=12345, revision=REVISION),
     DRAFT,
@@ -85,4 +93,58 @@ ALL: list[Message] = [
         usage=USAGE,
         wall_s=1.5,
     ),
+]
+
+QUESTION = VerificationQuestion(question="What is 3 + 4?", answer="7")
+STAGE = StageStep(name="draft", index=1, total=3, instruction="Write the answer.", previous="1. add 3 and 4")
+DRAFT_V2 = Draft(
+    task_id="t-1",
+    round=1,
+    sample=2,
+    text="3 + 4 = 7\nAnswer: 7",
+    usage=USAGE,
+    model="m.gguf",
+    finish_reason="stop",
+    latency_s=0.25,
+    node_id="node-a",
+    stage="draft",
+    edits_applied=1,
+    edit_errors=["edit 2 did not apply: its SEARCH text 'x' is not in the answer"],
+)
+REVISION_V2 = Revision(
+    best_text="3 + 4 = 8\nAnswer: 8",
+    best_score=0.0,
+    failed_checks=[CHECK],
+    issues=[ISSUE],
+    memory=[
+        Attempt(round=0, answer="8", score=0.0, summary="the final answer 8 is wrong", reflection="I added wrong.")
+    ],
+    questions=[QUESTION],
+)
+
+ALL: list[Message] = [
+    TASK,
+    DraftRequest(task=TASK, round=1, sample=2, seed=12345, revision=REVISION_V2, stage=STAGE, mode="patch"),
+    DRAFT_V2,
+    VerifyRequest(task=TASK, draft=DRAFT_V2, stage="draft", questions=3),
+    Verification(
+        task_id="t-1",
+        round=1,
+        sample=2,
+        score=1.0,
+        passed=True,
+        answer="7",
+        checks=[CheckResult(name="final_answer", passed=True, score=1.0, detail="ok")],
+        stage="draft",
+        questions=[QUESTION],
+        usage=USAGE,
+        model="m.gguf",
+    ),
+    CritiqueRequest(task=TASK, draft=DRAFT_V2, stance="skeptic", opponent=[ISSUE]),
+    Critique(
+        task_id="t-1", round=1, sample=2, issues=[ISSUE], usage=USAGE, model="m.gguf", error=None, stance="skeptic"
+    ),
+    ReflectRequest(task=TASK, draft=DRAFT_V2, failed_checks=[CHECK], memory=REVISION_V2.memory),
+    Reflection(task_id="t-1", round=1, sample=2, text="I added wrong.", usage=USAGE, model="m.gguf"),
+    *V1[7:],
 ]

@@ -34,8 +34,18 @@ def test_strategies_lists_names_first() -> None:
     done = redraft("strategies")
     assert done.returncode == 0
     names = done.stdout.split("\n\n")[0].splitlines()
-    assert names == ["adversarial", "none", "self_consistency", "self_refine"]
-    assert "separate critic" in done.stdout
+    assert names == [
+        "adversarial",
+        "best_of_n",
+        "cove",
+        "debate",
+        "none",
+        "self_consistency",
+        "self_refine",
+        "stepwise",
+        "verifier_only",
+    ]
+    assert "separate critic" in done.stdout and "two critics" in done.stdout.lower()
 
 
 @pytest.mark.parametrize(

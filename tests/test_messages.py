@@ -1,4 +1,4 @@
-"""The wire protocol: round trips, golden frames of v1, and clear errors for bad bytes."""
+"""The wire protocol: round trips, golden frames of every version, and clear errors for bad bytes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import msgpack
 import msgspec
 import pytest
-from samples import ALL, DRAFT, TASK
+from samples import ALL, DRAFT, TASK, V1
 
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import (
@@ -26,7 +26,7 @@ from redraft.protocols.messages import (
     iter_frames,
 )
 
-GOLDEN = Path(__file__).parent / "golden" / "v1"
+GOLDEN = Path(__file__).parent / "golden"
 
 
 def _tag(message: object) -> str:
@@ -52,10 +52,53 @@ def test_round_trip(message: msgspec.Struct) -> None:
     assert plain["v"] == WIRE_VERSION
 
 
-@pytest.mark.parametrize("message", ALL, ids=_tag)
+def _unversioned(message: object) -> object:
+    """A message as plain data without its wire-version fields (``v``, nested messages included)."""
+
+    def strip(node: object) -> object:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "v"}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(msgspec.to_builtins(message))
+
+
+@pytest.mark.parametrize("message", V1, ids=_tag)
 def test_golden_frames_of_v1_keep_decoding(message: msgspec.Struct) -> None:
-    frame = (GOLDEN / f"{_tag(message)}.msgpack").read_bytes()
+    frame = (GOLDEN / "v1" / f"{_tag(message)}.msgpack").read_bytes()
+    decoded = decode(frame)
+    assert decoded.v == 1  # the writer's version survives; fields added since take their defaults
+    assert _unversioned(decoded) == _unversioned(message)
+
+
+@pytest.mark.parametrize("message", ALL, ids=_tag)
+def test_golden_frames_of_v2_keep_decoding(message: msgspec.Struct) -> None:
+    frame = (GOLDEN / "v2" / f"{_tag(message)}.msgpack").read_bytes()
     assert decode(frame) == message
+
+
+V2_ADDITIONS = {
+    "draft_request": ["stage", "mode"],
+    "draft": ["stage", "edits_applied", "edit_errors"],
+    "verify_request": ["stage", "questions"],
+    "verification": ["stage", "questions", "usage", "model"],
+    "critique_request": ["opponent"],
+    "critique": ["stance"],
+    "reflect_request": ["task", "draft", "failed_checks", "memory"],
+    "reflection": ["task_id", "round", "sample", "text", "usage", "model"],
+}
+
+
+def test_v2_samples_set_every_field_added_in_v2() -> None:
+    """So the v2 golden frames pin each addition: none may sit at its default (or be empty)."""
+    by_kind = {_tag(m): m for m in ALL}
+    for kind, names in V2_ADDITIONS.items():
+        for name in names:
+            assert getattr(by_kind[kind], name) not in (None, "", 0, [], "rewrite"), f"{kind}.{name}"
+    nested = by_kind["draft_request"].revision
+    assert nested is not None and nested.questions and nested.memory[0].reflection
 
 
 def test_trace_of_consecutive_frames_decodes_in_order() -> None:

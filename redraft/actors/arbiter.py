@@ -23,13 +23,19 @@ from redraft.pricing import PriceTable, default_prices
 from redraft.protocols.convergence import Candidate, ConvergenceConfig, ConvergenceProtocol, Verdict
 from redraft.protocols.messages import (
     Attempt,
+    CheckResult,
     Critique,
     CritiqueRequest,
     Decision,
     Draft,
     DraftRequest,
+    Issue,
+    Reflection,
+    ReflectRequest,
     Result,
     Revision,
+    RevisionMode,
+    StageStep,
     Task,
     Usage,
     Verification,
@@ -38,6 +44,7 @@ from redraft.protocols.messages import (
     encode,
 )
 from redraft.protocols.strategies import CriticRole, RoundOutcome, Scored, Strategy, get_strategy, rank
+from redraft.scenarios import Stage, get_scenario, stages_of
 
 R = TypeVar("R", bound=msgspec.Struct)
 
@@ -76,6 +83,8 @@ class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
     memory: int = 3
     """How many earlier attempts a revision prompt recalls."""
     prices: PriceTable = msgspec.field(default_factory=default_prices)
+    revision_mode: RevisionMode = "rewrite"
+    """``patch``: revisions are minimal search/replace edits of the best so far (delta-based correction)."""
 
 
 class Arbiter:
@@ -89,6 +98,7 @@ class Arbiter:
         self.convergence = convergence
         self.samples = 1 if self.strategy.single_sample else settings.samples
         self._clock = clock
+        self._stages: dict[str, list[Stage]] = {}
 
     async def run(self, payload: bytes) -> list[bytes]:
         """Refine one task (a `Task` frame); return every frame of its trace, `Result` last."""
@@ -98,8 +108,14 @@ class Arbiter:
         await loop.run()
         return loop.frames
 
-    def seed(self, task_id: str, round_: int, sample: int) -> int:
-        """A distinct, replayable seed per (run seed, task, round, sample)."""
+    def stages(self, scenario: str) -> list[Stage]:
+        """The stages of ``scenario`` (looked up once per scenario, on the first stepwise task)."""
+        if scenario not in self._stages:
+            self._stages[scenario] = stages_of(get_scenario(scenario))
+        return self._stages[scenario]
+
+    def seed(self, task_id: str, round_: int | str, sample: int) -> int:
+        """A distinct, replayable seed per (run seed, task, round (and stage), sample)."""
         key = f"{self.settings.seed}/{task_id}/{round_}/{sample}".encode()
         return int.from_bytes(hashlib.blake2b(key, digest_size=4).digest(), "big") & 0x7FFFFFFF
 
@@ -115,6 +131,7 @@ class _TaskLoop:
         self.revision: Revision | None = None
         self.threshold = arbiter.convergence.threshold
         self.final_round = False
+        self.state: dict[str, Any] = {}
         self.frames: list[bytes] = []
         self.spent = Usage()
         self.by_role: dict[str, Usage] = {}
@@ -124,14 +141,18 @@ class _TaskLoop:
 
     # ------------------------------------------------------------ RoundContext
 
-    async def draft(self, n: int) -> list[Draft]:
+    async def draft(self, n: int, *, stage: StageStep | None = None, revision: Revision | None = None) -> list[Draft]:
+        # Stages of one round are distinct calls: the stage joins the seed, so each stage samples afresh.
+        salt = f"{self.round}:{stage.name}" if stage is not None else self.round
         requests = [
             DraftRequest(
                 task=self.task,
                 round=self.round,
                 sample=k,
-                seed=self.arbiter.seed(self.task.task_id, self.round, k),
-                revision=self.revision,
+                seed=self.arbiter.seed(self.task.task_id, salt, k),
+                revision=revision or self.revision,
+                stage=stage,
+                mode=self.arbiter.settings.revision_mode,
             )
             for k in range(n)
         ]
@@ -140,21 +161,35 @@ class _TaskLoop:
             requests, Draft, lambda k, p: pool.call("draft", p, self._offset + k), role="drafter", partial_ok=True
         )
 
-    async def verify(self, drafts: list[Draft]) -> list[Verification]:
+    async def verify(self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0) -> list[Verification]:
         pool = self.arbiter.roles.verifier
-        requests = [VerifyRequest(task=self.task, draft=d) for d in drafts]
+        requests = [VerifyRequest(task=self.task, draft=d, stage=stage, questions=questions) for d in drafts]
         return await self._exchange(
             requests, Verification, lambda k, p: pool.call("verify", p, self._offset + k), role="verifier"
         )
 
-    async def critique(self, drafts: list[Draft], *, role: CriticRole, stance: str) -> list[Critique]:
+    async def critique(
+        self, drafts: list[Draft], *, role: CriticRole, stance: str, opponent: list[Issue] | None = None
+    ) -> list[Critique]:
         pool = self.arbiter.roles.critic if role == "critic" else self.arbiter.roles.self_critic
         if pool is None:
             raise RuntimeError(f"strategy asked for a {role} but none was started")
-        requests = [CritiqueRequest(task=self.task, draft=d, stance=stance) for d in drafts]
+        requests = [CritiqueRequest(task=self.task, draft=d, stance=stance, opponent=opponent or []) for d in drafts]
         return await self._exchange(
             requests, Critique, lambda k, p: pool.call("critique", p, self._offset + k), role=role, partial_ok=True
         )
+
+    async def reflect(self, candidate: Scored) -> Reflection:
+        pool = self.arbiter.roles.drafter
+        failed = [c for c in candidate.verification.checks if not c.passed]
+        request = ReflectRequest(task=self.task, draft=candidate.draft, failed_checks=failed)
+        [reflection] = await self._exchange(
+            [request], Reflection, lambda k, p: pool.call("reflect", p, self._offset + k), role="drafter"
+        )
+        return reflection
+
+    def stages(self) -> list[Stage]:
+        return self.arbiter.stages(self.task.scenario)
 
     async def _exchange(
         self,
@@ -183,7 +218,7 @@ class _TaskLoop:
                 continue
             self.frames.append(reply)
             message = decode_as(reply, kind)  # type: ignore[type-var]
-            if isinstance(message, Draft | Critique):
+            if isinstance(message, Draft | Critique | Verification | Reflection) and message.usage.calls:
                 self._account(role, message.model, message.usage)
             decoded.append(message)
         return decoded
@@ -229,12 +264,12 @@ class _TaskLoop:
                 elapsed_s=arbiter._clock() - started,
             )
             self._decide(verdict, leader=leader)
-            memory.append(_attempt(leader))
+            memory.append(_attempt(leader, outcome.reflection))
             if verdict.action == "stop":
                 break
             assert verdict.best is not None
             best = seen[(verdict.best.round, verdict.best.sample)]
-            self.revision = _revision(best, memory[-arbiter.settings.memory :])
+            self.revision = _revision(best, memory[-arbiter.settings.memory :], outcome.scored)
         assert verdict is not None and verdict.reason is not None
         final = seen.get((verdict.best.round, verdict.best.sample)) if verdict.best else None
         self.frames.append(
@@ -279,25 +314,35 @@ class _TaskLoop:
         )
 
 
-def _attempt(leader: Scored) -> Attempt:
+
+def _attempt(leader: Scored, reflection: str = "") -> Attempt:
     failed = [c.detail for c in leader.verification.checks if not c.passed]
-    issues = leader.critique.issues if leader.critique else []
+    issues = leader.issues
     summary = failed[0] if failed else (issues[0].reason if issues else "passed every check")
     return Attempt(
         round=leader.draft.round,
         answer=leader.verification.answer,
         score=leader.verification.score,
         summary=summary[:200],
+        reflection=reflection,
     )
 
 
-def _revision(best: Scored, memory: list[Attempt]) -> Revision:
+MAX_EDIT_FEEDBACK = 3
+
+
+def _revision(best: Scored, memory: list[Attempt], latest: list[Scored]) -> Revision:
+    """The next round's revision: the best so far, its feedback, and the latest round's refused edits."""
+    failed = [c for c in best.verification.checks if not c.passed]
+    refused = dict.fromkeys(e for s in latest for e in s.draft.edit_errors)  # ordered, without repeats
+    failed += [CheckResult(name="edit", passed=False, score=0.0, detail=e) for e in list(refused)[:MAX_EDIT_FEEDBACK]]
     return Revision(
         best_text=best.draft.text,
         best_score=best.verification.score,
-        failed_checks=[c for c in best.verification.checks if not c.passed],
-        issues=list(best.critique.issues) if best.critique else [],
+        failed_checks=failed,
+        issues=best.issues,
         memory=memory,
+        questions=list(best.verification.questions),
     )
 
 

@@ -48,7 +48,7 @@ class Critic:
         draft = request.draft
         completion = await self._backend.complete(
             ChatRequest(
-                messages=critique_messages(request.stance, request.task, draft.text),
+                messages=critique_messages(request.stance, request.task, draft.text, request.opponent),
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
                 seed=draft.round * 1000 + draft.sample,
@@ -70,5 +70,6 @@ class Critic:
                 usage=completion.usage,
                 model=completion.model,
                 error=error,
+                stance=request.stance,
             )
         )

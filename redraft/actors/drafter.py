@@ -1,17 +1,30 @@
-"""The drafter role: writes candidates, fresh or revised from the arbiter's feedback."""
+"""The drafter role: writes candidates, fresh or revised from the arbiter's feedback.
+
+A revision in ``patch`` mode asks the model for search/replace edits and applies
+them to the best candidate so far (`redraft.actors.patches`); the Draft carries
+the patched text and why each refused edit did not apply. The drafter also
+reflects on a failed attempt when asked (Reflexion's verbal memory).
+
+A reply with no text at all is a `ModelError` (the sample is dropped, as a failed
+call is); any other text, however wrong, is a candidate for the verifier to judge.
+"""
 
 from __future__ import annotations
 
-from redraft.actors.prompts import draft_messages
+from redraft.actors.patches import apply_edits
+from redraft.actors.prompts import draft_messages, reflect_messages
 from redraft.actors.runtime import node_id
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
-from redraft.protocols.messages import Draft, DraftRequest, decode_as, encode
+from redraft.errors import ModelError
+from redraft.protocols.messages import Draft, DraftRequest, Reflection, ReflectRequest, decode_as, encode
 from redraft.scenarios import get_scenario
+
+REFLECTION_MAX_TOKENS = 96
 
 
 class Drafter:
-    """Bytes in (`DraftRequest`), bytes out (`Draft`); one backend client per actor."""
+    """Bytes in (`DraftRequest`, `ReflectRequest`), bytes out (`Draft`, `Reflection`); one backend client per actor."""
 
     def __init__(
         self, backend: BackendSpec, scenario: str, *, temperature: float, max_tokens: int, cache: bool = True
@@ -23,24 +36,59 @@ class Drafter:
 
     async def draft(self, payload: bytes) -> bytes:
         request = decode_as(payload, DraftRequest)
+        patch = request.mode == "patch" and request.revision is not None
         completion = await self._backend.complete(
             ChatRequest(
-                messages=draft_messages(self._system, request.task, request.revision),
+                messages=draft_messages(self._system, request.task, request.revision, stage=request.stage, patch=patch),
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
                 seed=request.seed,
             )
         )
+        text, applied, errors = completion.text, 0, []
+        if patch:
+            assert request.revision is not None
+            patched = apply_edits(request.revision.best_text, completion.text)
+            text, applied, errors = patched.text, patched.applied, patched.errors
+        if not text.strip():
+            # Nothing to verify or revise: the model failed, the candidate is not merely wrong. The
+            # sample is dropped like a failed call; a round left with no sample ends the task.
+            raise ModelError(f"{completion.model} returned an empty draft (finish reason {completion.finish_reason!r})")
         return encode(
             Draft(
                 task_id=request.task.task_id,
                 round=request.round,
                 sample=request.sample,
-                text=completion.text,
+                text=text,
                 usage=completion.usage,
                 model=completion.model,
                 finish_reason=completion.finish_reason,
                 latency_s=completion.latency_s,
                 node_id=node_id(),
+                stage=request.stage.name if request.stage else None,
+                edits_applied=applied,
+                edit_errors=errors,
+            )
+        )
+
+    async def reflect(self, payload: bytes) -> bytes:
+        request = decode_as(payload, ReflectRequest)
+        draft = request.draft
+        completion = await self._backend.complete(
+            ChatRequest(
+                messages=reflect_messages(request.task, draft.text, request.failed_checks),
+                max_tokens=REFLECTION_MAX_TOKENS,
+                temperature=0.0,
+                seed=draft.round * 1000 + draft.sample,
+            )
+        )
+        return encode(
+            Reflection(
+                task_id=draft.task_id,
+                round=draft.round,
+                sample=draft.sample,
+                text=" ".join(completion.text.split())[:500],
+                usage=completion.usage,
+                model=completion.model,
             )
         )

@@ -53,7 +53,7 @@ def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any
             (setup.drafter, setup.scenario),
             {"temperature": setup.temperature, "max_tokens": setup.draft_max_tokens, "cache": setup.cache},
         ),
-        "verifier": (Verifier, (setup.scenario, setup.verifier), {}),
+        "verifier": (Verifier, (setup.scenario, verifier_backend(setup, strategy)), {"cache": setup.cache}),
     }
     critic_role = get_strategy(strategy).critic_role
     critic_kwargs = {
@@ -66,6 +66,13 @@ def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any
     elif critic_role == "self_critic":
         roles["self_critic"] = (Critic, (setup.drafter,), critic_kwargs)
     return roles
+
+
+def verifier_backend(setup: RoleSetup, strategy: str) -> BackendSpec | None:
+    """The verifier's model: only strategies that ask it questions get one (``--verifier``, else the drafter's)."""
+    if not getattr(get_strategy(strategy), "verifier_model", False):
+        return None
+    return setup.verifier or setup.drafter
 
 
 def local_roles(setup: RoleSetup, strategy: str) -> Roles:

@@ -5,6 +5,12 @@ actor keeps serving other drafts; at most one check per CPU runs at once, so
 sandboxed programs do not starve each other into false timeouts. A check that raises does not end the task: it
 becomes a failed `check_error` check carrying the exception, so hard evidence of
 a broken check is recorded rather than lost.
+Two requests go beyond the scenario's final check: a ``stage`` names an
+intermediate step of a ``stepwise`` solution, judged by the scenario's stage
+check; ``questions`` asks the verifier's own model for chain-of-verification
+questions about the candidate, each then answered in a separate call that never
+sees the candidate (factored CoVe). The answers inform the next revision; they
+never change the score, which stays hard evidence.
 """
 
 from __future__ import annotations
@@ -12,23 +18,46 @@ from __future__ import annotations
 import asyncio
 import os
 
-from redraft.backends.base import BackendSpec
-from redraft.protocols.messages import CheckResult, Verification, VerifyRequest, decode_as, encode
-from redraft.scenarios import get_scenario, score_of
+import msgspec
+
+from redraft.actors.prompts import answer_messages, question_messages
+from redraft.backends.base import Backend, BackendSpec, ChatRequest
+from redraft.backends.cache import cached
+from redraft.protocols.messages import (
+    CheckResult,
+    QuestionPlan,
+    Usage,
+    Verification,
+    VerificationQuestion,
+    VerifyRequest,
+    decode_as,
+    encode,
+    question_json_schema,
+)
+from redraft.scenarios import check_stage, get_scenario, score_of
+
+QUESTION_MAX_TOKENS = 256
+ANSWER_MAX_TOKENS = 96
+_plan_decoder = msgspec.json.Decoder(QuestionPlan)
 
 
 class Verifier:
-    def __init__(self, scenario: str, backend: BackendSpec | None = None, *, parallel: int | None = None) -> None:
+    def __init__(
+        self, scenario: str, backend: BackendSpec | None = None, *, parallel: int | None = None, cache: bool = True
+    ) -> None:
         self._scenario = get_scenario(scenario)
         self._slots = asyncio.Semaphore(parallel or os.cpu_count() or 1)
-        # Model-based checks (chain-of-verification) will use this; deterministic checks do not.
-        self._backend = backend.create() if backend is not None else None
+        # Only chain-of-verification questions use a model; deterministic checks do not.
+        self._backend: Backend | None = (
+            cached(backend.create(), backend.spec, enabled=cache) if backend is not None else None
+        )
 
     async def verify(self, payload: bytes) -> bytes:
         request = decode_as(payload, VerifyRequest)
         draft = request.draft
         async with self._slots:
             checks, answer = await asyncio.to_thread(self._check, request)
+        questions, usage, model = await self._questions(request)
         return encode(
             Verification(
                 task_id=draft.task_id,
@@ -38,11 +67,54 @@ class Verifier:
                 passed=bool(checks) and all(c.passed for c in checks),
                 answer=answer,
                 checks=checks,
+                stage=request.stage,
+                questions=questions,
+                usage=usage,
+                model=model,
             )
         )
 
+    async def _questions(self, request: VerifyRequest) -> tuple[list[VerificationQuestion], Usage, str]:
+        """Chain of verification: plan questions about the candidate, answer each without it."""
+        if request.questions <= 0:
+            return [], Usage(), ""
+        if self._backend is None:
+            raise RuntimeError("chain-of-verification questions need a verifier model, and none was configured")
+        backend, task, draft = self._backend, request.task, request.draft
+        plan = await backend.complete(
+            ChatRequest(
+                messages=question_messages(task, draft.text, request.questions),
+                max_tokens=QUESTION_MAX_TOKENS,
+                temperature=0.0,
+                json_schema=question_json_schema(),
+            )
+        )
+        usage, model = plan.usage, plan.model
+        try:
+            asked = [q.strip() for q in _plan_decoder.decode(plan.text.strip()).questions if q.strip()]
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            asked = []  # a garbled plan costs its questions, never the task
+        asked = asked[: request.questions]
+        replies = await asyncio.gather(
+            *(
+                backend.complete(
+                    ChatRequest(messages=answer_messages(task, q), max_tokens=ANSWER_MAX_TOKENS, temperature=0.0)
+                )
+                for q in asked
+            )
+        )
+        for reply in replies:
+            usage = usage + reply.usage
+        answered = [
+            VerificationQuestion(question=q, answer=" ".join(r.text.split())[:300])
+            for q, r in zip(asked, replies, strict=True)
+        ]
+        return answered, usage, model
+
     def _check(self, request: VerifyRequest) -> tuple[list[CheckResult], str | None]:
         try:
+            if request.stage is not None:
+                return check_stage(self._scenario, request.task, request.stage, request.draft.text), None
             checks = self._scenario.check(request.task, request.draft.text)
             answer = self._scenario.answer(request.draft.text)
         except Exception as exc:  # a broken check fails the candidate, not the run

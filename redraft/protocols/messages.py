@@ -16,6 +16,17 @@ Schema-evolution rules (the wire version is `WIRE_VERSION`):
    from a newer writer that only added fields.
 4. Golden frames of every released version live in ``tests/golden/`` and must
    keep decoding (``tests/test_messages.py``).
+5. A new kind is a new wire version: an older reader rejects it (a `ProtocolError`
+   naming the unknown tag), so the version says which kinds a writer may send.
+
+Versions: 1, the first release. 2 added the kinds ``reflect_request`` and
+``reflection`` (Reflexion-style memory), stages (``DraftRequest.stage``,
+``Draft.stage``, ``VerifyRequest.stage``, ``Verification.stage``), patch
+revisions (``DraftRequest.mode``, ``Draft.edits_applied``, ``Draft.edit_errors``),
+chain-of-verification questions (``VerifyRequest.questions``,
+``Verification.questions``, with the verifier's ``usage`` and ``model``), debate
+(``CritiqueRequest.opponent``, ``Critique.stance``) and ``Attempt.reflection``,
+``Revision.questions``.
 """
 
 from __future__ import annotations
@@ -28,8 +39,9 @@ import msgspec
 
 from redraft.errors import RedraftError
 
-WIRE_VERSION = 1
+WIRE_VERSION = 2
 
+RevisionMode = Literal["rewrite", "patch"]
 StopReason = Literal["threshold", "budget", "max_rounds", "stable", "no_improvement", "error"]
 Severity = Literal["critical", "major", "minor"]
 Role = Literal["system", "user", "assistant"]
@@ -38,6 +50,10 @@ Role = Literal["system", "user", "assistant"]
 # constrained reply short enough to finish inside its token limit.
 MAX_ISSUES = 2
 MAX_ISSUE_TEXT = 100
+
+# Bounds on chain-of-verification questions (count, characters), for the same reason.
+MAX_QUESTIONS = 5
+MAX_QUESTION_TEXT = 200
 
 # How much an issue of each severity counts against a candidate when ranking ties.
 SEVERITY_WEIGHT: dict[str, float] = {"critical": 3.0, "major": 2.0, "minor": 1.0}
@@ -136,6 +152,38 @@ class CritiqueReport(msgspec.Struct, frozen=True, kw_only=True):
     issues: Annotated[list[Issue], msgspec.Meta(max_length=MAX_ISSUES)]
 
 
+class QuestionPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What a verifier model must answer when asked for chain-of-verification questions."""
+
+    questions: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=MAX_QUESTION_TEXT)]], msgspec.Meta(max_length=MAX_QUESTIONS)
+    ]
+
+
+class VerificationQuestion(msgspec.Struct, frozen=True, kw_only=True):
+    """One chain-of-verification question about a candidate, answered without seeing the candidate."""
+
+    question: str
+    answer: str
+
+
+class StageStep(msgspec.Struct, frozen=True, kw_only=True):
+    """Which step of a top-down (``stepwise``) solution a draft is, and what it builds on."""
+
+    name: str
+    index: int
+    """0-based position among the scenario's stages."""
+    total: int
+    instruction: str
+    """What to write at this stage."""
+    previous: str = ""
+    """The verified output of the previous stage ('' for the first)."""
+
+    @property
+    def final(self) -> bool:
+        return self.index + 1 >= self.total
+
+
 class Attempt(msgspec.Struct, frozen=True, kw_only=True):
     """A short memory of an earlier round, so the drafter does not oscillate."""
 
@@ -144,6 +192,8 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
     score: float
     summary: str
     """The main failure of that attempt, in one line."""
+    reflection: str = ""
+    """The drafter's own diagnosis of the failure (Reflexion); '' when not asked for."""
 
 
 class Revision(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,6 +204,8 @@ class Revision(msgspec.Struct, frozen=True, kw_only=True):
     failed_checks: list[CheckResult] = []
     issues: list[Issue] = []
     memory: list[Attempt] = []
+    questions: list[VerificationQuestion] = []
+    """Chain-of-verification questions about the best so far, with answers found independently of it."""
 
 
 # ---------------------------------------------------------------- the union
@@ -182,6 +234,10 @@ class DraftRequest(_Frame, tag="draft_request", frozen=True, kw_only=True):
     sample: int
     seed: int
     revision: Revision | None = None
+    stage: StageStep | None = None
+    """Set by the ``stepwise`` strategy: write this stage only."""
+    mode: RevisionMode = "rewrite"
+    """``patch``: answer a revision with minimal search/replace edits, which the drafter applies."""
 
 
 class Draft(_Frame, tag="draft", frozen=True, kw_only=True):
@@ -197,6 +253,12 @@ class Draft(_Frame, tag="draft", frozen=True, kw_only=True):
     latency_s: float = 0.0
     node_id: str = ""
     """The Ray node the drafter ran on (empty outside Ray)."""
+    stage: str | None = None
+    """The stage this draft is of (``stepwise``), else None."""
+    edits_applied: int = 0
+    """Patch revisions: how many of the model's edits applied."""
+    edit_errors: list[str] = []
+    """Patch revisions: why each edit that did not apply was refused (fed back on the next revision)."""
 
 
 class VerifyRequest(_Frame, tag="verify_request", frozen=True, kw_only=True):
@@ -204,6 +266,10 @@ class VerifyRequest(_Frame, tag="verify_request", frozen=True, kw_only=True):
 
     task: Task
     draft: Draft
+    stage: str | None = None
+    """Check the output of this intermediate stage (its stage check), not the final answer."""
+    questions: int = 0
+    """Chain of verification: ask the verifier's model up to this many questions about the candidate."""
 
 
 class Verification(_Frame, tag="verification", frozen=True, kw_only=True):
@@ -217,6 +283,12 @@ class Verification(_Frame, tag="verification", frozen=True, kw_only=True):
     answer: str | None = None
     """The candidate's final answer as the scenario extracts it (for agreement)."""
     checks: list[CheckResult] = []
+    stage: str | None = None
+    questions: list[VerificationQuestion] = []
+    """Chain-of-verification questions and their independent answers (they inform, they do not score)."""
+    usage: Usage = Usage()
+    """Model calls made for the questions (none for deterministic checks)."""
+    model: str = ""
 
 
 class CritiqueRequest(_Frame, tag="critique_request", frozen=True, kw_only=True):
@@ -225,7 +297,9 @@ class CritiqueRequest(_Frame, tag="critique_request", frozen=True, kw_only=True)
     task: Task
     draft: Draft
     stance: str = "adversarial"
-    """Which critic instructions to use (``adversarial`` or ``self``)."""
+    """Which critic instructions to use (``adversarial``, ``self``, ``skeptic``)."""
+    opponent: list[Issue] = []
+    """Debate: the other critic's issues with the previous best, to confirm, refute or add to."""
 
 
 class Critique(_Frame, tag="critique", frozen=True, kw_only=True):
@@ -239,10 +313,31 @@ class Critique(_Frame, tag="critique", frozen=True, kw_only=True):
     model: str = ""
     error: str | None = None
     """Set when the critic's reply could not be used (the issues are then empty)."""
+    stance: str = ""
 
     @property
     def severity(self) -> float:
         return sum(SEVERITY_WEIGHT[i.severity] for i in self.issues)
+
+
+class ReflectRequest(_Frame, tag="reflect_request", frozen=True, kw_only=True):
+    """Arbiter → drafter: diagnose why ``draft`` failed, in words, for the memory of later rounds."""
+
+    task: Task
+    draft: Draft
+    failed_checks: list[CheckResult] = []
+    memory: list[Attempt] = []
+
+
+class Reflection(_Frame, tag="reflection", frozen=True, kw_only=True):
+    """Drafter → arbiter: a short self-diagnosis of a failed attempt (Reflexion)."""
+
+    task_id: str
+    round: int
+    sample: int
+    text: str
+    usage: Usage = Usage()
+    model: str = ""
 
 
 class Decision(_Frame, tag="decision", frozen=True, kw_only=True):
@@ -283,7 +378,19 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
     """Models the price table does not know; their calls are counted at 0 USD."""
 
 
-Message = Task | DraftRequest | Draft | VerifyRequest | Verification | CritiqueRequest | Critique | Decision | Result
+Message = (
+    Task
+    | DraftRequest
+    | Draft
+    | VerifyRequest
+    | Verification
+    | CritiqueRequest
+    | Critique
+    | ReflectRequest
+    | Reflection
+    | Decision
+    | Result
+)
 
 M = TypeVar("M", bound="_Frame")
 
@@ -336,12 +443,22 @@ def convert(obj: Any) -> Message:
 
 
 def critique_json_schema() -> dict[str, Any]:
-    """The JSON Schema a critic model's answer must follow, made from `CritiqueReport`.
+    """The JSON Schema a critic model's answer must follow, made from `CritiqueReport`."""
+    return _inlined_schema(CritiqueReport)
 
-    References are inlined: grammar converters (llama.cpp's among them) and some
-    structured-output APIs do not follow ``$ref``, and silently loosen the schema.
+
+def question_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a verifier model's chain-of-verification questions, made from `QuestionPlan`."""
+    return _inlined_schema(QuestionPlan)
+
+
+def _inlined_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
+    """``struct``'s JSON Schema with references inlined.
+
+    Grammar converters (llama.cpp's among them) and some structured-output APIs
+    do not follow ``$ref``, and silently loosen the schema.
     """
-    schema: dict[str, Any] = msgspec.json.schema(CritiqueReport)
+    schema: dict[str, Any] = msgspec.json.schema(struct)
     inlined: dict[str, Any] = _inline(schema, schema.get("$defs", {}))
     inlined.pop("$defs", None)
     return inlined

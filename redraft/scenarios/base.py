@@ -9,6 +9,7 @@ parties register theirs through the ``redraft.scenarios`` entry-point group
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from redraft.plugins import Registry
@@ -39,6 +40,63 @@ class Scenario(Protocol):
     def check(self, task: Task, text: str) -> list[CheckResult]:
         """Hard evidence about ``text`` as an answer to ``task``. Must not raise for bad text."""
         ...
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a top-down (``stepwise``) solution: outline, then draft, then polish.
+
+    The last stage's output is the candidate answer, judged by `Scenario.check`;
+    every earlier stage is judged by `check_stage` before the next one starts.
+    """
+
+    name: str
+    """Short identifier, e.g. ``outline``; unique within a scenario's stages."""
+    instruction: str
+    """What the drafter must write at this stage (shown with the previous stage's verified output)."""
+
+
+DEFAULT_STAGES = (
+    Stage("outline", "Write a short numbered outline of the steps or points of your answer. Do not write the answer."),
+    Stage("draft", "Write the complete answer, following the outline."),
+    Stage("polish", "Check the answer against every requirement of the task and return the corrected final answer."),
+)
+"""Stages of a scenario that declares none. Only the last is judged by the scenario's own check."""
+
+
+class StagedScenario(Protocol):
+    """A scenario that declares its own stages and the checks of its intermediate stages (optional)."""
+
+    def stages(self) -> list[Stage]:
+        """The stages in order; the last one's output is the answer, checked by `Scenario.check`."""
+        ...
+
+    def check_stage(self, task: Task, stage: str, text: str) -> list[CheckResult]:
+        """Hard evidence about the output of intermediate stage ``stage``. Must not raise for bad text."""
+        ...
+
+
+def stages_of(scenario: Scenario) -> list[Stage]:
+    """The scenario's declared stages, else `DEFAULT_STAGES`."""
+    declared = getattr(scenario, "stages", None)
+    return list(declared()) if callable(declared) else list(DEFAULT_STAGES)
+
+
+def check_stage(scenario: Scenario, task: Task, stage: str, text: str) -> list[CheckResult]:
+    """Check the output of an intermediate stage: the scenario's `check_stage`, else a structural default.
+
+    The default accepts any non-empty output of at least two lines (an outline,
+    a first draft): what it cannot judge is left to the final stage's real check.
+    """
+    own = getattr(scenario, "check_stage", None)
+    if callable(own):
+        checks: list[CheckResult] = own(task, stage, text)
+        return checks
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) >= 2:
+        return [CheckResult(name=f"{stage}_present", passed=True, score=1.0, detail=f"{len(lines)} lines")]
+    detail = f"the {stage} is empty or a single line; write it out as several lines"
+    return [CheckResult(name=f"{stage}_present", passed=False, score=0.0, detail=detail)]
 
 
 SCENARIOS: Registry[Callable[[], Scenario]] = Registry("scenario", "redraft.scenarios")

@@ -1,4 +1,4 @@
-"""Critic strategies: which roles act in a round, in what order, how often.
+"""What every strategy shares: the round context it is handed, ranking, and the registry.
 
 A strategy is a small object registered by name with `@strategy("name")`. The
 arbiter owns the loop and the convergence protocol; each round it hands the
@@ -9,18 +9,22 @@ parties use the ``redraft.strategies`` entry-point group.
 
 Ranking (`rank`) is shared by every strategy: verifier score first (hard
 evidence outranks opinion), then agreement between samples (self-consistency),
-then critic severity (fewer and milder issues first), then sample index.
+then critic severity (fewer and milder issues first; the mean over critics when
+several judged a candidate), then sample index.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from redraft.plugins import Registry
-from redraft.protocols.messages import Critique, Draft, Revision, Task, Verification
+from redraft.protocols.messages import Critique, Draft, Issue, Reflection, Revision, StageStep, Task, Verification
+
+if TYPE_CHECKING:
+    from redraft.scenarios.base import Stage
 
 CriticRole = Literal["critic", "self_critic"]
 
@@ -32,12 +36,20 @@ class Scored:
     draft: Draft
     verification: Verification
     agreement: float
-    critique: Critique | None = None
+    critiques: tuple[Critique, ...] = ()
+    """Every critique of this candidate (two in a debate); unusable ones carry an error and no issues."""
+
+    @property
+    def severity(self) -> float:
+        return sum(c.severity for c in self.critiques) / len(self.critiques) if self.critiques else 0.0
+
+    @property
+    def issues(self) -> list[Issue]:
+        return [issue for c in self.critiques for issue in c.issues]
 
     @property
     def key(self) -> tuple[float, float, float, int]:
-        severity = self.critique.severity if self.critique is not None else 0.0
-        return (self.verification.score, self.agreement, -severity, -self.draft.sample)
+        return (self.verification.score, self.agreement, -self.severity, -self.draft.sample)
 
 
 def agreement(verifications: list[Verification]) -> list[float]:
@@ -71,20 +83,37 @@ class RoundContext(Protocol):
     round: int
     samples: int
     revision: Revision | None
+    """Built by the arbiter from the best candidate so far (None in round 0)."""
     threshold: float
     final_round: bool
     """No revision follows this round (the cycle limit)."""
+    state: dict[str, Any]
+    """The strategy's own memory for this task, kept across rounds (one strategy object serves many tasks)."""
 
-    async def draft(self, n: int) -> list[Draft]:
-        """``n`` candidates in parallel, spread over the drafters (distinct seeds)."""
+    async def draft(self, n: int, *, stage: StageStep | None = None, revision: Revision | None = None) -> list[Draft]:
+        """``n`` candidates in parallel, spread over the drafters (distinct seeds).
+
+        ``revision`` replaces the arbiter's own for this call (a stage refined in place).
+        """
         ...
 
-    async def verify(self, drafts: list[Draft]) -> list[Verification]:
-        """The verifier's checks of each draft, in parallel."""
+    async def verify(self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0) -> list[Verification]:
+        """The verifier's checks of each draft, in parallel: the stage's check if ``stage`` is set,
+        plus up to ``questions`` chain-of-verification questions from the verifier's model."""
         ...
 
-    async def critique(self, drafts: list[Draft], *, role: CriticRole, stance: str) -> list[Critique]:
-        """A critique of each draft, in parallel."""
+    async def critique(
+        self, drafts: list[Draft], *, role: CriticRole, stance: str, opponent: list[Issue] | None = None
+    ) -> list[Critique]:
+        """A critique of each draft, in parallel (``opponent``: the other critic's last issues, in a debate)."""
+        ...
+
+    async def reflect(self, candidate: Scored) -> Reflection:
+        """The drafter's model diagnoses why ``candidate`` failed its checks (Reflexion)."""
+        ...
+
+    def stages(self) -> list[Stage]:
+        """The task's scenario's stages (its own, else the default outline, draft, polish)."""
         ...
 
 
@@ -93,6 +122,9 @@ class RoundOutcome:
     """What a strategy gathered in one round."""
 
     scored: list[Scored]
+    """The round's candidates for the answer (intermediate stages are not among them)."""
+    reflection: str = ""
+    """A diagnosis of the round's leader, kept in the memory later revisions see."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -104,6 +136,8 @@ class Strategy(Protocol):
     """True if the strategy ignores ``--samples`` and drafts one candidate."""
     critic_role: CriticRole | None
     """Which critic the engine must start: a separate ``critic``, the drafter's own model, or none."""
+    verifier_model: bool
+    """True if the verifier role needs a model (chain-of-verification questions)."""
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome: ...
 
@@ -122,79 +156,37 @@ def get_strategy(name: str) -> Strategy:
     return STRATEGIES.get(name)()
 
 
-async def sample_and_verify(ctx: RoundContext, n: int) -> list[Scored]:
+def needs_feedback(ctx: RoundContext, scored: list[Scored]) -> bool:
+    """Whether a revision will follow that can use more feedback on this round's candidates.
+
+    Not on the last round, and not once the leader meets the threshold: no
+    revision would read it, so its model calls would be wasted.
+    """
+    return not ctx.final_round and rank(scored)[0].verification.score < ctx.threshold
+
+
+async def sample_and_verify(ctx: RoundContext, n: int, *, stage: StageStep | None = None) -> list[Scored]:
     """Draft ``n`` candidates and verify them: the first half of every round."""
-    drafts = await ctx.draft(n)
+    drafts = await ctx.draft(n, stage=stage)
     verifications = await ctx.verify(drafts)
     agreements = agreement(verifications)
     return [Scored(d, v, a) for d, v, a in zip(drafts, verifications, agreements, strict=True)]
 
 
+def attach(scored: list[Scored], critiques: list[Critique]) -> list[Scored]:
+    """Each candidate with the critiques of it added."""
+    return [
+        replace(s, critiques=s.critiques + tuple(c for c in critiques if c.sample == s.draft.sample)) for s in scored
+    ]
+
+
 async def with_critiques(ctx: RoundContext, scored: list[Scored], role: CriticRole, stance: str) -> list[Scored]:
-    """Critique the contenders for first place, unless no revision can use it.
+    """Critique the contenders for first place, when a revision will read it (`needs_feedback`).
 
     Only the contenders are critiqued: severity only ranks candidates tied on
     evidence and agreement, and the revision only needs the leader's critique.
-    Nothing is critiqued when the leader already meets the threshold or the
-    round is the last: no revision would read the critique.
     """
-    if ctx.final_round or rank(scored)[0].verification.score >= ctx.threshold:
+    if not needs_feedback(ctx, scored):
         return scored
-    tied = contenders(scored)
-    critiques = await ctx.critique([s.draft for s in tied], role=role, stance=stance)
-    by_sample = {c.sample: c for c in critiques}
-    return [Scored(s.draft, s.verification, s.agreement, by_sample.get(s.draft.sample, s.critique)) for s in scored]
-
-
-@strategy("none")
-class SinglePass:
-    """One draft, verified; no critic, no revision. The floor every strategy is compared with."""
-
-    name = "none"
-    revises = False
-    single_sample = True
-    critic_role: CriticRole | None = None
-
-    async def run_round(self, ctx: RoundContext) -> RoundOutcome:
-        return RoundOutcome(await sample_and_verify(ctx, 1))
-
-
-@strategy("self_consistency")
-class SelfConsistency:
-    """K samples in one round; the arbiter picks by evidence, then majority answer (Wang et al. 2022)."""
-
-    name = "self_consistency"
-    revises = False
-    single_sample = False
-    critic_role: CriticRole | None = None
-
-    async def run_round(self, ctx: RoundContext) -> RoundOutcome:
-        return RoundOutcome(await sample_and_verify(ctx, ctx.samples))
-
-
-@strategy("self_refine")
-class SelfRefine:
-    """The drafter's own model critiques its answer, then revises it (Madaan et al. 2023)."""
-
-    name = "self_refine"
-    revises = True
-    single_sample = False
-    critic_role: CriticRole | None = "self_critic"
-
-    async def run_round(self, ctx: RoundContext) -> RoundOutcome:
-        scored = await sample_and_verify(ctx, ctx.samples)
-        return RoundOutcome(await with_critiques(ctx, scored, "self_critic", "self"))
-
-
-@strategy("adversarial")
-class Adversarial:
-    """A separate critic, told to find concrete faults, attacks the contenders; the drafter revises."""
-
-    name = "adversarial"
-    revises = True
-    single_sample = False
-    critic_role: CriticRole | None = "critic"
-
-    async def run_round(self, ctx: RoundContext) -> RoundOutcome:
-        scored = await sample_and_verify(ctx, ctx.samples)
-        return RoundOutcome(await with_critiques(ctx, scored, "critic", "adversarial"))
+    critiques = await ctx.critique([s.draft for s in contenders(scored)], role=role, stance=stance)
+    return attach(scored, critiques)
