@@ -323,3 +323,32 @@ def test_new_strategies_run_on_ray_actors(ray_cluster: Any, tmp_path: Any, strat
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     role = {"verifier_only": "drafter", "cove": "verifier", "stepwise": "drafter"}[strategy]
     assert all(r["usage_by_role"][role]["calls"] > 0 for r in records)
+
+
+def test_the_readme_strategy_example_registers_and_runs() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = next(b for b in readme.split("```python\n")[1:] if '@strategy("lazy_critic")' in b).split("```")[0]
+    exec(compile(block, "README.md", "exec"), {})
+    assert "lazy_critic" in strategy_names()
+    trace = run_task("lazy_critic", Tutor.for_tasks(TASKS, never=True), max_rounds=4, patience=5)
+    assert [m.draft.round for m in trace if isinstance(m, CritiqueRequest)] == [0, 2]  # the leader, even rounds
+    assert decisions(trace)[-1] == (3, "stop", "max_rounds")
+
+
+def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from redraft.actors import prompts
+    from redraft.batch import RunConfig
+    from redraft.store import fingerprint
+
+    versions = prompts.prompt_versions()
+    assert {"critic_adversarial", "critic_skeptic", "revise_patch", "cove_plan", "reflect_system"} <= set(versions)
+    assert all(isinstance(v, int) and v >= 1 for v in versions.values())
+    config = RunConfig()
+    before = fingerprint(config.identity())
+    assert config.identity()["prompts"] == versions
+    bumped = dict(prompts._templates())
+    version, template = bumped["critic_adversarial"]
+    monkeypatch.setattr(prompts, "_templates", lambda: {**bumped, "critic_adversarial": (version + 1, template)})
+    assert fingerprint(config.identity()) != before
