@@ -1,0 +1,93 @@
+"""Third-party plugins: a package's strategies and scenarios are found through its entry points.
+
+The plugin is a real (tiny) installed distribution: a module and a ``.dist-info``
+with ``entry_points.txt`` on ``PYTHONPATH``, which is all ``importlib.metadata``
+needs; the real `redraft` command runs in a subprocess and must list it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PLUGIN = '''
+from redraft.protocols.strategies import RoundOutcome, sample_and_verify, strategy
+from redraft.scenarios.arithmetic import Arithmetic
+from redraft.scenarios import scenario
+
+
+@strategy("plugin_twice")
+class Twice:
+    """Two samples, whatever --samples says (from a plugin)."""
+
+    name, revises, single_sample, critic_role, verifier_model = "plugin_twice", False, False, None, False
+
+    async def run_round(self, ctx):
+        return RoundOutcome(await sample_and_verify(ctx, 2))
+
+
+@scenario("plugin_sums")
+class Sums(Arithmetic):
+    """Arithmetic, shipped by a plugin."""
+
+    name = "plugin_sums"
+'''
+
+ENTRY_POINTS = """[redraft.strategies]
+demo = redraft_demo_plugin
+
+[redraft.scenarios]
+demo = redraft_demo_plugin
+broken = redraft_demo_missing_module
+"""
+
+
+def install_plugin(root: Path) -> Path:
+    (root / "redraft_demo_plugin.py").write_text(PLUGIN)
+    info = root / "redraft_demo_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: redraft-demo-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    return root
+
+
+def redraft(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"PYTHONPATH": str(root)}
+    return subprocess.run(
+        [sys.executable, "-m", "redraft.cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_a_packages_strategy_and_scenario_are_listed_and_a_broken_one_is_named(tmp_path: Path) -> None:
+    root = install_plugin(tmp_path)
+    strategies = redraft(root, "strategies")
+    assert strategies.returncode == 0, strategies.stderr
+    names = strategies.stdout.split("\n\n")[0].splitlines()
+    assert "plugin_twice" in names and "adversarial" in names  # beside the built-ins, not instead
+    assert "Two samples, whatever --samples says (from a plugin)." in strategies.stdout
+    scenarios = redraft(root, "scenarios")
+    assert scenarios.returncode == 0
+    assert {"plugin_sums", "arithmetic"} <= set(scenarios.stdout.split())
+    # One broken plugin is reported by name and does not take the others down.
+    assert "redraft plugin 'broken' (redraft_demo_missing_module) failed to load" in scenarios.stderr
+
+
+def test_a_plugin_strategy_runs_a_task(tmp_path: Path) -> None:
+    root = install_plugin(tmp_path)
+    script = (
+        "import asyncio, itertools\n"
+        "from redraft.batch import RunConfig, refine\n"
+        "from redraft.backends.scripted import ScriptedSpec\n"
+        "from redraft.scenarios import get_scenario\n"
+        "task = next(iter(get_scenario('plugin_sums').tasks(seed=0)))\n"
+        "spec = ScriptedSpec(script=lambda r: 'Answer: 1')\n"
+        "roles = {'drafter': spec, 'critic': spec}\n"
+        "done = refine(task, RunConfig(strategy='plugin_twice', samples=5), backends=roles)\n"
+        "print(sum(type(m).__name__ == 'Draft' for m in done.trace), done.result.scenario)\n"
+    )
+    env = os.environ | {"PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", "plugin_sums"]  # the plugin's own round: two drafts, not five
