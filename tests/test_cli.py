@@ -27,7 +27,16 @@ def redraft(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 def test_scenarios_lists_one_name_per_line() -> None:
     done = redraft("scenarios")
     assert done.returncode == 0
-    assert done.stdout.splitlines()[:2] == ["arithmetic", "humaneval"]
+    # A parametrized family is listed by its pattern.
+    assert done.stdout.splitlines() == [
+        "arithmetic",
+        "check:MODULE:FUNCTION",
+        "constrained_writing",
+        "humaneval",
+        "json_extract",
+        "reasoning_gym:NAME",
+        "sql",
+    ]
 
 
 def test_strategies_lists_names_first() -> None:
@@ -51,7 +60,11 @@ def test_strategies_lists_names_first() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run", "sudoku"], "unknown scenario 'sudoku' (known: arithmetic, humaneval)"),
+        (
+            ["run", "sudoku"],
+            "unknown scenario 'sudoku' (known: arithmetic, check:MODULE:FUNCTION, constrained_writing, humaneval, "
+            "json_extract, reasoning_gym:NAME, sql)",
+        ),
         (["run", "arithmetic", "--strategy", "vibes"], "unknown strategy 'vibes'"),
         (["run", "arithmetic", "--model", "gpt:4"], "unknown backend spec 'gpt:4'"),
         (

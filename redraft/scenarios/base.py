@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from redraft.errors import UserError
 from redraft.plugins import Registry
 from redraft.protocols.messages import CheckResult, Task
 
@@ -99,18 +100,34 @@ def check_stage(scenario: Scenario, task: Task, stage: str, text: str) -> list[C
     return [CheckResult(name=f"{stage}_present", passed=False, score=0.0, detail=detail)]
 
 
-SCENARIOS: Registry[Callable[[], Scenario]] = Registry("scenario", "redraft.scenarios")
+SCENARIOS: Registry[Callable[..., Scenario]] = Registry("scenario", "redraft.scenarios")
 scenario = SCENARIOS.register
-"""Register a scenario factory (a class or a function returning a `Scenario`): ``@scenario("name")``."""
+"""Register a scenario factory: ``@scenario("name")`` on a class or function taking no argument, or
+``@scenario("prefix:PARAM")`` on one taking the text after ``prefix:`` (a parametrized family, e.g.
+``reasoning_gym:NAME`` makes ``reasoning_gym:leg_counting``)."""
 
 
 def scenario_names() -> list[str]:
+    """Registered names, sorted; a parametrized family is listed by its pattern (``reasoning_gym:NAME``)."""
     return SCENARIOS.names()
 
 
 def get_scenario(name: str) -> Scenario:
-    """A new instance of the registered scenario ``name``; `UserError` listing the known ones otherwise."""
-    return SCENARIOS.get(name)()
+    """A new instance of the scenario ``name``; `UserError` listing the known ones otherwise.
+
+    A name with a colon, ``prefix:rest``, goes to the family registered as
+    ``prefix:PARAM``, whose factory gets ``rest`` (so the listed pattern itself,
+    e.g. ``reasoning_gym:NAME``, is an ordinary, refused, parameter).
+    """
+    if ":" not in name:
+        return SCENARIOS.get(name)()
+    prefix, rest = name.split(":", 1)
+    family = next((n for n in SCENARIOS.names() if n.startswith(prefix + ":")), None)
+    if family is None:
+        return SCENARIOS.get(name)()  # raises, listing the known names
+    if not rest:
+        raise UserError(f"scenario {name!r} needs a parameter after the colon, as in {family!r}")
+    return SCENARIOS.get(family)(rest)
 
 
 def score_of(checks: list[CheckResult]) -> float:

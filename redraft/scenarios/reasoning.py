@@ -1,0 +1,121 @@
+"""The ``reasoning_gym:NAME`` scenarios: any data set of the `reasoning-gym` package, scored by its own checker.
+
+`reasoning-gym` is an optional extra (``pip install 'redraft[reasoning]'``),
+imported only when such a scenario is built. A task's reference holds where its
+entry comes from (data set, seed, index), not the entry itself: the verifier
+rebuilds the entry from the same seeded generator, so metadata of any type
+survive and nothing gold travels with the task.
+
+Invariants: the tasks depend only on the seed; `check` never raises for bad
+text; feedback says the answer is wrong (with the data set's own score), never
+what the right one is.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from redraft.errors import UserError
+from redraft.protocols.messages import CheckResult, Task
+from redraft.scenarios.base import scenario
+
+SIZE = 200
+"""Tasks per data set (use ``--limit`` for fewer)."""
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_ANSWER_LINE = re.compile(r"^\s*(?:final\s+)?answer\s*[:=]\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _gym() -> Any:
+    try:
+        import reasoning_gym
+    except ImportError:
+        raise UserError(
+            "reasoning_gym:NAME scenarios need the optional package reasoning-gym: pip install 'redraft[reasoning]'"
+        ) from None
+    return reasoning_gym
+
+
+def dataset_names() -> list[str]:
+    """Every data set name reasoning-gym knows."""
+    from reasoning_gym.factory import DATASETS
+
+    return sorted(DATASETS)
+
+
+@functools.cache
+def _dataset(name: str, seed: int) -> Any:
+    return _gym().create_dataset(name, size=SIZE, seed=seed)
+
+
+def extract_answer(text: str) -> str | None:
+    """The final answer: the last ``<answer>...</answer>``, else the last ``Answer: ...`` line, else None."""
+    tagged = _ANSWER_TAG.findall(text)
+    if tagged:
+        return str(tagged[-1]).strip()
+    lines = _ANSWER_LINE.findall(text)
+    return str(lines[-1]).strip() if lines else None
+
+
+@scenario("reasoning_gym:NAME")
+class ReasoningGym:
+    """A reasoning-gym data set (``reasoning_gym:leg_counting``, ...); its own ``score_answer`` is the check."""
+
+    verifier_num_cpus = 0.0
+
+    def __init__(self, dataset: str) -> None:
+        _gym()
+        known = dataset_names()
+        if dataset not in known:
+            close = difflib.get_close_matches(dataset, known, n=3)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise UserError(
+                f"unknown reasoning-gym data set {dataset!r} ({hint}known: {', '.join(known[:12])}, "
+                f"... {len(known)} in all; list them with python -c 'import reasoning_gym.factory as f; "
+                "print(sorted(f.DATASETS))')"
+            )
+        self.dataset = dataset
+        self.name = f"reasoning_gym:{dataset}"
+
+    def tasks(self, *, seed: int) -> Iterator[Task]:
+        data = _dataset(self.dataset, seed)
+        for index in range(len(data)):
+            yield Task(
+                task_id=f"{self.dataset}-{index:04d}",
+                scenario=self.name,
+                prompt=str(data[index]["question"]),
+                reference={"dataset": self.dataset, "seed": seed, "index": index},
+            )
+
+    def system_prompt(self) -> str:
+        return (
+            "Solve the problem step by step in a few short lines. Then give only the final answer, in the exact "
+            "form the question asks for, between <answer> and </answer> tags."
+        )
+
+    def answer(self, text: str) -> str | None:
+        found = extract_answer(text)
+        return " ".join(found.split()) if found else None
+
+    def check(self, task: Task, text: str) -> list[CheckResult]:
+        ref = task.reference
+        data = _dataset(str(ref["dataset"]), int(ref["seed"]))
+        entry = data[int(ref["index"])]
+        found = extract_answer(text)
+        if found is None:
+            detail = "no final answer found; end with the answer between <answer> and </answer> tags"
+            return [CheckResult(name="score_answer", passed=False, score=0.0, detail=detail)]
+        try:
+            score = float(data.score_answer(found, entry))
+        except Exception as exc:  # the data set's checker choked on this answer: it cannot be right
+            detail = f"the answer {found[:80]!r} could not be scored ({type(exc).__name__}); check its format"
+            return [CheckResult(name="score_answer", passed=False, score=0.0, detail=detail)]
+        score = min(max(score, 0.0), 1.0)
+        if score >= 1.0:
+            return [CheckResult(name="score_answer", passed=True, score=1.0, detail="the answer is correct")]
+        detail = f"the answer {found[:80]!r} is wrong (score {score:.2f}); rework the solution"
+        return [CheckResult(name="score_answer", passed=False, score=score, detail=detail)]

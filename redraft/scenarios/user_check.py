@@ -1,0 +1,127 @@
+"""The ``check:MODULE:FUNCTION`` scenarios: a task file's tasks judged by a function people bring.
+
+The whole scenario is in its name, so every verifier actor can rebuild it by
+importing ``MODULE`` (it must be importable in the Ray workers: see the README,
+"Bring your own tasks and checks"). The tasks come from a task file
+(`redraft.scenarios.taskfile`), never from the scenario itself.
+
+The check contract: ``FUNCTION(text, reference)`` gets the candidate's text and
+the task's ``reference`` object and returns ``(score, detail)``: a score in
+[0, 1] (any real number, numpy's too; a bool counts as 1 or 0) and a string
+shown to the drafter on revision.
+A bare score (a number or a bool) is accepted too, with an empty detail. A
+candidate passes when its score is 1. ``MODULE`` may define ``SYSTEM_PROMPT``
+(a string) to replace the default instructions to the drafter.
+
+Invariant: `check` never raises: a check function that raises, or returns
+anything else, gives a failed check whose detail says what happened, and the
+run goes on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import numbers
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from redraft.errors import UserError
+from redraft.protocols.messages import CheckResult, Task
+from redraft.scenarios.base import scenario
+
+DEFAULT_SYSTEM_PROMPT = "Answer the task. Follow its instructions exactly and keep the answer concise."
+_DETAIL_CHARS = 500
+
+CheckFunction = Callable[[str, dict[str, Any]], Any]
+
+
+def load_check(target: str) -> tuple[Any, CheckFunction]:
+    """Import ``MODULE:FUNCTION``: (the module, the function). `UserError` saying how to fix it otherwise."""
+    module_name, sep, function_name = target.rpartition(":")
+    if not sep or not module_name or not function_name:
+        raise UserError(f"a check must be given as MODULE:FUNCTION, e.g. my_checks:exact_match; got {target!r}")
+    # The current directory is on the import path even under the `redraft` console script (whose
+    # sys.path lacks it), so a module beside the task file imports alike on the driver and in the
+    # verifier actors of a local Ray (its workers start in the driver's directory).
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if module_name != missing and not module_name.startswith(missing + "."):  # one of its own imports
+            raise UserError(f"check module {module_name!r} failed to import: {exc}") from None
+        raise UserError(
+            f"cannot import check module {module_name!r} ({exc}); run redraft from the directory that holds it, "
+            "add that directory to PYTHONPATH, or install it as a package"
+        ) from None
+    except Exception as exc:  # a syntax error, or its module-level code raised
+        raise UserError(f"check module {module_name!r} failed to import: {type(exc).__name__}: {exc}") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise UserError(f"check module {module_name!r} has no function {function_name!r}")
+    return module, function
+
+
+def to_check_result(name: str, returned: Any) -> CheckResult:
+    """The check function's return value as a `CheckResult`; a failed one explaining a broken contract."""
+    score, detail = returned, ""
+    if isinstance(returned, tuple | list) and len(returned) == 2 and isinstance(returned[1], str):
+        score, detail = returned
+    value = _as_score(score)
+    if value is None:
+        broken = f"the check returned {_short(returned)}; it must return (score, detail) with a score in [0, 1]"
+        return CheckResult(name=name, passed=False, score=0.0, detail=broken)
+    return CheckResult(name=name, passed=value >= 1.0, score=value, detail=detail[:_DETAIL_CHARS])
+
+
+def _as_score(value: Any) -> float | None:
+    """A bool or a real number in [0, 1] (numpy's included, as checks often compute with it), else None."""
+    kind = type(value)
+    if isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in {"bool", "bool_"}):
+        return float(bool(value))
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return number if math.isfinite(number) and 0.0 <= number <= 1.0 else None
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+@scenario("check:MODULE:FUNCTION")
+class UserCheck:
+    """Tasks from a task file (``--tasks``), judged by the check function ``MODULE:FUNCTION``."""
+
+    verifier_num_cpus = 0.0
+    needs_task_file = True
+    """Its tasks come only from ``--tasks`` (`redraft.batch.role_setup` refuses a run without)."""
+
+    def __init__(self, target: str) -> None:
+        self.name = f"check:{target}"
+        self._module, self._function = load_check(target)
+        self._check_name = target.rpartition(":")[2]
+
+    def tasks(self, *, seed: int) -> Iterator[Task]:
+        raise UserError(f"the scenario {self.name!r} has no tasks of its own; give them with --tasks FILE.jsonl")
+
+    def system_prompt(self) -> str:
+        prompt = getattr(self._module, "SYSTEM_PROMPT", None)
+        return prompt if isinstance(prompt, str) and prompt.strip() else DEFAULT_SYSTEM_PROMPT
+
+    def answer(self, text: str) -> str | None:
+        normalised = " ".join(text.split())
+        return normalised or None
+
+    def check(self, task: Task, text: str) -> list[CheckResult]:
+        try:
+            returned = self._function(text, dict(task.reference))
+        except Exception as exc:  # the user's check is broken: fail this candidate's check, not the run
+            detail = f"the check raised {type(exc).__name__}: {exc}"[:_DETAIL_CHARS]
+            return [CheckResult(name=self._check_name, passed=False, score=0.0, detail=detail)]
+        return [to_check_result(self._check_name, returned)]
