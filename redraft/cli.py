@@ -231,6 +231,51 @@ def _print_summary(outcome: Any) -> None:
     out.print(table)
 
 
+RunDir = Annotated[Path, typer.Argument(help="A run directory (the --out of `redraft run`).")]
+
+
+@app.command("report")
+def report_command(
+    run_dir: RunDir,
+    max_pages: Annotated[
+        int | None, typer.Option(help="Write task pages for the first N tasks only (default: every task).")
+    ] = None,
+) -> None:
+    """Write report.html: plots, tables, and a page per task."""
+    from redraft.report import write_report
+
+    if max_pages is not None and max_pages < 0:
+        raise UserError(f"--max-pages must be at least 0, got {max_pages}")
+    print(write_report(run_dir, max_pages=max_pages))
+
+
+@app.command("trace")
+def trace_command(
+    run_dir: RunDir,
+    task_id: Annotated[str, typer.Argument(help="The task's id, as in results.jsonl.")],
+) -> None:
+    """Show one task's rounds in the terminal, with diffs."""
+    from redraft.trace_view import show_trace
+
+    show_trace(run_dir, task_id, out)
+
+
+@app.command("export")
+def export_command(
+    run_dir: RunDir,
+    fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
+    table: Annotated[
+        str, typer.Option(help="results (a row per task) or rounds (a row per task and round).")
+    ] = "results",
+    out_path: Annotated[Path | None, typer.Option("--out", help="Output file (default RUN_DIR/TABLE.FORMAT).")] = None,
+) -> None:
+    """Write a run as a flat Parquet or CSV table for analysis."""
+    from redraft.export import export
+
+    path, rows = export(run_dir, fmt, table=table, out=out_path)
+    print(f"{path} ({rows} rows)")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning every expected error into one line and an exit code."""
     try:
