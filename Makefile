@@ -24,3 +24,4 @@ clean:
 bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_engine.py
 	.venv/bin/python benchmarks/bench_backends.py
+	.venv/bin/python benchmarks/bench_batch.py

@@ -3,8 +3,21 @@
 The driver only dispatches and writes: tasks are read lazily, at most
 ``max_in_flight`` are out at once, and each finished task's frames and result
 are appended to the run directory as it lands (the driver is its single writer).
-A task whose arbiter call fails outright still gets a result, with stop reason
-``error`` and the cause, so every dispatched task is accounted for.
+It keeps nothing per task beyond the ones in flight, so its memory stays flat
+however long the run (``benchmarks/bench_batch.py`` measures it).
+
+Every dispatched task is recorded exactly once. A task that fails (a check that
+raises, a model that answers nothing, a sandbox that cannot start, a backend
+error) ends alone with stop reason ``error`` and its cause; so does a task whose
+arbiter call fails outright, and the run goes on. Refused credentials are the
+one failure that stops the run, since every task would fail alike.
+
+Run budgets (tokens, calls, USD, seconds) are checked before each dispatch
+against everything the run directory records, earlier invocations included;
+once one is spent nothing more is dispatched. Tasks in flight then finish,
+except under the time budget, which is a deadline: each task is dispatched with
+the time left as its timeout, so it stops there with the best of its finished
+rounds.
 """
 
 from __future__ import annotations
@@ -29,9 +42,20 @@ from redraft.backends.base import BackendSpec, resolve
 from redraft.errors import AuthenticationError, UserError
 from redraft.pricing import load_prices
 from redraft.protocols.convergence import Budget, ConvergenceConfig
-from redraft.protocols.messages import Message, Result, Task, Usage, decode_as, encode, iter_frames
+from redraft.protocols.messages import (
+    Decision,
+    Message,
+    Result,
+    Task,
+    Usage,
+    decode,
+    decode_as,
+    encode,
+    iter_frames,
+)
 from redraft.protocols.strategies import get_strategy
 from redraft.scenarios import get_scenario
+from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
 from redraft.store import RunStore, Summary, fingerprint
 
 
@@ -55,6 +79,9 @@ class RunConfig(msgspec.Struct, kw_only=True):
     task_max_usd: float | None = None
     patch: bool = False
     """Revise with minimal search/replace edits of the best so far instead of whole rewrites."""
+    tasks: str | None = None
+    """A task file (JSON lines, `redraft.scenarios.taskfile`) replacing the scenario's own tasks; its path
+    and the hash of its content enter the fingerprint, so a resume with another file is refused."""
     # --- not part of the fingerprint: they change how a run goes, not what it computes
     out: str | None = None
     address: str | None = None
@@ -63,6 +90,14 @@ class RunConfig(msgspec.Struct, kw_only=True):
     budget_tokens: int | None = None
     budget_calls: int | None = None
     """Run budgets: once spent, no new task is dispatched (in-flight ones finish)."""
+    budget_seconds: float | None = None
+    """Run budget in wall-clock seconds, earlier invocations included: a deadline. No task is
+    dispatched after it, and tasks still in flight stop at it with the best of their finished rounds."""
+    task_timeout: float | None = None
+    """Seconds one task may run: the convergence protocol stops it at a round boundary when another
+    round would overrun, and it is cut at the limit if a round overruns anyway (reason ``budget``).
+    Wall-clock limits depend on the machine's load, not on what a task computes, so like the run
+    budgets they stay out of the fingerprint."""
     cache: bool = True
     """Answer repeated model calls from the response cache (`redraft.backends.cache`)."""
     prices: str | None = None
@@ -80,7 +115,15 @@ class RunConfig(msgspec.Struct, kw_only=True):
             (self.limit is None or self.limit >= 1, f"--limit must be at least 1, got {self.limit}"),
             (
                 self.max_in_flight is None or self.max_in_flight >= 1,
-                f"--max-in-flight must be at least 1, got {self.max_in_flight}",
+                f"--max-tasks-in-flight must be at least 1, got {self.max_in_flight}",
+            ),
+            (
+                self.task_timeout is None or self.task_timeout > 0,
+                f"--task-timeout must be more than 0 seconds, got {self.task_timeout}",
+            ),
+            (
+                self.budget_seconds is None or self.budget_seconds > 0,
+                f"--budget-seconds must be more than 0, got {self.budget_seconds}",
             ),
             (self.max_tokens >= 1, f"--max-tokens must be at least 1, got {self.max_tokens}"),
             (0.0 <= self.temperature <= 2.0, f"--temperature must be in [0, 2], got {self.temperature}"),
@@ -99,12 +142,16 @@ class RunConfig(msgspec.Struct, kw_only=True):
             "budget_usd",
             "budget_tokens",
             "budget_calls",
+            "budget_seconds",
+            "task_timeout",
             "prices",
             "cache",
             "max_in_flight",
         ):
             data.pop(volatile)
         data["prompts"] = prompt_versions()
+        if self.tasks is not None:
+            data["tasks"] = task_file_identity(self.tasks)
         return data
 
     def convergence(self) -> ConvergenceConfig:
@@ -112,7 +159,12 @@ class RunConfig(msgspec.Struct, kw_only=True):
             threshold=self.threshold,
             max_rounds=self.max_rounds,
             patience=self.patience,
-            budget=Budget(max_tokens=self.task_max_tokens, max_calls=self.task_max_calls, max_usd=self.task_max_usd),
+            budget=Budget(
+                max_tokens=self.task_max_tokens,
+                max_calls=self.task_max_calls,
+                max_usd=self.task_max_usd,
+                max_seconds=self.task_timeout,
+            ),
         )
 
     def arbiter_settings(self) -> ArbiterSettings:
@@ -125,12 +177,13 @@ class RunConfig(msgspec.Struct, kw_only=True):
             revision_mode="patch" if self.patch else "rewrite",
         )
 
-    def run_budget_spent(self, spent: Usage) -> str | None:
-        """Why the run's budget is spent by ``spent``, or None."""
+    def run_budget_spent(self, spent: Usage, elapsed_s: float = 0.0) -> str | None:
+        """Why the run's budget is spent by ``spent`` after ``elapsed_s`` seconds of run time, or None."""
         limits = [
             ("USD", self.budget_usd, spent.cost_usd),
             ("tokens", self.budget_tokens, spent.total_tokens),
             ("calls", self.budget_calls, spent.calls),
+            ("seconds", self.budget_seconds, round(elapsed_s, 1)),
         ]
         for name, limit, used in limits:
             if limit is not None and used >= limit:
@@ -146,7 +199,11 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     """Validate the config and resolve every name in it; `UserError` on the first bad one."""
     config.validate()
     load_prices(config.prices)
-    get_scenario(config.scenario)
+    scenario = get_scenario(config.scenario)
+    if config.tasks is not None:
+        validate_task_file(config.tasks)  # the whole file, before any actor starts
+    elif getattr(scenario, "needs_task_file", False):
+        raise UserError(f"the scenario {config.scenario!r} has no tasks of its own: give --tasks FILE.jsonl")
     get_strategy(config.strategy)
     backends = backends or {}
     drafter = backends.get("drafter") or resolve(config.drafter)
@@ -176,7 +233,7 @@ def refine(task: Task, config: RunConfig | None = None, *, backends: BackendOver
     config = msgspec.structs.replace(config or RunConfig(), scenario=task.scenario)
     setup = role_setup(config, backends)
     arbiter = Arbiter(local_roles(setup, config.strategy), config.arbiter_settings())
-    frames = asyncio.run(arbiter.run(encode(task)))
+    frames = asyncio.run(arbiter.run(encode(task), config.task_timeout))
     trace = list(iter_frames(b"".join(frames)))
     result = trace[-1]
     assert isinstance(result, Result)
@@ -223,6 +280,8 @@ def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]]]:
     scenario = get_scenario(config.scenario)
 
     def tasks() -> Iterator[Task]:
+        if config.tasks is not None:  # a task file, streamed; role_setup validated it
+            return islice(iter_tasks(config.tasks, config.scenario), config.limit)
         return islice(scenario.tasks(seed=config.seed), config.limit)
 
     run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
@@ -258,7 +317,7 @@ def run(
     wait_ready(roles)
     settings = config.arbiter_settings()
     arbiters = ray_arbiters(roles, settings)
-    in_flight = config.max_in_flight or _default_in_flight(setup, len(arbiters))
+    clock = _RunClock(started=started, before_s=store.wall_before, budget_s=config.budget_seconds)
     stopped_by: str | None = None
     try:
         stopped_by = _dispatch(
@@ -266,9 +325,11 @@ def run(
             arbiters,
             lambda: ray_arbiter(roles, settings),
             store,
-            in_flight,
+            config.max_in_flight or _default_in_flight(setup, len(arbiters)),
             on_result,
             budget_spent=config.run_budget_spent,
+            clock=clock,
+            task_timeout=config.task_timeout,
         )
     finally:  # a stopped run still leaves a consistent directory and a summary of what finished
         summary = store.finish(time.monotonic() - started, stopped_by)
@@ -294,6 +355,32 @@ def _ensure_ray(address: str | None) -> None:
         raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None
 
 
+RUN_DEADLINE = "run time budget"
+"""How the arbiter's stop detail names a task cut by the run's time budget (``run time budget after N s``)."""
+
+
+@dataclass(frozen=True)
+class _RunClock:
+    """The run's wall time, earlier invocations included, and its deadline if it has a time budget."""
+
+    started: float
+    """``time.monotonic()`` when this invocation started."""
+    before_s: float = 0.0
+    """Wall time of earlier invocations (from the manifest)."""
+    budget_s: float | None = None
+    now: Callable[[], float] = time.monotonic
+
+    def elapsed(self) -> float:
+        return self.before_s + self.now() - self.started
+
+    def task_limit(self, task_timeout: float | None) -> tuple[float | None, str]:
+        """How long a task dispatched now may run, and which limit that is."""
+        if self.budget_s is None:
+            return task_timeout, "task timeout"
+        left = max(self.budget_s - self.elapsed(), 0.0)
+        return (left, RUN_DEADLINE) if task_timeout is None or left < task_timeout else (task_timeout, "task timeout")
+
+
 def _dispatch(
     tasks: Iterator[Task],
     arbiters: list[Any],
@@ -302,18 +389,27 @@ def _dispatch(
     max_in_flight: int,
     on_result: ProgressHook | None,
     *,
-    budget_spent: Callable[[Usage], str | None] = lambda _: None,
+    budget_spent: Callable[[Usage, float], str | None] = lambda _spent, _elapsed: None,
+    clock: _RunClock | None = None,
+    task_timeout: float | None = None,
 ) -> str | None:
     """Keep at most ``max_in_flight`` tasks out; write each as it lands.
 
-    Returns why dispatch stopped early (a spent run budget), or None when every
-    task was dispatched. Tasks in flight when the budget runs out still finish.
+    Returns why the run stopped early (a spent run budget), or None when every
+    task ran. Before each dispatch the run's budgets are checked against
+    everything recorded (earlier invocations included). Tasks in flight when a
+    budget in tokens, calls or USD runs out finish; when the time budget runs
+    out they stop at the deadline with the best of their finished rounds, since
+    each was dispatched with the time left as its timeout.
     """
     import ray
 
+    clock = clock or _RunClock(started=time.monotonic())
     in_flight: dict[Any, tuple[Task, int]] = {}
+    cut = 0
 
     def land(ref: Any) -> None:
+        nonlocal cut
         task, slot = in_flight.pop(ref)
         try:
             frames: list[bytes] = ray.get(ref)
@@ -327,24 +423,44 @@ def _dispatch(
                 arbiters[slot] = replace()
             result = failed_result(task, describe(exc))
             frames = [encode(task), encode(result)]
+        cut += _cut_at_deadline(frames, result)
         store.append(frames, result)
         if on_result is not None:
             on_result(result)
 
+    def land_ready() -> None:
+        """Wait for one task to finish, then land it and every other that has finished too."""
+        ready, rest = ray.wait(list(in_flight), num_returns=1)
+        if rest:  # one wait per finished task would cost a round trip each
+            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+            ready += more
+        for ref in ready:
+            land(ref)
+
     stopped_by: str | None = None
     for i, task in enumerate(tasks):
         while len(in_flight) >= max_in_flight:
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
-            land(ready[0])
-        stopped_by = budget_spent(store.spent)
+            land_ready()
+        stopped_by = budget_spent(store.spent, clock.elapsed())
         if stopped_by:
             break
+        timeout, why = clock.task_limit(task_timeout)
         slot = i % len(arbiters)
-        in_flight[arbiters[slot].run.remote(encode(task))] = (task, slot)
+        in_flight[arbiters[slot].run.remote(encode(task), timeout, why)] = (task, slot)
     while in_flight:
-        ready, _ = ray.wait(list(in_flight), num_returns=1)
-        land(ready[0])
+        land_ready()
+    if cut:  # the time budget ran out with tasks in flight: they stopped early, and the run says why
+        stopped_by = stopped_by or budget_spent(store.spent, clock.elapsed()) or "run budget: time"
+        stopped_by += f"; {cut} task(s) in flight stopped at the deadline"
     return stopped_by
+
+
+def _cut_at_deadline(frames: list[bytes], result: Result) -> bool:
+    """Whether the run's deadline stopped this task (its last `Decision` says so)."""
+    if result.stop_reason != "budget" or len(frames) < 2:
+        return False
+    decision = decode(frames[-2])
+    return isinstance(decision, Decision) and decision.detail.startswith(RUN_DEADLINE)
 
 
 def failed_result(task: Task, cause: str) -> Result:

@@ -64,7 +64,16 @@ def list_strategies() -> None:
 
 @app.command("run")
 def run_command(
-    scenario: Annotated[str, typer.Argument(help="Scenario name (see `redraft scenarios`).")],
+    scenario: Annotated[
+        str | None,
+        typer.Argument(metavar="SCENARIO", help="Scenario name (see `redraft scenarios`); leave out with --check."),
+    ] = None,
+    tasks: Annotated[
+        Path | None, typer.Option(help="Task file (JSON lines) to run instead of the scenario's own tasks.")
+    ] = None,
+    check: Annotated[
+        str | None, typer.Option(help="MODULE:FUNCTION that scores the --tasks (instead of a SCENARIO).")
+    ] = None,
     strategy: Annotated[str, typer.Option(help="Critic strategy (see `redraft strategies`).")] = "adversarial",
     samples: Annotated[int, typer.Option("--samples", "-k", help="Drafts per round (self-consistency K).")] = 3,
     max_rounds: Annotated[int, typer.Option(help="Cycle limit: rounds in all, the first draft included.")] = 3,
@@ -86,15 +95,26 @@ def run_command(
     task_budget_usd: Annotated[float | None, typer.Option(help="Stop a task once it has cost this much.")] = None,
     task_budget_tokens: Annotated[int | None, typer.Option(help="Stop a task after this many tokens.")] = None,
     task_budget_calls: Annotated[int | None, typer.Option(help="Stop a task after this many model calls.")] = None,
+    task_timeout: Annotated[
+        float | None, typer.Option(help="Stop a task after this many seconds, keeping its best so far.")
+    ] = None,
     budget_usd: Annotated[float | None, typer.Option(help="Run budget: dispatch no task once spent.")] = None,
     budget_tokens: Annotated[int | None, typer.Option(help="Run budget in tokens.")] = None,
     budget_calls: Annotated[int | None, typer.Option(help="Run budget in model calls.")] = None,
+    budget_seconds: Annotated[
+        float | None, typer.Option(help="Run budget in wall-clock seconds: in-flight tasks stop at the deadline.")
+    ] = None,
     prices: Annotated[
         Path | None, typer.Option(help="JSON price file (USD per million tokens) over the built-in table.")
     ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not answer repeated calls from the cache.")] = False,
     max_in_flight: Annotated[
-        int | None, typer.Option(help="Tasks dispatched at once (default: 4 per node with a local model, else 64).")
+        int | None,
+        typer.Option(
+            "--max-tasks-in-flight",
+            "--max-in-flight",
+            help="Tasks dispatched at once (default: 4 per node with a local model, else 64).",
+        ),
     ] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<run-id>).")] = None,
     address: Annotated[
@@ -105,7 +125,8 @@ def run_command(
     from redraft.batch import RunConfig, run
 
     config = RunConfig(
-        scenario=scenario,
+        scenario=_scenario_name(scenario, tasks, check),
+        tasks=str(tasks) if tasks else None,
         strategy=strategy,
         samples=samples,
         max_rounds=max_rounds,
@@ -124,9 +145,11 @@ def run_command(
         task_max_usd=task_budget_usd,
         task_max_tokens=task_budget_tokens,
         task_max_calls=task_budget_calls,
+        task_timeout=task_timeout,
         budget_usd=budget_usd,
         budget_tokens=budget_tokens,
         budget_calls=budget_calls,
+        budget_seconds=budget_seconds,
         prices=str(prices) if prices else None,
         cache=not no_cache,
         max_in_flight=max_in_flight,
@@ -136,8 +159,24 @@ def run_command(
         outcome = run(config, on_start=progress.start, on_result=progress.advance)
     _print_summary(outcome)
     if outcome.summary.stopped_by:
-        print(f"redraft: stopped: {outcome.summary.stopped_by}; rerun with the same --out to go on", file=sys.stderr)
+        print(
+            f"redraft: stopped: {outcome.summary.stopped_by}; rerun with the same --out and a larger budget to go on",
+            file=sys.stderr,
+        )
         sys.exit(EXIT_BUDGET)
+
+
+def _scenario_name(scenario: str | None, tasks: Path | None, check: str | None) -> str:
+    """The scenario a run uses: SCENARIO, or ``check:MODULE:FUNCTION`` for a task file with a user check."""
+    if check is None:
+        if scenario is None:
+            raise UserError("missing SCENARIO: name one (see `redraft scenarios`), or use --tasks FILE --check MOD:FN")
+        return scenario
+    if tasks is None:
+        raise UserError("--check needs --tasks FILE.jsonl: the tasks it scores")
+    if scenario is not None:
+        raise UserError(f"give a SCENARIO or --check, not both (got {scenario!r} and --check {check})")
+    return f"check:{check}"
 
 
 class _RateColumn(ProgressColumn):

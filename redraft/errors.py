@@ -4,6 +4,7 @@
   an unknown scenario, a missing model file). The CLI prints it as one line, exit 2.
 - `ModelError`: a model misbehaved (garbage where JSON was required, an empty reply).
   It ends one task's step, never the run.
+- `CheckError`: a scenario's check raised instead of judging a candidate; it ends that task.
 - `BackendError`: the transport to a model failed (server down, HTTP error).
 - `ProtocolError` (in `redraft.protocols`): bytes on the wire did not decode.
 
@@ -24,6 +25,14 @@ class UserError(RedraftError):
 
 class ModelError(RedraftError):
     """A model returned something unusable; the step that needed it fails."""
+
+
+class CheckError(RedraftError):
+    """A scenario's check raised instead of judging the candidate: a bug in the check, not evidence.
+
+    It ends the task with stop reason ``error`` (cause ``CheckError``); a score of 0
+    would blame the candidate for the check's fault.
+    """
 
 
 class BackendError(RedraftError):

@@ -18,7 +18,12 @@ Invariants that make a rerun with the same ``--out`` a resume:
   directory never mixes two configurations.
 
 Writes are flushed, not fsynced: a killed process loses nothing, a crashed
-machine may lose the last few tasks, which the resume then redoes.
+machine may lose the last few tasks, which the resume then redoes (a result
+line whose frames did not reach the trace is cut off with everything after it).
+
+The store keeps no per-task state for tasks written now (only the ids finished
+by earlier invocations, to skip them), and `summarize` streams the results: a
+run's memory does not grow with its length.
 """
 
 from __future__ import annotations
@@ -77,6 +82,8 @@ class RunStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.done: set[str] = set()
+        """Tasks finished by earlier invocations (read on open). Tasks finished now are not added:
+        the stream has no repeats, and the driver's memory must not grow with the tasks it runs."""
         self.spent = Usage()
         """Usage of every task recorded in this directory, earlier invocations included."""
         self._trace: IO[bytes] | None = None
@@ -95,9 +102,11 @@ class RunStore:
             except json.JSONDecodeError as exc:
                 raise UserError(f"{manifest_path} is not valid JSON ({exc}); use another --out") from None
             if existing.get("fingerprint") != manifest["fingerprint"]:
+                changed = _changes(existing.get("identity", {}), manifest.get("identity", {}))
                 raise UserError(
-                    f"{root} holds a run with another configuration (fingerprint "
-                    f"{existing.get('fingerprint')} vs {manifest['fingerprint']}); use another --out"
+                    f"{root} holds a run with another configuration ({changed}; fingerprint "
+                    f"{existing.get('fingerprint')} vs {manifest['fingerprint']}); rerun with the same "
+                    "settings to resume it, or use another --out"
                 )
             store._wall_before = float(existing.get("wall_s", 0.0))
         else:
@@ -110,6 +119,7 @@ class RunStore:
     def _recover(self) -> None:
         results_path, trace_path = self.root / RESULTS, self.root / TRACE
         trace_end = 0
+        trace_size = trace_path.stat().st_size if trace_path.exists() else 0
         if results_path.exists():
             good = 0
             with open(results_path, "rb") as f:
@@ -120,6 +130,8 @@ class RunStore:
                         record = json.loads(line)
                     except json.JSONDecodeError:
                         break
+                    if int(record.get("trace_end", 0)) > trace_size:
+                        break  # its frames never reached the disk (a machine crash): redo it and what follows
                     self.done.add(record["task_id"])
                     self.spent = self.spent + msgspec.convert(record["usage"], Usage)
                     trace_end = int(record.get("trace_end", trace_end))
@@ -139,8 +151,12 @@ class RunStore:
         record["trace_end"] = self._trace.tell()
         self._results.write(msgspec.json.encode(record) + b"\n")
         self._results.flush()
-        self.done.add(result.task_id)
         self.spent = self.spent + result.usage
+
+    @property
+    def wall_before(self) -> float:
+        """Wall time of the earlier invocations that wrote this directory (0 for a new run)."""
+        return self._wall_before
 
     def records(self) -> Iterator[dict[str, Any]]:
         with open(self.root / RESULTS, "rb") as f:
@@ -202,6 +218,19 @@ def summarize(records: Iterator[dict[str, Any]], *, wall_s: float) -> Summary:
     s.stop_reasons, s.errors, s.usage = dict(reasons), dict(errors), usage
     s.usage_by_role, s.unpriced_models = by_role, sorted(unpriced)
     return s
+
+
+def _changes(old: dict[str, Any], new: dict[str, Any], most: int = 4) -> str:
+    """The settings that differ between two identities, e.g. ``samples 1 -> 2``."""
+    keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    shown = [f"{k} {_short(old.get(k))} -> {_short(new.get(k))}" for k in keys[:most]]
+    more = f" and {len(keys) - most} more" if len(keys) > most else ""
+    return ", ".join(shown) + more if shown else "settings differ"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _write_json(path: Path, data: Any) -> None:

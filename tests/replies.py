@@ -208,3 +208,33 @@ class Tutor:
                 edits += "\n<<<<<<< SEARCH\nAnswer: nowhere\n=======\nAnswer: 0\n>>>>>>> REPLACE"
             return edits
         return f"Attempt {r}.\nAnswer: {answer}"
+
+
+def _solve(prompt: str) -> int:
+    """The gold answer of an arithmetic word problem, worked out from its text."""
+    start = int(re.search(r"has (\d+)", prompt)[1])  # type: ignore[index]
+    gains = sum(int(n) for n in re.findall(r"gets (\d+) more", prompt))
+    losses = sum(int(n) for n in re.findall(r"gives away (\d+)", prompt))
+    return start + gains - losses
+
+
+def steady_learner(request: ChatRequest) -> str:
+    """For runs from the command line: right at a round that depends on the task (0, 1, or never).
+
+    A function of the request alone, so two runs of the same tasks give equal results;
+    each call takes 20 ms (blocking its role actor), so a run of some dozens of tasks
+    lasts seconds and can be killed in the middle.
+    """
+    time.sleep(0.02)
+    if is_critique(request):
+        return json.dumps(CRITIQUE)
+    prompt = request.messages[-1].content.split("\n\n")[0]
+    gold, r = _solve(prompt), round_of(request)
+    fix_at = sum(prompt.encode()) % 3  # 2: never right within the 2 rounds the tests allow
+    return f"Step by step.\nAnswer: {gold if r >= fix_at else gold + 1 + r}"
+
+
+def slow_seven(request: ChatRequest) -> str:
+    """`always_seven` at one second a call, blocking its role actor: tasks outlast short time budgets."""
+    time.sleep(1.0)
+    return always_seven(request)

@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from redraft.errors import BackendError, ModelError, RedraftError, ScriptExhaustedError, UserError
+from redraft.errors import BackendError, CheckError, ModelError, RedraftError, ScriptExhaustedError, UserError
 from redraft.protocols import ProtocolError
 
 
@@ -15,6 +15,7 @@ from redraft.protocols import ProtocolError
     [
         UserError("unknown scenario 'x'"),
         ModelError("empty reply"),
+        CheckError("faulty check raised KeyError: 'gold'"),
         BackendError("server gone"),
         ProtocolError("invalid message: Expected `int`, got `str` - at `$.round`"),
         ScriptExhaustedError(3),

@@ -100,12 +100,24 @@ class Arbiter:
         self._clock = clock
         self._stages: dict[str, list[Stage]] = {}
 
-    async def run(self, payload: bytes) -> list[bytes]:
-        """Refine one task (a `Task` frame); return every frame of its trace, `Result` last."""
+    async def run(self, payload: bytes, timeout_s: float | None = None, why: str = "task timeout") -> list[bytes]:
+        """Refine one task (a `Task` frame); return every frame of its trace, `Result` last.
+
+        After ``timeout_s`` the task stops mid-round with reason ``budget`` (time is one
+        of a task's budgets) and the best candidate of its finished rounds; ``why``
+        names the limit in the stop's detail.
+        """
         task = decode_as(payload, Task)
         loop = _TaskLoop(self, task)
         loop.frames.append(payload)
-        await loop.run()
+        started = self._clock()
+        try:
+            async with asyncio.timeout(timeout_s) as limit:
+                await loop.run()
+        except TimeoutError:
+            if not limit.expired():
+                raise  # not ours: a TimeoutError from inside the loop
+            loop.stop_early(f"{why} after {timeout_s:g} s", wall_s=self._clock() - started)
         return loop.frames
 
     def stages(self, scenario: str) -> list[Stage]:
@@ -313,6 +325,58 @@ class _TaskLoop:
             )
         )
 
+    def stop_early(self, detail: str, *, wall_s: float) -> None:
+        """End the task now, mid-round (a timeout): stop with ``budget``, keeping the best of its finished rounds.
+
+        The loop's own state died with its cancelled coroutine; its frames hold all
+        of it (the last `Decision` names the best so far), and they are read only here.
+        """
+        from redraft.protocols.messages import decode
+
+        messages = [decode(frame) for frame in self.frames]
+        decisions = [m for m in messages if isinstance(m, Decision) and m.best_round >= 0]
+        # The last frame per (round, sample) is the candidate a round ranked (a stepwise round's last stage).
+        drafts = {(m.round, m.sample): m for m in messages if isinstance(m, Draft)}
+        checks = {(m.round, m.sample): m for m in messages if isinstance(m, Verification)}
+        best = decisions[-1] if decisions else None
+        key = (best.best_round, best.best_sample) if best else (-1, -1)
+        draft, check = drafts.get(key), checks.get(key)
+        initial = checks.get((decisions[0].best_round, decisions[0].best_sample)) if decisions else None
+        self.frames.append(
+            encode(
+                Decision(
+                    task_id=self.task.task_id,
+                    round=self.round,
+                    action="stop",
+                    reason="budget",
+                    best_round=key[0],
+                    best_sample=key[1],
+                    best_score=best.best_score if best else 0.0,
+                    round_best_score=0.0,
+                    detail=detail,
+                )
+            )
+        )
+        self.frames.append(
+            encode(
+                Result(
+                    task_id=self.task.task_id,
+                    scenario=self.task.scenario,
+                    answer=check.answer if check else None,
+                    text=draft.text if draft else "",
+                    score=check.score if check else 0.0,
+                    passed=check.passed if check else False,
+                    initial_score=initial.score if initial else 0.0,
+                    initial_passed=initial.passed if initial else False,
+                    rounds=len(decisions),
+                    stop_reason="budget",
+                    usage=self.spent,
+                    wall_s=wall_s,
+                    usage_by_role=self.by_role,
+                    unpriced_models=sorted(self.unpriced),
+                )
+            )
+        )
 
 
 def _attempt(leader: Scored, reflection: str = "") -> Attempt:

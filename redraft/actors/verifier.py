@@ -2,9 +2,12 @@
 
 Checks run in worker threads (they may wait on a sandboxed subprocess) so the
 actor keeps serving other drafts; at most one check per CPU runs at once, so
-sandboxed programs do not starve each other into false timeouts. A check that raises does not end the task: it
-becomes a failed `check_error` check carrying the exception, so hard evidence of
-a broken check is recorded rather than lost.
+sandboxed programs do not starve each other into false timeouts. A check that
+raises is a bug in the check, not evidence against the candidate: it ends the
+task with stop reason ``error`` and cause `CheckError` (a redraft error, such as
+`SandboxError` when the sandbox itself cannot run, keeps its own name). A
+candidate that crashes its own sandboxed interpreter is evidence: a failed check.
+
 Two requests go beyond the scenario's final check: a ``stage`` names an
 intermediate step of a ``stepwise`` solution, judged by the scenario's stage
 check; ``questions`` asks the verifier's own model for chain-of-verification
@@ -23,6 +26,7 @@ import msgspec
 from redraft.actors.prompts import answer_messages, question_messages
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.cache import cached
+from redraft.errors import CheckError, RedraftError
 from redraft.protocols.messages import (
     CheckResult,
     QuestionPlan,
@@ -117,7 +121,8 @@ class Verifier:
                 return check_stage(self._scenario, request.task, request.stage, request.draft.text), None
             checks = self._scenario.check(request.task, request.draft.text)
             answer = self._scenario.answer(request.draft.text)
-        except Exception as exc:  # a broken check fails the candidate, not the run
-            detail = f"check raised {type(exc).__name__}: {exc}"
-            return [CheckResult(name="check_error", passed=False, score=0.0, detail=detail)], None
+        except RedraftError:
+            raise  # it names its own cause, e.g. SandboxError: the sandbox itself could not run
+        except Exception as exc:  # a bug in the check is no evidence against the candidate: end the task
+            raise CheckError(f"{self._scenario.name} check raised {type(exc).__name__}: {exc}") from exc
         return checks, answer

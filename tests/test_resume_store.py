@@ -1,0 +1,85 @@
+"""The run directory on its own (no Ray): what a resume keeps, cuts and refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redraft.batch import failed_result
+from redraft.errors import UserError
+from redraft.protocols.messages import Result, Task, Usage, encode, iter_frames
+from redraft.store import RESULTS, TRACE, RunStore, fingerprint
+
+
+def manifest(**identity: Any) -> dict[str, Any]:
+    identity = {"scenario": "arithmetic", "samples": 1} | identity
+    return {"identity": identity, "fingerprint": fingerprint(identity)}
+
+
+def write(store: RunStore, n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        task = Task(task_id=f"t{i}", scenario="arithmetic", prompt="p" * 200, reference={})
+        result = Result(
+            task_id=task.task_id,
+            scenario="arithmetic",
+            answer="1",
+            text="Answer: 1",
+            score=1.0,
+            passed=True,
+            initial_score=0.0,
+            initial_passed=False,
+            rounds=2,
+            stop_reason="threshold",
+            usage=Usage(input_tokens=10, output_tokens=5, calls=3),
+            wall_s=0.1,
+        )
+        store.append([encode(task), encode(result)], result)
+
+
+def test_a_result_whose_frames_never_reached_the_trace_is_redone_with_all_after_it(tmp_path: Path) -> None:
+    store = RunStore.open(tmp_path, manifest())
+    write(store, 3)
+    store.finish(1.0)
+    # A machine crash (writes are flushed, not fsynced) lost the end of the trace but kept the results.
+    ends = [json.loads(line)["trace_end"] for line in (tmp_path / RESULTS).read_text().splitlines()]
+    with open(tmp_path / TRACE, "r+b") as f:
+        f.truncate(ends[1] + 5)
+    again = RunStore.open(tmp_path, manifest())
+    assert again.done == {"t0", "t1"} and again.spent.calls == 6
+    assert (tmp_path / TRACE).stat().st_size == ends[1]
+    write(again, 1, start=2)  # the resume redoes t2
+    summary = again.finish(1.0)
+    assert summary.tasks == 3 and summary.usage.calls == 9
+    results = [m.task_id for m in iter_frames((tmp_path / TRACE).read_bytes()) if isinstance(m, Result)]
+    assert results == ["t0", "t1", "t2"]
+
+
+def test_a_torn_last_line_is_cut_and_nothing_is_counted_twice(tmp_path: Path) -> None:
+    store = RunStore.open(tmp_path, manifest())
+    write(store, 2)
+    store.finish(1.0)
+    with open(tmp_path / RESULTS, "ab") as f:
+        f.write(b'{"task_id": "t2", "sco')  # a writer killed mid-line
+    again = RunStore.open(tmp_path, manifest())
+    assert again.done == {"t0", "t1"} and again.spent.calls == 6
+    assert (tmp_path / RESULTS).read_bytes().endswith(b"}\n")
+
+
+def test_a_changed_configuration_is_refused_naming_what_changed(tmp_path: Path) -> None:
+    RunStore.open(tmp_path, manifest()).finish(0.0)
+    with pytest.raises(UserError, match=r"another configuration \(samples 1 -> 2; fingerprint .*use another --out"):
+        RunStore.open(tmp_path, manifest(samples=2))
+
+
+def test_the_store_keeps_nothing_per_task_written_now(tmp_path: Path) -> None:
+    store = RunStore.open(tmp_path, manifest())
+    write(store, 50)
+    failed = failed_result(Task(task_id="x", scenario="s", prompt="", reference={}), "BackendError: gone")
+    store.append([encode(failed)], failed)
+    # Only earlier invocations' ids are remembered (to skip them): memory does not grow with the run.
+    assert store.done == set() and store.spent.calls == 150
+    summary = store.finish(1.0)
+    assert summary.tasks == 51 and summary.errors == {"BackendError": 1}
