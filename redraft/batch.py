@@ -342,6 +342,12 @@ def _default_in_flight(setup: RoleSetup, nodes: int) -> int:
 
 
 def _ensure_ray(address: str | None) -> None:
+    """Join ``address``, or start a fresh local Ray when it is None.
+
+    ``ray.init()`` with no address would join whatever Ray it finds on the
+    machine (``RAY_ADDRESS``, or a cluster recorded under /tmp/ray, even a dead
+    one): a run without ``--address`` must not depend on such leftovers.
+    """
     import logging
 
     import ray
@@ -350,7 +356,7 @@ def _ensure_ray(address: str | None) -> None:
         return
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
     try:
-        ray.init(address=address, **kwargs)
+        ray.init(address=address or "local", **kwargs)
     except ConnectionError as exc:
         raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None
 

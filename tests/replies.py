@@ -166,7 +166,8 @@ class Tutor:
       ``gold``; ``never`` keeps them wrong;
     - an intermediate stage answers the two-line `PLAN`, or a single line (failing the default stage
       check) on a first try of a stage named in ``fail_stages``; a retry (it carries a revision) passes;
-    - a patch request answers one edit of the answer line (plus one that cannot apply with ``bad_edit``);
+    - a patch request answers one edit of the answer line (plus one that cannot apply with ``bad_edit``),
+      or prose with no edit block at all with ``no_edits``;
     - critiques: one critical issue (`CRITIQUE`), or one major issue for the ``skeptic`` stance;
     - chain-of-verification: two questions, each answered "It is <gold>."; reflections: one sentence.
     """
@@ -176,6 +177,7 @@ class Tutor:
     never: bool = False
     fail_stages: tuple[str, ...] = ()
     bad_edit: bool = False
+    no_edits: bool = False
 
     @classmethod
     def for_tasks(cls, tasks: list[Task], **kwargs: object) -> Tutor:
@@ -200,6 +202,8 @@ class Tutor:
             return PLAN[0] if stage[3] in self.fail_stages and not retry else "\n".join(PLAN)
         r = round_of(request)
         answer = gold if r >= self.fix_at and not self.never else gold + 1 + r
+        if "SEARCH" in user and self.no_edits:
+            return "The answer looks right to me."
         if "SEARCH" in user:  # a patch revision: edit the answer line of the best so far
             best = re.search(r"best answer so far.*?---\n(.*?)\n---", user, re.DOTALL)
             old = re.findall(r"Answer: -?\d+", best[1] if best else "")[-1]

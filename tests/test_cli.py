@@ -178,3 +178,19 @@ def test_a_spent_run_budget_stops_dispatch_with_exit_code_3(
     assert sum(calls[:-1]) < 5 <= sum(calls) and len(records) < 20
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stopped_by"].startswith("run budget: ") and summary["tasks"] == len(records)
+
+
+def test_run_without_address_starts_its_own_ray_despite_a_dead_one_on_record(tmp_path: Path) -> None:
+    # A leftover address (here: nothing listens on it) is what a plain ray.init() would try to join.
+    env = os.environ | {"PYTHONPATH": str(TESTS), "RAY_ADDRESS": "127.0.0.1:9"}
+    out = tmp_path / "run"
+    args = ["run", "arithmetic", "--model", "scripted:replies:always_seven", "--strategy", "none", "--limit", "2"]
+    done = subprocess.run(
+        [sys.executable, "-m", "redraft.cli", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2

@@ -174,3 +174,12 @@ def test_stable_beats_no_improvement() -> None:
 def test_bad_config_is_rejected(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ConvergenceConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_leader_unchanged_by_refused_edits_is_not_stable() -> None:
+    protocol = ConvergenceProtocol(ConvergenceConfig(max_rounds=5, patience=3))
+    protocol.observe(cand(0, 0.0, "the same text"), spent=Usage(), elapsed_s=0.0)
+    refused = protocol.observe(cand(1, 0.0, "the same text"), spent=Usage(), elapsed_s=0.0, refused=True)
+    assert (refused.action, refused.reason) == ("continue", None)
+    repeat = protocol.observe(cand(2, 0.0, "the same text"), spent=Usage(), elapsed_s=0.0)
+    assert (repeat.action, repeat.reason) == ("stop", "stable")  # a real repeat still stops

@@ -352,3 +352,15 @@ def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyP
     version, template = bumped["critic_adversarial"]
     monkeypatch.setattr(prompts, "_templates", lambda: {**bumped, "critic_adversarial": (version + 1, template)})
     assert fingerprint(config.identity()) != before
+
+
+def test_a_patch_with_no_edit_that_applies_is_a_failed_revision_not_convergence() -> None:
+    trace = run_task("adversarial", Tutor.for_tasks(TASKS, no_edits=True), patch=True, max_rounds=3, patience=5)
+    # The candidate comes back unchanged, but the task is not judged stable: the refusal is fed back.
+    assert decisions(trace) == [(0, "continue", None), (1, "continue", None), (2, "stop", "max_rounds")]
+    round1 = [m for m in trace if isinstance(m, Draft) and m.round == 1]
+    refusal = "the reply had no SEARCH/REPLACE edit block; the answer was left unchanged"
+    assert all(d.edits_applied == 0 and d.edit_errors == [refusal] for d in round1)
+    round2 = next(m for m in trace if isinstance(m, DraftRequest) and m.round == 2)
+    assert round2.revision is not None
+    assert CheckResult(name="edit", passed=False, score=0.0, detail=refusal) in round2.revision.failed_checks

@@ -274,6 +274,7 @@ class _TaskLoop:
                 ),
                 spent=self.spent,
                 elapsed_s=arbiter._clock() - started,
+                refused=bool(leader.draft.edit_errors) and not leader.draft.edits_applied,
             )
             self._decide(verdict, leader=leader)
             memory.append(_attempt(leader, outcome.reflection))

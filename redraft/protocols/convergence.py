@@ -14,7 +14,8 @@ Precedence when several reasons hold at once (first wins):
 2. ``threshold``      the best score reached the quality threshold
 3. ``budget``         tokens, calls, seconds or USD ran out, or the next round would overrun
 4. ``max_rounds``     the cycle limit was reached
-5. ``stable``         the leader repeats an earlier round's leader (text delta < epsilon)
+5. ``stable``         the leader repeats an earlier round's leader (text delta < epsilon), unless it
+                      is unchanged only because its patch edits were refused (a failed revision)
 6. ``no_improvement`` the best score did not improve for ``patience`` rounds
 
 Success outranks exhaustion (a task that reached the threshold on its last round
@@ -105,15 +106,20 @@ class ConvergenceProtocol:
         self._spent_before_round = Usage()
         self._elapsed_before_round = 0.0
 
-    def observe(self, leader: Candidate, *, spent: Usage, elapsed_s: float) -> Verdict:
-        """Record ``leader`` (this round's top candidate); ``spent``/``elapsed_s`` are task totals."""
+    def observe(self, leader: Candidate, *, spent: Usage, elapsed_s: float, refused: bool = False) -> Verdict:
+        """Record ``leader`` (this round's top candidate); ``spent``/``elapsed_s`` are task totals.
+
+        ``refused``: the leader is the best so far left unchanged because none of its
+        patch edits applied. That is a failed revision, not convergence: it is not
+        judged ``stable``, so the refusal reaches the drafter in the next round.
+        """
         rolled_back = self.best is not None and leader.score < self.best.score
         if self.best is None or leader.score > self.best.score:
             self.best = leader
             self._stale_rounds = 0
         else:
             self._stale_rounds += 1
-        repeat_of = self._repeat_of(leader)
+        repeat_of = None if refused else self._repeat_of(leader)
         self._leaders.append(leader)
         self._last_round_usage = spent - self._spent_before_round
         self._last_round_seconds = elapsed_s - self._elapsed_before_round
