@@ -364,3 +364,17 @@ def test_a_patch_with_no_edit_that_applies_is_a_failed_revision_not_convergence(
     round2 = next(m for m in trace if isinstance(m, DraftRequest) and m.round == 2)
     assert round2.revision is not None
     assert CheckResult(name="edit", passed=False, score=0.0, detail=refusal) in round2.revision.failed_checks
+
+
+def test_a_task_cut_by_its_timeout_keeps_the_best_of_its_finished_rounds() -> None:
+    # Each call takes 1 s: round 0 (draft, critique) ends at 2 s, round 1's draft would end at 3 s.
+    spec = ScriptedSpec(script=Tutor.for_tasks(TASKS, never=True), delay_s=1.0)
+    roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial")
+    settings = ArbiterSettings(strategy="adversarial", samples=1, convergence=ConvergenceConfig(max_rounds=5))
+    frames = asyncio.run(Arbiter(roles, settings).run(encode(TASK), timeout_s=2.5))
+    trace = list(iter_frames(b"".join(frames)))
+    assert decisions(trace) == [(0, "continue", None), (1, "stop", "budget")]
+    final = result(trace)
+    assert (final.stop_reason, final.rounds, final.answer) == ("budget", 1, str(GOLD + 1))  # round 0's leader
+    assert final.usage.calls == 2  # the cut call never answered, so it is not counted
+    assert [m for m in trace if isinstance(m, Decision)][-1].detail == "task timeout after 2.5 s"

@@ -110,14 +110,13 @@ class Arbiter:
         task = decode_as(payload, Task)
         loop = _TaskLoop(self, task)
         loop.frames.append(payload)
-        started = self._clock()
         try:
             async with asyncio.timeout(timeout_s) as limit:
                 await loop.run()
         except TimeoutError:
             if not limit.expired():
                 raise  # not ours: a TimeoutError from inside the loop
-            loop.stop_early(f"{why} after {timeout_s:g} s", wall_s=self._clock() - started)
+            loop.stop_early(f"{why} after {timeout_s:g} s")
         return loop.frames
 
     def stages(self, scenario: str) -> list[Stage]:
@@ -148,6 +147,13 @@ class _TaskLoop:
         self.spent = Usage()
         self.by_role: dict[str, Usage] = {}
         self.unpriced: set[str] = set()
+        # What the finished rounds established (read by `_finish`, also when a timeout cuts a round short).
+        self.protocol = ConvergenceProtocol(arbiter.convergence)
+        self.started = arbiter._clock()
+        self.seen: dict[tuple[int, int], Scored] = {}
+        """Every ranked candidate of the finished rounds, by (round, sample)."""
+        self.initial: Scored | None = None
+        self.memory: list[Attempt] = []
         # Spread each task's samples over the pool, starting at a task-dependent member.
         self._offset = int.from_bytes(hashlib.blake2b(task.task_id.encode(), digest_size=2).digest(), "big")
 
@@ -247,12 +253,7 @@ class _TaskLoop:
     # ------------------------------------------------------------ the loop
 
     async def run(self) -> None:
-        arbiter = self.arbiter
-        protocol = ConvergenceProtocol(arbiter.convergence)
-        started = arbiter._clock()
-        seen: dict[tuple[int, int], Scored] = {}
-        memory: list[Attempt] = []
-        initial: Scored | None = None
+        arbiter, protocol = self.arbiter, self.protocol
         verdict: Verdict | None = None
         for round_ in range(arbiter.convergence.max_rounds):
             self.round = round_
@@ -266,25 +267,37 @@ class _TaskLoop:
                 verdict = protocol.fail(describe(exc))
                 self._decide(verdict, leader=None)
                 break
-            seen.update({(round_, s.draft.sample): s for s in outcome.scored})
-            initial = initial or leader
+            self.seen.update({(round_, s.draft.sample): s for s in outcome.scored})
+            self.initial = self.initial or leader
             verdict = protocol.observe(
                 Candidate(
                     round=round_, sample=leader.draft.sample, text=leader.draft.text, score=leader.verification.score
                 ),
                 spent=self.spent,
-                elapsed_s=arbiter._clock() - started,
+                elapsed_s=arbiter._clock() - self.started,
                 refused=bool(leader.draft.edit_errors) and not leader.draft.edits_applied,
             )
             self._decide(verdict, leader=leader)
-            memory.append(_attempt(leader, outcome.reflection))
+            self.memory.append(_attempt(leader, outcome.reflection))
             if verdict.action == "stop":
                 break
             assert verdict.best is not None
-            best = seen[(verdict.best.round, verdict.best.sample)]
-            self.revision = _revision(best, memory[-arbiter.settings.memory :], outcome.scored)
-        assert verdict is not None and verdict.reason is not None
-        final = seen.get((verdict.best.round, verdict.best.sample)) if verdict.best else None
+            best = self.seen[(verdict.best.round, verdict.best.sample)]
+            self.revision = _revision(best, self.memory[-arbiter.settings.memory :], outcome.scored)
+        assert verdict is not None
+        self._finish(verdict)
+
+    def stop_early(self, detail: str) -> None:
+        """End the task now, mid-round (a timeout): stop with ``budget``, keeping the best of its finished rounds."""
+        verdict = Verdict(action="stop", reason="budget", best=self.protocol.best, detail=detail)
+        self._decide(verdict, leader=None)
+        self._finish(verdict)
+
+    def _finish(self, verdict: Verdict) -> None:
+        """Append the task's `Result`: the best candidate of any finished round."""
+        assert verdict.reason is not None
+        final = self.seen.get((verdict.best.round, verdict.best.sample)) if verdict.best else None
+        initial = self.initial
         self.frames.append(
             encode(
                 Result(
@@ -296,10 +309,10 @@ class _TaskLoop:
                     passed=final.verification.passed if final else False,
                     initial_score=initial.verification.score if initial else 0.0,
                     initial_passed=initial.verification.passed if initial else False,
-                    rounds=len(memory),
+                    rounds=len(self.memory),
                     stop_reason=verdict.reason,
                     usage=self.spent,
-                    wall_s=arbiter._clock() - started,
+                    wall_s=self.arbiter._clock() - self.started,
                     error=verdict.detail if verdict.reason == "error" else None,
                     usage_by_role=self.by_role,
                     unpriced_models=sorted(self.unpriced),
@@ -322,59 +335,6 @@ class _TaskLoop:
                     round_best_score=leader.verification.score if leader else 0.0,
                     rolled_back=verdict.rolled_back,
                     detail=verdict.detail,
-                )
-            )
-        )
-
-    def stop_early(self, detail: str, *, wall_s: float) -> None:
-        """End the task now, mid-round (a timeout): stop with ``budget``, keeping the best of its finished rounds.
-
-        The loop's own state died with its cancelled coroutine; its frames hold all
-        of it (the last `Decision` names the best so far), and they are read only here.
-        """
-        from redraft.protocols.messages import decode
-
-        messages = [decode(frame) for frame in self.frames]
-        decisions = [m for m in messages if isinstance(m, Decision) and m.best_round >= 0]
-        # The last frame per (round, sample) is the candidate a round ranked (a stepwise round's last stage).
-        drafts = {(m.round, m.sample): m for m in messages if isinstance(m, Draft)}
-        checks = {(m.round, m.sample): m for m in messages if isinstance(m, Verification)}
-        best = decisions[-1] if decisions else None
-        key = (best.best_round, best.best_sample) if best else (-1, -1)
-        draft, check = drafts.get(key), checks.get(key)
-        initial = checks.get((decisions[0].best_round, decisions[0].best_sample)) if decisions else None
-        self.frames.append(
-            encode(
-                Decision(
-                    task_id=self.task.task_id,
-                    round=self.round,
-                    action="stop",
-                    reason="budget",
-                    best_round=key[0],
-                    best_sample=key[1],
-                    best_score=best.best_score if best else 0.0,
-                    round_best_score=0.0,
-                    detail=detail,
-                )
-            )
-        )
-        self.frames.append(
-            encode(
-                Result(
-                    task_id=self.task.task_id,
-                    scenario=self.task.scenario,
-                    answer=check.answer if check else None,
-                    text=draft.text if draft else "",
-                    score=check.score if check else 0.0,
-                    passed=check.passed if check else False,
-                    initial_score=initial.score if initial else 0.0,
-                    initial_passed=initial.passed if initial else False,
-                    rounds=len(decisions),
-                    stop_reason="budget",
-                    usage=self.spent,
-                    wall_s=wall_s,
-                    usage_by_role=self.by_role,
-                    unpriced_models=sorted(self.unpriced),
                 )
             )
         )
