@@ -165,10 +165,16 @@ def needs_feedback(ctx: RoundContext, scored: list[Scored]) -> bool:
     return not ctx.final_round and rank(scored)[0].verification.score < ctx.threshold
 
 
-async def sample_and_verify(ctx: RoundContext, n: int, *, stage: StageStep | None = None) -> list[Scored]:
-    """Draft ``n`` candidates and verify them: the first half of every round."""
-    drafts = await ctx.draft(n, stage=stage)
-    verifications = await ctx.verify(drafts)
+async def sample_and_verify(
+    ctx: RoundContext, n: int, *, stage: StageStep | None = None, revision: Revision | None = None
+) -> list[Scored]:
+    """Draft ``n`` candidates and verify them: the first half of every round.
+
+    The drafts of an intermediate stage are judged by its stage check; those of
+    the last stage (or of no stage) by the scenario's own check.
+    """
+    drafts = await ctx.draft(n, stage=stage, revision=revision)
+    verifications = await ctx.verify(drafts, stage=stage.name if stage is not None and not stage.final else None)
     agreements = agreement(verifications)
     return [Scored(d, v, a) for d, v, a in zip(drafts, verifications, agreements, strict=True)]
 

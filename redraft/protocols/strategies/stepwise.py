@@ -8,7 +8,6 @@ from redraft.protocols.strategies.base import (
     RoundContext,
     RoundOutcome,
     Scored,
-    agreement,
     rank,
     sample_and_verify,
     strategy,
@@ -58,10 +57,7 @@ class Stepwise:
         best: Scored | None = None
         revision: Revision | None = None
         for _ in range(self.stage_attempts):
-            drafts = await ctx.draft(ctx.samples, stage=step, revision=revision)
-            verifications = await ctx.verify(drafts, stage=step.name)
-            scored = [Scored(d, v, a) for d, v, a in zip(drafts, verifications, agreement(verifications), strict=True)]
-            leader = rank(scored)[0]
+            leader = rank(await sample_and_verify(ctx, ctx.samples, stage=step, revision=revision))[0]
             if best is None or leader.verification.score > best.verification.score:
                 best = leader
             if leader.verification.passed:
