@@ -35,24 +35,14 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors.arbiter import Arbiter, ArbiterSettings, describe
+from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles, ray_arbiter, ray_arbiters, ray_roles, wait_ready
 from redraft.actors.prompts import prompt_versions
 from redraft.backends.base import BackendSpec, resolve
-from redraft.errors import AuthenticationError, UserError
+from redraft.errors import AuthenticationError, UserError, describe, error_type
 from redraft.pricing import load_prices
 from redraft.protocols.convergence import Budget, ConvergenceConfig
-from redraft.protocols.messages import (
-    Decision,
-    Message,
-    Result,
-    Task,
-    Usage,
-    decode,
-    decode_as,
-    encode,
-    iter_frames,
-)
+from redraft.protocols.messages import Message, Result, StopLimit, Task, Usage, decode_as, encode, iter_frames
 from redraft.protocols.strategies import get_strategy
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
@@ -361,10 +351,6 @@ def _ensure_ray(address: str | None) -> None:
         raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None
 
 
-RUN_DEADLINE = "run time budget"
-"""How the arbiter's stop detail names a task cut by the run's time budget (``run time budget after N s``)."""
-
-
 @dataclass(frozen=True)
 class _RunClock:
     """The run's wall time, earlier invocations included, and its deadline if it has a time budget."""
@@ -379,12 +365,14 @@ class _RunClock:
     def elapsed(self) -> float:
         return self.before_s + self.now() - self.started
 
-    def task_limit(self, task_timeout: float | None) -> tuple[float | None, str]:
+    def task_limit(self, task_timeout: float | None) -> tuple[float | None, StopLimit]:
         """How long a task dispatched now may run, and which limit that is."""
         if self.budget_s is None:
-            return task_timeout, "task timeout"
+            return task_timeout, "task_timeout"
         left = max(self.budget_s - self.elapsed(), 0.0)
-        return (left, RUN_DEADLINE) if task_timeout is None or left < task_timeout else (task_timeout, "task timeout")
+        if task_timeout is None or left < task_timeout:
+            return left, "run_deadline"
+        return task_timeout, "task_timeout"
 
 
 def _dispatch(
@@ -427,9 +415,9 @@ def _dispatch(
         except Exception as exc:  # the arbiter itself failed: account for the task anyway
             if isinstance(exc, ray.exceptions.RayActorError):
                 arbiters[slot] = replace()
-            result = failed_result(task, describe(exc))
+            result = failed_result(task, exc)
             frames = [encode(task), encode(result)]
-        cut += _cut_at_deadline(frames, result)
+        cut += result.stop_limit == "run_deadline"
         store.append(frames, result)
         if on_result is not None:
             on_result(result)
@@ -450,9 +438,9 @@ def _dispatch(
         stopped_by = budget_spent(store.spent, clock.elapsed())
         if stopped_by:
             break
-        timeout, why = clock.task_limit(task_timeout)
+        timeout, limit = clock.task_limit(task_timeout)
         slot = i % len(arbiters)
-        in_flight[arbiters[slot].run.remote(encode(task), timeout, why)] = (task, slot)
+        in_flight[arbiters[slot].run.remote(encode(task), timeout, limit)] = (task, slot)
     while in_flight:
         land_ready()
     if cut:  # the time budget ran out with tasks in flight: they stopped early, and the run says why
@@ -461,15 +449,8 @@ def _dispatch(
     return stopped_by
 
 
-def _cut_at_deadline(frames: list[bytes], result: Result) -> bool:
-    """Whether the run's deadline stopped this task (its last `Decision` says so)."""
-    if result.stop_reason != "budget" or len(frames) < 2:
-        return False
-    decision = decode(frames[-2])
-    return isinstance(decision, Decision) and decision.detail.startswith(RUN_DEADLINE)
-
-
-def failed_result(task: Task, cause: str) -> Result:
+def failed_result(task: Task, exc: BaseException) -> Result:
+    """The result of a task whose arbiter call failed outright: stop reason ``error``, its cause typed."""
     return Result(
         task_id=task.task_id,
         scenario=task.scenario,
@@ -483,5 +464,6 @@ def failed_result(task: Task, cause: str) -> Result:
         stop_reason="error",
         usage=Usage(),
         wall_s=0.0,
-        error=cause,
+        error=describe(exc),
+        error_type=error_type(exc),
     )

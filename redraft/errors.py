@@ -6,7 +6,8 @@
   It ends one task's step, never the run.
 - `CheckError`: a scenario's check raised instead of judging a candidate; it ends that task.
 - `BackendError`: the transport to a model failed (server down, HTTP error).
-- `ProtocolError` (in `redraft.protocols`): bytes on the wire did not decode.
+- `ProtocolError`: bytes on the wire did not decode (a bug or a corrupt frame, never the model's text).
+- `SandboxError`: the sandbox for untrusted code could not be set up on this machine.
 
 Errors raised inside Ray actors are pickled back to the caller, so every class
 with extra constructor arguments defines `__reduce__`.
@@ -75,3 +76,32 @@ class PermanentBackendError(BackendError):
 
 class AuthenticationError(BackendError):
     """The credentials were refused (401, 403): every call would fail, so the whole run stops."""
+
+
+class ProtocolError(RedraftError):
+    """Bytes that are not a valid frame of this wire version.
+
+    The message names the field path, e.g. ``Expected `int`, got `str` - at `$.round```.
+    """
+
+
+class SandboxError(RedraftError):
+    """The sandbox could not be set up on this machine (a deployment problem, not the candidate's)."""
+
+
+def cause_of(exc: BaseException) -> BaseException:
+    """The exception a Ray task error wraps (its ``cause``), else ``exc`` itself."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, BaseException) else exc
+
+
+def describe(exc: BaseException) -> str:
+    """One line naming an exception and its last message line, unwrapping Ray's task-error wrapper."""
+    exc = cause_of(exc)
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[-1] if text else ''}"[:500]
+
+
+def error_type(exc: BaseException) -> str:
+    """The class name of an exception (of its cause, behind Ray's wrapper): a task's typed error cause."""
+    return type(cause_of(exc)).__name__

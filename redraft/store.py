@@ -204,7 +204,7 @@ def summarize(records: Iterator[dict[str, Any]], *, wall_s: float) -> Summary:
         rounds += r["rounds"]
         reasons[r["stop_reason"]] += 1
         if r.get("error"):
-            errors[r["error"].split(":", 1)[0]] += 1
+            errors[r.get("error_type") or _legacy_error_type(r["error"])] += 1
         usage = usage + msgspec.convert(r["usage"], Usage)
         for role, role_usage in r.get("usage_by_role", {}).items():
             by_role[role] = by_role.get(role, Usage()) + msgspec.convert(role_usage, Usage)
@@ -218,6 +218,11 @@ def summarize(records: Iterator[dict[str, Any]], *, wall_s: float) -> Summary:
     s.stop_reasons, s.errors, s.usage = dict(reasons), dict(errors), usage
     s.usage_by_role, s.unpriced_models = by_role, sorted(unpriced)
     return s
+
+
+def _legacy_error_type(error: str) -> str:
+    """The cause of a record written before ``error_type`` existed, when its ``error`` was ``Type: message``."""
+    return error.split(":", 1)[0]
 
 
 def _changes(old: dict[str, Any], new: dict[str, Any], most: int = 4) -> str:

@@ -100,10 +100,17 @@ def make_run(root: Path, *, max_rounds: int = 4, copies: int = 1, strategy: str 
             frames = asyncio.run(arbiter.run(encode(task)))
             store.append(frames, decode_as(frames[-1], Result))
         lost = Task(task_id=LOST + (f"#{copy}" if copies > 1 else ""), scenario="arithmetic", prompt="?")
-        result = failed_result(lost, "RayActorError: the arbiter died")
+        result = failed_result(lost, _ArbiterDied("the arbiter died"))
         store.append([encode(lost), encode(result)], result)
     store.finish(wall_s=12.5)
     return root
+
+
+class _ArbiterDied(Exception):
+    """Stands in for Ray's error when an arbiter dies (its class name is the cause the run records)."""
+
+
+_ArbiterDied.__name__ = "RayActorError"
 
 
 def redraft(*args: str) -> subprocess.CompletedProcess[str]:

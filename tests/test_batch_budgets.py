@@ -18,7 +18,7 @@ from replies import CRITIQUE, is_critique, round_of
 
 from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.scripted import ScriptedBackend
-from redraft.batch import RUN_DEADLINE, RunConfig, run
+from redraft.batch import RunConfig, run
 from redraft.cli import EXIT_BUDGET, main
 from redraft.protocols.messages import Decision, Draft, DraftRequest, Result, iter_frames
 
@@ -94,11 +94,12 @@ def test_a_spent_time_budget_stops_dispatch_cuts_tasks_in_flight_and_exits_3(
     # Each call blocks its actor for a second, so tasks were in flight at the deadline: they
     # stopped there (no round finished), were recorded, and the run says how many.
     trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
-    cut = {m.task_id for m in trace if isinstance(m, Decision) and m.detail.startswith(RUN_DEADLINE)}
+    cut = {m.task_id for m in trace if isinstance(m, Decision) and m.limit == "run_deadline"}
     assert cut and f"; {len(cut)} task(s) in flight stopped at the deadline" in summary["stopped_by"]
     for record in records:
         if record["task_id"] in cut:
             assert record["stop_reason"] == "budget" and record["rounds"] == 0
+            assert record["stop_limit"] == "run_deadline" and record["error_type"] is None
         else:
             # One round each (strategy none); the answer 7 is right for the few tasks whose gold is 7.
             assert record["stop_reason"] in ("max_rounds", "threshold") and record["answer"] == "7"

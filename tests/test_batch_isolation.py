@@ -123,6 +123,7 @@ def test_each_failure_ends_its_own_task_with_its_cause_and_the_run_goes_on(ray_c
     for kind, cause in ERRORS.items():
         assert records[kind]["stop_reason"] == "error", records[kind]
         assert records[kind]["error"].startswith(f"{cause}: "), records[kind]["error"]
+        assert records[kind]["error_type"] == cause
     assert "faulty check raised KeyError" in records["check"]["error"]
     assert "returned an empty draft" in records["garbage"]["error"]
     assert "not allowed to raise maximum limit" in records["sandbox"]["error"]

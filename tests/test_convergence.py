@@ -87,7 +87,7 @@ def test_stable_uses_epsilon_on_the_text_delta() -> None:
 def test_budget_tokens_spent() -> None:
     p = ConvergenceProtocol(ConvergenceConfig(max_rounds=10, budget=Budget(max_tokens=200)))
     v = p.observe(cand(0, 0.1), spent=Usage(input_tokens=150, output_tokens=60, calls=1), elapsed_s=1)
-    assert (v.action, v.reason) == ("stop", "budget")
+    assert (v.action, v.reason, v.limit) == ("stop", "budget", "tokens")
     assert "tokens budget spent" in v.detail
 
 
@@ -96,13 +96,20 @@ def test_budget_stops_before_a_round_that_would_overrun() -> None:
     v0 = p.observe(cand(0, 0.1), spent=Usage(calls=2), elapsed_s=1)
     v1 = p.observe(cand(1, 0.2), spent=Usage(calls=4), elapsed_s=2)
     assert v0.action == "continue"  # 2 used, a round costs 2: 4 <= 5
-    assert (v1.action, v1.reason) == ("stop", "budget")  # 4 used + 2 > 5
+    assert (v1.action, v1.reason, v1.limit) == ("stop", "budget", "calls")  # 4 used + 2 > 5
     assert "another round needs ~2" in v1.detail
 
 
 def test_budget_seconds() -> None:
     p = ConvergenceProtocol(ConvergenceConfig(max_rounds=10, budget=Budget(max_seconds=3.0)))
-    assert p.observe(cand(0, 0.1), spent=Usage(), elapsed_s=3.5).reason == "budget"
+    verdict = p.observe(cand(0, 0.1), spent=Usage(), elapsed_s=3.5)
+    assert (verdict.reason, verdict.limit) == ("budget", "task_timeout")
+
+
+def test_only_a_budget_stop_names_a_limit() -> None:
+    p = ConvergenceProtocol(ConvergenceConfig(max_rounds=2, budget=Budget(max_usd=1.0)))
+    verdicts = feed(p, cand(0, 0.1), cand(1, 0.2))
+    assert [(v.reason, v.limit) for v in verdicts] == [(None, None), ("max_rounds", None)]
 
 
 def test_error_keeps_the_best_so_far() -> None:

@@ -128,6 +128,7 @@ def test_backend_failure_ends_the_task_with_error_and_keeps_the_trace() -> None:
     result = trace[-1]
     assert result.stop_reason == "error"
     assert result.error is not None and ScriptExhaustedError.__name__ in result.error
+    assert result.error_type == "ScriptExhaustedError" and result.stop_limit is None
     assert decisions(trace)[-1][1:] == ("stop", "error")
 
 

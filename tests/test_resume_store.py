@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from redraft.batch import failed_result
-from redraft.errors import UserError
+from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Result, Task, Usage, encode, iter_frames
 from redraft.store import RESULTS, TRACE, RunStore, fingerprint
 
@@ -77,7 +77,7 @@ def test_a_changed_configuration_is_refused_naming_what_changed(tmp_path: Path) 
 def test_the_store_keeps_nothing_per_task_written_now(tmp_path: Path) -> None:
     store = RunStore.open(tmp_path, manifest())
     write(store, 50)
-    failed = failed_result(Task(task_id="x", scenario="s", prompt="", reference={}), "BackendError: gone")
+    failed = failed_result(Task(task_id="x", scenario="s", prompt="", reference={}), BackendError("gone"))
     store.append([encode(failed)], failed)
     # Only earlier invocations' ids are remembered (to skip them): memory does not grow with the run.
     assert store.done == set() and store.spent.calls == 150

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from redraft.errors import AuthenticationError
+from redraft.errors import AuthenticationError, describe, error_type
 from redraft.pricing import PriceTable, default_prices
 from redraft.protocols.convergence import Candidate, ConvergenceConfig, ConvergenceProtocol, Verdict
 from redraft.protocols.messages import (
@@ -36,6 +36,7 @@ from redraft.protocols.messages import (
     Revision,
     RevisionMode,
     StageStep,
+    StopLimit,
     Task,
     Usage,
     Verification,
@@ -47,6 +48,8 @@ from redraft.protocols.strategies import CriticRole, RoundOutcome, Scored, Strat
 from redraft.scenarios import Stage, get_scenario, stages_of
 
 R = TypeVar("R", bound=msgspec.Struct)
+
+_LIMIT_NAMES: dict[StopLimit, str] = {"task_timeout": "task timeout", "run_deadline": "run time budget"}
 
 
 class RolePool:
@@ -100,23 +103,25 @@ class Arbiter:
         self._clock = clock
         self._stages: dict[str, list[Stage]] = {}
 
-    async def run(self, payload: bytes, timeout_s: float | None = None, why: str = "task timeout") -> list[bytes]:
+    async def run(
+        self, payload: bytes, timeout_s: float | None = None, limit: StopLimit = "task_timeout"
+    ) -> list[bytes]:
         """Refine one task (a `Task` frame); return every frame of its trace, `Result` last.
 
         After ``timeout_s`` the task stops mid-round with reason ``budget`` (time is one
-        of a task's budgets) and the best candidate of its finished rounds; ``why``
-        names the limit in the stop's detail.
+        of a task's budgets) and the best candidate of its finished rounds; ``limit``
+        names which time limit that is (the task's own, or the run's deadline).
         """
         task = decode_as(payload, Task)
         loop = _TaskLoop(self, task)
         loop.frames.append(payload)
         try:
-            async with asyncio.timeout(timeout_s) as limit:
+            async with asyncio.timeout(timeout_s) as deadline:
                 await loop.run()
         except TimeoutError:
-            if not limit.expired():
+            if not deadline.expired():
                 raise  # not ours: a TimeoutError from inside the loop
-            loop.stop_early(f"{why} after {timeout_s:g} s")
+            loop.stop_early(limit, f"{_LIMIT_NAMES.get(limit, limit)} after {timeout_s:g} s")
         return loop.frames
 
     def stages(self, scenario: str) -> list[Stage]:
@@ -154,6 +159,8 @@ class _TaskLoop:
         """Every ranked candidate of the finished rounds, by (round, sample)."""
         self.initial: Scored | None = None
         self.memory: list[Attempt] = []
+        self.error_type: str | None = None
+        """The class of the exception that ended the task, when one did."""
         # Spread each task's samples over the pool, starting at a task-dependent member.
         self._offset = int.from_bytes(hashlib.blake2b(task.task_id.encode(), digest_size=2).digest(), "big")
 
@@ -264,6 +271,7 @@ class _TaskLoop:
             except AuthenticationError:
                 raise  # every task would fail the same way: the driver stops the run
             except Exception as exc:  # a backend or actor failure ends this task only
+                self.error_type = error_type(exc)
                 verdict = protocol.fail(describe(exc))
                 self._decide(verdict, leader=None)
                 break
@@ -287,9 +295,9 @@ class _TaskLoop:
         assert verdict is not None
         self._finish(verdict)
 
-    def stop_early(self, detail: str) -> None:
+    def stop_early(self, limit: StopLimit, detail: str) -> None:
         """End the task now, mid-round (a timeout): stop with ``budget``, keeping the best of its finished rounds."""
-        verdict = Verdict(action="stop", reason="budget", best=self.protocol.best, detail=detail)
+        verdict = Verdict(action="stop", reason="budget", best=self.protocol.best, detail=detail, limit=limit)
         self._decide(verdict, leader=None)
         self._finish(verdict)
 
@@ -316,6 +324,8 @@ class _TaskLoop:
                     error=verdict.detail if verdict.reason == "error" else None,
                     usage_by_role=self.by_role,
                     unpriced_models=sorted(self.unpriced),
+                    error_type=self.error_type if verdict.reason == "error" else None,
+                    stop_limit=verdict.limit,
                 )
             )
         )
@@ -335,6 +345,7 @@ class _TaskLoop:
                     round_best_score=leader.verification.score if leader else 0.0,
                     rolled_back=verdict.rolled_back,
                     detail=verdict.detail,
+                    limit=verdict.limit,
                 )
             )
         )
@@ -369,12 +380,3 @@ def _revision(best: Scored, memory: list[Attempt], latest: list[Scored]) -> Revi
         memory=memory,
         questions=list(best.verification.questions),
     )
-
-
-def describe(exc: BaseException) -> str:
-    """One line naming an exception, unwrapping Ray's task-error wrapper to the cause."""
-    cause = getattr(exc, "cause", None)
-    if isinstance(cause, BaseException):
-        exc = cause
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[-1] if text else ''}"[:500]

@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from redraft.actors.arbiter import Arbiter, ArbiterSettings, RolePool, Roles, describe
+from redraft.actors.arbiter import Arbiter, ArbiterSettings, RolePool, Roles
 from redraft.actors.critic import Critic
 from redraft.actors.drafter import Drafter
 from redraft.actors.verifier import Verifier
 from redraft.backends.base import BackendSpec
-from redraft.errors import BackendError
+from redraft.errors import BackendError, describe
 from redraft.protocols.strategies import get_strategy
 from redraft.scenarios import get_scenario
 

@@ -1,5 +1,6 @@
-"""What crosses an actor boundary, and the rules of the game."""
+"""What crosses an actor boundary: the typed messages and the convergence protocol."""
 
-from redraft.protocols.messages import ProtocolError, decode, encode
+from redraft.errors import ProtocolError
+from redraft.protocols.messages import decode, encode
 
 __all__ = ["ProtocolError", "decode", "encode"]

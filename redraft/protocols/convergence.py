@@ -30,7 +30,7 @@ from typing import Literal
 
 import msgspec
 
-from redraft.protocols.messages import StopReason, Usage
+from redraft.protocols.messages import StopLimit, StopReason, Usage
 
 
 class Budget(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,6 +83,8 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     best: Candidate | None
     rolled_back: bool = False
     detail: str = ""
+    limit: StopLimit | None = None
+    """With reason ``budget``: the limit that ran out."""
 
 
 def text_delta(a: str, b: str) -> float:
@@ -125,13 +127,14 @@ class ConvergenceProtocol:
         self._last_round_seconds = elapsed_s - self._elapsed_before_round
         self._spent_before_round, self._elapsed_before_round = spent, elapsed_s
 
-        reason, detail = self._stop_reason(leader, spent, elapsed_s, repeat_of)
+        reason, detail, limit = self._stop_reason(leader, spent, elapsed_s, repeat_of)
         return Verdict(
             action="continue" if reason is None else "stop",
             reason=reason,
             best=self.best,
             rolled_back=rolled_back,
             detail=detail,
+            limit=limit,
         )
 
     def fail(self, cause: str) -> Verdict:
@@ -140,40 +143,40 @@ class ConvergenceProtocol:
 
     def _stop_reason(
         self, leader: Candidate, spent: Usage, elapsed_s: float, repeat_of: Candidate | None
-    ) -> tuple[StopReason | None, str]:
+    ) -> tuple[StopReason | None, str, StopLimit | None]:
         cfg = self.config
         assert self.best is not None
         if self.best.score >= cfg.threshold:
-            return "threshold", f"best score {self.best.score:.3g} >= threshold {cfg.threshold:.3g}"
+            return "threshold", f"best score {self.best.score:.3g} >= threshold {cfg.threshold:.3g}", None
         over = self._budget_exhausted(spent, elapsed_s)
-        if over:
-            return "budget", over
+        if over is not None:
+            return "budget", over[1], over[0]
         if leader.round + 1 >= cfg.max_rounds:
-            return "max_rounds", f"reached the cycle limit of {cfg.max_rounds} round(s)"
+            return "max_rounds", f"reached the cycle limit of {cfg.max_rounds} round(s)", None
         if repeat_of is not None:
-            return "stable", f"round {leader.round} repeats the leader of round {repeat_of.round}"
+            return "stable", f"round {leader.round} repeats the leader of round {repeat_of.round}", None
         if self._stale_rounds >= cfg.patience:
-            return "no_improvement", f"no better score for {self._stale_rounds} round(s)"
-        return None, ""
+            return "no_improvement", f"no better score for {self._stale_rounds} round(s)", None
+        return None, "", None
 
-    def _budget_exhausted(self, spent: Usage, elapsed_s: float) -> str:
-        """Why the budget is spent, or would be by another round like the last one ('' if not)."""
+    def _budget_exhausted(self, spent: Usage, elapsed_s: float) -> tuple[StopLimit, str] | None:
+        """Which budget is spent, or would be by another round like the last one, and how (None if none)."""
         b = self.config.budget
         next_round = self._last_round_usage
-        limits: list[tuple[str, float | None, float, float]] = [
-            ("tokens", b.max_tokens, spent.total_tokens, next_round.total_tokens),
-            ("calls", b.max_calls, spent.calls, next_round.calls),
-            ("seconds", b.max_seconds, elapsed_s, self._last_round_seconds),
-            ("USD", b.max_usd, spent.cost_usd, next_round.cost_usd),
+        limits: list[tuple[StopLimit, str, float | None, float, float]] = [
+            ("tokens", "tokens", b.max_tokens, spent.total_tokens, next_round.total_tokens),
+            ("calls", "calls", b.max_calls, spent.calls, next_round.calls),
+            ("task_timeout", "seconds", b.max_seconds, elapsed_s, self._last_round_seconds),
+            ("usd", "USD", b.max_usd, spent.cost_usd, next_round.cost_usd),
         ]
-        for name, limit, used, per_round in limits:
+        for kind, name, limit, used, per_round in limits:
             if limit is None:
                 continue
             if used >= limit:
-                return f"{name} budget spent: {used:g} of {limit:g}"
+                return kind, f"{name} budget spent: {used:g} of {limit:g}"
             if used + per_round > limit:
-                return f"{name} budget: {used:g} of {limit:g} used, another round needs ~{per_round:g}"
-        return ""
+                return kind, f"{name} budget: {used:g} of {limit:g} used, another round needs ~{per_round:g}"
+        return None
 
     def _repeat_of(self, leader: Candidate) -> Candidate | None:
         for earlier in self._leaders:

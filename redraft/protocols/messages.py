@@ -26,7 +26,10 @@ revisions (``DraftRequest.mode``, ``Draft.edits_applied``, ``Draft.edit_errors``
 chain-of-verification questions (``VerifyRequest.questions``,
 ``Verification.questions``, with the verifier's ``usage`` and ``model``), debate
 (``CritiqueRequest.opponent``, ``Critique.stance``) and ``Attempt.reflection``,
-``Revision.questions``.
+``Revision.questions``. Later additions within version 2 (fields only, with
+defaults, so every v2 reader still reads them): ``Decision.limit``,
+``Result.error_type`` and ``Result.stop_limit``, which name as typed values what
+earlier frames said only in words (``detail``, ``error``).
 """
 
 from __future__ import annotations
@@ -37,12 +40,14 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgpack
 import msgspec
 
-from redraft.errors import RedraftError
+from redraft.errors import ProtocolError
 
 WIRE_VERSION = 2
 
 RevisionMode = Literal["rewrite", "patch"]
 StopReason = Literal["threshold", "budget", "max_rounds", "stable", "no_improvement", "error"]
+StopLimit = Literal["tokens", "calls", "usd", "task_timeout", "run_deadline"]
+"""Which limit a ``budget`` stop hit: a per-task budget (tokens, calls, USD, the task timeout) or the run's deadline."""
 Severity = Literal["critical", "major", "minor"]
 Role = Literal["system", "user", "assistant"]
 
@@ -57,13 +62,6 @@ MAX_QUESTION_TEXT = 200
 
 # How much an issue of each severity counts against a candidate when ranking ties.
 SEVERITY_WEIGHT: dict[str, float] = {"critical": 3.0, "major": 2.0, "minor": 1.0}
-
-
-class ProtocolError(RedraftError):
-    """Bytes that are not a valid frame of this wire version.
-
-    The message names the field path, e.g. ``Expected `int`, got `str` - at `$.round```.
-    """
 
 
 # ---------------------------------------------------------------- embedded records
@@ -354,6 +352,8 @@ class Decision(_Frame, tag="decision", frozen=True, kw_only=True):
     rolled_back: bool = False
     """This round's best scored below the best so far, which was kept."""
     detail: str = ""
+    limit: StopLimit | None = None
+    """With reason ``budget``: which limit stopped the task (the detail says how much was spent)."""
 
 
 class Result(_Frame, tag="result", frozen=True, kw_only=True):
@@ -376,6 +376,11 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
     """The same usage split by role (``drafter``, ``critic``, ``self_critic``)."""
     unpriced_models: list[str] = []
     """Models the price table does not know; their calls are counted at 0 USD."""
+    error_type: str | None = None
+    """With stop reason ``error``: the cause's exception class (``CheckError``, ``ModelError``...); ``error``
+    holds the message. None in records written before this field existed."""
+    stop_limit: StopLimit | None = None
+    """With stop reason ``budget``: which limit stopped the task."""
 
 
 Message = (
