@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 
 from fake_llm_servers import FakeLLMServer
 
-from redraft.backends.base import ChatRequest, resolve
+from redraft.backends.base import ChatRequest
+from redraft.backends.registry import resolve
 from redraft.protocols.messages import ChatMessage
 
 LATENCY_S = 0.2

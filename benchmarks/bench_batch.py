@@ -102,7 +102,7 @@ def child(size: int, address: str, out: str) -> None:
     """One size in this (fresh) driver process; prints one JSON line of figures."""
     import ray
 
-    from redraft.batch import RunConfig, run
+    from redraft.run import RunConfig, run
 
     register()
     ray.init(address=address, runtime_env={"worker_process_setup_hook": register}, log_to_driver=False)
@@ -125,13 +125,13 @@ def child(size: int, address: str, out: str) -> None:
 
     started = time.perf_counter()
     outcome = run(
-        RunConfig(
+        RunConfig.build(
             scenario=EndlessArithmetic.name,
             samples=SAMPLES,
             max_rounds=ROUNDS,
             limit=size,
             out=out,
-            max_in_flight=IN_FLIGHT,
+            max_tasks_in_flight=IN_FLIGHT,
         ),
         backends={"drafter": spec, "critic": spec},
         on_result=hook,

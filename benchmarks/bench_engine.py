@@ -30,8 +30,8 @@ from redraft.actors.arbiter import Arbiter
 from redraft.actors.factory import local_roles
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
-from redraft.batch import RunConfig, role_setup, run
 from redraft.protocols.messages import ChatMessage, encode
+from redraft.run import RunConfig, arbiter_settings, role_setup, run
 from redraft.scenarios import get_scenario
 
 TASKS = 200
@@ -51,7 +51,7 @@ def bare_calls(spec: ScriptedSpec, calls: int, prompts: list[str]) -> float:
 
 def in_process(config: RunConfig, spec: ScriptedSpec) -> float:
     setup = role_setup(config, {"drafter": spec, "critic": spec})
-    arbiter = Arbiter(local_roles(setup, config.strategy), config.arbiter_settings())
+    arbiter = Arbiter(local_roles(setup, config.experiment.strategy), arbiter_settings(config))
     tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), TASKS))
 
     async def go() -> int:
@@ -65,7 +65,7 @@ def in_process(config: RunConfig, spec: ScriptedSpec) -> float:
 
 def spec_calls(config: RunConfig) -> int:
     # Drafts: K per round; rounds: the learner fixes at round 1, so 2 rounds; critiques: 2 in round 0.
-    return TASKS * (config.samples * 2 + 2)
+    return TASKS * (config.experiment.samples * 2 + 2)
 
 
 def main() -> None:
@@ -73,7 +73,7 @@ def main() -> None:
 
     tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), TASKS))
     spec = ScriptedSpec(script=LateLearner.for_tasks(tasks, fix_at=1))
-    config = RunConfig(samples=2, max_rounds=3, limit=TASKS, max_in_flight=64)
+    config = RunConfig.build(samples=2, max_rounds=3, limit=TASKS, max_tasks_in_flight=64)
     calls = spec_calls(config)
 
     bare = bare_calls(spec, calls, [t.prompt for t in tasks])
@@ -84,11 +84,11 @@ def main() -> None:
     ray.cloudpickle.register_pickle_by_value(replies)  # workers cannot import tests/
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     with TemporaryDirectory() as tmp:
-        warm = RunConfig(samples=2, max_rounds=3, limit=5, out=f"{tmp}/warm")
+        warm = RunConfig.build(samples=2, max_rounds=3, limit=5, out=f"{tmp}/warm")
         run(warm, backends={"drafter": spec, "critic": spec})  # actors and workers started once
         started = time.perf_counter()
         outcome = run(
-            RunConfig(samples=2, max_rounds=3, limit=TASKS, out=f"{tmp}/run", max_in_flight=64),
+            RunConfig.build(samples=2, max_rounds=3, limit=TASKS, out=f"{tmp}/run", max_tasks_in_flight=64),
             backends={"drafter": spec, "critic": spec},
         )
         ray_s = time.perf_counter() - started
@@ -97,7 +97,7 @@ def main() -> None:
         delay, k = 0.2, 4
         slow = ScriptedSpec(script=LateLearner.for_tasks(tasks, never=True), delay_s=delay)
         run(
-            RunConfig(strategy="self_consistency", samples=k, limit=1, out=f"{tmp}/slow"),
+            RunConfig.build(strategy="self_consistency", samples=k, limit=1, out=f"{tmp}/slow"),
             backends={"drafter": slow, "critic": slow},
         )
         # The arbiter's own wall time for the task: one round of K drafts and their checks.

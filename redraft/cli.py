@@ -7,21 +7,24 @@ spec, missing model file); 3 a run budget stopped dispatch before every task ran
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
+import typing
 from pathlib import Path
 from typing import Annotated, Any
 
+import msgspec
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
-
-# typer 0.29 vendors click and re-exports only some of its exceptions; the usage
-# errors are needed to print them as one line. Pinned in pyproject.toml.
 from typer import Abort, Exit
-from typer._click.exceptions import ClickException, UsageError
+
+# Every command-line error typer raises (its vendored click's UsageError and BadParameter among
+# them) derives from this public class: they are printed as one line.
+from typer.exceptions import TyperException
 
 from redraft.errors import RedraftError, UserError
 from redraft.protocols.messages import Result
@@ -51,7 +54,7 @@ def list_scenarios() -> None:
 @app.command("strategies")
 def list_strategies() -> None:
     """List the registered critic strategies, one name per line, then what each does."""
-    from redraft.protocols.strategies import get_strategy, strategy_names
+    from redraft.strategies import get_strategy, strategy_names
 
     names = strategy_names()
     for name in names:
@@ -62,98 +65,15 @@ def list_strategies() -> None:
         print(f"  {name:<18} {doc}")
 
 
-@app.command("run")
-def run_command(
-    scenario: Annotated[
-        str | None,
-        typer.Argument(metavar="SCENARIO", help="Scenario name (see `redraft scenarios`); leave out with --check."),
-    ] = None,
-    tasks: Annotated[
-        Path | None, typer.Option(help="Task file (JSON lines) to run instead of the scenario's own tasks.")
-    ] = None,
-    check: Annotated[
-        str | None, typer.Option(help="MODULE:FUNCTION that scores the --tasks (instead of a SCENARIO).")
-    ] = None,
-    strategy: Annotated[str, typer.Option(help="Critic strategy (see `redraft strategies`).")] = "adversarial",
-    samples: Annotated[int, typer.Option("--samples", "-k", help="Drafts per round (self-consistency K).")] = 3,
-    max_rounds: Annotated[int, typer.Option(help="Cycle limit: rounds in all, the first draft included.")] = 3,
-    threshold: Annotated[float, typer.Option(help="Stop a task once its best score reaches this.")] = 1.0,
-    patience: Annotated[int, typer.Option(help="Stop after this many rounds without improvement.")] = 2,
-    limit: Annotated[int | None, typer.Option(help="Run only the first N tasks.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for generated tasks and sampling.")] = 0,
-    model: Annotated[str, typer.Option(help="Backend spec for every model role.")] = "local",
-    drafter: Annotated[str | None, typer.Option(help="Backend spec for the drafter (overrides --model).")] = None,
-    critic: Annotated[str | None, typer.Option(help="Backend spec for the critic (overrides --model).")] = None,
-    verifier: Annotated[
-        str | None, typer.Option(help="Backend spec for model-based checks (overrides --model).")
-    ] = None,
-    temperature: Annotated[float, typer.Option(help="Drafter sampling temperature.")] = 0.8,
-    max_tokens: Annotated[int, typer.Option(help="Maximum tokens per draft.")] = 128,
-    patch: Annotated[
-        bool, typer.Option("--patch", help="Revise with minimal search/replace edits instead of rewrites.")
-    ] = False,
-    task_budget_usd: Annotated[float | None, typer.Option(help="Stop a task once it has cost this much.")] = None,
-    task_budget_tokens: Annotated[int | None, typer.Option(help="Stop a task after this many tokens.")] = None,
-    task_budget_calls: Annotated[int | None, typer.Option(help="Stop a task after this many model calls.")] = None,
-    task_timeout: Annotated[
-        float | None, typer.Option(help="Stop a task after this many seconds, keeping its best so far.")
-    ] = None,
-    budget_usd: Annotated[float | None, typer.Option(help="Run budget: dispatch no task once spent.")] = None,
-    budget_tokens: Annotated[int | None, typer.Option(help="Run budget in tokens.")] = None,
-    budget_calls: Annotated[int | None, typer.Option(help="Run budget in model calls.")] = None,
-    budget_seconds: Annotated[
-        float | None, typer.Option(help="Run budget in wall-clock seconds: in-flight tasks stop at the deadline.")
-    ] = None,
-    prices: Annotated[
-        Path | None, typer.Option(help="JSON price file (USD per million tokens) over the built-in table.")
-    ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not answer repeated calls from the cache.")] = False,
-    max_in_flight: Annotated[
-        int | None,
-        typer.Option(
-            "--max-tasks-in-flight",
-            "--max-in-flight",
-            help="Tasks dispatched at once (default: 4 per node with a local model, else 64).",
-        ),
-    ] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory (default runs/<run-id>).")] = None,
-    address: Annotated[
-        str | None, typer.Option(help="Join this Ray cluster (e.g. auto); default: start a local Ray.")
-    ] = None,
-) -> None:
+def run_command(scenario: str | None, check: str | None, model: str | None, **settings: Any) -> None:
     """Refine a scenario's tasks and write a run directory. Rerun with the same --out to resume."""
-    from redraft.batch import RunConfig, run
+    from redraft.run import RunConfig, run
 
-    config = RunConfig(
-        scenario=_scenario_name(scenario, tasks, check),
-        tasks=str(tasks) if tasks else None,
-        strategy=strategy,
-        samples=samples,
-        max_rounds=max_rounds,
-        threshold=threshold,
-        patience=patience,
-        seed=seed,
-        drafter=drafter or model,
-        critic=critic or model,
-        verifier=verifier,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        patch=patch,
-        out=str(out_dir) if out_dir else None,
-        address=address,
-        limit=limit,
-        task_max_usd=task_budget_usd,
-        task_max_tokens=task_budget_tokens,
-        task_max_calls=task_budget_calls,
-        task_timeout=task_timeout,
-        budget_usd=budget_usd,
-        budget_tokens=budget_tokens,
-        budget_calls=budget_calls,
-        budget_seconds=budget_seconds,
-        prices=str(prices) if prices else None,
-        cache=not no_cache,
-        max_in_flight=max_in_flight,
-    )
+    given = {name: value for name, value in settings.items() if value is not None}  # the rest: the config's defaults
+    if model is not None:
+        given.setdefault("drafter", model)
+        given.setdefault("critic", model)
+    config = RunConfig.build(scenario=_scenario_name(scenario, given.get("tasks"), check), **given)
     progress = _RunProgress()
     with progress:
         outcome = run(config, on_start=progress.start, on_result=progress.advance)
@@ -166,7 +86,64 @@ def run_command(
         sys.exit(EXIT_BUDGET)
 
 
-def _scenario_name(scenario: str | None, tasks: Path | None, check: str | None) -> str:
+def _run_parameters() -> list[inspect.Parameter]:
+    """The options of ``redraft run``: the scenario, --check and --model, then one per config field.
+
+    Each config field's option is made from the field (`redraft.run.config`): its flag, help,
+    type and shown default; its CLI default is None, meaning "not given", so the config's own
+    default applies and is said once.
+    """
+    from redraft.run.config import GROUPS, description, flag
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    scenario_help = "Scenario name (see `redraft scenarios`); leave out with --check."
+    params = [
+        inspect.Parameter(
+            "scenario",
+            keyword,
+            default=typer.Argument(None, metavar="SCENARIO", help=scenario_help),
+            annotation=str | None,
+        ),
+        inspect.Parameter(
+            "check",
+            keyword,
+            annotation=str | None,
+            default=typer.Option(
+                None, "--check", help="MODULE:FUNCTION that scores the --tasks (instead of a SCENARIO)."
+            ),
+        ),
+        inspect.Parameter(
+            "model",
+            keyword,
+            annotation=str | None,
+            default=typer.Option(None, "--model", help="Backend spec for every model role.", show_default="local"),
+        ),
+    ]
+    for struct in GROUPS.values():
+        hints = typing.get_type_hints(struct)
+        for field in msgspec.structs.fields(struct):
+            meta = description(struct, field.name)
+            extra = meta.extra or {}
+            if extra.get("argument"):
+                continue
+            names = [flag(field.name), *extra.get("aliases", []), *([extra["short"]] if "short" in extra else [])]
+            kind = hints[field.name]
+            if kind is bool:
+                names = [f"{flag(field.name)}/--no-{field.name.replace('_', '-')}"]
+            option = typer.Option(None, *names, help=meta.description, show_default=_shown(field.default))
+            params.append(inspect.Parameter(field.name, keyword, default=option, annotation=kind | None))
+    return params
+
+
+def _shown(default: object) -> str | bool:
+    return False if default is None else str(default).lower() if isinstance(default, bool) else str(default)
+
+
+run_command.__signature__ = inspect.Signature(_run_parameters())  # type: ignore[attr-defined]
+app.command("run")(run_command)
+
+
+def _scenario_name(scenario: str | None, tasks: str | None, check: str | None) -> str:
     """The scenario a run uses: SCENARIO, or ``check:MODULE:FUNCTION`` for a task file with a user check."""
     if check is None:
         if scenario is None:
@@ -321,12 +298,9 @@ def main(argv: list[str] | None = None) -> None:
         app(args=argv, standalone_mode=False)
     except Exit as exc:
         sys.exit(exc.exit_code)
-    except UsageError as exc:
+    except TyperException as exc:
         if exc.message:  # empty when no arguments were given and the help was printed
             print(f"redraft: error: {_usage_message(exc)}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
-    except ClickException as exc:
-        print(f"redraft: error: {exc.format_message()}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except Abort:
         print("redraft: interrupted", file=sys.stderr)
@@ -339,10 +313,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_FAILED)
 
 
-def _usage_message(exc: UsageError) -> str:
-    message = exc.format_message()
-    command = exc.ctx.command_path if exc.ctx is not None else "redraft"
-    return f"{message} (see `{command} --help`)"
+def _usage_message(exc: TyperException) -> str:
+    """The error, and for a usage error (one that knows its command) where to read the usage."""
+    context = getattr(exc, "ctx", None)
+    if context is None:
+        return exc.format_message()
+    return f"{exc.format_message()} (see `{context.command_path} --help`)"
 
 
 if __name__ == "__main__":

@@ -33,6 +33,10 @@ def load_group(group: str) -> None:
             warnings.warn(f"redraft plugin {entry.name!r} ({entry.value}) failed to load: {exc}", stacklevel=2)
 
 
+def _where(target: object) -> str:
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+
+
 class Registry(Generic[T]):
     """Named entries of one kind, filled by decorators in the modules of an entry-point group."""
 
@@ -42,9 +46,22 @@ class Registry(Generic[T]):
         self._entries: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[F], F]:
-        """A decorator that registers its target under ``name``."""
+        """A decorator that registers its target under ``name``; a class also gets ``name`` as its attribute.
+
+        A name is registered once: a second, different target under the same name
+        raises `UserError` naming both (a plugin must not silently replace a
+        built-in or another plugin). Registering the same target again (its module
+        imported twice) is harmless.
+        """
 
         def add(target: F) -> F:
+            existing = self._entries.get(name)
+            if existing is not None and _where(existing) != _where(target):
+                raise UserError(
+                    f"{self.kind} {name!r} is registered twice: by {_where(existing)} and by {_where(target)}"
+                )
+            if isinstance(target, type):
+                setattr(target, "name", name)  # noqa: B010 - said once, in the decorator
             self._entries[name] = target  # type: ignore[assignment]
             return target
 

@@ -26,8 +26,8 @@ from redraft.actors.arbiter import Arbiter
 from redraft.actors.factory import RoleSetup, local_roles
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
-from redraft.batch import RunConfig, failed_result, manifest_for
 from redraft.protocols.messages import Result, Task, decode_as, encode
+from redraft.run import RunConfig, arbiter_settings, failed_result, manifest_for
 from redraft.store import RunStore
 
 HTML_TEXT = '<script>alert("pwned")</script> [bold red]not markup[/] & <b>bold</b>'
@@ -80,13 +80,13 @@ class MixedReplies:
 
 def make_run(root: Path, *, max_rounds: int = 4, copies: int = 1, strategy: str = "adversarial") -> Path:
     """Write a finished run directory at ``root`` (``copies`` repeats the task mix)."""
-    config = RunConfig(
+    config = RunConfig.build(
         scenario="arithmetic", strategy=strategy, samples=2, max_rounds=max_rounds, patience=2, out=str(root)
     )
     spec = ScriptedSpec(script=MixedReplies(), model="gpt-4o-mini")  # a priced model: costs are not 0
-    roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), config.strategy)
+    roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), config.experiment.strategy)
     ticks = itertools.count()
-    arbiter = Arbiter(roles, config.arbiter_settings(), clock=lambda: float(next(ticks)))
+    arbiter = Arbiter(roles, arbiter_settings(config), clock=lambda: float(next(ticks)))
     store = RunStore.open(root, manifest_for(config, root.name))
     for copy in range(copies):
         for task_id, plan in PLANS.items():

@@ -18,9 +18,9 @@ from replies import CRITIQUE, is_critique, round_of
 
 from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.scripted import ScriptedBackend
-from redraft.batch import RunConfig, run
 from redraft.cli import EXIT_BUDGET, main
 from redraft.protocols.messages import Decision, Draft, DraftRequest, Result, iter_frames
+from redraft.run import RunConfig, run
 
 pytestmark = pytest.mark.ray
 
@@ -55,7 +55,7 @@ class HangsOnRevision:
 def test_a_task_timeout_cuts_an_overrunning_round_and_keeps_the_best_so_far(ray_cluster: Any, tmp_path: Path) -> None:
     out = tmp_path / "run"
     spec = HangsOnRevision()
-    config = RunConfig(samples=1, max_rounds=3, patience=3, limit=2, task_timeout=5.0, out=str(out))
+    config = RunConfig.build(samples=1, max_rounds=3, patience=3, limit=2, task_timeout=5.0, out=str(out))
     outcome = run(config, backends={"drafter": spec, "critic": spec})
     assert outcome.summary.tasks == 2 and outcome.summary.stop_reasons == {"budget": 2}
     assert outcome.summary.stopped_by is None  # a task's own limit says nothing about the run

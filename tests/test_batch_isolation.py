@@ -98,12 +98,12 @@ def drive(address: str, out: str) -> None:
     """The driver: join the cluster with the setup hook, run every task, print the summary."""
     import ray
 
-    from redraft.batch import RunConfig, run
+    from redraft.run import RunConfig, run
 
     register()
     ray.init(address=address, runtime_env={"worker_process_setup_hook": register}, log_to_driver=False)
     spec = ScriptedSpec(script=reply)
-    config = RunConfig(scenario="faulty", samples=2, max_rounds=2, out=out, max_in_flight=len(KINDS))
+    config = RunConfig.build(scenario="faulty", samples=2, max_rounds=2, out=out, max_tasks_in_flight=len(KINDS))
     outcome = run(config, backends={"drafter": spec, "critic": spec})
     print(json.dumps({"tasks": outcome.summary.tasks}))
 

@@ -10,8 +10,8 @@ from replies import CountingSpec, LateLearner
 
 from redraft.backends.base import ChatRequest
 from redraft.backends.cache import ResponseCache
-from redraft.batch import RunConfig, refine
 from redraft.protocols.messages import ChatMessage
+from redraft.run import RunConfig, refine
 from redraft.scenarios import get_scenario
 
 TASK = next(islice(get_scenario("arithmetic").tasks(seed=0), 1))
@@ -23,7 +23,7 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def refine_counting(spec: CountingSpec, **config: object):  # type: ignore[no-untyped-def]
-    return refine(TASK, RunConfig(samples=3, max_rounds=3, **config), backends={"drafter": spec, "critic": spec})  # type: ignore[arg-type]
+    return refine(TASK, RunConfig.build(samples=3, max_rounds=3, **config), backends={"drafter": spec, "critic": spec})  # type: ignore[arg-type]
 
 
 def test_a_repeated_run_is_answered_from_the_cache() -> None:

@@ -11,7 +11,6 @@ from replies import CRITIQUE, LateLearner, garbage
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
 from redraft.backends.scripted import ScriptedSpec
-from redraft.batch import RunConfig, refine
 from redraft.errors import ScriptExhaustedError
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import (
@@ -25,8 +24,9 @@ from redraft.protocols.messages import (
     encode,
     iter_frames,
 )
-from redraft.protocols.strategies import agreement, get_strategy, strategy_names
+from redraft.run import RunConfig, refine
 from redraft.scenarios import get_scenario
+from redraft.strategies import agreement, get_strategy, strategy_names
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 3))
 TASK = TASKS[0]
@@ -134,7 +134,7 @@ def test_backend_failure_ends_the_task_with_error_and_keeps_the_trace() -> None:
 
 def test_refine_api_returns_result_and_trace() -> None:
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
-    refinement = refine(TASK, RunConfig(max_rounds=4), backends={"drafter": spec, "critic": spec})
+    refinement = refine(TASK, RunConfig.build(max_rounds=4), backends={"drafter": spec, "critic": spec})
     assert refinement.result.passed and refinement.result.rounds == 2
     assert isinstance(refinement.trace[0], Task)
 
@@ -151,3 +151,15 @@ def test_agreement_is_the_share_of_equal_answers() -> None:
 def test_registry_lists_the_builtin_strategies() -> None:
     assert {"none", "self_consistency", "self_refine", "adversarial"} <= set(strategy_names())
     assert get_strategy("adversarial").critic_role == "critic"
+
+
+def test_every_model_call_gets_a_seed_by_one_rule_replayable_and_distinct() -> None:
+    script = LateLearner.for_tasks(TASKS, fix_at=2)
+    first = run_task(script, max_rounds=3, patience=3)
+    again = run_task(script, max_rounds=3, patience=3)
+    seeds = [(type(m).__name__, m.seed) for m in first if isinstance(m, DraftRequest | CritiqueRequest)]
+    assert seeds == [(type(m).__name__, m.seed) for m in again if isinstance(m, DraftRequest | CritiqueRequest)]
+    critique_seeds = [seed for kind, seed in seeds if kind == "CritiqueRequest"]
+    draft_seeds = [seed for kind, seed in seeds if kind == "DraftRequest"]
+    assert critique_seeds and all(isinstance(s, int) for s in critique_seeds)
+    assert len(set(draft_seeds + critique_seeds)) == len(draft_seeds + critique_seeds)  # no two calls share one

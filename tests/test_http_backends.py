@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 from fake_llm_servers import FakeLLMServer, Fault
 
-from redraft.actors.critic import parse_report
+from redraft.actors.answers import critique_json_schema, parse_report
 from redraft.backends.anthropic import AnthropicSpec, parse_anthropic
-from redraft.backends.base import Backend, ChatRequest, resolve
+from redraft.backends.base import Backend, ChatRequest
 from redraft.backends.openai import OpenAISpec, parse_openai, parse_openai_compatible
+from redraft.backends.registry import resolve
 from redraft.backends.retrying import RetryPolicy, retry_after_s, with_retries
 from redraft.errors import AuthenticationError, PermanentBackendError, RetryableBackendError, UserError
-from redraft.protocols.messages import ChatMessage, critique_json_schema
+from redraft.protocols.messages import ChatMessage
 
 KEY = "sk-test-SECRET-123"
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.02, jitter=False)

@@ -10,8 +10,8 @@ import pytest
 from conftest import SESSION_API_KEY
 from fake_llm_servers import FakeLLMServer
 
-from redraft.batch import RunConfig, run
 from redraft.protocols.messages import Critique, Draft, iter_frames
+from redraft.run import RunConfig, run
 
 pytestmark = pytest.mark.ray
 
@@ -21,7 +21,7 @@ def test_refines_over_http_with_usage_equal_to_what_the_server_reported(ray_clus
         server.reply_text = '{"issues": []}'  # valid as a critique; as a draft, no answer: checks fail
         spec = f"openai-compatible:fake-model@{server.openai_base_url}"
         out = tmp_path / "run"
-        outcome = run(RunConfig(limit=3, samples=2, max_rounds=2, drafter=spec, critic=spec, out=str(out)))
+        outcome = run(RunConfig.build(limit=3, samples=2, max_rounds=2, drafter=spec, critic=spec, out=str(out)))
         requests = list(server.requests)
     summary = outcome.summary
     assert summary.tasks == 3
@@ -56,7 +56,7 @@ def test_a_resumed_run_sends_no_second_request_for_answered_calls(ray_cluster: A
     with FakeLLMServer() as server:
         server.reply_text = "Answer: 7"
         spec = f"openai-compatible:fake-model@{server.openai_base_url}"
-        config = RunConfig(limit=4, samples=2, max_rounds=2, drafter=spec, critic=spec, out=str(tmp_path / "run"))
+        config = RunConfig.build(limit=4, samples=2, max_rounds=2, drafter=spec, critic=spec, out=str(tmp_path / "run"))
         first = run(config)
         answered = len(server.requests)
         # Lose the last two results, as a run killed before writing them would.

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from redraft.backends.local import embedded_model_path
-from redraft.batch import RunConfig, run
 from redraft.protocols.messages import Critique, Draft, iter_frames
+from redraft.run import RunConfig, run
 
 pytestmark = [pytest.mark.model, pytest.mark.ray]
 
@@ -71,7 +71,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_refines_arithmetic_through_llama_cpp_server(ray_cluster: Any, llama_server: str, tmp_path: Path) -> None:
     spec = f"openai-compatible:smollm2@{llama_server}"
     out = tmp_path / "run"
-    outcome = run(RunConfig(limit=2, samples=2, max_rounds=2, drafter=spec, critic=spec, out=str(out), max_tokens=64))
+    outcome = run(
+        RunConfig.build(limit=2, samples=2, max_rounds=2, drafter=spec, critic=spec, out=str(out), max_tokens=64)
+    )
     assert outcome.summary.tasks == 2 and not outcome.summary.errors
     trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
     drafts = [m for m in trace if isinstance(m, Draft)]

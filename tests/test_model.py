@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from redraft.actors.critic import parse_report
+from redraft.actors.answers import critique_json_schema, parse_report
 from redraft.actors.prompts import critique_messages
-from redraft.backends.base import ChatRequest, resolve
+from redraft.backends.base import ChatRequest
 from redraft.backends.local import EMBEDDED_MODEL_FILE
-from redraft.batch import RunConfig, run
+from redraft.backends.registry import resolve
 from redraft.errors import UserError
-from redraft.protocols.messages import Critique, Draft, Task, critique_json_schema, iter_frames
+from redraft.protocols.messages import Critique, Draft, Task, iter_frames
+from redraft.run import RunConfig, run
 
 pytestmark = pytest.mark.model
 
@@ -58,7 +59,7 @@ def test_refines_arithmetic_on_ray_with_one_model_host_per_node(
     import ray
 
     out = tmp_path / "run"
-    outcome = run(RunConfig(limit=3, samples=2, max_rounds=2, out=str(out), max_tokens=64))
+    outcome = run(RunConfig.build(limit=3, samples=2, max_rounds=2, out=str(out), max_tokens=64))
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 3 and outcome.summary.tasks == 3
     for record in records:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 PLUGIN = '''
-from redraft.protocols.strategies import RoundOutcome, sample_and_verify, strategy
+from redraft.strategies import RoundOutcome, sample_and_verify, strategy
 from redraft.scenarios.arithmetic import Arithmetic
 from redraft.scenarios import scenario
 
@@ -78,16 +78,40 @@ def test_a_plugin_strategy_runs_a_task(tmp_path: Path) -> None:
     root = install_plugin(tmp_path)
     script = (
         "import asyncio, itertools\n"
-        "from redraft.batch import RunConfig, refine\n"
+        "from redraft.run import RunConfig, refine\n"
         "from redraft.backends.scripted import ScriptedSpec\n"
         "from redraft.scenarios import get_scenario\n"
         "task = next(iter(get_scenario('plugin_sums').tasks(seed=0)))\n"
         "spec = ScriptedSpec(script=lambda r: 'Answer: 1')\n"
         "roles = {'drafter': spec, 'critic': spec}\n"
-        "done = refine(task, RunConfig(strategy='plugin_twice', samples=5), backends=roles)\n"
+        "done = refine(task, RunConfig.build(strategy='plugin_twice', samples=5), backends=roles)\n"
         "print(sum(type(m).__name__ == 'Draft' for m in done.trace), done.result.scenario)\n"
     )
     env = os.environ | {"PYTHONPATH": str(root)}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["2", "plugin_sums"]  # the plugin's own round: two drafts, not five
+
+
+def test_a_name_is_registered_once_and_the_decorator_names_the_class() -> None:
+    import pytest
+
+    from redraft.errors import UserError
+    from redraft.plugins import Registry
+
+    registry: Registry[type] = Registry("widget", "redraft.test-widgets-none")
+
+    @registry.register("gear")
+    class Gear:
+        pass
+
+    assert Gear.name == "gear"  # type: ignore[attr-defined]
+    registry.register("gear")(Gear)  # the same class again (its module imported twice): harmless
+    assert registry.get("gear") is Gear
+
+    class Impostor:
+        pass
+
+    with pytest.raises(UserError, match=r"widget 'gear' is registered twice: by .*Gear and by .*Impostor"):
+        registry.register("gear")(Impostor)
+    assert registry.get("gear") is Gear  # the first stays

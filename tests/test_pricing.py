@@ -12,9 +12,9 @@ from replies import LateLearner
 
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
+from redraft.backends.pricing import Price, default_prices, load_prices
 from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import UserError
-from redraft.pricing import Price, default_prices, load_prices
 from redraft.protocols.convergence import Budget, ConvergenceConfig
 from redraft.protocols.messages import Draft, Result, Usage, encode, iter_frames
 from redraft.scenarios import get_scenario

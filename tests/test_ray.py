@@ -12,9 +12,9 @@ from replies import Clocked, HumanEvalOracle, LateLearner, Unstartable
 
 from redraft.actors.factory import RoleSetup, ray_roles
 from redraft.backends.scripted import ScriptedSpec
-from redraft.batch import RunConfig, run
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Result, Verification, decode, encode, iter_frames
+from redraft.run import RunConfig, run
 from redraft.scenarios import get_scenario
 
 pytestmark = pytest.mark.ray
@@ -45,7 +45,7 @@ def test_roles_exchange_validated_bytes_across_actor_boundaries(ray_cluster: Any
 def test_k_samples_of_a_round_run_concurrently(ray_cluster: Any, tmp_path: Path) -> None:
     delay = 1.0
     spec = ScriptedSpec(script=Clocked(), delay_s=delay)
-    config = RunConfig(strategy="self_consistency", samples=4, limit=1, out=str(tmp_path / "run"))
+    config = RunConfig.build(strategy="self_consistency", samples=4, limit=1, out=str(tmp_path / "run"))
     run(config, backends={"drafter": spec, "critic": spec})
     drafts = [m for m in iter_frames((tmp_path / "run" / "trace.msgpack").read_bytes()) if isinstance(m, Draft)]
     starts = sorted(float(d.text.split("\n")[0].removeprefix("started=")) for d in drafts)
@@ -62,7 +62,7 @@ def test_samples_spread_over_both_nodes_and_results_are_complete(
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
     out = tmp_path / "run"
     outcome = run(
-        RunConfig(samples=2, max_rounds=3, limit=len(TASKS), out=str(out), max_in_flight=3),
+        RunConfig.build(samples=2, max_rounds=3, limit=len(TASKS), out=str(out), max_tasks_in_flight=3),
         backends={"drafter": spec, "critic": spec},
     )
     trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
@@ -81,14 +81,14 @@ def test_rerun_with_the_same_out_resumes_without_duplicates(ray_cluster: Any, tm
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
     out = tmp_path / "run"
     backends = {"drafter": spec, "critic": spec}
-    first = run(RunConfig(samples=1, limit=3, out=str(out)), backends=backends)
+    first = run(RunConfig.build(samples=1, limit=3, out=str(out)), backends=backends)
     assert first.summary.tasks == 3
     # Tear the last record as a killed writer would leave it.
     results = out / "results.jsonl"
     lines = results.read_bytes().splitlines(keepends=True)
     torn_id = json.loads(lines[-1])["task_id"]
     results.write_bytes(b"".join(lines[:-1]) + lines[-1][:25])
-    second = run(RunConfig(samples=1, limit=len(TASKS), out=str(out)), backends=backends)
+    second = run(RunConfig.build(samples=1, limit=len(TASKS), out=str(out)), backends=backends)
     assert second.skipped == 2
     ids = [json.loads(line)["task_id"] for line in results.read_text().splitlines()]
     assert sorted(ids) == sorted(t.task_id for t in TASKS) and torn_id in ids
@@ -103,9 +103,9 @@ def test_resume_refuses_a_different_configuration(ray_cluster: Any, tmp_path: Pa
 
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
     out = str(tmp_path / "run")
-    run(RunConfig(samples=1, limit=1, out=out), backends={"drafter": spec, "critic": spec})
+    run(RunConfig.build(samples=1, limit=1, out=out), backends={"drafter": spec, "critic": spec})
     with pytest.raises(UserError, match="another configuration"):
-        run(RunConfig(samples=2, limit=1, out=out), backends={"drafter": spec, "critic": spec})
+        run(RunConfig.build(samples=2, limit=1, out=out), backends={"drafter": spec, "critic": spec})
 
 
 def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: Any, tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: An
 
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
     with pytest.raises(BackendError, match=r"a role actor failed to start: .*model weights missing on this node"):
-        run(RunConfig(limit=2, out=str(tmp_path / "run")), backends={"drafter": spec, "critic": Unstartable()})
+        run(RunConfig.build(limit=2, out=str(tmp_path / "run")), backends={"drafter": spec, "critic": Unstartable()})
     assert (tmp_path / "run" / "results.jsonl").read_text() == ""  # no task was charged with it
 
 
@@ -125,7 +125,7 @@ def test_humaneval_candidates_are_tested_in_the_sandbox_inside_verifier_actors(
     spec = ScriptedSpec(script=HumanEvalOracle.for_tasks(tasks, broken=broken))
     out = tmp_path / "run"
     outcome = run(
-        RunConfig(scenario="humaneval", strategy="none", limit=2, out=str(out)),
+        RunConfig.build(scenario="humaneval", strategy="none", limit=2, out=str(out)),
         backends={"drafter": spec, "critic": spec},
     )
     assert outcome.summary.tasks == 2
@@ -147,7 +147,10 @@ def test_refused_credentials_stop_the_whole_run_with_one_error(ray_cluster: Any,
     spec = ScriptedSpec(script=refused)
     out = tmp_path / "run"
     with pytest.raises(AuthenticationError, match=r"rejected the API key \(401\)"):
-        run(RunConfig(limit=len(TASKS), out=str(out), max_in_flight=2), backends={"drafter": spec, "critic": spec})
+        run(
+            RunConfig.build(limit=len(TASKS), out=str(out), max_tasks_in_flight=2),
+            backends={"drafter": spec, "critic": spec},
+        )
     # No task was recorded as failed: after fixing the key, the same --out resumes from scratch.
     assert (out / "results.jsonl").read_text() == ""
     assert json.loads((out / "summary.json").read_text())["tasks"] == 0

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from redraft.batch import failed_result
 from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Result, Task, Usage, encode, iter_frames
+from redraft.run import failed_result
 from redraft.store import RESULTS, TRACE, RunStore, fingerprint
 
 

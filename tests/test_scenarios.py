@@ -403,8 +403,8 @@ def test_sql_execution_errors_reach_the_drafter_and_the_loop_fixes_the_query() -
     """Plan, execute, observe, revise: round 0's SQLite error is in round 1's prompt, which then passes."""
     from redraft.backends.base import ChatRequest
     from redraft.backends.scripted import ScriptedSpec
-    from redraft.batch import RunConfig, refine
     from redraft.protocols.messages import DraftRequest
+    from redraft.run import RunConfig, refine
 
     task = SQL_TASKS[3]  # units sold: a three-table join
     prompts: list[str] = []
@@ -419,7 +419,7 @@ def test_sql_execution_errors_reach_the_drafter_and_the_loop_fixes_the_query() -
         return sql_reply("SELECT SUM(units) FROM order_items")
 
     spec = ScriptedSpec(script=model)
-    config = RunConfig(samples=1, max_rounds=3)
+    config = RunConfig.build(samples=1, max_rounds=3)
     refinement = refine(task, config, backends={"drafter": spec, "critic": spec})
     assert (refinement.result.passed, refinement.result.initial_passed, refinement.result.rounds) == (True, False, 2)
     revision = next(m for m in refinement.trace if isinstance(m, DraftRequest) and m.round == 1).revision

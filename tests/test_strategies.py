@@ -29,9 +29,9 @@ from redraft.protocols.messages import (
     encode,
     iter_frames,
 )
-from redraft.protocols.strategies import get_strategy, strategy_names
 from redraft.scenarios import get_scenario, scenario
 from redraft.scenarios.arithmetic import Arithmetic
+from redraft.strategies import get_strategy, strategy_names
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
 TASK = TASKS[0]
@@ -304,11 +304,11 @@ def test_an_edit_that_does_not_apply_is_fed_back() -> None:
 def test_new_strategies_run_on_ray_actors(ray_cluster: Any, tmp_path: Any, strategy: str, patch: bool) -> None:
     import json
 
-    from redraft.batch import RunConfig, run
+    from redraft.run import RunConfig, run
 
     spec = ScriptedSpec(script=Tutor.for_tasks(TASKS, fix_at=1))
     out = tmp_path / "run"
-    config = RunConfig(strategy=strategy, samples=K, max_rounds=3, patch=patch, limit=len(TASKS), out=str(out))
+    config = RunConfig.build(strategy=strategy, samples=K, max_rounds=3, patch=patch, limit=len(TASKS), out=str(out))
     outcome = run(config, backends={"drafter": spec, "critic": spec})
     assert (outcome.summary.tasks, outcome.summary.passed, outcome.summary.initial_passed) == (2, 2, 0)
     trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
@@ -339,19 +339,19 @@ def test_the_readme_strategy_example_registers_and_runs() -> None:
 
 def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
     from redraft.actors import prompts
-    from redraft.batch import RunConfig
+    from redraft.run import RunConfig, identity
     from redraft.store import fingerprint
 
     versions = prompts.prompt_versions()
     assert {"critic_adversarial", "critic_skeptic", "revise_patch", "cove_plan", "reflect_system"} <= set(versions)
     assert all(isinstance(v, int) and v >= 1 for v in versions.values())
-    config = RunConfig()
-    before = fingerprint(config.identity())
-    assert config.identity()["prompts"] == versions
+    config = RunConfig.build()
+    before = fingerprint(identity(config))
+    assert identity(config)["prompts"] == versions
     bumped = dict(prompts._templates())
     version, template = bumped["critic_adversarial"]
     monkeypatch.setattr(prompts, "_templates", lambda: {**bumped, "critic_adversarial": (version + 1, template)})
-    assert fingerprint(config.identity()) != before
+    assert fingerprint(identity(config)) != before
 
 
 def test_a_patch_with_no_edit_that_applies_is_a_failed_revision_not_convergence() -> None:

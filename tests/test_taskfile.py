@@ -13,10 +13,10 @@ import msgspec
 import numpy
 import pytest
 
-from redraft.batch import RunConfig, plan, role_setup
 from redraft.cli import main
 from redraft.errors import UserError
 from redraft.protocols.messages import Task, Verification, iter_frames
+from redraft.run import RunConfig, identity, plan, role_setup
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
 from redraft.scenarios.user_check import UserCheck, to_check_result
@@ -89,13 +89,13 @@ def test_unreadable_files_are_user_errors(tmp_path: Path) -> None:
 
 def test_the_files_path_and_content_hash_enter_the_fingerprint(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "tasks.jsonl", *GOOD)
-    config = RunConfig(scenario=f"check:{CHECK}", tasks=str(path))
+    config = RunConfig.build(scenario=f"check:{CHECK}", tasks=str(path))
     expected = {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
-    assert config.identity()["tasks"] == task_file_identity(path) == expected
-    before = config.identity()
+    assert identity(config)["tasks"] == task_file_identity(path) == expected
+    before = identity(config)
     write_lines(path, *GOOD[:2])
-    assert config.identity() != before
-    assert RunConfig().identity()["tasks"] is None
+    assert identity(config) != before
+    assert identity(RunConfig.build())["tasks"] is None
 
 
 def test_a_builtin_scenario_can_check_a_task_file(tmp_path: Path) -> None:
@@ -104,7 +104,7 @@ def test_a_builtin_scenario_can_check_a_task_file(tmp_path: Path) -> None:
         {"id": "apples", "prompt": "Mia has 3 apples and gets 4 more. How many now?", "reference": {"answer": 7}},
         {"id": "pears", "prompt": "Tom has 9 pears and eats 2. How many now?", "reference": {"answer": 7}},
     )
-    config = RunConfig(scenario="arithmetic", tasks=str(path), limit=1)
+    config = RunConfig.build(scenario="arithmetic", tasks=str(path), limit=1)
     role_setup(config, backends={"drafter": _unused(), "critic": _unused()})
     _, tasks = plan(config)
     loaded = list(tasks())
@@ -120,7 +120,7 @@ def _unused() -> Any:
 
 def test_a_check_scenario_without_a_task_file_is_refused() -> None:
     with pytest.raises(UserError, match=r"has no tasks of its own: give --tasks FILE\.jsonl"):
-        role_setup(RunConfig(scenario=f"check:{CHECK}"), backends={"drafter": _unused(), "critic": _unused()})
+        role_setup(RunConfig.build(scenario=f"check:{CHECK}"), backends={"drafter": _unused(), "critic": _unused()})
 
 
 # ---------------------------------------------------------------- the check contract

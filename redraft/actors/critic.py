@@ -1,6 +1,6 @@
 """The adversarial critic role: attacks one candidate, answers a structured `Critique`.
 
-The model is asked for JSON following `critique_json_schema()` (enforced by the
+The model is asked for JSON following `answers.critique_json_schema()` (enforced by the
 backend where it can: a llama.cpp grammar, a JSON-schema response format). A
 reply that still does not validate becomes a `Critique` with ``error`` set and no
 issues: a misbehaving critic costs its opinion, never the task.
@@ -8,32 +8,13 @@ issues: a misbehaving critic costs its opinion, never the task.
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
+from redraft.actors.answers import critique_json_schema, parse_report
 from redraft.actors.prompts import critique_messages
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
-from redraft.protocols.messages import (
-    Critique,
-    CritiqueReport,
-    CritiqueRequest,
-    critique_json_schema,
-    decode_as,
-    encode,
-)
-
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
-# Raw control characters are invalid in JSON strings, and small models emit them;
-# outside strings they are whitespace, so a space is a safe stand-in everywhere.
-_CONTROL = {code: " " for code in range(0x20)}
-_report_decoder = msgspec.json.Decoder(CritiqueReport)
-
-
-def parse_report(text: str) -> CritiqueReport:
-    """Validate a model's reply as a `CritiqueReport`; `msgspec.ValidationError`/`DecodeError` if not."""
-    return _report_decoder.decode(_FENCE.sub("", text.strip()).translate(_CONTROL))
+from redraft.protocols.messages import Critique, CritiqueRequest, decode_as, encode
 
 
 class Critic:
@@ -51,7 +32,7 @@ class Critic:
                 messages=critique_messages(request.stance, request.task, draft.text, request.opponent),
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
-                seed=draft.round * 1000 + draft.sample,
+                seed=request.seed,
                 json_schema=self._schema,
             )
         )

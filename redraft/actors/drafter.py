@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from redraft.actors.patches import apply_edits
 from redraft.actors.prompts import draft_messages, reflect_messages
-from redraft.actors.runtime import node_id
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
 from redraft.errors import ModelError
 from redraft.protocols.messages import Draft, DraftRequest, Reflection, ReflectRequest, decode_as, encode
+from redraft.runtime import node_id
 from redraft.scenarios import get_scenario
 
 REFLECTION_MAX_TOKENS = 96
@@ -33,6 +33,7 @@ class Drafter:
         self._system = get_scenario(scenario).system_prompt()
         self._temperature = temperature
         self._max_tokens = max_tokens
+        self._node = node_id()  # an actor never moves: ask Ray once, not per draft
 
     async def draft(self, payload: bytes) -> bytes:
         request = decode_as(payload, DraftRequest)
@@ -64,7 +65,7 @@ class Drafter:
                 model=completion.model,
                 finish_reason=completion.finish_reason,
                 latency_s=completion.latency_s,
-                node_id=node_id(),
+                node_id=self._node,
                 stage=request.stage.name if request.stage else None,
                 edits_applied=applied,
                 edit_errors=errors,
@@ -79,7 +80,7 @@ class Drafter:
                 messages=reflect_messages(request.task, draft.text, request.failed_checks),
                 max_tokens=REFLECTION_MAX_TOKENS,
                 temperature=0.0,
-                seed=draft.round * 1000 + draft.sample,
+                seed=request.seed,
             )
         )
         return encode(

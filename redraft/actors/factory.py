@@ -17,14 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from redraft.actors.arbiter import Arbiter, ArbiterSettings, RolePool, Roles
+from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.critic import Critic
 from redraft.actors.drafter import Drafter
+from redraft.actors.pools import RolePool, Roles
 from redraft.actors.verifier import Verifier
 from redraft.backends.base import BackendSpec
 from redraft.errors import BackendError, describe
-from redraft.protocols.strategies import get_strategy
+from redraft.runtime import alive_nodes, on_node
 from redraft.scenarios import get_scenario
+from redraft.strategies import get_strategy
 
 _ROLE_OPTIONS: dict[str, Any] = {"max_restarts": 3, "max_task_retries": 1, "max_concurrency": 1000}
 
@@ -70,7 +72,7 @@ def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any
 
 def verifier_backend(setup: RoleSetup, strategy: str) -> BackendSpec | None:
     """The verifier's model: only strategies that ask it questions get one (``--verifier``, else the drafter's)."""
-    if not getattr(get_strategy(strategy), "verifier_model", False):
+    if not get_strategy(strategy).verifier_model:
         return None
     return setup.verifier or setup.drafter
 
@@ -79,19 +81,6 @@ def local_roles(setup: RoleSetup, strategy: str) -> Roles:
     """The roles as plain in-process objects (tests and the no-cluster Python API)."""
     pools = {name: RolePool([cls(*args, **kwargs)]) for name, (cls, args, kwargs) in _members(setup, strategy).items()}
     return Roles(**pools)
-
-
-def alive_nodes() -> list[str]:
-    import ray
-
-    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
-    return [n["NodeID"] for n in nodes if n.get("Alive")]
-
-
-def _on_node(node_id: str) -> Any:
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    return NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
 
 
 def ray_roles(setup: RoleSetup, strategy: str, nodes: list[str] | None = None) -> Roles:
@@ -106,7 +95,7 @@ def ray_roles(setup: RoleSetup, strategy: str, nodes: list[str] | None = None) -
         actor_class: Any = ray.remote(cls)
         pools[name] = RolePool(
             [
-                actor_class.options(num_cpus=cpus, scheduling_strategy=_on_node(node), **_ROLE_OPTIONS).remote(
+                actor_class.options(num_cpus=cpus, scheduling_strategy=on_node(node), **_ROLE_OPTIONS).remote(
                     *args, **kwargs
                 )
                 for node in nodes
@@ -123,8 +112,7 @@ def wait_ready(roles: Roles, timeout_s: float = 300.0) -> None:
     """
     import ray
 
-    pools = [p for p in (roles.drafter, roles.verifier, roles.critic, roles.self_critic) if p is not None]
-    refs = [m.__ray_ready__.remote() for pool in pools for m in pool.members]
+    refs = [m.__ray_ready__.remote() for pool in roles.pools() for m in pool.members]
     try:
         ray.get(refs, timeout=timeout_s)
     except ray.exceptions.GetTimeoutError:
@@ -148,5 +136,5 @@ def ray_arbiter(roles: Roles, settings: ArbiterSettings, node: str | None = None
 
     options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 10_000}
     if node is not None:
-        options["scheduling_strategy"] = _on_node(node)
+        options["scheduling_strategy"] = on_node(node)
     return ray.remote(Arbiter).options(**options).remote(roles, settings)

@@ -23,26 +23,24 @@ import os
 
 import msgspec
 
+from redraft.actors.answers import parse_plan, question_json_schema
 from redraft.actors.prompts import answer_messages, question_messages
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.cache import cached
 from redraft.errors import CheckError, RedraftError
 from redraft.protocols.messages import (
     CheckResult,
-    QuestionPlan,
     Usage,
     Verification,
     VerificationQuestion,
     VerifyRequest,
     decode_as,
     encode,
-    question_json_schema,
 )
 from redraft.scenarios import check_stage, get_scenario, score_of
 
 QUESTION_MAX_TOKENS = 256
 ANSWER_MAX_TOKENS = 96
-_plan_decoder = msgspec.json.Decoder(QuestionPlan)
 
 
 class Verifier:
@@ -95,7 +93,7 @@ class Verifier:
         )
         usage, model = plan.usage, plan.model
         try:
-            asked = [q.strip() for q in _plan_decoder.decode(plan.text.strip()).questions if q.strip()]
+            asked = [q.strip() for q in parse_plan(plan.text).questions if q.strip()]
         except (msgspec.ValidationError, msgspec.DecodeError):
             asked = []  # a garbled plan costs its questions, never the task
         asked = asked[: request.questions]

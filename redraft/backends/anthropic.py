@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from redraft.backends.base import Backend, ChatRequest, Completion, backend
+from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends.registry import backend
 from redraft.backends.retrying import RetryPolicy, sdk_error, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import Usage

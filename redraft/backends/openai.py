@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from redraft.backends.base import Backend, ChatRequest, Completion, backend
+from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends.registry import backend
 from redraft.backends.retrying import RetryPolicy, redact, sdk_error, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import Usage

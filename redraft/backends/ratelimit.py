@@ -26,6 +26,7 @@ import msgspec
 
 from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
 from redraft.errors import UserError
+from redraft.runtime import call, node_service
 
 
 class RateLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,36 +106,23 @@ class RateLimitedBackend:
         self._inner = inner
         self._limiter = limiter
 
-    async def _call(self, method: str, *args: Any) -> Any:
-        bound = getattr(self._limiter, method)
-        remote = getattr(bound, "remote", None)
-        return await (remote(*args) if remote is not None else bound(*args))
-
     async def complete(self, request: ChatRequest) -> Completion:
         estimate = sum(len(m.content) for m in request.messages) // 4 + request.max_tokens
-        ticket = await self._call("acquire", estimate)
+        ticket = await call(self._limiter, "acquire", estimate)
         used = estimate
         try:
             completion = await self._inner.complete(request)
             used = completion.usage.total_tokens
             return completion
         finally:
-            await self._call("release", ticket, used)
-
-
-_IN_PROCESS: dict[str, RateLimiter] = {}
+            await call(self._limiter, "release", ticket, used)
 
 
 def _limiter_for(endpoint: str, limits: RateLimits) -> Any:
-    import ray
-
-    if not (ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE):
-        return _IN_PROCESS.setdefault(endpoint, RateLimiter(limits))
+    """The endpoint's one limiter: a named actor shared by the whole cluster, or an object outside Ray."""
     digest = hashlib.sha1(endpoint.encode()).hexdigest()[:12]
-    return (
-        ray.remote(RateLimiter)
-        .options(name=f"redraft-ratelimit-{digest}", get_if_exists=True, num_cpus=0, max_concurrency=10_000)
-        .remote(limits)
+    return node_service(
+        RateLimiter, f"redraft-ratelimit-{digest}", limits, per_node=False, num_cpus=0, max_concurrency=10_000
     )
 
 

@@ -14,7 +14,8 @@ import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from redraft.backends.base import Backend, ChatRequest, Completion, backend
+from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends.registry import backend
 from redraft.errors import ScriptExhaustedError, UserError
 from redraft.protocols.messages import Usage
 

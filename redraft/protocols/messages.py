@@ -29,182 +29,73 @@ chain-of-verification questions (``VerifyRequest.questions``,
 ``Revision.questions``. Later additions within version 2 (fields only, with
 defaults, so every v2 reader still reads them): ``Decision.limit``,
 ``Result.error_type`` and ``Result.stop_limit``, which name as typed values what
-earlier frames said only in words (``detail``, ``error``).
+earlier frames said only in words (``detail``, ``error``); ``CritiqueRequest.seed``
+and ``ReflectRequest.seed``, so the arbiter derives every seed by one rule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgpack
 import msgspec
 
 from redraft.errors import ProtocolError
+from redraft.protocols.records import (
+    MAX_ISSUE_TEXT,
+    Attempt,
+    ChatMessage,
+    CheckResult,
+    Issue,
+    Revision,
+    RevisionMode,
+    Role,
+    Severity,
+    StageStep,
+    StopLimit,
+    StopReason,
+    Usage,
+    VerificationQuestion,
+)
+
+__all__ = [  # the frames, and the records they embed (re-exported: they are part of the messages)
+    "MAX_ISSUE_TEXT",
+    "WIRE_VERSION",
+    "Attempt",
+    "ChatMessage",
+    "CheckResult",
+    "Critique",
+    "CritiqueRequest",
+    "Decision",
+    "Draft",
+    "DraftRequest",
+    "Issue",
+    "Message",
+    "ProtocolError",
+    "ReflectRequest",
+    "Reflection",
+    "Result",
+    "Revision",
+    "RevisionMode",
+    "Role",
+    "Severity",
+    "StageStep",
+    "StopLimit",
+    "StopReason",
+    "Task",
+    "Usage",
+    "Verification",
+    "VerificationQuestion",
+    "VerifyRequest",
+    "convert",
+    "decode",
+    "decode_as",
+    "encode",
+    "iter_frames",
+]
 
 WIRE_VERSION = 2
-
-RevisionMode = Literal["rewrite", "patch"]
-StopReason = Literal["threshold", "budget", "max_rounds", "stable", "no_improvement", "error"]
-StopLimit = Literal["tokens", "calls", "usd", "task_timeout", "run_deadline"]
-"""Which limit a ``budget`` stop hit: a per-task budget (tokens, calls, USD, the task timeout) or the run's deadline."""
-Severity = Literal["critical", "major", "minor"]
-Role = Literal["system", "user", "assistant"]
-
-# Bounds on a critique, in the schema models must follow: they keep a grammar-
-# constrained reply short enough to finish inside its token limit.
-MAX_ISSUES = 2
-MAX_ISSUE_TEXT = 100
-
-# Bounds on chain-of-verification questions (count, characters), for the same reason.
-MAX_QUESTIONS = 5
-MAX_QUESTION_TEXT = 200
-
-# How much an issue of each severity counts against a candidate when ranking ties.
-SEVERITY_WEIGHT: dict[str, float] = {"critical": 3.0, "major": 2.0, "minor": 1.0}
-
-
-# ---------------------------------------------------------------- embedded records
-
-
-class Usage(msgspec.Struct, frozen=True, kw_only=True):
-    """Tokens and calls spent by one or more model calls."""
-
-    input_tokens: int = 0
-    """Prompt tokens, as the backend reported them."""
-    output_tokens: int = 0
-    """Completion tokens, as the backend reported them."""
-    calls: int = 0
-    """Number of model calls."""
-    cached_tokens: int = 0
-    """Prompt tokens the provider served from its prompt cache (a subset of ``input_tokens``)."""
-    cost_usd: float = 0.0
-    """Priced by the arbiter from the price table (`redraft.pricing`); 0 in role replies."""
-    cache_hits: int = 0
-    """Calls answered by the response cache (their tokens were paid for once, earlier)."""
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            calls=self.calls + other.calls,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
-            cache_hits=self.cache_hits + other.cache_hits,
-        )
-
-    def __sub__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens - other.input_tokens,
-            output_tokens=self.output_tokens - other.output_tokens,
-            calls=self.calls - other.calls,
-            cached_tokens=self.cached_tokens - other.cached_tokens,
-            cost_usd=self.cost_usd - other.cost_usd,
-            cache_hits=self.cache_hits - other.cache_hits,
-        )
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-
-class ChatMessage(msgspec.Struct, frozen=True, kw_only=True):
-    """One turn of a chat prompt."""
-
-    role: Role
-    content: str
-
-
-class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The outcome of one deterministic check of a candidate."""
-
-    name: str
-    """Short identifier of the check, e.g. ``final_answer`` or ``tests``."""
-    passed: bool
-    score: float
-    """In [0, 1]."""
-    detail: str = ""
-    """Why it failed (or what it saw); shown to the drafter on revision."""
-
-
-class Issue(msgspec.Struct, frozen=True, kw_only=True):
-    """One concrete fault a critic found in a candidate.
-
-    Models are asked to answer with `CritiqueReport`, whose JSON Schema is
-    generated from these Structs (`critique_json_schema`).
-    """
-
-    severity: Severity
-    """How bad: critical (the answer is wrong), major, or minor."""
-    quote: Annotated[str, msgspec.Meta(max_length=MAX_ISSUE_TEXT)]
-    """The exact span of the candidate that is wrong."""
-    reason: Annotated[str, msgspec.Meta(max_length=MAX_ISSUE_TEXT)]
-    """Why that span is wrong."""
-    fix: Annotated[str, msgspec.Meta(max_length=MAX_ISSUE_TEXT)]
-    """A concrete suggested correction."""
-
-
-class CritiqueReport(msgspec.Struct, frozen=True, kw_only=True):
-    """What a critic model must answer: a list of issues (empty if none found)."""
-
-    issues: Annotated[list[Issue], msgspec.Meta(max_length=MAX_ISSUES)]
-
-
-class QuestionPlan(msgspec.Struct, frozen=True, kw_only=True):
-    """What a verifier model must answer when asked for chain-of-verification questions."""
-
-    questions: Annotated[
-        list[Annotated[str, msgspec.Meta(max_length=MAX_QUESTION_TEXT)]], msgspec.Meta(max_length=MAX_QUESTIONS)
-    ]
-
-
-class VerificationQuestion(msgspec.Struct, frozen=True, kw_only=True):
-    """One chain-of-verification question about a candidate, answered without seeing the candidate."""
-
-    question: str
-    answer: str
-
-
-class StageStep(msgspec.Struct, frozen=True, kw_only=True):
-    """Which step of a top-down (``stepwise``) solution a draft is, and what it builds on."""
-
-    name: str
-    index: int
-    """0-based position among the scenario's stages."""
-    total: int
-    instruction: str
-    """What to write at this stage."""
-    previous: str = ""
-    """The verified output of the previous stage ('' for the first)."""
-
-    @property
-    def final(self) -> bool:
-        return self.index + 1 >= self.total
-
-
-class Attempt(msgspec.Struct, frozen=True, kw_only=True):
-    """A short memory of an earlier round, so the drafter does not oscillate."""
-
-    round: int
-    answer: str | None
-    score: float
-    summary: str
-    """The main failure of that attempt, in one line."""
-    reflection: str = ""
-    """The drafter's own diagnosis of the failure (Reflexion); '' when not asked for."""
-
-
-class Revision(msgspec.Struct, frozen=True, kw_only=True):
-    """Everything the drafter needs to revise: the best so far and the feedback."""
-
-    best_text: str
-    best_score: float
-    failed_checks: list[CheckResult] = []
-    issues: list[Issue] = []
-    memory: list[Attempt] = []
-    questions: list[VerificationQuestion] = []
-    """Chain-of-verification questions about the best so far, with answers found independently of it."""
-
 
 # ---------------------------------------------------------------- the union
 
@@ -298,6 +189,8 @@ class CritiqueRequest(_Frame, tag="critique_request", frozen=True, kw_only=True)
     """Which critic instructions to use (``adversarial``, ``self``, ``skeptic``)."""
     opponent: list[Issue] = []
     """Debate: the other critic's issues with the previous best, to confirm, refute or add to."""
+    seed: int | None = None
+    """The critic model's sampling seed, derived by the arbiter like every other seed (None: the backend's)."""
 
 
 class Critique(_Frame, tag="critique", frozen=True, kw_only=True):
@@ -313,10 +206,6 @@ class Critique(_Frame, tag="critique", frozen=True, kw_only=True):
     """Set when the critic's reply could not be used (the issues are then empty)."""
     stance: str = ""
 
-    @property
-    def severity(self) -> float:
-        return sum(SEVERITY_WEIGHT[i.severity] for i in self.issues)
-
 
 class ReflectRequest(_Frame, tag="reflect_request", frozen=True, kw_only=True):
     """Arbiter → drafter: diagnose why ``draft`` failed, in words, for the memory of later rounds."""
@@ -325,6 +214,8 @@ class ReflectRequest(_Frame, tag="reflect_request", frozen=True, kw_only=True):
     draft: Draft
     failed_checks: list[CheckResult] = []
     memory: list[Attempt] = []
+    seed: int | None = None
+    """The model's sampling seed, derived by the arbiter (None: the backend's)."""
 
 
 class Reflection(_Frame, tag="reflection", frozen=True, kw_only=True):
@@ -445,38 +336,3 @@ def convert(obj: Any) -> Message:
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"invalid message: {exc}") from None
     return message
-
-
-def critique_json_schema() -> dict[str, Any]:
-    """The JSON Schema a critic model's answer must follow, made from `CritiqueReport`."""
-    return _inlined_schema(CritiqueReport)
-
-
-def question_json_schema() -> dict[str, Any]:
-    """The JSON Schema of a verifier model's chain-of-verification questions, made from `QuestionPlan`."""
-    return _inlined_schema(QuestionPlan)
-
-
-def _inlined_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
-    """``struct``'s JSON Schema with references inlined.
-
-    Grammar converters (llama.cpp's among them) and some structured-output APIs
-    do not follow ``$ref``, and silently loosen the schema.
-    """
-    schema: dict[str, Any] = msgspec.json.schema(struct)
-    inlined: dict[str, Any] = _inline(schema, schema.get("$defs", {}))
-    inlined.pop("$defs", None)
-    return inlined
-
-
-def _inline(node: Any, defs: dict[str, Any]) -> Any:
-    if isinstance(node, dict):
-        if "$ref" in node:
-            return _inline(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
-        inlined = {k: _inline(v, defs) for k, v in node.items() if k not in ("title", "description", "properties")}
-        if "properties" in node:  # property names are data, not annotations: keep them all
-            inlined["properties"] = {name: _inline(sub, defs) for name, sub in node["properties"].items()}
-        return inlined
-    if isinstance(node, list):
-        return [_inline(v, defs) for v in node]
-    return node

@@ -1,9 +1,8 @@
 """Task suites: tasks, the prompts that ask for them, and the checks that judge them."""
 
+from redraft.protocols.stages import DEFAULT_STAGES, Stage
 from redraft.scenarios.base import (
-    DEFAULT_STAGES,
     Scenario,
-    Stage,
     check_stage,
     get_scenario,
     scenario,

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios.base import scenario
+from redraft.scenarios.base import Scenario, scenario
 
 SIZE = 1000
 STEPS = 2
@@ -59,11 +59,8 @@ def extract_answer(text: str) -> int | None:
 
 
 @scenario("arithmetic")
-class Arithmetic:
+class Arithmetic(Scenario):
     """Multi-step word problems; exact integer answers."""
-
-    name = "arithmetic"
-    verifier_num_cpus = 0.0
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

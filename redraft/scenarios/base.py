@@ -9,21 +9,21 @@ parties register theirs through the ``redraft.scenarios`` entry-point group
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from redraft.errors import UserError
 from redraft.plugins import Registry
 from redraft.protocols.messages import CheckResult, Task
+from redraft.protocols.stages import DEFAULT_STAGES, Stage
 
 
 @runtime_checkable
 class Scenario(Protocol):
-    """A suite of tasks with deterministic checks."""
+    """A suite of tasks with deterministic checks. A class may subclass this to take its defaults."""
 
     name: str
-    """Registry name, e.g. ``arithmetic``."""
-    verifier_num_cpus: float
+    """Registry name, e.g. ``arithmetic``: set by `@scenario("name")` (a family's instances set their own)."""
+    verifier_num_cpus: float = 0.0
     """CPUs a verifier actor reserves: 0 for cheap checks, 1 for ones that execute code."""
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
@@ -41,28 +41,6 @@ class Scenario(Protocol):
     def check(self, task: Task, text: str) -> list[CheckResult]:
         """Hard evidence about ``text`` as an answer to ``task``. Must not raise for bad text."""
         ...
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One step of a top-down (``stepwise``) solution: outline, then draft, then polish.
-
-    The last stage's output is the candidate answer, judged by `Scenario.check`;
-    every earlier stage is judged by `check_stage` before the next one starts.
-    """
-
-    name: str
-    """Short identifier, e.g. ``outline``; unique within a scenario's stages."""
-    instruction: str
-    """What the drafter must write at this stage (shown with the previous stage's verified output)."""
-
-
-DEFAULT_STAGES = (
-    Stage("outline", "Write a short numbered outline of the steps or points of your answer. Do not write the answer."),
-    Stage("draft", "Write the complete answer, following the outline."),
-    Stage("polish", "Check the answer against every requirement of the task and return the corrected final answer."),
-)
-"""Stages of a scenario that declares none. Only the last is judged by the scenario's own check."""
 
 
 class StagedScenario(Protocol):

@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios.base import Stage, scenario
+from redraft.protocols.stages import Stage
+from redraft.scenarios.base import Scenario, scenario
 
 SIZE = 120
 OUTLINE_MAX_WORDS = 12
@@ -131,11 +132,8 @@ def _rules(rng: random.Random) -> tuple[str, dict[str, Any]]:
 
 
 @scenario("constrained_writing")
-class ConstrainedWriting:
+class ConstrainedWriting(Scenario):
     """Short texts under exact rules: format, word count range, required and forbidden words."""
-
-    name = "constrained_writing"
-    verifier_num_cpus = 0.0
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios.base import scenario
+from redraft.scenarios.base import Scenario, scenario
 from redraft.scenarios.sandbox import SandboxLimits, SandboxResult, run_python
 
 DEFAULT_LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=10, memory_mb=512)
@@ -121,10 +121,9 @@ def _traceback_summary(stderr: str) -> str:
 
 
 @scenario("humaneval")
-class HumanEval:
+class HumanEval(Scenario):
     """The 164 HumanEval problems; a candidate passes when the problem's unit tests pass."""
 
-    name = "humaneval"
     verifier_num_cpus = 1.0
 
     def __init__(self, limits: SandboxLimits = DEFAULT_LIMITS) -> None:

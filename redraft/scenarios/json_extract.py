@@ -24,7 +24,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios.base import scenario
+from redraft.scenarios.base import Scenario, scenario
 
 SIZE = 200
 _MAX_STARTS = 20
@@ -187,11 +187,8 @@ def check_fields(obj: Any, schema: dict[str, Any], gold: dict[str, Any]) -> list
 
 
 @scenario("json_extract")
-class JsonExtract:
+class JsonExtract(Scenario):
     """Seeded short texts; extract the fields into a JSON object valid against the task's schema."""
-
-    name = "json_extract"
-    verifier_num_cpus = 0.0
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

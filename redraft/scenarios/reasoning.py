@@ -21,7 +21,7 @@ from typing import Any
 
 from redraft.errors import UserError
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios.base import scenario
+from redraft.scenarios.base import Scenario, scenario
 
 SIZE = 200
 """Tasks per data set (use ``--limit`` for fewer)."""
@@ -62,10 +62,8 @@ def extract_answer(text: str) -> str | None:
 
 
 @scenario("reasoning_gym:NAME")
-class ReasoningGym:
+class ReasoningGym(Scenario):
     """A reasoning-gym data set (``reasoning_gym:leg_counting``, ...); its own ``score_answer`` is the check."""
-
-    verifier_num_cpus = 0.0
 
     def __init__(self, dataset: str) -> None:
         _gym()

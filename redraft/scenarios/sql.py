@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios.base import scenario
+from redraft.scenarios.base import Scenario, scenario
 
 QUERY_TIMEOUT_S = 1.0
 """Wall-clock limit of one query; every gold query takes a few milliseconds."""
@@ -314,11 +314,8 @@ TEMPLATES: list[Template] = [
 
 
 @scenario("sql")
-class Sql:
+class Sql(Scenario):
     """Questions about a small shop database; a candidate passes when its query returns the gold result."""
-
-    name = "sql"
-    verifier_num_cpus = 0.0
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

@@ -30,7 +30,7 @@ from typing import Any
 
 from redraft.errors import UserError
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios.base import scenario
+from redraft.scenarios.base import Scenario, scenario
 
 DEFAULT_SYSTEM_PROMPT = "Answer the task. Follow its instructions exactly and keep the answer concise."
 _DETAIL_CHARS = 500
@@ -95,10 +95,9 @@ def _short(value: Any) -> str:
 
 
 @scenario("check:MODULE:FUNCTION")
-class UserCheck:
+class UserCheck(Scenario):
     """Tasks from a task file (``--tasks``), judged by the check function ``MODULE:FUNCTION``."""
 
-    verifier_num_cpus = 0.0
     needs_task_file = True
     """Its tasks come only from ``--tasks`` (`redraft.batch.role_setup` refuses a run without)."""
 

@@ -1,12 +1,12 @@
-"""Critic strategies: which roles act in a round, in what order, how often.
+"""Critic strategies: the rules of play (which roles act in a round, in what order, how often).
 
-The shared machinery (ranking, the round context, the registry) is in
-`redraft.protocols.strategies.base`; the built-in strategies live in one small
-module per family and register on import, as a third-party strategy would.
+The shared machinery (ranking, the round context, revisions, the registry) is in
+`redraft.strategies.base`; the built-in strategies live in one small module per
+family and register on import, as a third-party strategy would.
 """
 
-from redraft.protocols.strategies import critique, feedback, sampling, stepwise
-from redraft.protocols.strategies.base import (
+from redraft.strategies import critique, feedback, sampling, stepwise
+from redraft.strategies.base import (
     MAX_CONTENDERS,
     STRATEGIES,
     CriticRole,
@@ -16,11 +16,14 @@ from redraft.protocols.strategies.base import (
     Strategy,
     agreement,
     attach,
+    attempt_of,
     contenders,
     get_strategy,
     needs_feedback,
     rank,
+    revision_of,
     sample_and_verify,
+    severity,
     strategy,
     strategy_names,
     with_critiques,
@@ -36,14 +39,17 @@ __all__ = [
     "Strategy",
     "agreement",
     "attach",
+    "attempt_of",
     "contenders",
     "critique",
     "feedback",
     "get_strategy",
     "needs_feedback",
     "rank",
+    "revision_of",
     "sample_and_verify",
     "sampling",
+    "severity",
     "stepwise",
     "strategy",
     "strategy_names",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from redraft.protocols.strategies.base import (
-    CriticRole,
+from redraft.strategies.base import (
     RoundContext,
     RoundOutcome,
+    Strategy,
     needs_feedback,
     rank,
     sample_and_verify,
@@ -16,19 +16,13 @@ from redraft.protocols.strategies.base import (
 
 
 @strategy("verifier_only")
-class VerifierOnly:
+class VerifierOnly(Strategy):
     """No critic: the failed checks are the only feedback, with a memory of attempts and reflections (Reflexion).
 
     Reflexion (Shinn et al. 2023): after a failed attempt the drafter's model
     writes a short verbal diagnosis of what went wrong, kept with the attempt in
     the memory every later revision sees, next to the verifier's hard evidence.
     """
-
-    name = "verifier_only"
-    revises = True
-    single_sample = False
-    critic_role: CriticRole | None = None
-    verifier_model = False
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:
         scored = await sample_and_verify(ctx, ctx.samples)
@@ -39,7 +33,7 @@ class VerifierOnly:
 
 
 @strategy("cove")
-class ChainOfVerification:
+class ChainOfVerification(Strategy):
     """The verifier's model asks questions about the leader's claims, answers each without it; the drafter revises.
 
     Chain-of-Verification (Dhuliawala et al. 2023), factored variant: the
@@ -49,10 +43,6 @@ class ChainOfVerification:
     copied), and the next revision gets the questions with their answers.
     """
 
-    name = "cove"
-    revises = True
-    single_sample = False
-    critic_role: CriticRole | None = None
     verifier_model = True
     questions = 3
 

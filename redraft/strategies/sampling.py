@@ -4,25 +4,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from redraft.protocols.strategies.base import CriticRole, RoundContext, RoundOutcome, sample_and_verify, strategy
+from redraft.strategies.base import RoundContext, RoundOutcome, Strategy, sample_and_verify, strategy
 
 
 @strategy("none")
-class SinglePass:
+class SinglePass(Strategy):
     """One draft, verified; no critic, no revision. The floor every strategy is compared with."""
 
-    name = "none"
     revises = False
     single_sample = True
-    critic_role: CriticRole | None = None
-    verifier_model = False
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:
         return RoundOutcome(await sample_and_verify(ctx, 1))
 
 
 @strategy("self_consistency")
-class SelfConsistency:
+class SelfConsistency(Strategy):
     """K samples in one round; the arbiter picks by evidence, then majority answer (Wang et al. 2022).
 
     Self-consistency: sample several reasoning paths and keep the answer most of
@@ -30,18 +27,14 @@ class SelfConsistency:
     popular one), and agreement breaks ties among equally scored candidates.
     """
 
-    name = "self_consistency"
     revises = False
-    single_sample = False
-    critic_role: CriticRole | None = None
-    verifier_model = False
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:
         return RoundOutcome(await sample_and_verify(ctx, ctx.samples))
 
 
 @strategy("best_of_n")
-class BestOfN:
+class BestOfN(Strategy):
     """N samples in one round; the arbiter picks by verifier score alone: the compute-matched baseline.
 
     Best-of-N (rejection sampling against a verifier, as in Cobbe et al. 2021):
@@ -51,11 +44,7 @@ class BestOfN:
     compute: a refinement strategy that cannot beat it is not worth its rounds.
     """
 
-    name = "best_of_n"
     revises = False
-    single_sample = False
-    critic_role: CriticRole | None = None
-    verifier_model = False
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:
         scored = await sample_and_verify(ctx, ctx.samples)

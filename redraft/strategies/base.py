@@ -1,4 +1,4 @@
-"""What every strategy shares: the round context it is handed, ranking, and the registry.
+"""What every strategy shares: the round context it is handed, ranking, revisions, and the registry.
 
 A strategy is a small object registered by name with `@strategy("name")`. The
 arbiter owns the loop and the convergence protocol; each round it hands the
@@ -10,23 +10,41 @@ parties use the ``redraft.strategies`` entry-point group.
 Ranking (`rank`) is shared by every strategy: verifier score first (hard
 evidence outranks opinion), then agreement between samples (self-consistency),
 then critic severity (fewer and milder issues first; the mean over critics when
-several judged a candidate), then sample index.
+several judged a candidate), then sample index. So is what a revision carries
+(`revision_of`) and what the memory keeps of a round (`attempt_of`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from redraft.plugins import Registry
-from redraft.protocols.messages import Critique, Draft, Issue, Reflection, Revision, StageStep, Task, Verification
-
-if TYPE_CHECKING:
-    from redraft.scenarios.base import Stage
+from redraft.protocols.messages import (
+    Attempt,
+    CheckResult,
+    Critique,
+    Draft,
+    Issue,
+    Reflection,
+    Revision,
+    StageStep,
+    Task,
+    Verification,
+)
+from redraft.protocols.stages import Stage
 
 CriticRole = Literal["critic", "self_critic"]
+
+SEVERITY_WEIGHT: dict[str, float] = {"critical": 3.0, "major": 2.0, "minor": 1.0}
+"""How much an issue of each severity counts against a candidate when ranking ties."""
+
+
+def severity(critique: Critique) -> float:
+    """The weight of a critique's issues (0 for none, or for an unusable reply)."""
+    return sum(SEVERITY_WEIGHT[issue.severity] for issue in critique.issues)
 
 
 @dataclass(frozen=True)
@@ -41,7 +59,7 @@ class Scored:
 
     @property
     def severity(self) -> float:
-        return sum(c.severity for c in self.critiques) / len(self.critiques) if self.critiques else 0.0
+        return sum(severity(c) for c in self.critiques) / len(self.critiques) if self.critiques else 0.0
 
     @property
     def issues(self) -> list[Issue]:
@@ -129,14 +147,18 @@ class RoundOutcome:
 
 
 class Strategy(Protocol):
-    name: str
-    revises: bool
+    """The rules of play of one round. A class may subclass this to take its defaults (a strategy that
+    revises K samples, with no critic and no verifier model) and override what differs."""
+
+    name: ClassVar[str]
+    """Set by `@strategy("name")`."""
+    revises: ClassVar[bool] = True
     """False for single-pass strategies: the task stops after round 0."""
-    single_sample: bool
+    single_sample: ClassVar[bool] = False
     """True if the strategy ignores ``--samples`` and drafts one candidate."""
-    critic_role: CriticRole | None
+    critic_role: ClassVar[CriticRole | None] = None
     """Which critic the engine must start: a separate ``critic``, the drafter's own model, or none."""
-    verifier_model: bool
+    verifier_model: ClassVar[bool] = False
     """True if the verifier role needs a model (chain-of-verification questions)."""
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome: ...
@@ -154,6 +176,40 @@ def strategy_names() -> list[str]:
 def get_strategy(name: str) -> Strategy:
     """A new instance of the registered strategy ``name``; `UserError` listing the known ones otherwise."""
     return STRATEGIES.get(name)()
+
+
+MAX_EDIT_FEEDBACK = 3
+"""Refused patch edits of the latest round fed back, at most."""
+
+
+def revision_of(best: Scored, memory: Sequence[Attempt] = (), latest: Sequence[Scored] = ()) -> Revision:
+    """What the drafter is given to revise ``best``: its failed checks and critiques, its verification
+    questions, the ``memory`` of earlier attempts, and the patch edits the ``latest`` round refused."""
+    failed = [c for c in best.verification.checks if not c.passed]
+    refused = dict.fromkeys(e for s in latest for e in s.draft.edit_errors)  # ordered, without repeats
+    failed += [CheckResult(name="edit", passed=False, score=0.0, detail=e) for e in list(refused)[:MAX_EDIT_FEEDBACK]]
+    return Revision(
+        best_text=best.draft.text,
+        best_score=best.verification.score,
+        failed_checks=failed,
+        issues=best.issues,
+        memory=list(memory),
+        questions=list(best.verification.questions),
+    )
+
+
+def attempt_of(leader: Scored, reflection: str = "") -> Attempt:
+    """What the memory keeps of a round: its leader's answer, score and main failure (and a reflection)."""
+    failed = [c.detail for c in leader.verification.checks if not c.passed]
+    issues = leader.issues
+    summary = failed[0] if failed else (issues[0].reason if issues else "passed every check")
+    return Attempt(
+        round=leader.draft.round,
+        answer=leader.verification.answer,
+        score=leader.verification.score,
+        summary=summary[:200],
+        reflection=reflection,
+    )
 
 
 def needs_feedback(ctx: RoundContext, scored: list[Scored]) -> bool:

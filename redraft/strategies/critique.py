@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from redraft.protocols.strategies.base import (
-    CriticRole,
+from redraft.strategies.base import (
     RoundContext,
     RoundOutcome,
+    Strategy,
     attach,
     contenders,
     needs_feedback,
@@ -20,7 +20,7 @@ from redraft.protocols.strategies.base import (
 
 
 @strategy("self_refine")
-class SelfRefine:
+class SelfRefine(Strategy):
     """The drafter's own model critiques its answer, then revises it (Madaan et al. 2023).
 
     Self-Refine: one model drafts, gives itself feedback and refines, with no
@@ -28,11 +28,7 @@ class SelfRefine:
     ``self`` instructions ("you wrote this; list your mistakes").
     """
 
-    name = "self_refine"
-    revises = True
-    single_sample = False
-    critic_role: CriticRole | None = "self_critic"
-    verifier_model = False
+    critic_role = "self_critic"
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:
         scored = await sample_and_verify(ctx, ctx.samples)
@@ -40,7 +36,7 @@ class SelfRefine:
 
 
 @strategy("adversarial")
-class Adversarial:
+class Adversarial(Strategy):
     """A separate critic, told to find concrete faults, attacks the contenders; the drafter revises.
 
     The generator-critic pattern with a hostile reviewer (as in CriticGPT-style
@@ -48,11 +44,7 @@ class Adversarial:
     (``--critic``), quotes the wrong span, says why and proposes a fix.
     """
 
-    name = "adversarial"
-    revises = True
-    single_sample = False
-    critic_role: CriticRole | None = "critic"
-    verifier_model = False
+    critic_role = "critic"
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:
         scored = await sample_and_verify(ctx, ctx.samples)
@@ -60,7 +52,7 @@ class Adversarial:
 
 
 @strategy("debate")
-class Debate:
+class Debate(Strategy):
     """Two critics with different instructions; each sees the other's last critique; both are weighed.
 
     Multi-agent debate (Du et al. 2023; Irving et al. 2018): an ``adversarial``
@@ -71,11 +63,7 @@ class Debate:
     revision gets both critiques' issues.
     """
 
-    name = "debate"
-    revises = True
-    single_sample = False
-    critic_role: CriticRole | None = "critic"
-    verifier_model = False
+    critic_role = "critic"
     stances = ("adversarial", "skeptic")
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from redraft.protocols.messages import Revision, StageStep
-from redraft.protocols.strategies.base import (
-    CriticRole,
+from redraft.strategies.base import (
     RoundContext,
     RoundOutcome,
     Scored,
+    Strategy,
     rank,
+    revision_of,
     sample_and_verify,
     strategy,
 )
 
 
 @strategy("stepwise")
-class Stepwise:
+class Stepwise(Strategy):
     """Outline, then draft, then polish; each stage is verified before the next, a failed one refined in place.
 
     The plan-then-solve pattern (Plan-and-Solve, Wang et al. 2023; least-to-most,
@@ -28,11 +29,6 @@ class Stepwise:
     the last stage, on top of the verified earlier ones.
     """
 
-    name = "stepwise"
-    revises = True
-    single_sample = False
-    critic_role: CriticRole | None = None
-    verifier_model = False
     stage_attempts = 3
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:
@@ -62,10 +58,6 @@ class Stepwise:
                 best = leader
             if leader.verification.passed:
                 return leader.draft.text
-            revision = Revision(
-                best_text=best.draft.text,
-                best_score=best.verification.score,
-                failed_checks=[c for c in best.verification.checks if not c.passed],
-            )
+            revision = revision_of(best)
         assert best is not None
         return best.draft.text  # never verified: the final stage's own check will judge the result

@@ -1,0 +1,148 @@
+"""The records embedded in protocol messages: usage, checks, issues, attempts, revisions.
+
+They never travel alone: each is a field of a frame in `redraft.protocols.messages`,
+which re-exports them, and follows the same evolution rules (new fields get
+defaults and go last; anything else is a new wire version).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+RevisionMode = Literal["rewrite", "patch"]
+StopReason = Literal["threshold", "budget", "max_rounds", "stable", "no_improvement", "error"]
+StopLimit = Literal["tokens", "calls", "usd", "task_timeout", "run_deadline"]
+"""Which limit a ``budget`` stop hit: a per-task budget (tokens, calls, USD, the task timeout) or the run's deadline."""
+Severity = Literal["critical", "major", "minor"]
+Role = Literal["system", "user", "assistant"]
+
+MAX_ISSUE_TEXT = 100
+"""Characters in each text field of an `Issue`: bounds a grammar-constrained critique so it finishes
+inside its token limit (the schema models answer with is made from this type)."""
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens and calls spent by one or more model calls."""
+
+    input_tokens: int = 0
+    """Prompt tokens, as the backend reported them."""
+    output_tokens: int = 0
+    """Completion tokens, as the backend reported them."""
+    calls: int = 0
+    """Number of model calls."""
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its prompt cache (a subset of ``input_tokens``)."""
+    cost_usd: float = 0.0
+    """Priced by the arbiter from the price table (`redraft.pricing`); 0 in role replies."""
+    cache_hits: int = 0
+    """Calls answered by the response cache (their tokens were paid for once, earlier)."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            calls=self.calls + other.calls,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            cache_hits=self.cache_hits + other.cache_hits,
+        )
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens - other.input_tokens,
+            output_tokens=self.output_tokens - other.output_tokens,
+            calls=self.calls - other.calls,
+            cached_tokens=self.cached_tokens - other.cached_tokens,
+            cost_usd=self.cost_usd - other.cost_usd,
+            cache_hits=self.cache_hits - other.cache_hits,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class ChatMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """One turn of a chat prompt."""
+
+    role: Role
+    content: str
+
+
+class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of one deterministic check of a candidate."""
+
+    name: str
+    """Short identifier of the check, e.g. ``final_answer`` or ``tests``."""
+    passed: bool
+    score: float
+    """In [0, 1]."""
+    detail: str = ""
+    """Why it failed (or what it saw); shown to the drafter on revision."""
+
+
+class Issue(msgspec.Struct, frozen=True, kw_only=True):
+    """One concrete fault a critic found in a candidate.
+
+    Critic models answer with a list of these (``redraft.actors.answers.CritiqueReport``,
+    whose JSON Schema is generated from this Struct).
+    """
+
+    severity: Severity
+    """How bad: critical (the answer is wrong), major, or minor."""
+    quote: Annotated[str, msgspec.Meta(max_length=MAX_ISSUE_TEXT)]
+    """The exact span of the candidate that is wrong."""
+    reason: Annotated[str, msgspec.Meta(max_length=MAX_ISSUE_TEXT)]
+    """Why that span is wrong."""
+    fix: Annotated[str, msgspec.Meta(max_length=MAX_ISSUE_TEXT)]
+    """A concrete suggested correction."""
+
+
+class VerificationQuestion(msgspec.Struct, frozen=True, kw_only=True):
+    """One chain-of-verification question about a candidate, answered without seeing the candidate."""
+
+    question: str
+    answer: str
+
+
+class StageStep(msgspec.Struct, frozen=True, kw_only=True):
+    """Which step of a top-down (``stepwise``) solution a draft is, and what it builds on."""
+
+    name: str
+    index: int
+    """0-based position among the scenario's stages."""
+    total: int
+    instruction: str
+    """What to write at this stage."""
+    previous: str = ""
+    """The verified output of the previous stage ('' for the first)."""
+
+    @property
+    def final(self) -> bool:
+        return self.index + 1 >= self.total
+
+
+class Attempt(msgspec.Struct, frozen=True, kw_only=True):
+    """A short memory of an earlier round, so the drafter does not oscillate."""
+
+    round: int
+    answer: str | None
+    score: float
+    summary: str
+    """The main failure of that attempt, in one line."""
+    reflection: str = ""
+    """The drafter's own diagnosis of the failure (Reflexion); '' when not asked for."""
+
+
+class Revision(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the drafter needs to revise: the best so far and the feedback."""
+
+    best_text: str
+    best_score: float
+    failed_checks: list[CheckResult] = []
+    issues: list[Issue] = []
+    memory: list[Attempt] = []
+    questions: list[VerificationQuestion] = []
+    """Chain-of-verification questions about the best so far, with answers found independently of it."""

@@ -1,0 +1,25 @@
+"""Running refinement: the config (defaults said once), `run` on Ray, `refine` in-process."""
+
+from redraft.run.config import Budgets, Experiment, RunConfig, Runtime
+from redraft.run.dispatcher import failed_result
+from redraft.run.driver import RunOutcome, identity, manifest_for, plan, run
+from redraft.run.local import Refinement, refine
+from redraft.run.roles import BackendOverrides, arbiter_settings, role_setup
+
+__all__ = [
+    "BackendOverrides",
+    "Budgets",
+    "Experiment",
+    "Refinement",
+    "RunConfig",
+    "RunOutcome",
+    "Runtime",
+    "arbiter_settings",
+    "failed_result",
+    "identity",
+    "manifest_for",
+    "plan",
+    "refine",
+    "role_setup",
+    "run",
+]

@@ -1,0 +1,240 @@
+"""What a run is made of, in three groups, each field's default, bounds and help said once, here.
+
+- `Experiment`: everything that decides what a task's result is. Its fields (with
+  every prompt template's version and a task file's hash) are the run's identity,
+  whose hash, the fingerprint, lets a rerun with the same ``--out`` resume and
+  refuses one that would mix two configurations. Per-task limits on tokens, calls
+  and USD are here: they decide where a task stops.
+- `Budgets`: what the run may spend (USD, tokens, calls, wall-clock seconds) and
+  how long one task may run. Wall-clock limits depend on the machine's load, not
+  on what a task computes, and run budgets may grow between invocations: none
+  enters the fingerprint.
+- `Runtime`: where and how the run goes (output directory, cluster, how many
+  tasks, the cache, the price table, tasks in flight).
+
+Every field is also a command-line flag of ``redraft run``: ``--`` and the field's
+name with dashes, its help from ``Meta(description=...)``, and its bounds from the
+``Meta`` constraints, which `RunConfig.validate` checks with messages that name
+the flag and the range. The CLI fills a `RunConfig`; it does not retype it.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+from redraft.errors import UserError
+from redraft.protocols.convergence import Budget, ConvergenceConfig
+from redraft.protocols.messages import Usage
+
+
+def _help(text: str, **extra: Any) -> Meta:
+    return Meta(description=text, extra=extra)
+
+
+Count = Annotated[int, Meta(ge=1, le=1_000_000)]
+PositiveSeconds = Annotated[float, Meta(gt=0, le=10_000_000)]
+Money = Annotated[float, Meta(gt=0, le=1_000_000_000)]
+Tokens = Annotated[int, Meta(ge=1, le=10**15)]
+
+
+class Experiment(msgspec.Struct, frozen=True, kw_only=True):
+    """What decides a task's result; every field enters the run's fingerprint."""
+
+    scenario: Annotated[str, _help("Scenario name (see `redraft scenarios`).", argument=True)] = "arithmetic"
+    tasks: Annotated[str | None, _help("Task file (JSON lines) to run instead of the scenario's own tasks.")] = None
+    strategy: Annotated[str, _help("Critic strategy (see `redraft strategies`).")] = "adversarial"
+    samples: Annotated[int, Meta(ge=1, le=1000), _help("Drafts per round (self-consistency K).", short="-k")] = 3
+    max_rounds: Annotated[int, Meta(ge=1, le=1000), _help("Cycle limit: rounds in all, the first draft included.")] = 3
+    threshold: Annotated[float, Meta(ge=0, le=1), _help("Stop a task once its best score reaches this.")] = 1.0
+    patience: Annotated[int, Meta(ge=1, le=1000), _help("Stop after this many rounds without improvement.")] = 2
+    seed: Annotated[int, Meta(ge=0, le=2**63 - 1), _help("Seed for generated tasks and sampling.")] = 0
+    drafter: Annotated[str, _help("Backend spec for the drafter (overrides --model).")] = "local"
+    critic: Annotated[str, _help("Backend spec for the critic (overrides --model).")] = "local"
+    verifier: Annotated[str | None, _help("Backend spec for model-based checks (overrides --model).")] = None
+    temperature: Annotated[float, Meta(ge=0, le=2), _help("Drafter sampling temperature.")] = 0.8
+    max_tokens: Annotated[int, Meta(ge=1, le=1_000_000), _help("Maximum tokens per draft.")] = 128
+    patch: Annotated[bool, _help("Revise with minimal search/replace edits instead of rewrites.")] = False
+    task_budget_usd: Annotated[Money | None, _help("Stop a task once it has cost this much.")] = None
+    task_budget_tokens: Annotated[Tokens | None, _help("Stop a task after this many tokens.")] = None
+    task_budget_calls: Annotated[Count | None, _help("Stop a task after this many model calls.")] = None
+
+
+class Budgets(msgspec.Struct, frozen=True, kw_only=True):
+    """What the run may spend and how long a task may take; none of it enters the fingerprint."""
+
+    task_timeout: Annotated[
+        PositiveSeconds | None, _help("Stop a task after this many seconds, keeping its best so far.")
+    ] = None
+    budget_usd: Annotated[Money | None, _help("Run budget: dispatch no task once spent.")] = None
+    budget_tokens: Annotated[Tokens | None, _help("Run budget in tokens.")] = None
+    budget_calls: Annotated[Count | None, _help("Run budget in model calls.")] = None
+    budget_seconds: Annotated[
+        PositiveSeconds | None, _help("Run budget in wall-clock seconds: in-flight tasks stop at the deadline.")
+    ] = None
+
+    def spent_by(self, spent: Usage, elapsed_s: float = 0.0) -> str | None:
+        """Why the run's budget is spent by ``spent`` after ``elapsed_s`` seconds of run time, or None."""
+        limits = [
+            ("USD", self.budget_usd, spent.cost_usd),
+            ("tokens", self.budget_tokens, spent.total_tokens),
+            ("calls", self.budget_calls, spent.calls),
+            ("seconds", self.budget_seconds, round(elapsed_s, 1)),
+        ]
+        for name, limit, used in limits:
+            if limit is not None and used >= limit:
+                return f"run budget: {used:g} of {limit:g} {name} spent"
+        return None
+
+
+class Runtime(msgspec.Struct, frozen=True, kw_only=True):
+    """Where and how the run goes; none of it enters the fingerprint."""
+
+    limit: Annotated[Count | None, _help("Run only the first N tasks.")] = None
+    prices: Annotated[str | None, _help("JSON price file (USD per million tokens) over the built-in table.")] = None
+    cache: Annotated[bool, _help("Answer repeated model calls from the response cache.")] = True
+    max_tasks_in_flight: Annotated[
+        Count | None,
+        _help(
+            "Tasks dispatched at once (default: 4 per node with a local model, else 64).", aliases=["--max-in-flight"]
+        ),
+    ] = None
+    out: Annotated[str | None, _help("Run directory (default runs/<run-id>).")] = None
+    address: Annotated[str | None, _help("Join this Ray cluster (e.g. auto); default: start a local Ray.")] = None
+
+
+GROUPS: dict[str, type[msgspec.Struct]] = {"experiment": Experiment, "budgets": Budgets, "runtime": Runtime}
+
+
+class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A whole run: `Experiment`, `Budgets`, `Runtime`. Make one from flat settings with `RunConfig.build`."""
+
+    experiment: Experiment = Experiment()
+    budgets: Budgets = Budgets()
+    runtime: Runtime = Runtime()
+
+    @classmethod
+    def build(cls, **settings: Any) -> RunConfig:
+        """A config from flat settings named as the fields are (``samples=3, limit=10, out="runs/x"``).
+
+        `UserError` for a name no group has. Values are not checked here: see `validate`.
+        """
+        grouped: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
+        owner = {name: group for group, struct in GROUPS.items() for name in struct.__struct_fields__}
+        for name, value in settings.items():
+            if name not in owner:
+                raise UserError(f"unknown setting {name!r} (known: {', '.join(sorted(owner))})")
+            grouped[owner[name]][name] = value
+        return cls(
+            experiment=Experiment(**grouped["experiment"]),
+            budgets=Budgets(**grouped["budgets"]),
+            runtime=Runtime(**grouped["runtime"]),
+        )
+
+    def replace(self, **settings: Any) -> RunConfig:
+        """This config with some flat settings changed."""
+        return RunConfig.build(**(self.flat() | settings))
+
+    def flat(self) -> dict[str, Any]:
+        """Every setting by its field name (the manifest's ``config``)."""
+        return {k: v for group in GROUPS for k, v in msgspec.structs.asdict(getattr(self, group)).items()}
+
+    def validate(self) -> None:
+        """Check every setting's type and bounds; `UserError` naming the flag (and the range) of the first bad one."""
+        for group in GROUPS:
+            struct = getattr(self, group)
+            check_bounds(struct)
+            try:  # the types, by msgspec, from the same annotations
+                msgspec.convert(msgspec.to_builtins(struct), type(struct))
+            except msgspec.ValidationError as exc:
+                where = str(exc).rsplit("`$.", 1)[-1].rstrip("`")
+                raise UserError(f"{flag(where)}: {str(exc).split(' - at ')[0]}") from None
+
+    def convergence(self) -> ConvergenceConfig:
+        e = self.experiment
+        return ConvergenceConfig(
+            threshold=e.threshold,
+            max_rounds=e.max_rounds,
+            patience=e.patience,
+            budget=Budget(
+                max_tokens=e.task_budget_tokens,
+                max_calls=e.task_budget_calls,
+                max_usd=e.task_budget_usd,
+                max_seconds=self.budgets.task_timeout,
+            ),
+        )
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a setting."""
+    return "--" + name.replace("_", "-")
+
+
+def check_bounds(group: msgspec.Struct) -> None:
+    """Each field of ``group`` against its ``Meta`` bounds (finite, in range); `UserError` naming the flag."""
+    for name, hint in typing.get_type_hints(type(group), include_extras=True).items():
+        value = getattr(group, name)
+        if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        low, high = _bounds(hint)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(f"{flag(name)} must be a finite number, got {value}")
+        too_low = low is not None and (value < low[0] or (low[1] and value == low[0]))
+        too_high = high is not None and value > high
+        if too_low or too_high:
+            raise UserError(f"{flag(name)} must be {_range(low, high)}, got {_number(value)}")
+
+
+def _bounds(hint: Any) -> tuple[tuple[float, bool] | None, float | None]:
+    """(lower bound, whether it is exclusive) and the upper bound of an annotated number type."""
+    low: tuple[float, bool] | None = None
+    high: float | None = None
+    for meta in _metas(hint):
+        if meta.ge is not None:
+            low = (meta.ge, False)
+        if meta.gt is not None:
+            low = (meta.gt, True)
+        if meta.le is not None:
+            high = meta.le
+    return low, high
+
+
+def _metas(hint: Any) -> list[Meta]:
+    """Every `Meta` in an annotation, through ``Annotated`` and ``X | None``."""
+    found: list[Meta] = []
+    if typing.get_origin(hint) is Annotated:
+        base, *extras = typing.get_args(hint)
+        found += [m for m in extras if isinstance(m, Meta)]
+        found += _metas(base)
+    else:
+        for arg in typing.get_args(hint):
+            found += _metas(arg)
+    return found
+
+
+def _range(low: tuple[float, bool] | None, high: float | None) -> str:
+    if low is not None and high is None:
+        return f"more than {_number(low[0])}" if low[1] else f"at least {_number(low[0])}"
+    if low is None:
+        return f"at most {_number(high or 0)}"
+    opening = "(" if low[1] else "["
+    return f"in {opening}{_number(low[0])}, {_number(high or 0)}]"
+
+
+def _number(value: float) -> str:
+    """``1,000,000`` for whole numbers, ``0.5`` otherwise."""
+    return f"{int(value):,}" if float(value).is_integer() and abs(value) < 1e30 else f"{value:g}"
+
+
+def description(group: type[msgspec.Struct], name: str) -> Meta:
+    """The merged help and extras of one field (for the command line)."""
+    hint = typing.get_type_hints(group, include_extras=True)[name]
+    text, extra = "", {}
+    for meta in _metas(hint):
+        text = meta.description or text
+        extra.update(meta.extra or {})
+    return Meta(description=text, extra=extra)

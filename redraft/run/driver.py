@@ -1,0 +1,166 @@
+"""``run``: a scenario's tasks refined on Ray, written to a run directory, resumable.
+
+The driver only dispatches and writes: tasks are read lazily, at most
+``max_tasks_in_flight`` are out at once (`redraft.run.dispatcher`), and each
+finished task's frames and result are appended to the run directory as it lands
+(the driver is its single writer). It keeps nothing per task beyond the ones in
+flight, so its memory stays flat however long the run
+(``benchmarks/bench_batch.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import platform
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from redraft.actors.factory import RoleSetup, ray_arbiter, ray_arbiters, ray_roles, wait_ready
+from redraft.actors.prompts import prompt_versions
+from redraft.errors import UserError
+from redraft.protocols.messages import Task
+from redraft.run.config import RunConfig
+from redraft.run.dispatcher import Dispatcher, ProgressHook, RunClock
+from redraft.run.roles import BackendOverrides, arbiter_settings, role_setup
+from redraft.scenarios import get_scenario
+from redraft.scenarios.taskfile import iter_tasks, task_file_identity
+from redraft.store import RunStore, Summary, fingerprint
+
+
+@dataclass
+class RunOutcome:
+    out: Path
+    summary: Summary
+    total: int
+    """Tasks in the run (done before a resume included)."""
+    skipped: int
+    """Tasks already finished by an earlier invocation."""
+
+
+def identity(config: RunConfig) -> dict[str, Any]:
+    """What decides the run's results (the fingerprint's input): the experiment, every prompt template's
+    version, and a task file's path and content hash."""
+    data: dict[str, Any] = msgspec.to_builtins(config.experiment)
+    data["prompts"] = prompt_versions()
+    if config.experiment.tasks is not None:
+        data["tasks"] = task_file_identity(config.experiment.tasks)
+    return data
+
+
+def manifest_for(config: RunConfig, run_id: str) -> dict[str, Any]:
+    """The run directory's ``manifest.json``: the config (flat, without the machine's ``out`` path), its
+    identity and fingerprint, package versions, start time."""
+    ident = identity(config)
+    return {
+        "run_id": run_id,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "config": config.flat() | {"out": None},
+        "identity": ident,
+        "fingerprint": fingerprint(ident),
+        "versions": _versions(),
+    }
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for dist in ("redraft", "ray", "msgspec", "llama_cpp_python", "openai", "anthropic"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]]]:
+    """Where the run writes, and a way to stream its tasks."""
+    experiment, limit = config.experiment, config.runtime.limit
+    scenario = get_scenario(experiment.scenario)
+
+    def tasks() -> Iterator[Task]:
+        if experiment.tasks is not None:  # a task file, streamed; role_setup validated it
+            return islice(iter_tasks(experiment.tasks, experiment.scenario), limit)
+        return islice(scenario.tasks(seed=experiment.seed), limit)
+
+    run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    out = Path(config.runtime.out) if config.runtime.out else Path("runs") / run_id
+    return out, tasks
+
+
+def run(
+    config: RunConfig,
+    *,
+    backends: BackendOverrides | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_result: ProgressHook | None = None,
+) -> RunOutcome:
+    """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray).
+
+    ``on_start(total, already_done)`` is called once the run directory is open;
+    ``on_result`` for each task that finishes in this invocation.
+    """
+    setup = role_setup(config, backends)
+    out, tasks = plan(config)
+    store = RunStore.open(out, manifest_for(config, out.name))
+    total = skipped = 0
+    for task in tasks():  # one pass: how many tasks, and how many an earlier invocation finished
+        total += 1
+        skipped += task.task_id in store.done
+    if on_start is not None:
+        on_start(total, skipped)
+    started = time.monotonic()
+    pending = (t for t in tasks() if t.task_id not in store.done)
+    ensure_ray(config.runtime.address)
+    roles = ray_roles(setup, config.experiment.strategy)
+    wait_ready(roles)
+    settings = arbiter_settings(config)
+    arbiters = ray_arbiters(roles, settings)
+    budgets = config.budgets
+    dispatcher = Dispatcher(
+        arbiters,
+        lambda: ray_arbiter(roles, settings),
+        store,
+        max_in_flight=config.runtime.max_tasks_in_flight or _default_in_flight(setup, len(arbiters)),
+        clock=RunClock(started=started, before_s=store.wall_before, budget_s=budgets.budget_seconds),
+        task_timeout=budgets.task_timeout,
+        budget_spent=budgets.spent_by,
+        on_result=on_result,
+    )
+    stopped_by: str | None = None
+    try:
+        stopped_by = dispatcher.run(pending)
+    finally:  # a stopped run still leaves a consistent directory and a summary of what finished
+        summary = store.finish(time.monotonic() - started, stopped_by)
+    return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
+
+
+def _default_in_flight(setup: RoleSetup, nodes: int) -> int:
+    """4 tasks per node with a local model (it serves one call at a time, so more only delays every result),
+    64 with remote backends."""
+    specs = [setup.drafter, setup.critic] + ([setup.verifier] if setup.verifier else [])
+    return 4 * nodes if any(s.spec.startswith("local") for s in specs) else 64
+
+
+def ensure_ray(address: str | None) -> None:
+    """Join ``address``, or start a fresh local Ray when it is None.
+
+    ``ray.init()`` with no address would join whatever Ray it finds on the
+    machine (``RAY_ADDRESS``, or a cluster recorded under /tmp/ray, even a dead
+    one): a run without ``--address`` must not depend on such leftovers.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
+    try:
+        ray.init(address=address or "local", **kwargs)
+    except ConnectionError as exc:
+        raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None

@@ -1,0 +1,57 @@
+"""Resolving a config into what the roles and arbiters are built from: every name checked before anything starts."""
+
+from __future__ import annotations
+
+from redraft.actors.arbiter import ArbiterSettings
+from redraft.actors.factory import RoleSetup
+from redraft.backends.base import BackendSpec
+from redraft.backends.pricing import load_prices
+from redraft.backends.registry import resolve
+from redraft.errors import UserError
+from redraft.run.config import RunConfig
+from redraft.scenarios import get_scenario
+from redraft.scenarios.taskfile import validate_task_file
+from redraft.strategies import get_strategy
+
+BackendOverrides = dict[str, BackendSpec]
+"""Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
+(the Python API and tests)."""
+
+
+def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> RoleSetup:
+    """Validate the config and resolve every name in it; `UserError` on the first bad one."""
+    config.validate()
+    experiment = config.experiment
+    load_prices(config.runtime.prices)
+    scenario = get_scenario(experiment.scenario)
+    if experiment.tasks is not None:
+        validate_task_file(experiment.tasks)  # the whole file, before any actor starts
+    elif getattr(scenario, "needs_task_file", False):
+        raise UserError(f"the scenario {experiment.scenario!r} has no tasks of its own: give --tasks FILE.jsonl")
+    get_strategy(experiment.strategy)
+    backends = backends or {}
+    drafter = backends.get("drafter") or resolve(experiment.drafter)
+    critic = backends.get("critic") or resolve(experiment.critic)
+    verifier = backends.get("verifier") or (resolve(experiment.verifier) if experiment.verifier else None)
+    return RoleSetup(
+        scenario=experiment.scenario,
+        drafter=drafter,
+        critic=critic,
+        verifier=verifier,
+        temperature=experiment.temperature,
+        draft_max_tokens=experiment.max_tokens,
+        cache=config.runtime.cache,
+    )
+
+
+def arbiter_settings(config: RunConfig) -> ArbiterSettings:
+    """What every arbiter of the run is given: the strategy, K, the seed, convergence, prices, revision mode."""
+    experiment = config.experiment
+    return ArbiterSettings(
+        strategy=experiment.strategy,
+        samples=experiment.samples,
+        seed=experiment.seed,
+        convergence=config.convergence(),
+        prices=load_prices(config.runtime.prices),
+        revision_mode="patch" if experiment.patch else "rewrite",
+    )
