@@ -1,6 +1,6 @@
 """The sandbox contains hostile candidates, and each OS layer holds on its own.
 
-Layer variants use the private `_run` switches: ``audit_hook=False`` leaves only
+Layer variants use the private `supervisor._run` switches: ``audit_hook=False`` leaves only
 the OS layers (namespaces, uid 65534, rlimits); ``namespaces=False`` leaves the
 uid, the rlimits and the audit hook.
 """
@@ -8,6 +8,7 @@ uid, the rlimits and the audit hook.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import textwrap
 import time
@@ -17,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from redraft.scenarios import sandbox
-from redraft.scenarios.sandbox import SandboxError, SandboxLimits, SandboxResult, run_python
+from redraft.errors import SandboxError as ErrorsSandboxError
+from redraft.sandbox import SandboxError, SandboxLimits, SandboxResult, run_python, supervisor
 
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +35,7 @@ LAYERS = {
 
 def run(source: str, variant: str = "all", **limits: Any) -> SandboxResult:
     namespaces, audit_hook = LAYERS[variant]
-    return sandbox._run(
+    return supervisor._run(
         textwrap.dedent(source),
         limits=SandboxLimits(**limits),
         namespaces=namespaces,
@@ -82,6 +83,7 @@ def test_uncaught_exception_gives_a_plain_traceback() -> None:
     assert result.stderr.splitlines()[-1] == "ZeroDivisionError: division by zero"
     assert "return 1 / 0" in result.stderr  # the source line is shown, as with `python main.py`
     assert '"<string>"' not in result.stderr  # no launcher frames
+    assert "launcher.py" not in result.stderr
 
 
 @root_only
@@ -125,8 +127,22 @@ print(open('scratch.txt').read())
 
 
 def test_misconfiguration_raises_sandbox_error() -> None:
+    assert SandboxError is ErrorsSandboxError  # one class, wherever it is imported from
     with pytest.raises(SandboxError, match="setrlimit"):
         run_python("print(1)", limits=SandboxLimits(max_open_files=10**12))
+
+
+def test_launcher_is_a_file_in_the_installed_package() -> None:
+    assert supervisor.LAUNCHER.is_file() and supervisor.LAUNCHER.name == "launcher.py"
+    assert supervisor.LAUNCHER.parent == Path(supervisor.__file__).parent
+
+
+def test_a_launcher_that_cannot_start_is_a_sandbox_error_not_a_failed_candidate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(supervisor, "LAUNCHER", tmp_path / "missing" / "launcher.py")
+    with pytest.raises(SandboxError, match=r"before reporting.*can't open file"):
+        run_python("print(1)")
 
 
 # ---------------------------------------------------------------- hostile programs
@@ -144,7 +160,9 @@ def test_infinite_loop_is_killed_at_the_wall_clock_limit() -> None:
 def test_cpu_limit_stops_a_loop_before_the_wall_clock() -> None:
     result = run("while True: pass", timeout_s=20.0, cpu_s=1)
     assert not result.timed_out
-    assert result.killed_by == "SIGXCPU (cpu limit)"
+    assert result.killed_by == "cpu_limit" and result.signal_name == "SIGXCPU"
+    assert result.kill_description == "SIGXCPU (cpu limit)"
+    assert result.returncode == -signal.SIGXCPU
     assert result.duration_s < 5.0
 
 
@@ -162,7 +180,9 @@ def test_memory_hog_fails_inside_the_child(variant: str) -> None:
     )
     assert not result.ok
     assert "allocated everything" not in result.stdout
-    assert "MemoryError" in result.stderr or result.killed_by is not None
+    # RLIMIT_AS turns the allocation into a MemoryError inside the child, not a kill.
+    assert result.stderr.splitlines()[-1] == "MemoryError", result.stderr
+    assert result.killed_by is None and result.returncode == 1
     assert result.duration_s < 10
 
 
@@ -206,7 +226,7 @@ def test_nproc_limit_binds_the_unprivileged_uid(variant: str) -> None:
         print("forked 200")
     """
     namespaces = variant == "os_layers_only"
-    result = sandbox._run(
+    result = supervisor._run(
         textwrap.dedent(source),
         limits=SandboxLimits(max_processes=16, timeout_s=10.0),
         namespaces=namespaces,
@@ -309,9 +329,17 @@ def test_huge_output_is_capped_and_the_call_returns(stream: str) -> None:
     )
     captured = getattr(result, stream)
     assert len(captured) == 64_000
-    assert result.truncated and result.killed_by == "output limit"
+    assert result.truncated and result.killed_by == "output_limit"
+    assert result.kill_description == "output limit"
     assert result.returncode is None and not result.ok
     assert result.duration_s < 5
+
+
+def test_a_crash_is_reported_as_its_signal() -> None:
+    result = run_python("import ctypes\nctypes.string_at(0)")
+    assert result.returncode == -signal.SIGSEGV and not result.ok and not result.timed_out
+    assert result.killed_by == "signal" and result.signal_name == "SIGSEGV"
+    assert result.kill_description == "SIGSEGV"
 
 
 @pytest.mark.parametrize("variant", ["all", "os_layers_only"])
