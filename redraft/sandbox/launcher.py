@@ -11,9 +11,12 @@ are forks of that one interpreter:
   namespace), masks the world-writable directories (/tmp, /var/tmp, /dev/shm) with small tmpfs
   mounts, mounts a size-capped tmpfs as the work directory and, when the interpreter lives in a
   directory uid 65534 cannot enter (pyenv under /root), hides that directory behind a tmpfs with
-  only ``sys.path`` bound back in; then it forks the keeper and waits. On SIGTERM from the
-  caller it SIGKILLs the keeper's process group. It is a child subreaper and reaps everything,
-  so no zombie is left behind (this machine's PID 1 does not reap).
+  only ``sys.path`` bound back in; then it forks the keeper and waits. It SIGKILLs the keeper's
+  process group on SIGTERM from the caller, when the caller is gone (the lifeline pipe, whose
+  write end only the caller holds, closes) and at its own deadline (the timeout plus a grace),
+  so the tree keeps its own time and dies with its caller, even a frozen or killed one. It is a
+  child subreaper and reaps everything, so no zombie is left behind (this machine's PID 1 does not
+  reap), and holds the work directory's lock until it exits (see workdirs.py).
 - *keeper* (PID 1 of the new PID namespace, still privileged so the candidate cannot signal it):
   forks the candidate and reports its exit status and CPU time. When it exits the kernel kills
   every process left in the namespace, including ones that escaped the process group with ``setsid``.
@@ -33,10 +36,12 @@ from __future__ import annotations
 import builtins
 import contextlib
 import ctypes
+import fcntl
 import importlib.util
 import json
 import os
 import resource
+import select
 import signal
 import sys
 import time
@@ -87,6 +92,12 @@ class Config:
     source: str
     """The candidate's file name inside ``workdir``."""
     status_fd: int
+    lifeline_fd: int
+    """The read end of a pipe whose write end only the caller holds: it closes when the caller ends."""
+    lock_fd: int
+    """The work directory's open descriptor holding its ``flock`` (see workdirs.py); kept until we exit."""
+    deadline_s: float
+    """This launcher's own wall-clock limit, from its start: the caller's timeout plus a grace."""
     namespaces: bool
     audit_hook: bool
     uid: int
@@ -109,7 +120,8 @@ class Config:
 
 
 def report(cfg: Config, **fields: object) -> None:
-    os.write(cfg.status_fd, (json.dumps(fields) + "\n").encode())
+    with contextlib.suppress(BrokenPipeError):  # a caller that is gone reads nothing
+        os.write(cfg.status_fd, (json.dumps(fields) + "\n").encode())
 
 
 def fail(cfg: Config, message: str) -> NoReturn:
@@ -128,13 +140,18 @@ def prctl(option: int, value: int) -> bool:
 
 # ---------------------------------------------------------------- launcher: the process tree
 
-# SIGTERM (the caller's "kill it") and SIGCHLD are taken synchronously with sigwaitinfo.
-WAITED = {signal.SIGTERM, signal.SIGCHLD}
+# Taken synchronously with sigtimedwait, whose timeout is the launcher's own deadline: SIGTERM (the
+# caller's "kill it"), SIGIO (the caller's end of the lifeline closed) and SIGCHLD.
+WAITED = {signal.SIGTERM, signal.SIGIO, signal.SIGCHLD}
 
 
 def main(argv: list[str]) -> NoReturn:
+    started = time.monotonic()
     cfg = Config.parse(argv[1])
     signal.pthread_sigmask(signal.SIG_BLOCK, WAITED)
+    watch_lifeline(cfg.lifeline_fd)
+    if caller_gone(cfg.lifeline_fd):
+        os._exit(EX_SOFTWARE)  # nobody to run it for
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     with open(cfg.source_path, "rb") as f:
         source = f.read()
@@ -150,31 +167,73 @@ def main(argv: list[str]) -> NoReturn:
     # Both sides set the group, so whichever runs first, it is in place before anyone signals it.
     with contextlib.suppress(OSError):
         os.setpgid(keeper_pid, keeper_pid)
-    os.close(cfg.status_fd)
-    keeper_status = wait_for_keeper(keeper_pid)
+    keeper_status = wait_for_keeper(cfg, keeper_pid, deadline=started + cfg.deadline_s)
     reap_orphans()
     code = os.waitstatus_to_exitcode(keeper_status)
     os._exit(code if code >= 0 else 128 - code)
 
 
-def wait_for_keeper(keeper_pid: int) -> int:
-    """Reap children until the keeper exits, killing its group on SIGTERM; returns its wait status."""
+def watch_lifeline(fd: int) -> None:
+    """Have the kernel send us SIGIO when the caller's end of the lifeline closes, however the caller ends.
+
+    A pipe rather than PR_SET_PDEATHSIG, which fires when the *thread* that started us ends: the
+    caller may be one thread of a Ray actor (measured: a child armed so was killed when its starting
+    thread returned, the caller alive). The write end closes only with the caller process itself.
+    """
+    fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+
+
+def caller_gone(lifeline_fd: int) -> bool:
+    """The caller never writes to the lifeline: readable means its end is closed."""
+    return bool(select.select([lifeline_fd], [], [], 0)[0])
+
+
+def wait_for_keeper(cfg: Config, keeper_pid: int, *, deadline: float) -> int:
+    """Reap children until the keeper exits; returns its wait status.
+
+    The keeper's group is killed when the caller asks (SIGTERM), when the caller is gone, or at this
+    launcher's own deadline: the tree outlives neither its caller nor its time, even if the caller is
+    frozen or dead. The reason is reported (the supervisor turns ``deadline`` into a timeout).
+    """
+    stopping = False
     while True:
-        info = signal.sigwaitinfo(WAITED)
-        if info.si_signo == signal.SIGTERM:
+        info = signal.sigtimedwait(WAITED, max(0.0, deadline - time.monotonic()))
+        if not stopping and (reason := stop_reason(info, cfg.lifeline_fd, deadline)) is not None:
+            stopping = True
+            report(cfg, stopped=reason)
+        if stopping:
             kill_group(keeper_pid)
-        while True:
-            # Peek without reaping: the keeper's pid (and so its group id) stays ours until we reap it.
-            try:
-                child = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                break
-            if child is None:
-                break
-            if child.si_pid == keeper_pid:
-                kill_group(keeper_pid)
-                return os.waitpid(keeper_pid, 0)[1]
-            os.waitpid(child.si_pid, 0)
+            deadline = time.monotonic() + 0.1  # and again until the keeper is reaped
+        status = reap_children(keeper_pid)
+        if status is not None:
+            return status
+
+
+def stop_reason(info: signal.struct_siginfo | None, lifeline_fd: int, deadline: float) -> str | None:
+    if info is None or time.monotonic() >= deadline:
+        return "deadline"
+    if info.si_signo == signal.SIGTERM:
+        return "caller_asked"
+    if caller_gone(lifeline_fd):
+        return "caller_gone"
+    return None
+
+
+def reap_children(keeper_pid: int) -> int | None:
+    """Reap every child that exited; the keeper's wait status once it has (after killing its group)."""
+    while True:
+        # Peek without reaping: the keeper's pid (and so its group id) stays ours until we reap it.
+        try:
+            child = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return None
+        if child is None:
+            return None
+        if child.si_pid == keeper_pid:
+            kill_group(keeper_pid)
+            return os.waitpid(keeper_pid, 0)[1]
+        os.waitpid(child.si_pid, 0)
 
 
 def kill_group(pgid: int) -> None:
@@ -200,7 +259,10 @@ def reap_orphans() -> None:
 
 def keeper(cfg: Config, source: bytes, *, fresh_proc: bool) -> NoReturn:
     """PID 1 of the new PID namespace when there is one; never returns."""
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # its parent, the launcher, is single-threaded
+    # The host work directory's descriptor would reach under the tmpfs: the candidate must not inherit it.
+    os.close(cfg.lock_fd)
+    os.close(cfg.lifeline_fd)
     os.setpgid(0, 0)
     if fresh_proc:
         with contextlib.suppress(OSError):

@@ -11,21 +11,21 @@ launcher died before reporting), never anything the candidate did.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from redraft.errors import SandboxError
 from redraft.sandbox.records import SANDBOX_UID, KillReason, SandboxLimits, SandboxResult
+from redraft.sandbox.workdirs import owned_workdir
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
 """The launcher program, run by path (it is installed with the package, like any module)."""
@@ -36,6 +36,9 @@ _KILL_GRACE_S = 3.0
 # After the launcher exits, stragglers (only possible without a PID namespace)
 # may still hold the output pipes; stop reading after this.
 _DRAIN_GRACE_S = 0.5
+# The launcher's own deadline is the timeout plus this. It acts only when we did not: a caller that
+# is frozen (stopped, swapping) or stuck; a dead caller is seen at once through the lifeline.
+_LAUNCHER_GRACE_S = 1.0
 _DEFAULT_LIMITS = SandboxLimits()
 
 
@@ -53,15 +56,19 @@ def _run(
     audit_hook: bool = True,
 ) -> SandboxResult:
     """`run_python` with layers switchable, so tests can prove each OS layer holds on its own."""
-    workdir = tempfile.mkdtemp(prefix="redraft-sandbox-")
-    try:
-        return _run_in(workdir, source, limits, stdin, namespaces=namespaces, audit_hook=audit_hook)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with owned_workdir() as (workdir, lock_fd):
+        return _run_in(workdir, lock_fd, source, limits, stdin, namespaces=namespaces, audit_hook=audit_hook)
 
 
 def _run_in(
-    workdir: str, source: str, limits: SandboxLimits, stdin: str, *, namespaces: bool, audit_hook: bool
+    workdir: str,
+    lock_fd: int,
+    source: str,
+    limits: SandboxLimits,
+    stdin: str,
+    *,
+    namespaces: bool,
+    audit_hook: bool,
 ) -> SandboxResult:
     with open(os.path.join(workdir, _SOURCE_NAME), "wb") as f:
         # Lone surrogates become invalid UTF-8, which the child reports as a SyntaxError.
@@ -71,10 +78,41 @@ def _run_in(
         os.chown(workdir, SANDBOX_UID, SANDBOX_UID)
         os.chmod(workdir, 0o700)
     status_r, status_w = os.pipe()
-    config = {
+    # The lifeline: only this process holds its write end, so the kernel closes it when we end,
+    # however we end; the launcher then kills the tree.
+    lifeline_r, lifeline_w = os.pipe()
+    try:
+        fds = {"status_fd": status_w, "lifeline_fd": lifeline_r, "lock_fd": lock_fd}
+        config = _config(workdir, limits, fds, namespaces=namespaces, audit_hook=audit_hook)
+        try:
+            with tempfile.TemporaryFile() as stdin_file:
+                # A file, not a pipe: a large stdin cannot deadlock against a child that does not read it.
+                stdin_file.write(stdin.encode("utf-8", errors="surrogateescape"))
+                stdin_file.seek(0)
+                start = time.monotonic()
+                proc = _start_launcher(workdir, config, stdin_file.fileno(), pass_fds=tuple(fds.values()))
+        finally:
+            os.close(status_w)
+            os.close(lifeline_r)
+        supervisor = _Supervisor(proc, limits, start)
+        supervisor.run()
+        outcome = supervisor.outcome(start)
+        status = _read_status(status_r)
+    finally:
+        os.close(status_r)
+        os.close(lifeline_w)
+    return _result(outcome, status, limits)
+
+
+def _config(
+    workdir: str, limits: SandboxLimits, fds: dict[str, int], *, namespaces: bool, audit_hook: bool
+) -> dict[str, Any]:
+    """The launcher's settings (its ``Config``); ``fds`` are the descriptors it inherits, by role."""
+    return {
+        **fds,
         "workdir": workdir,
         "source": _SOURCE_NAME,
-        "status_fd": status_w,
+        "deadline_s": limits.timeout_s + _LAUNCHER_GRACE_S,
         "namespaces": namespaces,
         "audit_hook": audit_hook,
         "uid": SANDBOX_UID,
@@ -85,26 +123,6 @@ def _run_in(
         "max_disk_bytes": limits.max_disk_mb * 1024 * 1024,
         "max_open_files": limits.max_open_files,
     }
-    with tempfile.TemporaryFile() as stdin_file:
-        # A file, not a pipe: a large stdin cannot deadlock against a child that does not read it.
-        stdin_file.write(stdin.encode("utf-8", errors="surrogateescape"))
-        stdin_file.seek(0)
-        start = time.monotonic()
-        try:
-            proc = _start_launcher(workdir, config, stdin_file.fileno(), pass_fds=(status_w,))
-        except SandboxError:
-            os.close(status_r)
-            raise
-        finally:
-            os.close(status_w)
-        try:
-            supervisor = _Supervisor(proc, limits, start)
-            supervisor.run()
-            outcome = supervisor.outcome(start)
-        finally:
-            status = _read_status(status_r)
-            os.close(status_r)
-    return _result(outcome, status, limits)
 
 
 def _start_launcher(
@@ -135,7 +153,7 @@ def _start_launcher(
         raise SandboxError(f"cannot start the sandbox interpreter: {exc}") from exc
 
 
-@dataclass
+@dataclasses.dataclass(frozen=True)
 class _Outcome:
     """What the caller saw from outside: output, timing and whether it had to kill."""
 
@@ -288,6 +306,9 @@ def _read_status(fd: int) -> list[dict[str, Any]]:
 
 
 def _result(outcome: _Outcome, status: list[dict[str, Any]], limits: SandboxLimits) -> SandboxResult:
+    if outcome.killed_by is None and any(r.get("stopped") == "deadline" for r in status):
+        # The launcher kept the clock for us (we were frozen): the same timeout.
+        outcome = dataclasses.replace(outcome, killed_by="timeout")
     errors = [str(r["error"]) for r in status if "error" in r]
     if errors and outcome.killed_by is None:
         raise SandboxError("sandbox setup failed: " + "; ".join(errors))
