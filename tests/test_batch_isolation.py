@@ -32,8 +32,8 @@ from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import BackendError
 from redraft.protocols.messages import CheckResult, Critique, Result, Task, Verification, iter_frames
+from redraft.sandbox import SandboxLimits, run_python
 from redraft.scenarios.arithmetic import extract_answer
-from redraft.scenarios.sandbox import SandboxLimits, run_python
 
 KINDS = ("ok", "check", "garbage", "sandbox", "backend", "segfault", "critic")
 ERRORS = {"check": "CheckError", "garbage": "ModelError", "sandbox": "SandboxError", "backend": "BackendError"}
@@ -64,7 +64,7 @@ class Faulty:
         if task.task_id in ("sandbox", "segfault"):
             limits = UNSETTABLE if task.task_id == "sandbox" else SandboxLimits(timeout_s=10.0)
             run = run_python(text, limits=limits)
-            return [CheckResult(name="runs", passed=run.ok, score=float(run.ok), detail=str(run.killed_by))]
+            return [CheckResult(name="runs", passed=run.ok, score=float(run.ok), detail=str(run.kill_description))]
         ok = extract_answer(text) == 42
         return [CheckResult(name="answer", passed=ok, score=float(ok), detail="" if ok else "wrong")]
 

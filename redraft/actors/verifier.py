@@ -19,6 +19,7 @@ never change the score, which stays hard evidence.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 
 import msgspec
@@ -37,10 +38,13 @@ from redraft.protocols.messages import (
     decode_as,
     encode,
 )
+from redraft.sandbox import sweep_stale_workdirs
 from redraft.scenarios import check_stage, get_scenario, score_of
 
 QUESTION_MAX_TOKENS = 256
 ANSWER_MAX_TOKENS = 96
+# A verifier killed mid-check leaves its sandbox's work directory behind: the next one on the node removes it.
+_sweep_sandbox_workdirs_once = functools.cache(sweep_stale_workdirs)
 
 
 class Verifier:
@@ -48,6 +52,7 @@ class Verifier:
         self, scenario: str, backend: BackendSpec | None = None, *, parallel: int | None = None, cache: bool = True
     ) -> None:
         self._scenario = get_scenario(scenario)
+        _sweep_sandbox_workdirs_once()
         self._slots = asyncio.Semaphore(parallel or os.cpu_count() or 1)
         # Only chain-of-verification questions use a model; deterministic checks do not.
         self._backend: Backend | None = (

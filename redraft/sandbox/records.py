@@ -1,0 +1,101 @@
+"""The typed records of one sandboxed run: its limits, its result, and the rule that stopped it.
+
+Invariant: why a run was stopped is the `KillReason` literal in `SandboxResult.killed_by`
+(plus the signal's name in ``signal_name``); callers match on those, never on words.
+`SandboxResult.kill_description` is the same decision in words, for people only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+KillReason = Literal[
+    "timeout", "output_limit", "cpu_limit", "memory_limit", "file_size_limit", "signal", "sandbox_died"
+]
+"""Why a run ended early.
+
+- ``timeout``: the wall-clock limit; the sandbox killed the whole tree.
+- ``output_limit``: stdout or stderr went past ``max_output_bytes``; the sandbox killed the tree.
+- ``cpu_limit``: RLIMIT_CPU (SIGXCPU, or SIGKILL at the hard limit).
+- ``memory_limit``: a SIGKILL before the CPU limit was used up. That is an inference (most likely
+  the kernel's OOM killer), hence "memory?" in words; RLIMIT_AS itself shows as a ``MemoryError``.
+- ``file_size_limit``: RLIMIT_FSIZE (SIGXFSZ; Python ignores it, so this is rare).
+- ``signal``: any other signal ended the candidate (``signal_name`` says which, e.g. SIGSEGV).
+- ``sandbox_died``: the sandbox's own keeper ended without reporting (possible only when the
+  candidate shares the caller's uid and kills it, or someone kills the launcher).
+"""
+
+SANDBOX_UID = 65534
+"""The unprivileged uid/gid (``nobody``) a root caller drops the candidate to."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxLimits:
+    """Resource limits of one sandboxed run."""
+
+    timeout_s: float = 10.0
+    """Wall-clock limit; the whole process tree is killed after it."""
+    cpu_s: int = 10
+    """RLIMIT_CPU of the candidate (SIGXCPU at the limit, SIGKILL one second later)."""
+    memory_mb: int = 512
+    """RLIMIT_AS of the candidate: allocations beyond it raise MemoryError."""
+    max_processes: int = 32
+    """RLIMIT_NPROC; binds because a root caller's candidate runs as uid 65534."""
+    max_output_bytes: int = 64_000
+    """stdout and stderr are each kept up to this; going past it kills the candidate."""
+    max_file_bytes: int = 10_000_000
+    """RLIMIT_FSIZE: the largest file the candidate may write."""
+    max_disk_mb: int = 64
+    """Size of the tmpfs work directory (when the mount namespace is available)."""
+    max_open_files: int = 128
+    """RLIMIT_NOFILE."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxResult:
+    """What a sandboxed run did. ``returncode`` is None when the sandbox killed it."""
+
+    returncode: int | None
+    """The candidate's exit code, negative for a signal; None if killed for timeout or output."""
+    stdout: str
+    stderr: str
+    timed_out: bool
+    killed_by: KillReason | None
+    """Which rule stopped the run early; None when the candidate ended on its own (any exit code)."""
+    signal_name: str | None = None
+    """The signal that ended the candidate (``SIGXCPU``, ``SIGSEGV``...); None when it exited or
+    the sandbox killed it for ``timeout`` or ``output_limit``."""
+    duration_s: float
+    cpu_s: float = 0.0
+    """CPU time the candidate used (0 when it was killed before reporting)."""
+    truncated: bool = False
+    """stdout or stderr went past ``max_output_bytes`` and was cut."""
+    layers: tuple[str, ...] = ()
+    """The containment layers that applied, e.g. ``netns``, ``uid:65534``, ``audit_hook``."""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    @property
+    def kill_description(self) -> str | None:
+        """``killed_by`` in words ("timeout", "output limit", "SIGXCPU (cpu limit)", "SIGSEGV"), for people."""
+        signal_name = self.signal_name or "SIGKILL"
+        match self.killed_by:
+            case None:
+                return None
+            case "timeout":
+                return "timeout"
+            case "output_limit":
+                return "output limit"
+            case "cpu_limit":
+                return f"{signal_name} (cpu limit)"
+            case "memory_limit":
+                return f"{signal_name} (memory?)"
+            case "file_size_limit":
+                return f"{signal_name} (file size limit)"
+            case "signal":
+                return self.signal_name or "signal"
+            case "sandbox_died":
+                return "sandbox keeper died"
