@@ -65,7 +65,7 @@ def list_strategies() -> None:
         print(f"  {name:<18} {doc}")
 
 
-def run_command(scenario: str | None, check: str | None, model: str | None, **settings: Any) -> None:
+def run_command(scenario: str | None, check: str | None, grade: str | None, model: str | None, **settings: Any) -> None:
     """Refine a scenario's tasks and write a run directory. Rerun with the same --out to resume."""
     from redraft.run import RunConfig, run
 
@@ -73,7 +73,7 @@ def run_command(scenario: str | None, check: str | None, model: str | None, **se
     if model is not None:
         given.setdefault("drafter", model)
         given.setdefault("critic", model)
-    config = RunConfig.build(scenario=_scenario_name(scenario, given.get("tasks"), check), **given)
+    config = RunConfig.build(scenario=_scenario_name(scenario, given.get("tasks"), check, grade), **given)
     progress = _RunProgress()
     with progress:
         outcome = run(config, on_start=progress.start, on_result=progress.advance)
@@ -97,6 +97,8 @@ def _run_parameters() -> list[inspect.Parameter]:
 
     keyword = inspect.Parameter.KEYWORD_ONLY
     scenario_help = "Scenario name (see `redraft scenarios`); leave out with --check."
+    check_help = "MODULE:FUNCTION whose verdict steers the loop on the --tasks (instead of a SCENARIO)."
+    grade_help = "MODULE:FUNCTION that grades the final answers against the --tasks' reference, held out."
     params = [
         inspect.Parameter(
             "scenario",
@@ -105,12 +107,10 @@ def _run_parameters() -> list[inspect.Parameter]:
             annotation=str | None,
         ),
         inspect.Parameter(
-            "check",
-            keyword,
-            annotation=str | None,
-            default=typer.Option(
-                None, "--check", help="MODULE:FUNCTION that scores the --tasks (instead of a SCENARIO)."
-            ),
+            "check", keyword, default=typer.Option(None, "--check", help=check_help), annotation=str | None
+        ),
+        inspect.Parameter(
+            "grade", keyword, default=typer.Option(None, "--grade", help=grade_help), annotation=str | None
         ),
         inspect.Parameter(
             "model",
@@ -143,9 +143,13 @@ run_command.__signature__ = inspect.Signature(_run_parameters())  # type: ignore
 app.command("run")(run_command)
 
 
-def _scenario_name(scenario: str | None, tasks: str | None, check: str | None) -> str:
-    """The scenario a run uses: SCENARIO, or ``check:MODULE:FUNCTION`` for a task file with a user check."""
+def _scenario_name(scenario: str | None, tasks: str | None, check: str | None, grade: str | None) -> str:
+    """The scenario a run uses: SCENARIO, or ``check:MODULE:FUNCTION`` (with its grade) for a task file."""
+    from redraft.scenarios.user_check import user_scenario_name
+
     if check is None:
+        if grade is not None:
+            raise UserError("--grade goes with --check: it grades the --tasks that the check steers")
         if scenario is None:
             raise UserError("missing SCENARIO: name one (see `redraft scenarios`), or use --tasks FILE --check MOD:FN")
         return scenario
@@ -153,7 +157,7 @@ def _scenario_name(scenario: str | None, tasks: str | None, check: str | None) -
         raise UserError("--check needs --tasks FILE.jsonl: the tasks it scores")
     if scenario is not None:
         raise UserError(f"give a SCENARIO or --check, not both (got {scenario!r} and --check {check})")
-    return f"check:{check}"
+    return user_scenario_name(check, grade)
 
 
 class _RateColumn(ProgressColumn):

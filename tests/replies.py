@@ -22,12 +22,32 @@ def is_critique(request: ChatRequest) -> bool:
     return request.json_schema is not None
 
 
+def worked(prompt: str, off: int = 0) -> str:
+    """A worked solution of an arithmetic problem, one equation per step, as the scenario asks.
+
+    ``off`` > 0 makes the last step's result wrong by that much (the answer follows it): the
+    calculator in the feedback catches it, and each ``off`` gives a distinct answer.
+    """
+    total = int(re.search(r"has (\d+)", prompt)[1])  # type: ignore[index]
+    lines = []
+    changes = re.findall(r"(gets|gives away) (\d+)", prompt)
+    for i, (verb, n) in enumerate(changes):
+        sign, result = ("+", total + int(n)) if verb == "gets" else ("-", total - int(n))
+        if i == len(changes) - 1:
+            result += off
+        lines.append(f"{total} {sign} {n} = {result}")
+        total = result
+    return "\n".join([*lines, f"Answer: {total}"])
+
+
 @dataclass
 class LateLearner:
-    """Drafts wrong answers until ``fix_at`` rounds of feedback, then the gold one.
+    """Drafts wrong solutions until ``fix_at`` rounds of feedback, then the right one.
 
-    Round r answers ``gold + 1 + r`` (distinct wrong answers, so no early `stable`).
-    ``never`` keeps it wrong forever. The critic always reports one critical issue.
+    Round r's last step is off by ``1 + r`` (distinct wrong answers, so no early `stable`), which
+    the feedback's calculator catches (score 0.75: the answer line, grounding and answer follow);
+    the right solution passes every check and the grade. ``never`` keeps it wrong forever. The
+    critic always reports one critical issue.
     """
 
     gold: dict[str, int]
@@ -36,7 +56,7 @@ class LateLearner:
 
     @classmethod
     def for_tasks(cls, tasks: list[Task], **kwargs: object) -> LateLearner:
-        return cls(gold={t.prompt: int(t.reference["answer"]) for t in tasks}, **kwargs)  # type: ignore[arg-type]
+        return cls(gold={t.prompt: int(t.gold["answer"]) for t in tasks}, **kwargs)  # type: ignore[arg-type]
 
     def __call__(self, request: ChatRequest) -> str:
         if is_critique(request):
@@ -45,8 +65,8 @@ class LateLearner:
         prompt = next(p for p in self.gold if user.startswith(p))
         r = round_of(request)
         if r >= self.fix_at and not self.never:
-            return f"Let me redo it.\nAnswer: {self.gold[prompt]}"
-        return f"Attempt {r}.\nAnswer: {self.gold[prompt] + 1 + r}"
+            return f"Let me redo it.\n{worked(prompt)}"
+        return f"Attempt {r}.\n{worked(prompt, off=1 + r)}"
 
 
 @dataclass
@@ -181,7 +201,7 @@ class Tutor:
 
     @classmethod
     def for_tasks(cls, tasks: list[Task], **kwargs: object) -> Tutor:
-        return cls(gold={t.prompt: int(t.reference["answer"]) for t in tasks}, **kwargs)  # type: ignore[arg-type]
+        return cls(gold={t.prompt: int(t.gold["answer"]) for t in tasks}, **kwargs)  # type: ignore[arg-type]
 
     def __call__(self, request: ChatRequest) -> str:
         kind = request_kind(request)
@@ -193,7 +213,7 @@ class Tutor:
             return json.dumps({"questions": ["How many are there at the start?", "What is the total?"]})
         if kind == "reflect":
             return "I applied a change twice; next time I will apply each change once."
-        gold = next(v for p, v in self.gold.items() if p in user)
+        prompt, gold = next((p, v) for p, v in self.gold.items() if p in user)
         if kind == "answer":
             return f"It is {gold}."
         stage = re.search(r"This is stage (\d+) of (\d+) \((\w+)\)", user)
@@ -201,25 +221,18 @@ class Tutor:
             retry = "Your best answer so far" in user
             return PLAN[0] if stage[3] in self.fail_stages and not retry else "\n".join(PLAN)
         r = round_of(request)
-        answer = gold if r >= self.fix_at and not self.never else gold + 1 + r
+        off = 0 if r >= self.fix_at and not self.never else 1 + r
         if "SEARCH" in user and self.no_edits:
             return "The answer looks right to me."
-        if "SEARCH" in user:  # a patch revision: edit the answer line of the best so far
+        if "SEARCH" in user:  # a patch revision: edit the last step and the answer line of the best so far
             best = re.search(r"best answer so far.*?---\n(.*?)\n---", user, re.DOTALL)
-            old = re.findall(r"Answer: -?\d+", best[1] if best else "")[-1]
-            edits = f"<<<<<<< SEARCH\n{old}\n=======\nAnswer: {answer}\n>>>>>>> REPLACE"
+            old = "\n".join((best[1] if best else "").splitlines()[-2:])
+            new = "\n".join(worked(prompt, off).splitlines()[-2:])
+            edits = f"<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE"
             if self.bad_edit:
                 edits += "\n<<<<<<< SEARCH\nAnswer: nowhere\n=======\nAnswer: 0\n>>>>>>> REPLACE"
             return edits
-        return f"Attempt {r}.\nAnswer: {answer}"
-
-
-def _solve(prompt: str) -> int:
-    """The gold answer of an arithmetic word problem, worked out from its text."""
-    start = int(re.search(r"has (\d+)", prompt)[1])  # type: ignore[index]
-    gains = sum(int(n) for n in re.findall(r"gets (\d+) more", prompt))
-    losses = sum(int(n) for n in re.findall(r"gives away (\d+)", prompt))
-    return start + gains - losses
+        return f"Attempt {r}.\n{worked(prompt, off)}"
 
 
 def steady_learner(request: ChatRequest) -> str:
@@ -233,9 +246,9 @@ def steady_learner(request: ChatRequest) -> str:
     if is_critique(request):
         return json.dumps(CRITIQUE)
     prompt = request.messages[-1].content.split("\n\n")[0]
-    gold, r = _solve(prompt), round_of(request)
+    r = round_of(request)
     fix_at = sum(prompt.encode()) % 3  # 2: never right within the 2 rounds the tests allow
-    return f"Step by step.\nAnswer: {gold if r >= fix_at else gold + 1 + r}"
+    return f"Step by step.\n{worked(prompt, 0 if r >= fix_at else 1 + r)}"
 
 
 def slow_seven(request: ChatRequest) -> str:

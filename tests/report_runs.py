@@ -24,10 +24,11 @@ from replies import is_critique, round_of
 
 from redraft.actors.arbiter import Arbiter
 from redraft.actors.factory import RoleSetup, local_roles
+from redraft.actors.grader import Grader
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import Result, Task, decode_as, encode
-from redraft.run import RunConfig, arbiter_settings, failed_result, manifest_for
+from redraft.run import RunConfig, arbiter_settings, failed_result, manifest_for, refine_frames
 from redraft.store import RunStore
 
 HTML_TEXT = '<script>alert("pwned")</script> [bold red]not markup[/] & <b>bold</b>'
@@ -75,7 +76,8 @@ class MixedReplies:
         right = plan.fix_at is not None and r >= plan.fix_at
         answer = plan.gold if right else plan.gold + 1 + r
         prefix = f"{HTML_TEXT}\n" if plan.html else ""
-        return f"{prefix}Working on it, attempt {r}.\nAnswer: {answer}"
+        # One step, checked by the feedback's calculator: right only when the answer is.
+        return f"{prefix}Working on it, attempt {r}.\n{plan.gold - 1} + 1 = {answer}\nAnswer: {answer}"
 
 
 def make_run(root: Path, *, max_rounds: int = 4, copies: int = 1, strategy: str = "adversarial") -> Path:
@@ -87,6 +89,7 @@ def make_run(root: Path, *, max_rounds: int = 4, copies: int = 1, strategy: str 
     roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), config.experiment.strategy)
     ticks = itertools.count()
     arbiter = Arbiter(roles, arbiter_settings(config), clock=lambda: float(next(ticks)))
+    grader = Grader("arithmetic")
     store = RunStore.open(root, manifest_for(config, root.name))
     for copy in range(copies):
         for task_id, plan in PLANS.items():
@@ -95,9 +98,9 @@ def make_run(root: Path, *, max_rounds: int = 4, copies: int = 1, strategy: str 
                 task_id=task_id + suffix,
                 scenario="arithmetic",
                 prompt=prompt_of(task_id, plan),
-                reference={"answer": plan.gold},
+                gold={"answer": plan.gold},
             )
-            frames = asyncio.run(arbiter.run(encode(task)))
+            frames = asyncio.run(refine_frames(arbiter, grader, task))
             store.append(frames, decode_as(frames[-1], Result))
         lost = Task(task_id=LOST + (f"#{copy}" if copies > 1 else ""), scenario="arithmetic", prompt="?")
         result = failed_result(lost, _ArbiterDied("the arbiter died"))

@@ -7,7 +7,7 @@ from pathlib import Path
 import msgpack
 import msgspec
 import pytest
-from samples import ALL, DRAFT, TASK, V1
+from samples import ALL, DRAFT, TASK, V1, V2
 
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import (
@@ -67,10 +67,52 @@ def test_golden_frames_of_v1_keep_decoding(message: msgspec.Struct) -> None:
     assert _unversioned(decoded) == _unversioned(message)
 
 
-@pytest.mark.parametrize("message", ALL, ids=_tag)
+@pytest.mark.parametrize("message", V2, ids=_tag)
 def test_golden_frames_of_v2_keep_decoding(message: msgspec.Struct) -> None:
     frame = (GOLDEN / "v2" / f"{_tag(message)}.msgpack").read_bytes()
+    decoded = decode(frame)
+    assert decoded.v == 2  # the writer's version survives; fields added since take their defaults
+    assert _unversioned(decoded) == _unversioned(message)
+
+
+@pytest.mark.parametrize("message", ALL, ids=_tag)
+def test_golden_frames_of_v3_keep_decoding(message: msgspec.Struct) -> None:
+    frame = (GOLDEN / "v3" / f"{_tag(message)}.msgpack").read_bytes()
     assert decode(frame) == message
+
+
+V3_ADDITIONS = {
+    "task": ["gold"],
+    "verification": ["oracle"],
+    "critique_request": ["seed"],
+    "reflect_request": ["seed"],
+    "decision": ["limit"],
+    "result": [
+        "error_type",
+        "stop_limit",
+        "best_round",
+        "best_sample",
+        "grade",
+        "graded_pass",
+        "initial_grade",
+    ],
+    "grade_request": ["task", "candidates"],
+    "grade": ["task_id", "gold", "grades", "error"],
+}
+
+
+def test_v3_samples_set_every_field_added_in_v3() -> None:
+    """So the v3 golden frames pin each addition: none may sit at its default."""
+    by_kind = {_tag(m): m for m in ALL}
+    for kind, names in V3_ADDITIONS.items():
+        for name in names:
+            assert getattr(by_kind[kind], name) not in (None, "", 0, [], {}, False, -1), f"{kind}.{name}"
+    assert by_kind["result"].initial_sample == 0 and by_kind["result"].initial_graded_pass is False
+
+
+def test_the_gold_never_travels_in_a_request_of_the_samples() -> None:
+    requests = [m for m in ALL if _tag(m).endswith("_request") and _tag(m) != "grade_request"]
+    assert requests and all(m.task.gold == {} for m in requests)  # type: ignore[attr-defined]
 
 
 V2_ADDITIONS = {
@@ -87,7 +129,7 @@ V2_ADDITIONS = {
 
 def test_v2_samples_set_every_field_added_in_v2() -> None:
     """So the v2 golden frames pin each addition: none may sit at its default (or be empty)."""
-    by_kind = {_tag(m): m for m in ALL}
+    by_kind = {_tag(m): m for m in V2}
     for kind, names in V2_ADDITIONS.items():
         for name in names:
             assert getattr(by_kind[kind], name) not in (None, "", 0, [], "rewrite"), f"{kind}.{name}"

@@ -72,7 +72,7 @@ def refine(model: str, **convergence: object) -> list[object]:
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=2), model=model)
     roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial")
     settings = ArbiterSettings(samples=2, convergence=ConvergenceConfig(**convergence))  # type: ignore[arg-type]
-    return list(iter_frames(b"".join(asyncio.run(Arbiter(roles, settings).run(encode(TASKS[0]))))))
+    return list(iter_frames(b"".join(asyncio.run(Arbiter(roles, settings).run(encode(TASKS[0].without_gold()))))))
 
 
 def test_arbiter_prices_every_call_and_splits_usage_by_role() -> None:

@@ -86,7 +86,7 @@ def test_a_task_page_renders_its_rounds_with_model_text_as_text(run_dir: Path, t
     page = run_dir / "report" / f"{safe_name('suite/html')}.html"
     dom = chromium(tmp_path, page.as_uri(), "--dump-dom").stdout
     assert re.findall(r'<h2 id="round-(\d)">', dom) == ["0", "1"]
-    assert dom.count('class="card') == 4  # two samples in each round
+    assert len(re.findall(r'class="card[^"]*" id="r\d+s\d+"', dom)) == 4  # two samples in each round
     assert "Decision: stop" in dom and '<pre class="diff">' in dom
     # The candidate's <script> is text in the DOM, never an element.
     assert '&lt;script&gt;alert("pwned")&lt;/script&gt;' in dom

@@ -78,42 +78,54 @@ JSON_TASKS = list(islice(JSON.tasks(seed=0), 30))
 
 
 def gold_reply(task: Task) -> str:
-    return f"Here you go:\n```json\n{json.dumps(task.reference['gold'], indent=2)}\n```"
+    return f"Here you go:\n```json\n{json.dumps(task.gold['fields'], indent=2)}\n```"
 
 
-def test_json_tasks_cover_each_kind_and_show_the_schema_not_the_gold() -> None:
-    kinds = {tuple(sorted(t.reference["gold"])) for t in JSON_TASKS}
+def graded(scenario: Scenario, task: Task, text: str) -> CheckResult:
+    verdict = scenario.grade(task, text)
+    assert verdict is not None
+    return verdict
+
+
+def test_json_tasks_cover_each_kind_and_show_the_schema_never_the_gold() -> None:
+    kinds = {tuple(sorted(t.gold["fields"])) for t in JSON_TASKS}
     assert len(kinds) == 3
     for task in JSON_TASKS:
         assert json.dumps(task.reference["schema"]) in task.prompt
-        assert set(task.reference["schema"]["required"]) == set(task.reference["gold"])
+        assert set(task.reference["schema"]["required"]) == set(task.gold["fields"])
+        assert set(task.reference) == {"schema"}  # the feedback's data holds no gold value
 
 
-def test_json_gold_answers_pass_every_field() -> None:
+def test_json_gold_answers_pass_the_feedback_and_the_grade() -> None:
     for task in JSON_TASKS:
         checks = JSON.check(task, gold_reply(task))
         assert failed(checks) == {}, task.task_id
-        assert score_of(checks) == 1.0 and len(checks) == len(task.reference["gold"])
+        assert score_of(checks) == 1.0 and len(checks) == len(task.gold["fields"])
+        assert graded(JSON, task, gold_reply(task)).passed
     # Unfenced, with prose around it, strings differing only in case (and spacing where the schema allows it).
     task = JSON_TASKS[0]
-    loose = {k: v.upper() if isinstance(v, str) else v for k, v in task.reference["gold"].items()}
+    loose = {k: v.upper() if isinstance(v, str) else v for k, v in task.gold["fields"].items()}
     loose["name"] = f"  {loose['name']} "
     assert failed(JSON.check(task, f"The object is {json.dumps(loose)} as asked.")) == {}
+    assert graded(JSON, task, json.dumps(loose)).passed
 
 
-def test_json_each_wrong_field_fails_alone_without_its_gold_value() -> None:
+def test_json_a_wrong_but_valid_field_passes_the_feedback_and_fails_the_grade_alone() -> None:
     for task in JSON_TASKS[:6]:
-        gold = task.reference["gold"]
+        gold = task.gold["fields"]
         for field, value in gold.items():
-            wrong = _wrong_value(value)
-            checks = JSON.check(task, json.dumps(gold | {field: wrong}))
-            assert list(failed(checks)) == [f"field:{field}"], (task.task_id, field)
-            detail = failed(checks)[f"field:{field}"]
-            assert repr(field) in detail
-            # The schema's own enum (shown in the prompt anyway) may be quoted; nothing else of the gold.
-            if not isinstance(value, bool) and "enum" not in task.reference["schema"]["properties"][field]:
-                assert str(value) not in detail
-            assert score_of(checks) == pytest.approx((len(gold) - 1) / len(gold))
+            wrong = json.dumps(gold | {field: _wrong_value(value)})
+            checks = JSON.check(task, wrong)
+            if failed(checks):  # a wrong value the schema itself refuses: the feedback names the field
+                assert (
+                    list(failed(checks)) == [f"field:{field}"]
+                    and "breaks the schema" in failed(checks)[f"field:{field}"]
+                )
+                if not isinstance(value, bool) and "enum" not in task.reference["schema"]["properties"][field]:
+                    assert str(value) not in failed(checks)[f"field:{field}"]  # never the gold value
+            verdict = graded(JSON, task, wrong)
+            assert not verdict.passed and verdict.score == pytest.approx((len(gold) - 1) / len(gold))
+            assert repr(field) in verdict.detail and verdict.detail.count("';") == 0
 
 
 def _wrong_value(value: object) -> object:
@@ -130,14 +142,15 @@ def _wrong_value(value: object) -> object:
     return "Zzyzx"
 
 
-def test_json_schema_breaks_and_missing_fields_are_named() -> None:
-    task = next(t for t in JSON_TASKS if "age" in t.reference["gold"])
-    gold = task.reference["gold"]
+def test_json_schema_breaks_and_missing_fields_are_named_by_the_feedback() -> None:
+    task = next(t for t in JSON_TASKS if "age" in t.gold["fields"])
+    gold = task.gold["fields"]
     as_string = failed(JSON.check(task, json.dumps(gold | {"age": str(gold["age"])})))
     assert list(as_string) == ["field:age"] and "breaks the schema" in as_string["field:age"]
     assert "is not of type 'integer'" in as_string["field:age"]
     missing = {k: v for k, v in gold.items() if k != "email"}
     assert failed(JSON.check(task, json.dumps(missing))) == {"field:email": "'email' is missing"}
+    assert not graded(JSON, task, json.dumps(missing)).passed
 
 
 @pytest.mark.parametrize(
@@ -148,6 +161,7 @@ def test_json_unparsable_or_non_object_answers_fail_with_one_check(text: str, fo
     checks = JSON.check(JSON_TASKS[0], text)
     assert [c.name for c in checks] == ["json_object"] and not checks[0].passed
     assert found in checks[0].detail and "```json" in checks[0].detail
+    assert graded(JSON, JSON_TASKS[0], text).score == 0.0
 
 
 def test_json_answer_is_the_canonical_object() -> None:
@@ -192,47 +206,60 @@ def test_sql_tasks_are_forty_from_ten_templates_and_never_show_the_gold_query() 
     assert len(SQL_TASKS) == 40 and len({t.prompt for t in SQL_TASKS}) == 40
     for task in SQL_TASKS:
         assert "CREATE TABLE order_items" in task.prompt
-        assert task.reference["gold_sql"] not in task.prompt
-        assert run_query(task.reference["gold_sql"]).rows  # no empty gold result: it would pass any empty query
+        assert task.gold["gold_sql"] not in task.prompt and "gold_sql" not in task.reference
+        assert run_query(task.gold["gold_sql"]).rows  # no empty gold result: it would pass any empty query
+        # The shape the feedback checks is the question's own: as many columns as the gold query's.
+        assert task.reference["columns"] == run_query(task.gold["gold_sql"]).columns
 
 
-def test_sql_gold_queries_pass_fenced_or_plain() -> None:
+def test_sql_gold_queries_pass_the_feedback_and_the_grade_fenced_or_plain() -> None:
     for task in SQL_TASKS:
-        gold = task.reference["gold_sql"]
+        gold = task.gold["gold_sql"]
         assert failed(SQL.check(task, sql_reply(gold))) == {}, task.task_id
+        assert graded(SQL, task, sql_reply(gold)).passed, task.task_id
     plain = SQL_TASKS[1]
-    assert failed(SQL.check(plain, f"Sure.\n{plain.reference['gold_sql']}")) == {}
+    assert failed(SQL.check(plain, f"Sure.\n{plain.gold['gold_sql']}")) == {}
+    assert graded(SQL, plain, f"Sure.\n{plain.gold['gold_sql']}").passed
 
 
-def test_sql_ignores_column_names_and_row_order_unless_asked() -> None:
+def test_sql_grade_ignores_column_names_and_row_order_unless_asked_and_feedback_checks_the_asked_order() -> None:
     by_city = SQL_TASKS[0]  # How many customers live in X?
     city = by_city.prompt.rsplit(" in ", 1)[1].rstrip("?")
     renamed = f"SELECT count(id) AS n FROM customers WHERE city = '{city}'"
-    assert failed(SQL.check(by_city, sql_reply(renamed))) == {}
+    assert graded(SQL, by_city, sql_reply(renamed)).passed
     names = SQL_TASKS[1]  # a list of names, no order asked
-    reversed_order = names.reference["gold_sql"] + " ORDER BY name DESC"
-    assert failed(SQL.check(names, sql_reply(reversed_order))) == {}
+    reversed_order = names.gold["gold_sql"] + " ORDER BY name DESC"
+    assert graded(SQL, names, sql_reply(reversed_order)).passed
     ranked = SQL_TASKS[8]  # top spenders, biggest first: the order matters
-    assert "ORDER BY spent DESC" in ranked.reference["gold_sql"]
-    wrong_order = f"SELECT * FROM ({ranked.reference['gold_sql']}) ORDER BY spent ASC"
+    assert "ORDER BY spent DESC" in ranked.gold["gold_sql"] and ranked.reference["order"] == "desc_last"
+    wrong_order = f"SELECT * FROM ({ranked.gold['gold_sql']}) ORDER BY spent ASC"
+    verdict = graded(SQL, ranked, sql_reply(wrong_order))
+    assert (
+        not verdict.passed
+        and verdict.detail == "returned the right rows in the wrong order; sort them as the question asks"
+    )
     assert failed(SQL.check(ranked, sql_reply(wrong_order))) == {
-        "result_set": "returned the right rows in the wrong order; sort them as the question asks"
+        "order": "the rows are not sorted by the last column, highest first, as the question asks"
     }
 
 
-def test_sql_mismatches_are_described_without_the_expected_values() -> None:
+def test_sql_feedback_sees_the_shape_the_grade_sees_the_values() -> None:
     names = SQL_TASKS[1]
-    gold_rows = run_query(names.reference["gold_sql"]).rows
+    gold_rows = run_query(names.gold["gold_sql"]).rows
     n = len(gold_rows)
-    too_few = names.reference["gold_sql"] + " LIMIT 1"
-    assert failed(SQL.check(names, sql_reply(too_few)))["result_set"] == f"returned 1 row(s), expected {n}"
-    two_columns = names.reference["gold_sql"].replace("SELECT name", "SELECT name, city")
-    assert failed(SQL.check(names, sql_reply(two_columns)))["result_set"] == "returned 2 column(s), expected 1"
-    shifted = names.reference["gold_sql"].replace("SELECT name", "SELECT name || '!'")
-    detail = failed(SQL.check(names, sql_reply(shifted)))["result_set"]
+    too_few = names.gold["gold_sql"] + " LIMIT 1"
+    assert failed(SQL.check(names, sql_reply(too_few))) == {}  # nothing a user sees says one row is too few
+    assert graded(SQL, names, sql_reply(too_few)).detail == f"returned 1 row(s), expected {n}"
+    two_columns = names.gold["gold_sql"].replace("SELECT name", "SELECT name, city")
+    assert failed(SQL.check(names, sql_reply(two_columns))) == {
+        "columns": "returned 2 column(s); the question asks for 1"
+    }
+    shifted = names.gold["gold_sql"].replace("SELECT name", "SELECT name || '!'")
+    assert failed(SQL.check(names, sql_reply(shifted))) == {}
+    detail = graded(SQL, names, sql_reply(shifted)).detail
     assert detail == f"returned the right number of rows ({n}), but {n} of them are not in the expected result"
-    for (name,) in gold_rows:
-        assert name not in detail
+    empty = names.gold["gold_sql"] + " AND 1 = 0"
+    assert failed(SQL.check(names, sql_reply(empty)))["rows"].startswith("the query returns no rows")
 
 
 @pytest.mark.parametrize(
@@ -254,6 +281,7 @@ def test_sql_errors_writes_and_floods_fail_cleanly(query: str, detail: str) -> N
     before = hashlib.sha256(database_path().read_bytes()).hexdigest()
     checks = SQL.check(SQL_TASKS[0], sql_reply(query))
     assert not checks[0].passed and detail in checks[0].detail
+    assert not graded(SQL, SQL_TASKS[0], sql_reply(query)).passed
     assert hashlib.sha256(database_path().read_bytes()).hexdigest() == before
 
 
@@ -266,7 +294,7 @@ def test_sql_a_cartesian_join_is_stopped_quickly() -> None:
 
 
 def test_sql_no_query_and_extraction() -> None:
-    assert failed(SQL.check(SQL_TASKS[0], "   "))["result_set"].startswith("no query found")
+    assert failed(SQL.check(SQL_TASKS[0], "   "))["runs"].startswith("no query found")
     assert extract_sql("```sql\nSELECT 1;\n```\nor\n```sql\nSELECT 2\n```") == "SELECT 2"
     assert extract_sql("I would run:\nWITH t AS (SELECT 1) SELECT * FROM t;") == "WITH t AS (SELECT 1) SELECT * FROM t"
     assert SQL.answer("```sql\nSELECT  1\n FROM t\n```") == "SELECT 1 FROM t"
@@ -415,13 +443,15 @@ def test_sql_execution_errors_reach_the_drafter_and_the_loop_fixes_the_query() -
         prompt = request.messages[-1].content
         prompts.append(prompt)
         if "no such column: units" in prompt:
-            return sql_reply(task.reference["gold_sql"])
+            return sql_reply(task.gold["gold_sql"])
         return sql_reply("SELECT SUM(units) FROM order_items")
 
     spec = ScriptedSpec(script=model)
     config = RunConfig.build(samples=1, max_rounds=3)
     refinement = refine(task, config, backends={"drafter": spec, "critic": spec})
-    assert (refinement.result.passed, refinement.result.initial_passed, refinement.result.rounds) == (True, False, 2)
+    result = refinement.result
+    assert (result.passed, result.initial_passed, result.rounds) == (True, False, 2)
+    assert (result.graded_pass, result.initial_graded_pass) == (True, False)  # the held-out grade agrees
     revision = next(m for m in refinement.trace if isinstance(m, DraftRequest) and m.round == 1).revision
     assert revision is not None
     assert [c.detail for c in revision.failed_checks] == ["the query failed: no such column: units"]

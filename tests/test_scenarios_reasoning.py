@@ -33,21 +33,25 @@ def test_tasks_are_the_datasets_questions_and_depend_only_on_the_seed(name: str)
     assert [t.prompt for t in tasks] == [e["question"] for e in entries(name, 3, 5)]
     assert tasks == list(islice(get_scenario(f"reasoning_gym:{name}").tasks(seed=3), 5))
     assert [t.prompt for t in tasks] != [t.prompt for t in islice(scenario.tasks(seed=4), 5)]
-    assert all(t.reference == {"dataset": name, "seed": 3, "index": i} for i, t in enumerate(tasks))
+    assert all(t.gold == {"dataset": name, "seed": 3, "index": i} and t.reference == {} for i, t in enumerate(tasks))
 
 
 @pytest.mark.parametrize("name", DATASETS)
-def test_the_datasets_own_answers_pass_and_wrong_ones_fail_without_the_gold(name: str) -> None:
+def test_the_datasets_own_checker_is_the_held_out_grade_and_the_feedback_only_asks_for_an_answer(name: str) -> None:
     scenario = get_scenario(f"reasoning_gym:{name}")
     tasks = list(islice(scenario.tasks(seed=0), 6))
     for task, entry in zip(tasks, entries(name, 0, 6), strict=True):
         gold = str(entry["answer"])
-        good = scenario.check(task, f"Let me think.\n<answer>{gold}</answer>")
-        assert [(c.name, c.passed, c.score) for c in good] == [("score_answer", True, 1.0)], task.task_id
+        right, wrong = f"Let me think.\n<answer>{gold}</answer>", "<answer>certainly not 424242</answer>"
+        # Feedback has no gold: any given answer passes it, right or wrong.
+        assert [(c.name, c.passed) for c in scenario.check(task, right)] == [("answer_given", True)]
+        assert [(c.name, c.passed) for c in scenario.check(task, wrong)] == [("answer_given", True)]
+        assert scenario.check(task.without_gold(), wrong) == scenario.check(task, wrong)
+        good, bad = scenario.grade(task, right), scenario.grade(task, wrong)
+        assert good is not None and (good.name, good.passed, good.score) == ("score_answer", True, 1.0), task.task_id
+        assert bad is not None and not bad.passed and bad.score < 1.0
+        assert scenario.grade(task.without_gold(), right) is None  # nothing to grade against: unknown, not 0
         assert scenario.answer(f"x <answer> {gold} </answer>") == " ".join(gold.split())
-        bad = scenario.check(task, "<answer>certainly not 424242</answer>")
-        assert not bad[0].passed and bad[0].score < 1.0
-        assert "is wrong" in bad[0].detail and gold not in bad[0].detail
 
 
 def test_an_answer_line_counts_and_a_missing_answer_says_how_to_give_one() -> None:
@@ -55,6 +59,8 @@ def test_an_answer_line_counts_and_a_missing_answer_says_how_to_give_one() -> No
     task = next(iter(scenario.tasks(seed=0)))
     gold = entries("leg_counting", 0, 1)[0]["answer"]
     assert scenario.check(task, f"Counting legs...\nAnswer: {gold}")[0].passed
+    verdict = scenario.grade(task, f"Counting legs...\nAnswer: {gold}")
+    assert verdict is not None and verdict.passed
     missing = scenario.check(task, "I am not sure.")
     assert not missing[0].passed and "<answer>" in missing[0].detail
     for junk in ["", "<answer></answer>", "<answer>\x00{[</answer>"]:

@@ -8,7 +8,7 @@ from itertools import islice
 from typing import Any
 
 import pytest
-from replies import CRITIQUE, PLAN, SKEPTIC_CRITIQUE, Tutor
+from replies import CRITIQUE, PLAN, SKEPTIC_CRITIQUE, Tutor, worked
 
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
@@ -35,7 +35,7 @@ from redraft.strategies import get_strategy, strategy_names
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
 TASK = TASKS[0]
-GOLD = int(TASK.reference["answer"])
+GOLD = int(TASK.gold["answer"])
 K = 2
 
 
@@ -68,7 +68,7 @@ def run_task(
         revision_mode="patch" if patch else "rewrite",
     )
     task = TASK if scenario_name == "arithmetic" else type(TASK)(**{**_fields(TASK), "scenario": scenario_name})
-    frames = asyncio.run(Arbiter(local_roles(setup, strategy), settings).run(encode(task)))
+    frames = asyncio.run(Arbiter(local_roles(setup, strategy), settings).run(encode(task.without_gold())))
     return list(iter_frames(b"".join(frames)))
 
 
@@ -163,21 +163,21 @@ def test_single_pass_strategies(strategy: str) -> None:
         assert result(trace).passed is passed
 
 
-def _pick(strategy: str, answers: list[int]) -> int:
-    """Which sample the strategy keeps when its K samples answer ``answers``."""
-    spec = ScriptedSpec(script=[f"Answer: {a}" for a in answers])
+def _pick(strategy: str, offsets: list[int]) -> int:
+    """Which sample the strategy keeps when its K samples' worked solutions are off by ``offsets`` (0: right)."""
+    spec = ScriptedSpec(script=[worked(TASK.prompt, off) for off in offsets])
     roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), strategy)
-    settings = ArbiterSettings(strategy=strategy, samples=len(answers))
-    trace = list(iter_frames(b"".join(asyncio.run(Arbiter(roles, settings).run(encode(TASK))))))
+    settings = ArbiterSettings(strategy=strategy, samples=len(offsets))
+    trace = list(iter_frames(b"".join(asyncio.run(Arbiter(roles, settings).run(encode(TASK.without_gold()))))))
     [decision] = [m for m in trace if isinstance(m, Decision)]
     return decision.best_sample
 
 
 def test_best_of_n_picks_by_the_verifier_alone_and_self_consistency_by_majority_on_ties() -> None:
-    wrong, other = GOLD + 3, GOLD + 5
-    assert _pick("best_of_n", [wrong, GOLD, GOLD + 7]) == 1  # evidence first, for both
-    assert _pick("self_consistency", [wrong, GOLD, GOLD + 7]) == 1
-    assert _pick("best_of_n", [other, wrong, wrong]) == 0  # all fail: best_of_n keeps the first
+    wrong, other = 3, 5
+    assert _pick("best_of_n", [wrong, 0, 7]) == 1  # evidence first, for both: the only step-checked solution
+    assert _pick("self_consistency", [wrong, 0, 7]) == 1
+    assert _pick("best_of_n", [other, wrong, wrong]) == 0  # all fail alike: best_of_n keeps the first
     assert _pick("self_consistency", [other, wrong, wrong]) == 1  # the majority answer
 
 
@@ -213,7 +213,7 @@ def test_verifier_only_keeps_reflections_in_the_memory() -> None:
     memory = round2.revision.memory
     assert [a.round for a in memory] == [0, 1]
     assert all(a.reflection.startswith("I applied a change twice") for a in memory)
-    assert [c.name for c in round2.revision.failed_checks] == ["final_answer"]
+    assert [c.name for c in round2.revision.failed_checks] == ["steps"]  # the calculator's evidence
     assert result(trace).usage_by_role["drafter"].calls == 3 * K + 2  # drafts and two reflections
 
 
@@ -231,7 +231,7 @@ def test_cove_questions_are_answered_without_the_candidate_and_reach_the_revisio
         "cove",
     )
     settings = ArbiterSettings(strategy="cove", samples=K, convergence=ConvergenceConfig(max_rounds=3))
-    trace = list(iter_frames(b"".join(asyncio.run(Arbiter(roles, settings).run(encode(TASK))))))
+    trace = list(iter_frames(b"".join(asyncio.run(Arbiter(roles, settings).run(encode(TASK.without_gold()))))))
     questioned = [m for m in trace if isinstance(m, VerifyRequest) and m.questions]
     assert [(q.draft.round, q.questions) for q in questioned] == [(0, 3)]
     [verification] = [m for m in trace if isinstance(m, Verification) and m.questions]
@@ -279,9 +279,11 @@ def test_patch_revisions_apply_minimal_edits() -> None:
     requests = [m for m in trace if isinstance(m, DraftRequest) and m.round == 1]
     assert {r.mode for r in requests} == {"patch"} and requests[0].revision is not None
     best = requests[0].revision.best_text
-    for draft in round1:  # the best so far with only its answer line changed
+    right = worked(TASK.prompt).splitlines()
+    for draft in round1:  # the best so far with only its wrong last step and its answer line changed
         assert draft.edits_applied == 1 and draft.edit_errors == []
-        assert draft.text == best.replace(f"Answer: {GOLD + 1}", f"Answer: {GOLD}")
+        assert draft.text.splitlines() == best.splitlines()[:-2] + right[-2:]
+        assert best.splitlines()[-1] == f"Answer: {GOLD + 1}"
     assert result(trace).passed
 
 
@@ -371,7 +373,7 @@ def test_a_task_cut_by_its_timeout_keeps_the_best_of_its_finished_rounds() -> No
     spec = ScriptedSpec(script=Tutor.for_tasks(TASKS, never=True), delay_s=1.0)
     roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial")
     settings = ArbiterSettings(strategy="adversarial", samples=1, convergence=ConvergenceConfig(max_rounds=5))
-    frames = asyncio.run(Arbiter(roles, settings).run(encode(TASK), timeout_s=2.5))
+    frames = asyncio.run(Arbiter(roles, settings).run(encode(TASK.without_gold()), timeout_s=2.5))
     trace = list(iter_frames(b"".join(frames)))
     assert decisions(trace) == [(0, "continue", None), (1, "stop", "budget")]
     final = result(trace)

@@ -46,10 +46,16 @@ GOOD = [
 def test_a_good_file_streams_its_tasks_in_order(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "tasks.jsonl", GOOD[0], "", "   ", GOOD[2])
     assert validate_task_file(path) == 2
-    assert list(iter_tasks(path, "check:m:f")) == [
-        Task(task_id="right", scenario="check:m:f", prompt="What is 3 + 4?", reference={"answer": "7"}),
-        Task(task_id="raises", scenario="check:m:f", prompt="What is 5 + 2?", reference={}),
+    name = f"check:{CHECK}"  # a check with no separate grade: the reference is the check's data
+    assert list(iter_tasks(path, name)) == [
+        Task(task_id="right", scenario=name, prompt="What is 3 + 4?", reference={"answer": "7"}),
+        Task(task_id="raises", scenario=name, prompt="What is 5 + 2?", reference={}),
     ]
+    graded = f"check:{CHECK},grade:{CHECK}"  # with a grade, the reference is held out for it alone
+    assert next(iter_tasks(path, graded)) == Task(
+        task_id="right", scenario=graded, prompt="What is 3 + 4?", reference={}, gold={"answer": "7"}
+    )
+    assert next(iter_tasks(path, "arithmetic")).gold == {"answer": "7"}  # a built-in's gold, by its own rule
 
 
 @pytest.mark.parametrize(
@@ -109,7 +115,9 @@ def test_a_builtin_scenario_can_check_a_task_file(tmp_path: Path) -> None:
     _, tasks = plan(config)
     loaded = list(tasks())
     assert [t.task_id for t in loaded] == ["apples"] and loaded[0].scenario == "arithmetic"
-    assert get_scenario("arithmetic").check(loaded[0], "Answer: 7")[0].passed
+    assert loaded[0].gold == {"answer": 7} and loaded[0].reference == {}  # arithmetic holds its answer back
+    verdict = get_scenario("arithmetic").grade(loaded[0], "Answer: 7")
+    assert verdict is not None and verdict.passed
 
 
 def _unused() -> Any:
@@ -120,7 +128,7 @@ def _unused() -> Any:
 
 def test_a_check_scenario_without_a_task_file_is_refused() -> None:
     with pytest.raises(UserError, match=r"has no tasks of its own: give --tasks FILE\.jsonl"):
-        role_setup(RunConfig.build(scenario=f"check:{CHECK}"), backends={"drafter": _unused(), "critic": _unused()})
+        plan(RunConfig.build(scenario=f"check:{CHECK}"))
 
 
 # ---------------------------------------------------------------- the check contract

@@ -27,8 +27,8 @@ def test_trace_shows_rounds_checks_critiques_decisions_and_the_diff(
     gold = PLANS["suite/late"].gold
     assert [line.split()[1] for line in printed.splitlines() if line.startswith("round ")] == ["0", "1", "2"]
     assert printed.count("decision: continue") == 2 and "decision: stop (threshold)" in printed
-    assert f"✗ final_answer: the final answer {gold + 1} is wrong" in printed
-    assert f"✓ final_answer: final answer {gold} is correct" in printed
+    assert f"✗ steps: '{gold - 1} + 1 = {gold + 1}' is wrong; recompute it" in printed
+    assert "✓ steps: 1 step(s), each one right" in printed
     assert "critical" in printed and "the sum is <off>" in printed
     assert "best candidate unchanged" in printed  # round 1 tied round 0
     assert f"-Answer: {gold + 1}" in printed and f"+Answer: {gold}" in printed

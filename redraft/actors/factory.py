@@ -20,6 +20,7 @@ from typing import Any
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.critic import Critic
 from redraft.actors.drafter import Drafter
+from redraft.actors.grader import Grader
 from redraft.actors.pools import RolePool, Roles
 from redraft.actors.verifier import Verifier
 from redraft.backends.base import BackendSpec
@@ -45,6 +46,8 @@ class RoleSetup:
     critic_temperature: float = 0.3
     cache: bool = True
     """Answer repeated model calls from the node's response cache (`redraft.backends.cache`)."""
+    oracle: bool = False
+    """Feed the held-out grade back as feedback (an oracle-feedback run: upper-bound studies only)."""
 
 
 def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any, ...], dict[str, Any]]]:
@@ -55,7 +58,11 @@ def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any
             (setup.drafter, setup.scenario),
             {"temperature": setup.temperature, "max_tokens": setup.draft_max_tokens, "cache": setup.cache},
         ),
-        "verifier": (Verifier, (setup.scenario, verifier_backend(setup, strategy)), {"cache": setup.cache}),
+        "verifier": (
+            Verifier,
+            (setup.scenario, verifier_backend(setup, strategy)),
+            {"cache": setup.cache, "oracle": setup.oracle},
+        ),
     }
     critic_role = get_strategy(strategy).critic_role
     critic_kwargs = {
@@ -75,6 +82,24 @@ def verifier_backend(setup: RoleSetup, strategy: str) -> BackendSpec | None:
     if not get_strategy(strategy).verifier_model:
         return None
     return setup.verifier or setup.drafter
+
+
+def local_graders(setup: RoleSetup) -> RolePool:
+    """The grader as an in-process object (`refine`)."""
+    return RolePool([Grader(setup.scenario)])
+
+
+def ray_graders(setup: RoleSetup, nodes: list[str] | None = None) -> RolePool:
+    """One grader actor per node. Graders are not roles of the loop; the driver calls them after it."""
+    import ray
+
+    actor_class: Any = ray.remote(Grader)
+    return RolePool(
+        [
+            actor_class.options(num_cpus=0, scheduling_strategy=on_node(node), **_ROLE_OPTIONS).remote(setup.scenario)
+            for node in nodes or alive_nodes()
+        ]
+    )
 
 
 def local_roles(setup: RoleSetup, strategy: str) -> Roles:
@@ -104,7 +129,7 @@ def ray_roles(setup: RoleSetup, strategy: str, nodes: list[str] | None = None) -
     return Roles(**pools)
 
 
-def wait_ready(roles: Roles, timeout_s: float = 300.0) -> None:
+def wait_ready(roles: Roles, *more: RolePool, timeout_s: float = 300.0) -> None:
     """Block until every role actor is constructed; raise its constructor's error once, up front.
 
     Without this, an actor that cannot start (a missing model file, an import
@@ -112,7 +137,7 @@ def wait_ready(roles: Roles, timeout_s: float = 300.0) -> None:
     """
     import ray
 
-    refs = [m.__ray_ready__.remote() for pool in roles.pools() for m in pool.members]
+    refs = [m.__ray_ready__.remote() for pool in [*roles.pools(), *more] for m in pool.members]
     try:
         ray.get(refs, timeout=timeout_s)
     except ray.exceptions.GetTimeoutError:

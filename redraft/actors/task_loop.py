@@ -261,6 +261,9 @@ class TaskLoop:
                     unpriced_models=sorted(self.unpriced),
                     error_type=self.error_type if verdict.reason == "error" else None,
                     stop_limit=verdict.limit,
+                    best_round=final.draft.round if final else -1,
+                    best_sample=final.draft.sample if final else -1,
+                    initial_sample=initial.draft.sample if initial else -1,
                 )
             )
         )

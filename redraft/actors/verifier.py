@@ -1,4 +1,9 @@
-"""The verifier role: runs the scenario's deterministic checks on one draft.
+"""The verifier role: runs the scenario's feedback checks on one draft.
+
+Feedback is what a user has at inference time (`Scenario.check`); the held-out
+grade is not the verifier's (`redraft.actors.grader`). Only in an oracle-feedback
+run (``oracle``) does the verifier feed the grade back, as an upper bound for
+studies, and every `Verification` it writes then says ``oracle``.
 
 Checks run in worker threads (they may wait on a sandboxed subprocess) so the
 actor keeps serving other drafts; at most one check per CPU runs at once, so
@@ -31,6 +36,7 @@ from redraft.backends.cache import cached
 from redraft.errors import CheckError, RedraftError
 from redraft.protocols.messages import (
     CheckResult,
+    Task,
     Usage,
     Verification,
     VerificationQuestion,
@@ -40,6 +46,7 @@ from redraft.protocols.messages import (
 )
 from redraft.sandbox import sweep_stale_workdirs
 from redraft.scenarios import check_stage, get_scenario, score_of
+from redraft.scenarios.base import grade_of
 
 QUESTION_MAX_TOKENS = 256
 ANSWER_MAX_TOKENS = 96
@@ -49,10 +56,17 @@ _sweep_sandbox_workdirs_once = functools.cache(sweep_stale_workdirs)
 
 class Verifier:
     def __init__(
-        self, scenario: str, backend: BackendSpec | None = None, *, parallel: int | None = None, cache: bool = True
+        self,
+        scenario: str,
+        backend: BackendSpec | None = None,
+        *,
+        parallel: int | None = None,
+        cache: bool = True,
+        oracle: bool = False,
     ) -> None:
         self._scenario = get_scenario(scenario)
         _sweep_sandbox_workdirs_once()
+        self._oracle = oracle
         self._slots = asyncio.Semaphore(parallel or os.cpu_count() or 1)
         # Only chain-of-verification questions use a model; deterministic checks do not.
         self._backend: Backend | None = (
@@ -78,6 +92,7 @@ class Verifier:
                 questions=questions,
                 usage=usage,
                 model=model,
+                oracle=self._oracle and request.stage is None,
             )
         )
 
@@ -122,10 +137,18 @@ class Verifier:
         try:
             if request.stage is not None:
                 return check_stage(self._scenario, request.task, request.stage, request.draft.text), None
-            checks = self._scenario.check(request.task, request.draft.text)
+            checks = self._feedback(request.task, request.draft.text)
             answer = self._scenario.answer(request.draft.text)
         except RedraftError:
             raise  # it names its own cause, e.g. SandboxError: the sandbox itself could not run
         except Exception as exc:  # a bug in the check is no evidence against the candidate: end the task
             raise CheckError(f"{self._scenario.name} check raised {type(exc).__name__}: {exc}") from exc
         return checks, answer
+
+    def _feedback(self, task: Task, text: str) -> list[CheckResult]:
+        """The scenario's checks; in an oracle-feedback run, its held-out grade (the checks if it has none)."""
+        if self._oracle:
+            graded = grade_of(self._scenario, task, text)
+            if graded is not None:
+                return [graded]
+        return self._scenario.check(task, text)

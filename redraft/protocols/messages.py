@@ -26,11 +26,14 @@ revisions (``DraftRequest.mode``, ``Draft.edits_applied``, ``Draft.edit_errors``
 chain-of-verification questions (``VerifyRequest.questions``,
 ``Verification.questions``, with the verifier's ``usage`` and ``model``), debate
 (``CritiqueRequest.opponent``, ``Critique.stance``) and ``Attempt.reflection``,
-``Revision.questions``. Later additions within version 2 (fields only, with
-defaults, so every v2 reader still reads them): ``Decision.limit``,
-``Result.error_type`` and ``Result.stop_limit``, which name as typed values what
-earlier frames said only in words (``detail``, ``error``); ``CritiqueRequest.seed``
-and ``ReflectRequest.seed``, so the arbiter derives every seed by one rule.
+``Revision.questions``. 3 added held-out grading: the kinds ``grade_request``
+and ``grade`` (sent by the driver after the loop, never to a role), ``Task.gold``
+(stripped from every task a role receives), ``Verification.oracle``, and on
+``Result`` the grades of the final answer and of round 0's leader with those
+candidates' identity (``best_round``, ``best_sample``, ``initial_sample``); and
+typed values for what earlier frames said only in words: ``Decision.limit``,
+``Result.stop_limit``, ``Result.error_type``; and ``CritiqueRequest.seed``,
+``ReflectRequest.seed``, so the arbiter derives every seed by one rule.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from redraft.errors import ProtocolError
 from redraft.protocols.records import (
     MAX_ISSUE_TEXT,
     Attempt,
+    CandidateGrade,
+    CandidateText,
     ChatMessage,
     CheckResult,
     Issue,
@@ -63,6 +68,8 @@ __all__ = [  # the frames, and the records they embed (re-exported: they are par
     "MAX_ISSUE_TEXT",
     "WIRE_VERSION",
     "Attempt",
+    "CandidateGrade",
+    "CandidateText",
     "ChatMessage",
     "CheckResult",
     "Critique",
@@ -70,6 +77,8 @@ __all__ = [  # the frames, and the records they embed (re-exported: they are par
     "Decision",
     "Draft",
     "DraftRequest",
+    "Grade",
+    "GradeRequest",
     "Issue",
     "Message",
     "ProtocolError",
@@ -95,7 +104,7 @@ __all__ = [  # the frames, and the records they embed (re-exported: they are par
     "iter_frames",
 ]
 
-WIRE_VERSION = 2
+WIRE_VERSION = 3
 
 # ---------------------------------------------------------------- the union
 
@@ -106,13 +115,21 @@ class _Frame(msgspec.Struct, tag_field="kind", frozen=True, kw_only=True, forbid
 
 
 class Task(_Frame, tag="task", frozen=True, kw_only=True):
-    """One unit of work: a prompt plus the reference data its checks need."""
+    """One unit of work: a prompt, the data its feedback checks may use, and the held-out gold of its grade."""
 
     task_id: str
     scenario: str
     prompt: str
     reference: dict[str, Any] = {}
-    """Scenario-specific data for the verifier (gold answer, tests...). Never shown to models."""
+    """Data the scenario's feedback checks use (a schema, the prompt's code...): what a user has at
+    inference time. Never shown to models (v1 and v2 writers put gold here too)."""
+    gold: dict[str, Any] = {}
+    """Held-out data for the grade only (gold answers, hidden tests). The driver strips it from the
+    task every role receives; only oracle-feedback runs let it into the loop."""
+
+    def without_gold(self) -> Task:
+        """This task as the loop sees it: the gold removed."""
+        return msgspec.structs.replace(self, gold={}) if self.gold else self
 
 
 class DraftRequest(_Frame, tag="draft_request", frozen=True, kw_only=True):
@@ -178,6 +195,8 @@ class Verification(_Frame, tag="verification", frozen=True, kw_only=True):
     usage: Usage = Usage()
     """Model calls made for the questions (none for deterministic checks)."""
     model: str = ""
+    oracle: bool = False
+    """The checks are the held-out grade, fed back as feedback (an oracle-feedback run)."""
 
 
 class CritiqueRequest(_Frame, tag="critique_request", frozen=True, kw_only=True):
@@ -272,6 +291,34 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
     holds the message. None in records written before this field existed."""
     stop_limit: StopLimit | None = None
     """With stop reason ``budget``: which limit stopped the task."""
+    best_round: int = -1
+    """The round of the final answer (-1: none)."""
+    best_sample: int = -1
+    initial_sample: int = -1
+    """The sample of round 0's leader (-1: none)."""
+    grade: float | None = None
+    """The held-out grade of the final answer, in [0, 1]; None when the task has no grade."""
+    graded_pass: bool | None = None
+    initial_grade: float | None = None
+    """The held-out grade of round 0's leader; None when the task has no grade."""
+    initial_graded_pass: bool | None = None
+
+
+class GradeRequest(_Frame, tag="grade_request", frozen=True, kw_only=True):
+    """Driver -> grader, after the loop: grade these candidates against the task's held-out gold."""
+
+    task: Task
+    candidates: list[CandidateText] = []
+
+
+class Grade(_Frame, tag="grade", frozen=True, kw_only=True):
+    """Grader -> driver: the held-out grade of each candidate, and the gold it was graded against."""
+
+    task_id: str
+    gold: dict[str, Any] = {}
+    grades: list[CandidateGrade] = []
+    error: str | None = None
+    """Set when the grade itself failed (a broken grade function): the grades are then missing, not 0."""
 
 
 Message = (
@@ -286,6 +333,8 @@ Message = (
     | Reflection
     | Decision
     | Result
+    | GradeRequest
+    | Grade
 )
 
 M = TypeVar("M", bound="_Frame")

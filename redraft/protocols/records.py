@@ -146,3 +146,23 @@ class Revision(msgspec.Struct, frozen=True, kw_only=True):
     memory: list[Attempt] = []
     questions: list[VerificationQuestion] = []
     """Chain-of-verification questions about the best so far, with answers found independently of it."""
+
+
+class CandidateText(msgspec.Struct, frozen=True, kw_only=True):
+    """One candidate answer of a task, by the round and sample that wrote it (for grading)."""
+
+    round: int
+    sample: int
+    text: str
+
+
+class CandidateGrade(msgspec.Struct, frozen=True, kw_only=True):
+    """The held-out grade of one candidate: gold answers, hidden tests. Never seen by the loop."""
+
+    round: int
+    sample: int
+    score: float
+    """In [0, 1]."""
+    passed: bool
+    detail: str = ""
+    """Why it failed the grade (for people reading the run; never shown to a role)."""

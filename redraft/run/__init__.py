@@ -3,7 +3,7 @@
 from redraft.run.config import Budgets, Experiment, RunConfig, Runtime
 from redraft.run.dispatcher import failed_result
 from redraft.run.driver import RunOutcome, identity, manifest_for, plan, run
-from redraft.run.local import Refinement, refine
+from redraft.run.local import Refinement, refine, refine_frames
 from redraft.run.roles import BackendOverrides, arbiter_settings, role_setup
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "manifest_for",
     "plan",
     "refine",
+    "refine_frames",
     "role_setup",
     "run",
 ]

@@ -62,6 +62,9 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
     task_budget_usd: Annotated[Money | None, _help("Stop a task once it has cost this much.")] = None
     task_budget_tokens: Annotated[Tokens | None, _help("Stop a task after this many tokens.")] = None
     task_budget_calls: Annotated[Count | None, _help("Stop a task after this many model calls.")] = None
+    oracle_feedback: Annotated[
+        bool, _help("Feed the held-out grade to the loop as its feedback: an upper bound for studies, not a result.")
+    ] = False
 
 
 class Budgets(msgspec.Struct, frozen=True, kw_only=True):

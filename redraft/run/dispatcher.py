@@ -1,4 +1,9 @@
-"""The driver's dispatch loop: at most ``max_in_flight`` tasks out, each written as it lands.
+"""The driver's dispatch loop: at most ``max_in_flight`` tasks out, each graded and written as it lands.
+
+A task goes through two stages: its loop on an arbiter (which gets the task
+without its gold, unless the run uses oracle feedback), then, when it has gold to
+be graded against, its held-out grade on a grader (`redraft.run.grading`). Only
+then is it written, trace and result together.
 
 Every dispatched task is recorded exactly once. A task that fails ends alone
 with stop reason ``error`` and its cause (typed, in ``error_type``); so does a
@@ -21,8 +26,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from redraft.actors.pools import RolePool
 from redraft.errors import AuthenticationError, describe, error_type
-from redraft.protocols.messages import Result, StopLimit, Task, Usage, decode_as, encode
+from redraft.protocols.messages import Grade, Result, StopLimit, Task, Usage, decode_as, encode
+from redraft.run.grading import grade_request, graded_frames
+from redraft.scenarios import Scenario
 from redraft.store import RunStore
 
 ProgressHook = Callable[[Result], None]
@@ -54,8 +62,18 @@ class RunClock:
         return task_timeout, "task_timeout"
 
 
+@dataclass
+class Pending:
+    """A task out: in its loop (``frames`` None), or being graded (the loop's frames kept for the write)."""
+
+    task: Task
+    """The whole task, gold included (the driver's copy)."""
+    slot: int
+    frames: list[bytes] | None = None
+
+
 class Dispatcher:
-    """Sends tasks to the arbiters and writes each result as it lands; see the module docstring."""
+    """Sends tasks to the arbiters, then to the graders, and writes each as it lands; see the module docstring."""
 
     def __init__(
         self,
@@ -63,8 +81,11 @@ class Dispatcher:
         new_arbiter: Callable[[], Any],
         store: RunStore,
         *,
+        scenario: Scenario,
+        graders: RolePool,
         max_in_flight: int,
         clock: RunClock,
+        oracle: bool = False,
         task_timeout: float | None = None,
         budget_spent: BudgetCheck = lambda _spent, _elapsed: None,
         on_result: ProgressHook | None = None,
@@ -72,13 +93,16 @@ class Dispatcher:
         self.arbiters = arbiters
         self.new_arbiter = new_arbiter
         self.store = store
+        self.scenario = scenario
+        self.graders = graders
+        self.oracle = oracle
         self.max_in_flight = max_in_flight
         self.clock = clock
         self.task_timeout = task_timeout
         self.budget_spent = budget_spent
         self.on_result = on_result
-        self.in_flight: dict[Any, tuple[Task, int]] = {}
-        """Each task out, by the reference of its arbiter call: the task and the arbiter's slot."""
+        self.in_flight: dict[Any, Pending] = {}
+        """Each task out, by the reference of its arbiter's (or grader's) call."""
         self.cut = 0
         """Tasks the run's deadline stopped while in flight."""
 
@@ -101,7 +125,8 @@ class Dispatcher:
 
     def _send(self, task: Task, slot: int) -> None:
         timeout, limit = self.clock.task_limit(self.task_timeout)
-        self.in_flight[self.arbiters[slot].run.remote(encode(task), timeout, limit)] = (task, slot)
+        seen = task if self.oracle else task.without_gold()  # the loop never sees the gold
+        self.in_flight[self.arbiters[slot].run.remote(encode(seen), timeout, limit)] = Pending(task, slot)
 
     def _land_ready(self) -> None:
         """Wait for one task to finish, then land it and every other that has finished too."""
@@ -117,7 +142,11 @@ class Dispatcher:
     def _land(self, ref: Any) -> None:
         import ray
 
-        task, slot = self.in_flight.pop(ref)
+        pending = self.in_flight.pop(ref)
+        if pending.frames is not None:
+            self._write(*self._graded(pending.frames, ref))
+            return
+        task = pending.task
         try:
             frames: list[bytes] = ray.get(ref)
             result = decode_as(frames[-1], Result)
@@ -127,9 +156,28 @@ class Dispatcher:
             raise AuthenticationError(describe(exc)) from None
         except Exception as exc:  # the arbiter itself failed: account for the task anyway
             if isinstance(exc, ray.exceptions.RayActorError):
-                self.arbiters[slot] = self.new_arbiter()
+                self.arbiters[pending.slot] = self.new_arbiter()
             result = failed_result(task, exc)
-            frames = [encode(task), encode(result)]
+            frames = [encode(task.without_gold()), encode(result)]
+        request = grade_request(self.scenario, task, frames)
+        if request is None:
+            self._write(frames, result)
+            return
+        member = self.graders.members[pending.slot % len(self.graders.members)]
+        self.in_flight[member.grade.remote(encode(request))] = Pending(task, pending.slot, frames)
+
+    def _graded(self, frames: list[bytes], ref: Any) -> tuple[list[bytes], Result]:
+        """The loop's frames with the grader's reply; a failed grader call leaves the grades missing."""
+        import ray
+
+        try:
+            reply: bytes = ray.get(ref)
+        except Exception as exc:
+            task_id = decode_as(frames[-1], Result).task_id
+            reply = encode(Grade(task_id=task_id, error=describe(exc)))
+        return graded_frames(frames, reply)
+
+    def _write(self, frames: list[bytes], result: Result) -> None:
         self.cut += result.stop_limit == "run_deadline"
         self.store.append(frames, result)
         if self.on_result is not None:

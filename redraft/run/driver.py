@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors.factory import RoleSetup, ray_arbiter, ray_arbiters, ray_roles, wait_ready
+from redraft.actors.factory import RoleSetup, ray_arbiter, ray_arbiters, ray_graders, ray_roles, wait_ready
 from redraft.actors.prompts import prompt_versions
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
@@ -83,6 +83,8 @@ def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]]]:
     """Where the run writes, and a way to stream its tasks."""
     experiment, limit = config.experiment, config.runtime.limit
     scenario = get_scenario(experiment.scenario)
+    if experiment.tasks is None and getattr(scenario, "needs_task_file", False):
+        raise UserError(f"the scenario {experiment.scenario!r} has no tasks of its own: give --tasks FILE.jsonl")
 
     def tasks() -> Iterator[Task]:
         if experiment.tasks is not None:  # a task file, streamed; role_setup validated it
@@ -106,8 +108,8 @@ def run(
     ``on_start(total, already_done)`` is called once the run directory is open;
     ``on_result`` for each task that finishes in this invocation.
     """
-    setup = role_setup(config, backends)
     out, tasks = plan(config)
+    setup = role_setup(config, backends)
     store = RunStore.open(out, manifest_for(config, out.name))
     total = skipped = 0
     for task in tasks():  # one pass: how many tasks, and how many an earlier invocation finished
@@ -119,7 +121,8 @@ def run(
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address)
     roles = ray_roles(setup, config.experiment.strategy)
-    wait_ready(roles)
+    graders = ray_graders(setup)
+    wait_ready(roles, graders)
     settings = arbiter_settings(config)
     arbiters = ray_arbiters(roles, settings)
     budgets = config.budgets
@@ -127,6 +130,9 @@ def run(
         arbiters,
         lambda: ray_arbiter(roles, settings),
         store,
+        scenario=get_scenario(config.experiment.scenario),
+        graders=graders,
+        oracle=config.experiment.oracle_feedback,
         max_in_flight=config.runtime.max_tasks_in_flight or _default_in_flight(setup, len(arbiters)),
         clock=RunClock(started=started, before_s=store.wall_before, budget_s=budgets.budget_seconds),
         task_timeout=budgets.task_timeout,

@@ -7,7 +7,6 @@ from redraft.actors.factory import RoleSetup
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
-from redraft.errors import UserError
 from redraft.run.config import RunConfig
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import validate_task_file
@@ -23,11 +22,9 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     config.validate()
     experiment = config.experiment
     load_prices(config.runtime.prices)
-    scenario = get_scenario(experiment.scenario)
+    get_scenario(experiment.scenario)
     if experiment.tasks is not None:
         validate_task_file(experiment.tasks)  # the whole file, before any actor starts
-    elif getattr(scenario, "needs_task_file", False):
-        raise UserError(f"the scenario {experiment.scenario!r} has no tasks of its own: give --tasks FILE.jsonl")
     get_strategy(experiment.strategy)
     backends = backends or {}
     drafter = backends.get("drafter") or resolve(experiment.drafter)
@@ -41,6 +38,7 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
         temperature=experiment.temperature,
         draft_max_tokens=experiment.max_tokens,
         cache=config.runtime.cache,
+        oracle=experiment.oracle_feedback,
     )
 
 

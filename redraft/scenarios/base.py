@@ -1,15 +1,30 @@
-"""What a scenario is: tasks, the prompt that asks for them, and the checks that judge them.
+"""What a scenario is: tasks, the prompt that asks for them, the feedback that steers and the grade that scores.
+
+Two kinds of evidence, kept apart by design:
+
+- `Scenario.check` is the **feedback**: what the loop may see, because a user has
+  it at inference time (tests that are the specification, a schema, the database
+  to run against, rules written in the task, a calculator). It reads
+  ``task.reference`` only; the loop's tasks carry no gold (`Task.without_gold`).
+- `Scenario.grade` is the **grade**: gold answers, hidden tests, read from
+  ``task.gold``. It runs after the loop, on candidates the loop already chose,
+  and is never shown to a role, nor used to rank, roll back or stop. A scenario
+  whose rules are all in the prompt says ``feedback_is_grade``.
+
+An oracle-feedback run (``--oracle-feedback``) feeds the grade to the loop
+instead of the check: an upper bound for studies, named as such everywhere.
 
 A scenario is a plain object registered by name with `@scenario("name")`; the
-verifier role runs its `check`, the drafter role asks its `system_prompt`. Third
-parties register theirs through the ``redraft.scenarios`` entry-point group
-(each entry point names a module; importing it runs the decorators).
+verifier role runs its `check`, the drafter role asks its `system_prompt`, the
+grader its `grade`. Third parties register theirs through the
+``redraft.scenarios`` entry-point group (each entry point names a module;
+importing it runs the decorators).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from redraft.errors import UserError
 from redraft.plugins import Registry
@@ -19,12 +34,18 @@ from redraft.protocols.stages import DEFAULT_STAGES, Stage
 
 @runtime_checkable
 class Scenario(Protocol):
-    """A suite of tasks with deterministic checks. A class may subclass this to take its defaults."""
+    """A suite of tasks with feedback checks and a held-out grade. A class may subclass this to take its defaults."""
 
     name: str
     """Registry name, e.g. ``arithmetic``: set by `@scenario("name")` (a family's instances set their own)."""
     verifier_num_cpus: float = 0.0
     """CPUs a verifier actor reserves: 0 for cheap checks, 1 for ones that execute code."""
+    feedback_is_grade: ClassVar[bool] = False
+    """True when the feedback is itself the grade: every rule is written in the task (`grade` returns the
+    checks' verdict)."""
+    feedback_keys: ClassVar[frozenset[str]] = frozenset()
+    """Keys of a task file's ``reference`` that the feedback may read (a schema, the prompt's code); every
+    other key is held-out gold, for the grade only (`Scenario.split_reference`)."""
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         """The scenario's tasks, in a stable order; generated ones depend only on ``seed``."""
@@ -39,8 +60,27 @@ class Scenario(Protocol):
         ...
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
-        """Hard evidence about ``text`` as an answer to ``task``. Must not raise for bad text."""
+        """Feedback about ``text`` as an answer to ``task``, from what a user has (``task.reference``, the
+        prompt), never gold. Must not raise for bad text."""
         ...
+
+    def split_reference(self, reference: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A task file's ``reference`` as (what the feedback may read, the held-out gold): by
+        ``feedback_keys``; a scenario whose feedback is its grade keeps it all for the feedback."""
+        if self.feedback_is_grade:
+            return dict(reference), {}
+        keys = self.feedback_keys
+        return {k: v for k, v in reference.items() if k in keys}, {k: v for k, v in reference.items() if k not in keys}
+
+    def grade(self, task: Task, text: str) -> CheckResult | None:
+        """The held-out grade of ``text`` against ``task.gold``; None when the task has nothing to grade
+        against. Must not raise for bad text. The default: the feedback's verdict if ``feedback_is_grade``."""
+        if not self.feedback_is_grade:
+            return None
+        checks = self.check(task, text)
+        failed = [c.detail for c in checks if not c.passed]
+        passed = bool(checks) and not failed
+        return CheckResult(name="grade", passed=passed, score=score_of(checks), detail="; ".join(failed)[:500])
 
 
 class StagedScenario(Protocol):
@@ -113,3 +153,18 @@ def score_of(checks: list[CheckResult]) -> float:
     if not checks:
         return 0.0
     return sum(c.score for c in checks) / len(checks)
+
+
+def split_reference(scenario: Scenario, reference: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`Scenario.split_reference`, for a scenario that does not subclass `Scenario`: all of it is gold."""
+    own = getattr(scenario, "split_reference", None)
+    if callable(own):
+        split: tuple[dict[str, Any], dict[str, Any]] = own(reference)
+        return split
+    return {}, dict(reference)
+
+
+def grade_of(scenario: Scenario, task: Task, text: str) -> CheckResult | None:
+    """`Scenario.grade`, for a scenario that does not subclass `Scenario` too (no grade: None)."""
+    own = getattr(scenario, "grade", None)
+    return own(task, text) if callable(own) else None

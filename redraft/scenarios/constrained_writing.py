@@ -10,6 +10,10 @@ Stages (for the ``stepwise`` strategy): an ``outline`` (one short line per
 item or point), a ``draft`` judged on its format, its required words and its
 forbidden ones, and a ``polish`` judged by every rule, the word count included.
 
+Every rule is written in the task's prompt, so a user has the whole check at
+inference time: this scenario's feedback is its grade (``feedback_is_grade``),
+and nothing is held out.
+
 Invariants: the task list depends only on the seed; checks never raise for bad
 text; words are counted as runs of letters, digits, apostrophes and hyphens
 outside list markers, and a word matches a required or forbidden one as a whole
@@ -134,6 +138,8 @@ def _rules(rng: random.Random) -> tuple[str, dict[str, Any]]:
 @scenario("constrained_writing")
 class ConstrainedWriting(Scenario):
     """Short texts under exact rules: format, word count range, required and forbidden words."""
+
+    feedback_is_grade = True  # every rule is written in the prompt: the feedback is the grade
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

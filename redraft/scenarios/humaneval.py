@@ -70,8 +70,8 @@ def _defines(code: str, entry_point: str | None) -> bool:
     return re.search(rf"^(?:async\s+)?def\s+{name}\s*\(", code, re.MULTILINE) is not None
 
 
-def build_program(reference: dict[str, Any], code: str) -> str:
-    """The script that runs ``code`` against the problem's tests (see the module docstring)."""
+def build_program(reference: dict[str, Any], code: str, tests: str = "") -> str:
+    """The script that runs ``code`` and then ``tests`` (the problem's ``check`` function), if any."""
     prompt = str(reference["prompt"])
     entry_point = str(reference["entry_point"])
     code = textwrap.dedent(code)
@@ -80,7 +80,9 @@ def build_program(reference: dict[str, Any], code: str) -> str:
     else:
         # A bare body continues the prompt's function, whose docstring is its last line.
         solution = prompt.rstrip("\n") + "\n" + textwrap.indent(code, "    ")
-    return f"{solution}\n\n{reference['test']}\n\ncheck({entry_point})\n"
+    if not tests:
+        return f"{solution}\n"
+    return f"{solution}\n\n{tests}\n\ncheck({entry_point})\n"
 
 
 def failure_detail(result: SandboxResult, limits: SandboxLimits) -> str:
@@ -128,6 +130,7 @@ class HumanEval(Scenario):
     """The 164 HumanEval problems; a candidate passes when the problem's unit tests pass."""
 
     verifier_num_cpus = 1.0
+    feedback_keys = frozenset({"prompt", "entry_point"})
 
     def __init__(self, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
@@ -140,11 +143,8 @@ class HumanEval(Scenario):
                 task_id=str(problem["task_id"]),
                 scenario=self.name,
                 prompt=f"Complete this Python function:\n\n```python\n{prompt.strip()}\n```",
-                reference={
-                    "prompt": prompt,
-                    "test": str(problem["test"]),
-                    "entry_point": str(problem["entry_point"]),
-                },
+                reference={"prompt": prompt, "entry_point": str(problem["entry_point"])},
+                gold={"test": str(problem["test"])},
             )
 
     def system_prompt(self) -> str:
@@ -161,13 +161,20 @@ class HumanEval(Scenario):
         return normalised or None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
+        return [self._run(task, text, tests="", name="runs")]
+
+    def grade(self, task: Task, text: str) -> CheckResult | None:
+        if "test" not in task.gold:
+            return None
+        return self._run(task, text, tests=str(task.gold["test"]), name="hidden_tests")
+
+    def _run(self, task: Task, text: str, *, tests: str, name: str) -> CheckResult:
         entry_point = str(task.reference["entry_point"])
         code = extract_code(text, entry_point)
         if not code.strip():
             detail = "no code found; answer with the function in a ```python block"
-            return [CheckResult(name="tests", passed=False, score=0.0, detail=detail)]
-        result = run_python(build_program(task.reference, code), limits=self.limits)
+            return CheckResult(name=name, passed=False, score=0.0, detail=detail)
+        result = run_python(build_program(task.reference, code, tests), limits=self.limits)
         if result.ok:
-            return [CheckResult(name="tests", passed=True, score=1.0, detail="all tests passed")]
-        detail = failure_detail(result, self.limits)
-        return [CheckResult(name="tests", passed=False, score=0.0, detail=detail)]
+            return CheckResult(name=name, passed=True, score=1.0, detail="ran without an error")
+        return CheckResult(name=name, passed=False, score=0.0, detail=failure_detail(result, self.limits))

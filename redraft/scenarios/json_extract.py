@@ -1,15 +1,18 @@
 """Extract fields from short seeded texts into a JSON object that must validate against a JSON Schema.
 
 Each task is a short text (a contact note, an order, an event) generated from
-templates, the JSON Schema the answer must satisfy, and the gold value of every
-field. The check gives one result per field, so a candidate's score is the share
-of correct fields: a field is correct when the object is valid against the
-schema at that field and its value equals the gold one (strings compared
-case-insensitively after trimming; numbers by value).
+templates, the JSON Schema the answer must satisfy (``reference``, shown in the
+prompt), and the gold value of every field (``gold``, held out).
 
-Invariants: the task list depends only on the seed; `check` never raises for
-bad text; feedback names the wrong fields and the schema's complaint, never a
-gold value.
+Feedback (`check`) is what a user has: the reply is one JSON object, and each
+field the schema names is present and valid against the schema (types, required,
+enums, patterns, bounds); one result per field, so the score is the share of
+valid fields. The grade (`grade`) compares each field with the gold value
+(strings case-insensitively after trimming; numbers by value): its score is the
+share of correct fields, and a candidate passes when every field is right.
+
+Invariants: the task list depends only on the seed; `check` and `grade` never
+raise for bad text; feedback never holds a gold value.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios.base import Scenario, scenario
+from redraft.scenarios.base import Scenario, scenario, score_of
 
 SIZE = 200
 _MAX_STARTS = 20
@@ -156,30 +159,58 @@ def _same(value: Any, gold: Any) -> bool:
     return bool(value == gold)
 
 
-def check_fields(obj: Any, schema: dict[str, Any], gold: dict[str, Any]) -> list[CheckResult]:
-    """One result per gold field: schema-valid at that field and equal to the gold value."""
-    if not isinstance(obj, dict):
-        kind = "nothing parsable" if obj is None else f"a JSON {type(obj).__name__}"
-        detail = f"expected one JSON object, found {kind}; answer with the object in a ```json block"
-        return [CheckResult(name="json_object", passed=False, score=0.0, detail=detail)]
-    schema_errors: dict[str, str] = {}
+def _not_an_object(obj: Any) -> list[CheckResult]:
+    kind = "nothing parsable" if obj is None else f"a JSON {type(obj).__name__}"
+    detail = f"expected one JSON object, found {kind}; answer with the object in a ```json block"
+    return [CheckResult(name="json_object", passed=False, score=0.0, detail=detail)]
+
+
+def schema_errors(obj: dict[str, Any], schema: dict[str, Any]) -> dict[str | None, str]:
+    """The schema's first complaint per top-level field (None: about the object as a whole)."""
+    errors: dict[str | None, str] = {}
     for error in Draft202012Validator(schema).iter_errors(obj):
         field = str(error.path[0]) if error.path else None
         if field is None and error.validator == "required":
-            # "'x' is a required property": attribute it to the missing field.
-            field = next((f for f in gold if f not in obj), None)
-        if field is not None:
-            schema_errors.setdefault(field, error.message)
+            field = next((f for f in schema.get("required", []) if f not in obj), None)
+        errors.setdefault(field, error.message)
+    return errors
+
+
+def check_schema(obj: Any, schema: dict[str, Any]) -> list[CheckResult]:
+    """Feedback: one result per field the schema names, present and valid against the schema (no gold)."""
+    if not isinstance(obj, dict):
+        return _not_an_object(obj)
+    errors = schema_errors(obj, schema)
+    results = []
+    for field in schema.get("properties", {}):
+        name = f"field:{field}"
+        if field not in obj:
+            results.append(CheckResult(name=name, passed=False, score=0.0, detail=f"{field!r} is missing"))
+        elif field in errors:
+            detail = f"{field!r} breaks the schema: {errors[field]}"[:300]
+            results.append(CheckResult(name=name, passed=False, score=0.0, detail=detail))
+        else:
+            results.append(CheckResult(name=name, passed=True, score=1.0, detail=f"{field!r} is valid"))
+    if None in errors:
+        results.append(CheckResult(name="schema", passed=False, score=0.0, detail=errors[None][:300]))
+    return results
+
+
+def check_fields(obj: Any, schema: dict[str, Any], gold: dict[str, Any]) -> list[CheckResult]:
+    """The grade's evidence: one result per gold field, schema-valid at that field and equal to the gold value."""
+    if not isinstance(obj, dict):
+        return _not_an_object(obj)
+    errors = schema_errors(obj, schema)
     results = []
     for field, expected in gold.items():
         name = f"field:{field}"
         if field not in obj:
             results.append(CheckResult(name=name, passed=False, score=0.0, detail=f"{field!r} is missing"))
-        elif field in schema_errors:
-            detail = f"{field!r} breaks the schema: {schema_errors[field]}"[:300]
+        elif field in errors:
+            detail = f"{field!r} breaks the schema: {errors[field]}"[:300]
             results.append(CheckResult(name=name, passed=False, score=0.0, detail=detail))
         elif not _same(obj[field], expected):
-            detail = f"{field!r} has the wrong value; re-read the text"
+            detail = f"{field!r} is {obj[field]!r}, the gold value is {expected!r}"[:300]
             results.append(CheckResult(name=name, passed=False, score=0.0, detail=detail))
         else:
             results.append(CheckResult(name=name, passed=True, score=1.0, detail=f"{field!r} is correct"))
@@ -189,6 +220,8 @@ def check_fields(obj: Any, schema: dict[str, Any], gold: dict[str, Any]) -> list
 @scenario("json_extract")
 class JsonExtract(Scenario):
     """Seeded short texts; extract the fields into a JSON object valid against the task's schema."""
+
+    feedback_keys = frozenset({"schema"})
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)
@@ -202,7 +235,8 @@ class JsonExtract(Scenario):
                 task_id=f"json_extract-{i:04d}",
                 scenario=self.name,
                 prompt=prompt,
-                reference={"schema": schema, "gold": gold},
+                reference={"schema": schema},
+                gold={"fields": gold},
             )
 
     def system_prompt(self) -> str:
@@ -217,4 +251,12 @@ class JsonExtract(Scenario):
         return json.dumps(obj, sort_keys=True) if isinstance(obj, dict) else None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
-        return check_fields(extract_object(text), task.reference["schema"], task.reference["gold"])
+        return check_schema(extract_object(text), task.reference["schema"])
+
+    def grade(self, task: Task, text: str) -> CheckResult | None:
+        if "fields" not in task.gold:
+            return None
+        fields = check_fields(extract_object(text), task.reference.get("schema", {}), task.gold["fields"])
+        wrong = [c.detail for c in fields if not c.passed]
+        score = score_of(fields)
+        return CheckResult(name="gold_fields", passed=not wrong, score=score, detail="; ".join(wrong)[:500])

@@ -1,14 +1,16 @@
 """The ``reasoning_gym:NAME`` scenarios: any data set of the `reasoning-gym` package, scored by its own checker.
 
 `reasoning-gym` is an optional extra (``pip install 'redraft[reasoning]'``),
-imported only when such a scenario is built. A task's reference holds where its
-entry comes from (data set, seed, index), not the entry itself: the verifier
-rebuilds the entry from the same seeded generator, so metadata of any type
-survive and nothing gold travels with the task.
+imported only when such a scenario is built. A task's gold holds where its entry
+comes from (data set, seed, index), not the entry itself: the grader rebuilds the
+entry from the same seeded generator, so metadata of any type survive.
 
-Invariants: the tasks depend only on the seed; `check` never raises for bad
-text; feedback says the answer is wrong (with the data set's own score), never
-what the right one is.
+Feedback (`check`) is only what a user has without the answer: a final answer is
+given, in the form asked for (between ``<answer>`` tags). The data set's own
+``score_answer`` knows the answer, so it is the grade (`grade`), held out.
+
+Invariants: the tasks depend only on the seed; `check` and `grade` never raise
+for bad text.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ class ReasoningGym(Scenario):
                 task_id=f"{self.dataset}-{index:04d}",
                 scenario=self.name,
                 prompt=str(data[index]["question"]),
-                reference={"dataset": self.dataset, "seed": seed, "index": index},
+                gold={"dataset": self.dataset, "seed": seed, "index": index},
             )
 
     def system_prompt(self) -> str:
@@ -100,20 +102,29 @@ class ReasoningGym(Scenario):
         return " ".join(found.split()) if found else None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
-        ref = task.reference
-        data = _dataset(str(ref["dataset"]), int(ref["seed"]))
-        entry = data[int(ref["index"])]
         found = extract_answer(text)
         if found is None:
             detail = "no final answer found; end with the answer between <answer> and </answer> tags"
-            return [CheckResult(name="score_answer", passed=False, score=0.0, detail=detail)]
+            return [CheckResult(name="answer_given", passed=False, score=0.0, detail=detail)]
+        if not re.search(r"\w", found):
+            detail = "the <answer> tags hold no answer (no letter or digit); put the final answer between them"
+            return [CheckResult(name="answer_given", passed=False, score=0.0, detail=detail)]
+        return [CheckResult(name="answer_given", passed=True, score=1.0, detail="a final answer is given")]
+
+    def grade(self, task: Task, text: str) -> CheckResult | None:
+        gold = task.gold
+        if not {"dataset", "seed", "index"} <= set(gold):
+            return None
+        data = _dataset(str(gold["dataset"]), int(gold["seed"]))
+        entry = data[int(gold["index"])]
+        found = extract_answer(text)
+        if found is None:
+            return CheckResult(name="score_answer", passed=False, score=0.0, detail="no final answer")
         try:
             score = float(data.score_answer(found, entry))
         except Exception as exc:  # the data set's checker choked on this answer: it cannot be right
-            detail = f"the answer {found[:80]!r} could not be scored ({type(exc).__name__}); check its format"
-            return [CheckResult(name="score_answer", passed=False, score=0.0, detail=detail)]
+            detail = f"the answer {found[:80]!r} could not be scored ({type(exc).__name__})"
+            return CheckResult(name="score_answer", passed=False, score=0.0, detail=detail)
         score = min(max(score, 0.0), 1.0)
-        if score >= 1.0:
-            return [CheckResult(name="score_answer", passed=True, score=1.0, detail="the answer is correct")]
-        detail = f"the answer {found[:80]!r} is wrong (score {score:.2f}); rework the solution"
-        return [CheckResult(name="score_answer", passed=False, score=score, detail=detail)]
+        detail = f"score_answer gave {score:.2f} for {found[:80]!r}; the gold answer is {str(entry['answer'])[:80]!r}"
+        return CheckResult(name="score_answer", passed=score >= 1.0, score=score, detail=detail)

@@ -3,22 +3,28 @@
 The database (``data/shop.sqlite``: customers, products, orders, order items;
 a few hundred rows) is made by ``scripts/make_sql_db.py`` from a fixed seed.
 Questions come from templates filled with values drawn from the data by the
-run seed; each has a gold query. The check runs the candidate's query and the
-gold one and compares their result sets: column names are ignored, row order too
-unless the gold query has ORDER BY, and floats are compared to 2 decimals.
+run seed; each has a gold query (held out, ``gold``), and its wording fixes the
+shape of the answer (``reference``: how many columns, and an order when it asks
+for one, "highest first").
+
+Feedback (`check`) is what a user with the database has: the query runs (no
+error, no timeout, within the row cap), returns rows, has the number of columns
+the question asks for, and is sorted as the question asks. The grade (`grade`)
+runs the gold query and compares result sets: column names are ignored, row
+order too unless the gold query has ORDER BY, floats compared to 2 decimals.
 
 Invariants: candidate SQL runs read-only (a ``mode=ro`` connection, ``PRAGMA
 query_only``, and an authorizer that allows reading and nothing else), on a
 deadline (a progress handler aborts a runaway query, e.g. a cartesian join) and
 with a row cap, so `check` returns within about `QUERY_TIMEOUT_S` and never
-raises for bad text. Feedback describes the mismatch (error text, row or column
-counts, how many rows differ), never the expected values.
+raises for bad text. Feedback never holds a value of the gold result.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import random
 import re
 import sqlite3
@@ -299,33 +305,39 @@ def _category_buyers(rng: random.Random, db: sqlite3.Connection) -> list[tuple[s
     ]
 
 
-TEMPLATES: list[Template] = [
-    _by_city,
-    _joined_in,
-    _priciest,
-    _units_sold,
-    _revenue_by_category,
-    _frequent_buyers,
-    _average_price,
-    _orders_in_month,
-    _top_spenders,
-    _category_buyers,
+TEMPLATES: list[tuple[Template, dict[str, Any]]] = [
+    # each template with the shape its wording asks for: columns, and "desc_last" for "highest ... first"
+    (_by_city, {"columns": 1}),
+    (_joined_in, {"columns": 1}),
+    (_priciest, {"columns": 1}),
+    (_units_sold, {"columns": 1}),
+    (_revenue_by_category, {"columns": 2, "order": "desc_last"}),
+    (_frequent_buyers, {"columns": 1}),
+    (_average_price, {"columns": 1}),
+    (_orders_in_month, {"columns": 1}),
+    (_top_spenders, {"columns": 2, "order": "desc_last"}),
+    (_category_buyers, {"columns": 1}),
 ]
 
 
 @scenario("sql")
 class Sql(Scenario):
-    """Questions about a small shop database; a candidate passes when its query returns the gold result."""
+    """Questions about a small shop database; feedback from running the query, the gold result held out."""
+
+    feedback_keys = frozenset({"columns", "order"})
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)
         with contextlib.closing(_connect()) as db:
-            questions = [template(rng, db) for template in TEMPLATES]
+            questions = [template(rng, db) for template, _ in TEMPLATES]
         # Interleave the templates, so the first N tasks cover every kind of question.
         for i in range(PER_TEMPLATE * len(TEMPLATES)):
             question, gold = questions[i % len(TEMPLATES)][i // len(TEMPLATES)]
+            shape = TEMPLATES[i % len(TEMPLATES)][1]
             prompt = f"The SQLite database has these tables:\n\n{schema_text()}\n\nQuestion: {question}"
-            yield Task(task_id=f"sql-{i:03d}", scenario=self.name, prompt=prompt, reference={"gold_sql": gold})
+            yield Task(
+                task_id=f"sql-{i:03d}", scenario=self.name, prompt=prompt, reference=shape, gold={"gold_sql": gold}
+            )
 
     def system_prompt(self) -> str:
         return (
@@ -338,18 +350,60 @@ class Sql(Scenario):
         return sql or None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
-        gold_sql = str(task.reference["gold_sql"])
         sql = extract_sql(text)
         if not sql:
-            detail = "no query found; answer with one SELECT statement in a ```sql block"
-            return [CheckResult(name="result_set", passed=False, score=0.0, detail=detail)]
+            return [_fail("runs", "no query found; answer with one SELECT statement in a ```sql block")]
         try:
             got = run_query(sql)
         except QueryError as exc:
-            detail = f"the query failed: {exc}"[:500]
-            return [CheckResult(name="result_set", passed=False, score=0.0, detail=detail)]
+            return [_fail("runs", f"the query failed: {exc}"[:500])]
+        checks = [CheckResult(name="runs", passed=True, score=1.0, detail=f"{len(got.rows)} row(s)")]
+        checks.append(
+            CheckResult(name="rows", passed=True, score=1.0, detail="the query returns rows")
+            if got.rows
+            else _fail("rows", "the query returns no rows; check its filters and joins against the question")
+        )
+        wanted = task.reference.get("columns")
+        if isinstance(wanted, int):
+            checks.append(
+                CheckResult(name="columns", passed=True, score=1.0, detail=f"{wanted} column(s), as asked")
+                if got.columns == wanted
+                else _fail("columns", f"returned {got.columns} column(s); the question asks for {wanted}")
+            )
+        if task.reference.get("order") == "desc_last" and got.rows:
+            checks.append(_sorted_descending(got))
+        return checks
+
+    def grade(self, task: Task, text: str) -> CheckResult | None:
+        if "gold_sql" not in task.gold:
+            return None
+        gold_sql = str(task.gold["gold_sql"])
+        sql = extract_sql(text)
+        if not sql:
+            return _fail("result_set", "no query found")
+        try:
+            got = run_query(sql)
+        except QueryError as exc:
+            return _fail("result_set", f"the query failed: {exc}"[:500])
         mismatch = compare(got, _gold(gold_sql), ordered=_ORDER_BY.search(gold_sql) is not None)
         if mismatch is not None:
-            return [CheckResult(name="result_set", passed=False, score=0.0, detail=mismatch)]
-        detail = f"the result matches ({len(got.rows)} row(s))"
-        return [CheckResult(name="result_set", passed=True, score=1.0, detail=detail)]
+            return _fail("result_set", mismatch)
+        return CheckResult(
+            name="result_set", passed=True, score=1.0, detail=f"the result matches ({len(got.rows)} rows)"
+        )
+
+
+def _sorted_descending(got: QueryResult) -> CheckResult:
+    """Whether the rows go from the highest last column to the lowest, as "highest ... first" asks."""
+    try:
+        last = [row[-1] for row in got.rows]
+        ordered = all(a >= b for a, b in itertools.pairwise(last))
+    except TypeError:  # values that do not compare (NULL beside numbers)
+        ordered = False
+    if ordered:
+        return CheckResult(name="order", passed=True, score=1.0, detail="sorted highest first, as asked")
+    return _fail("order", "the rows are not sorted by the last column, highest first, as the question asks")
+
+
+def _fail(name: str, detail: str) -> CheckResult:
+    return CheckResult(name=name, passed=False, score=0.0, detail=detail)

@@ -6,7 +6,10 @@ Format (UTF-8, one JSON object per line; blank lines are skipped)::
 
 - ``id`` (string, required, unique in the file): the task id in results and traces.
 - ``prompt`` (string, required, non-empty): what the drafter is asked.
-- ``reference`` (object, optional): data for the check, never shown to a model.
+- ``reference`` (object, optional): data for the check or the grade, never shown
+  to a model. The scenario splits it (`Scenario.split_reference`): what a user
+  has at inference time (a schema) is for the feedback, the rest (gold answers,
+  hidden tests) is held out for the grade.
 
 Invariant: `validate_task_file` reads the whole file before anything starts and
 raises one `UserError` naming the file, the line and what is wrong (bad JSON, a
@@ -25,6 +28,7 @@ from typing import Any
 
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
+from redraft.scenarios.base import get_scenario, split_reference
 
 FIELDS = ("id", "prompt", "reference")
 """Allowed keys of one task line."""
@@ -94,11 +98,11 @@ def validate_task_file(path: str | Path) -> int:
 def iter_tasks(path: str | Path, scenario: str) -> Iterator[Task]:
     """The file's tasks in file order, as tasks of ``scenario``. Validate the file first."""
     path = Path(path)
+    owner = get_scenario(scenario)
     for number, text in _lines(path):
         record = _parse(path, number, text)
-        yield Task(
-            task_id=record["id"], scenario=scenario, prompt=record["prompt"], reference=record.get("reference", {})
-        )
+        reference, gold = split_reference(owner, record.get("reference", {}))
+        yield Task(task_id=record["id"], scenario=scenario, prompt=record["prompt"], reference=reference, gold=gold)
 
 
 def task_file_identity(path: str | Path) -> dict[str, str]:

@@ -1,9 +1,15 @@
-"""The ``check:MODULE:FUNCTION`` scenarios: a task file's tasks judged by a function people bring.
+"""The ``check:MODULE:FUNCTION`` scenarios: a task file's tasks judged by functions people bring.
 
 The whole scenario is in its name, so every verifier actor can rebuild it by
 importing ``MODULE`` (it must be importable in the Ray workers: see the README,
 "Bring your own tasks and checks"). The tasks come from a task file
 (`redraft.scenarios.taskfile`), never from the scenario itself.
+
+The check is feedback. A separate grade function may be named after it,
+``check:MODULE:FUNCTION,grade:MODULE:FUNCTION`` (``--check ... --grade ...``):
+then the task file's ``reference`` is held out for the grade alone and the check
+gets an empty one; without a grade, the check gets the ``reference`` and the
+run has no held-out grade (its grades are null, never 0).
 
 The check contract: ``FUNCTION(text, reference)`` gets the candidate's text and
 the task's ``reference`` object and returns ``(score, detail)``: a score in
@@ -94,17 +100,32 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+GRADE_SEPARATOR = ",grade:"
+
+
+def user_scenario_name(check: str, grade: str | None = None) -> str:
+    """The scenario name of a check (and a grade): ``check:MOD:FN`` or ``check:MOD:FN,grade:MOD:FN``."""
+    return f"check:{check}" + (f"{GRADE_SEPARATOR}{grade}" if grade else "")
+
+
 @scenario("check:MODULE:FUNCTION")
 class UserCheck(Scenario):
-    """Tasks from a task file (``--tasks``), judged by the check function ``MODULE:FUNCTION``."""
+    """Tasks from a task file (``--tasks``), steered by the check ``MODULE:FUNCTION`` (and graded by ``--grade``)."""
 
     needs_task_file = True
-    """Its tasks come only from ``--tasks`` (`redraft.batch.role_setup` refuses a run without)."""
+    """Its tasks come only from ``--tasks`` (`redraft.run.role_setup` refuses a run without)."""
 
     def __init__(self, target: str) -> None:
-        self.name = f"check:{target}"
-        self._module, self._function = load_check(target)
-        self._check_name = target.rpartition(":")[2]
+        check, _, grade = target.partition(GRADE_SEPARATOR)
+        self.name = user_scenario_name(check, grade or None)
+        self._module, self._function = load_check(check)
+        self._check_name = check.rpartition(":")[2]
+        self._grade = load_check(grade)[1] if grade else None
+        self._grade_name = grade.rpartition(":")[2]
+
+    def split_reference(self, reference: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """With a grade, the file's reference is its gold; without one, it is the check's data."""
+        return ({}, dict(reference)) if self._grade else (dict(reference), {})
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         raise UserError(f"the scenario {self.name!r} has no tasks of its own; give them with --tasks FILE.jsonl")
@@ -118,9 +139,19 @@ class UserCheck(Scenario):
         return normalised or None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
-        try:
-            returned = self._function(text, dict(task.reference))
-        except Exception as exc:  # the user's check is broken: fail this candidate's check, not the run
-            detail = f"the check raised {type(exc).__name__}: {exc}"[:_DETAIL_CHARS]
-            return [CheckResult(name=self._check_name, passed=False, score=0.0, detail=detail)]
-        return [to_check_result(self._check_name, returned)]
+        return [_call(self._check_name, self._function, text, task.reference)]
+
+    def grade(self, task: Task, text: str) -> CheckResult | None:
+        if self._grade is None:
+            return None
+        return _call(self._grade_name, self._grade, text, task.gold)
+
+
+def _call(name: str, function: CheckFunction, text: str, reference: dict[str, Any]) -> CheckResult:
+    """A user function's verdict; a failed check saying what happened if it raises or breaks its contract."""
+    try:
+        returned = function(text, dict(reference))
+    except Exception as exc:  # the user's function is broken: fail this candidate's check, not the run
+        detail = f"the check raised {type(exc).__name__}: {exc}"[:_DETAIL_CHARS]
+        return CheckResult(name=name, passed=False, score=0.0, detail=detail)
+    return to_check_result(name, returned)

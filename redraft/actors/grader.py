@@ -1,0 +1,54 @@
+"""The grader: scores a finished task's candidates against its held-out gold. Never part of the loop.
+
+The driver calls it after a task's loop has ended (`redraft.run.grading`), with
+the task *including* its gold and the candidates the loop wrote. No role of the
+loop calls it, and nothing it returns goes back into a loop: a grade scores what
+refinement produced, it never steers it. Grades run in worker threads (a grade
+may execute code in the sandbox), at most one per CPU at once, like checks.
+
+A grade function that raises does not fail the task: its `Grade` carries the
+``error`` and no grades, so the task's grades are missing (null), not 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from redraft.errors import describe
+from redraft.protocols.messages import CandidateGrade, CandidateText, Grade, GradeRequest, Task, decode_as, encode
+from redraft.scenarios import get_scenario
+from redraft.scenarios.base import grade_of
+
+
+class Grader:
+    """Bytes in (`GradeRequest`), bytes out (`Grade`); one scenario per grader."""
+
+    def __init__(self, scenario: str, *, parallel: int | None = None) -> None:
+        self._scenario = get_scenario(scenario)
+        self._slots = asyncio.Semaphore(parallel or os.cpu_count() or 1)
+
+    async def grade(self, payload: bytes) -> bytes:
+        request = decode_as(payload, GradeRequest)
+        task = request.task
+        texts = list(dict.fromkeys(c.text for c in request.candidates))  # each distinct text graded once
+        try:
+            verdicts = await asyncio.gather(*(self._grade_one(task, text) for text in texts))
+        except Exception as exc:  # a broken grade is no evidence about the candidates: grades are missing
+            return encode(Grade(task_id=task.task_id, gold=task.gold, error=describe(exc)))
+        by_text = dict(zip(texts, verdicts, strict=True))
+        grades = [_graded(c, by_text[c.text]) for c in request.candidates if by_text[c.text] is not None]
+        return encode(Grade(task_id=task.task_id, gold=task.gold, grades=grades))
+
+    async def _grade_one(self, task: Task, text: str) -> tuple[float, bool, str] | None:
+        async with self._slots:
+            verdict = await asyncio.to_thread(grade_of, self._scenario, task, text)
+        if verdict is None:
+            return None
+        return min(max(verdict.score, 0.0), 1.0), verdict.passed, verdict.detail
+
+
+def _graded(candidate: CandidateText, verdict: tuple[float, bool, str] | None) -> CandidateGrade:
+    assert verdict is not None
+    score, passed, detail = verdict
+    return CandidateGrade(round=candidate.round, sample=candidate.sample, score=score, passed=passed, detail=detail)
