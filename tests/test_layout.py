@@ -29,7 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     "rundir": {"errors", "protocols"},
     "views": {"errors", "protocols", "rundir"},
     "run": {"errors", "plugins", "protocols", "runtime", "strategies", "backends", "scenarios", "actors", "rundir"},
-    "cli": {"errors", "protocols", "strategies", "scenarios", "run", "rundir", "views"},
+    "compare": {"errors", "protocols", "run", "rundir", "views"},
+    "cli": {"errors", "protocols", "strategies", "scenarios", "run", "rundir", "views", "compare"},
     "__init__": {"protocols", "run"},
 }
 """Room -> the rooms it may import from (besides itself)."""

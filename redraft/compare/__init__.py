@@ -1,0 +1,1 @@
+"""``redraft compare``: critic strategies against each other and against sampling, at matched compute."""
