@@ -85,7 +85,7 @@ def at_budget(select: Selector, samples: Sequence[Sample], budget: float) -> flo
     Below one sample it is the one-sample figure; above the samples drawn it is
     the figure at all of them (say so where it is shown: it is not measured).
     """
-    low = min(max(int(math.floor(budget)), 1), len(samples))
+    low = min(max(math.floor(budget), 1), len(samples))
     high = min(low + 1, len(samples))
     weight = min(max(budget - low, 0.0), 1.0) if high > low else 0.0
     first = select(samples, low)
@@ -119,12 +119,12 @@ def _percentiles(sorted_values: Sequence[float]) -> tuple[float, float]:
 
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> float:
     """The exact two-sided McNemar p value: are the discordant pairs split evenly?"""
-    only_a = sum(x and not y for x, y in zip(a, b, strict=True))
-    only_b = sum(y and not x for x, y in zip(a, b, strict=True))
+    only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+    only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
     discordant = only_a + only_b
     if discordant == 0:
         return 1.0
-    tail = sum(math.comb(discordant, k) for k in range(min(only_a, only_b) + 1)) / 2**discordant
+    tail: float = sum(math.comb(discordant, k) for k in range(min(only_a, only_b) + 1)) / 2**discordant
     return min(1.0, 2 * tail)
 
 
