@@ -31,6 +31,8 @@ class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
     samples: int = 3
     """K: candidates drafted in parallel per round (self-consistency)."""
     seed: int = 0
+    repeat: int = 0
+    """A repeat of the same tasks (``redraft compare --repeats``): salts every sampling seed."""
     convergence: ConvergenceConfig = ConvergenceConfig()
     memory: int = 3
     """How many earlier attempts a revision prompt recalls."""

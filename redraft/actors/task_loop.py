@@ -143,12 +143,14 @@ class TaskLoop:
         return self.arbiter.stages(self.task.scenario)
 
     def seed(self, salt: int | str, sample: int) -> int:
-        """The seed of one model call: a hash of (run seed, task, ``salt``, sample), the one rule for every seed.
+        """The seed of one model call, by one rule for every seed: a hash of (run seed and repeat, task, salt, sample).
 
         ``salt`` is the round, with the stage or the role's step when one round makes
         several calls per sample (stages, critiques, reflections), so each samples afresh.
         """
-        key = f"{self.arbiter.settings.seed}/{self.task.task_id}/{salt}/{sample}".encode()
+        settings = self.arbiter.settings
+        run = f"{settings.seed}" if not settings.repeat else f"{settings.seed}r{settings.repeat}"
+        key = f"{run}/{self.task.task_id}/{salt}/{sample}".encode()
         return int.from_bytes(hashlib.blake2b(key, digest_size=4).digest(), "big") & 0x7FFFFFFF
 
     async def _exchange(

@@ -65,6 +65,9 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
     oracle_feedback: Annotated[
         bool, _help("Feed the held-out grade to the loop as its feedback: an upper bound for studies, not a result.")
     ] = False
+    repeat: Annotated[
+        int, Meta(ge=0, le=1000), _help("Which repeat of the same tasks this run is: salts every sampling seed.")
+    ] = 0
 
 
 class Budgets(msgspec.Struct, frozen=True, kw_only=True):

@@ -49,6 +49,7 @@ def arbiter_settings(config: RunConfig) -> ArbiterSettings:
         strategy=experiment.strategy,
         samples=experiment.samples,
         seed=experiment.seed,
+        repeat=experiment.repeat,
         convergence=config.convergence(),
         prices=load_prices(config.runtime.prices),
         revision_mode="patch" if experiment.patch else "rewrite",

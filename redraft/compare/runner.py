@@ -1,0 +1,140 @@
+"""Running a comparison: every arm, and one sampling baseline, over the same tasks on one Ray cluster.
+
+Each arm (and each repeat of it) is an ordinary run with its own resumable run
+directory under the comparison's ``--out``: ``arms/<name>`` (``arms/<name>@r<k>``
+for repeat k), and ``baseline`` for the sampling baseline. The lanes run side by
+side, each with an equal share of the tasks in flight, so task i of every arm is
+refined at about the same time: drift in the backend, rate limits and the load
+of the machine fall on every arm alike. Rerunning the same comparison resumes
+every lane; a finished lane costs nothing.
+
+The baseline is one run of K = N independent samples per task (no critic, no
+revision): both sampling baselines, best-of-n and self-consistency, are computed
+from it at any budget up to N (`redraft.compare.stats`), so every arm is a
+point against two curves and no baseline is run per arm.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from redraft.compare.arms import Arm
+from redraft.errors import UserError
+from redraft.protocols.messages import Result
+from redraft.run.config import RunConfig
+from redraft.run.driver import RunOutcome, ensure_ray, run
+from redraft.run.roles import BackendOverrides
+
+BASELINE = "baseline"
+DEFAULT_BASELINE_SAMPLES = 16
+"""N, the baseline's samples per task: above the mean model calls per task of the usual arms (K=3, 3 rounds)."""
+DEFAULT_IN_FLIGHT = 8
+"""Tasks in flight across all lanes when the comparison does not say."""
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One run of the comparison: an arm and repeat, or the baseline."""
+
+    label: str
+    """``arms/adversarial``, ``arms/adversarial@r1``, ``baseline``: its folder under ``--out``."""
+    arm: str
+    repeat: int
+    config: RunConfig
+
+
+@dataclass(frozen=True)
+class ComparePlan:
+    """Everything a comparison runs."""
+
+    base: RunConfig
+    """The shared settings: scenario or task file, models, budgets, limit, address."""
+    arms: list[Arm]
+    out: Path
+    baseline_samples: int = DEFAULT_BASELINE_SAMPLES
+    repeats: int = 1
+
+    def lanes(self) -> list[Lane]:
+        """Every run, interleaved arm by arm within each repeat; the baseline last."""
+        shared_in_flight = self.base.runtime.max_tasks_in_flight or DEFAULT_IN_FLIGHT
+        lanes_count = len(self.arms) * self.repeats + 1
+        per_lane = max(1, shared_in_flight // lanes_count)
+        lanes = []
+        for repeat in range(self.repeats):
+            for arm in self.arms:
+                label = f"arms/{arm.name}" + (f"@r{repeat}" if repeat else "")
+                config = self.base.replace(
+                    **arm.settings, repeat=repeat, out=str(self.out / label), max_tasks_in_flight=per_lane
+                )
+                lanes.append(Lane(label=label, arm=arm.name, repeat=repeat, config=config))
+        baseline = self.base.replace(
+            strategy="self_consistency",
+            samples=self.baseline_samples,
+            max_rounds=1,
+            out=str(self.out / BASELINE),
+            max_tasks_in_flight=per_lane,
+        )
+        lanes.append(Lane(label=BASELINE, arm=BASELINE, repeat=0, config=baseline))
+        return lanes
+
+    def validate(self) -> None:
+        """Every lane's config, before anything runs; `UserError` naming the arm."""
+        if self.repeats < 1:
+            raise UserError(f"--repeats must be at least 1, got {self.repeats}")
+        if not 2 <= self.baseline_samples <= 256:
+            raise UserError(f"the baseline's samples must be in [2, 256], got {self.baseline_samples}")
+        for lane in self.lanes():
+            try:
+                lane.config.validate()
+            except UserError as exc:
+                raise UserError(f"arm {lane.arm!r}: {exc}") from None
+
+
+StartHook = Callable[[str, int, int], None]
+"""(lane label, its tasks, how many an earlier invocation finished)."""
+ResultHook = Callable[[str, Result], None]
+
+
+def run_comparison(
+    plan: ComparePlan,
+    *,
+    backends: BackendOverrides | None = None,
+    on_start: StartHook | None = None,
+    on_result: ResultHook | None = None,
+) -> dict[str, RunOutcome]:
+    """Run every lane side by side; their outcomes by label. The first lane's error is raised after all end."""
+    plan.validate()
+    ensure_ray(plan.base.runtime.address)  # once, before the lanes' threads: ray.init is not for racing
+    lock = threading.Lock()
+
+    def one(lane: Lane) -> RunOutcome:
+        def started(total: int, done: int) -> None:
+            if on_start is not None:
+                with lock:
+                    on_start(lane.label, total, done)
+
+        def landed(result: Result) -> None:
+            if on_result is not None:
+                with lock:
+                    on_result(lane.label, result)
+
+        return run(lane.config, backends=backends, on_start=started, on_result=landed)
+
+    lanes = plan.lanes()
+    with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="redraft-lane") as pool:
+        futures = [(lane.label, pool.submit(one, lane)) for lane in lanes]
+    outcomes: dict[str, RunOutcome] = {}
+    errors = []
+    for label, future in futures:
+        error = future.exception()
+        if error is not None:
+            errors.append(error)
+        else:
+            outcomes[label] = future.result()
+    if errors:
+        raise errors[0]
+    return outcomes
