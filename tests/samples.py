@@ -200,6 +200,7 @@ ALL: list[Message] = [
         rolled_back=True,
         detail="calls budget spent: 9 of 9",
         limit="calls",
+        round_best_sample=2,
     ),
     Result(
         task_id="t-1",

@@ -86,7 +86,7 @@ V3_ADDITIONS = {
     "verification": ["oracle"],
     "critique_request": ["seed"],
     "reflect_request": ["seed"],
-    "decision": ["limit"],
+    "decision": ["limit", "round_best_sample"],
     "result": [
         "error_type",
         "stop_limit",

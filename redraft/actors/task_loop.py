@@ -283,6 +283,7 @@ class TaskLoop:
                     best_sample=best.sample if best else -1,
                     best_score=best.score if best else 0.0,
                     round_best_score=leader.verification.score if leader else 0.0,
+                    round_best_sample=leader.draft.sample if leader else -1,
                     rolled_back=verdict.rolled_back,
                     detail=verdict.detail,
                     limit=verdict.limit,

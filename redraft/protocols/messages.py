@@ -31,7 +31,7 @@ and ``grade`` (sent by the driver after the loop, never to a role), ``Task.gold`
 (stripped from every task a role receives), ``Verification.oracle``, and on
 ``Result`` the grades of the final answer and of round 0's leader with those
 candidates' identity (``best_round``, ``best_sample``, ``initial_sample``); and
-typed values for what earlier frames said only in words: ``Decision.limit``,
+``Decision.round_best_sample``; typed values for what earlier frames said only in words: ``Decision.limit``,
 ``Result.stop_limit``, ``Result.error_type``; and ``CritiqueRequest.seed``,
 ``ReflectRequest.seed``, so the arbiter derives every seed by one rule.
 """
@@ -264,6 +264,8 @@ class Decision(_Frame, tag="decision", frozen=True, kw_only=True):
     detail: str = ""
     limit: StopLimit | None = None
     """With reason ``budget``: which limit stopped the task (the detail says how much was spent)."""
+    round_best_sample: int = -1
+    """The sample of this round's best candidate, the one a revision produced (-1: none)."""
 
 
 class Result(_Frame, tag="result", frozen=True, kw_only=True):

@@ -1,0 +1,239 @@
+"""From the lanes' run directories to ``comparison.json``: every figure of the comparison, typed.
+
+Per arm (repeats pooled: a task's figure is its mean over repeats, and tasks are
+the unit every interval resamples): the graded pass rate with its 95 % interval,
+cost per task and in all, the pass rate after each round, and what revisions,
+critiques and rollbacks did (`redraft.compare.metrics`).
+
+The baselines are curves: best-of-n and self-consistency at every n up to the
+baseline's N, computed from its samples (`redraft.compare.stats`). Each arm is
+matched to them at its own mean cost per task (``--match``: model calls,
+tokens, or USD), and compared task by task: the paired difference with its 95 %
+interval, and an exact McNemar p value (against the baseline's first n samples,
+n the matched budget rounded, since McNemar needs one outcome per task). Arms
+are compared with each other the same way. A difference whose interval holds 0
+is called within noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from redraft.compare.metrics import Behaviour, TaskFigures
+from redraft.compare.stats import (
+    Sample,
+    Selector,
+    at_budget,
+    best_of_n,
+    bootstrap_ci,
+    majority_vote,
+    mcnemar,
+    paired_ci,
+    within_noise,
+)
+
+Match = Literal["calls", "tokens", "usd"]
+BASELINES: dict[str, Selector] = {"best_of_n": best_of_n, "self_consistency": majority_vote}
+
+
+class Interval(msgspec.Struct, frozen=True):
+    low: float
+    high: float
+
+
+class Difference(msgspec.Struct, frozen=True, kw_only=True):
+    """``a`` minus ``b`` over the same tasks."""
+
+    a: str
+    b: str
+    mean: float
+    ci: Interval
+    mcnemar_p: float | None
+    """None when one side has no binary outcome per task."""
+    within_noise: bool
+    budget: float | None = None
+    """Against a baseline: the samples per task it was matched at."""
+
+
+class ArmFigures(msgspec.Struct, kw_only=True):
+    name: str
+    repeats: int
+    tasks: int
+    """Tasks with a grade (the others are left out of graded figures)."""
+    ungraded: int
+    pass_rate: float
+    """Graded, held out."""
+    ci: Interval
+    feedback_pass_rate: float
+    """What the loop itself believed: its feedback's pass rate."""
+    initial_pass_rate: float
+    mean_calls: float
+    mean_tokens: float
+    mean_usd: float
+    total_calls: int
+    total_tokens: int
+    total_usd: float
+    wall_s: float
+    pass_rate_by_round: list[float]
+    fixed_by_round: dict[str, float | None]
+    broken_by_round: dict[str, float | None]
+    false_alarm_rate: float | None
+    miss_rate: float | None
+    rollback_saved_rate: float | None
+    rollbacks: int
+
+
+class Curve(msgspec.Struct, kw_only=True):
+    name: str
+    samples: int
+    """N: the baseline's samples per task."""
+    pass_rate: list[float]
+    """At n = 1 .. N samples per task."""
+    mean_calls_per_sample: float
+    mean_tokens_per_sample: float
+    mean_usd_per_sample: float
+
+
+class Comparison(msgspec.Struct, kw_only=True):
+    scenario: str
+    match: Match
+    tasks: int
+    arms: list[ArmFigures]
+    baselines: list[Curve]
+    against_baselines: list[Difference]
+    between_arms: list[Difference]
+    notes: list[str] = []
+
+
+def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviour) -> ArmFigures:
+    """One arm's figures from its repeats (each a list of task figures, in any order)."""
+    per_task = _pooled(repeats)
+    graded = [v for v in per_task.values() if v is not None]
+    every = [t for run in repeats for t in run]
+    count = max(len(every), 1)
+    return ArmFigures(
+        name=name,
+        repeats=len(repeats),
+        tasks=len(graded),
+        ungraded=len(per_task) - len(graded),
+        pass_rate=_mean(graded),
+        ci=Interval(*bootstrap_ci(graded)),
+        feedback_pass_rate=sum(t.passed for t in every) / count,
+        initial_pass_rate=_mean([float(t.initial_graded_pass) for t in every if t.initial_graded_pass is not None]),
+        mean_calls=sum(t.calls for t in every) / count,
+        mean_tokens=sum(t.tokens for t in every) / count,
+        mean_usd=sum(t.usd for t in every) / count,
+        total_calls=sum(t.calls for t in every),
+        total_tokens=sum(t.tokens for t in every),
+        total_usd=sum(t.usd for t in every),
+        wall_s=sum(t.wall_s for t in every),
+        pass_rate_by_round=_by_round(every),
+        fixed_by_round={str(r): c.rate for r, c in sorted(behaviour.fixed.items())},
+        broken_by_round={str(r): c.rate for r, c in sorted(behaviour.broke.items())},
+        false_alarm_rate=behaviour.false_alarms.rate,
+        miss_rate=behaviour.misses.rate,
+        rollback_saved_rate=behaviour.rollbacks_saved.rate,
+        rollbacks=behaviour.rollbacks_saved.total,
+    )
+
+
+def per_task_pass(repeats: list[list[TaskFigures]]) -> dict[str, float | None]:
+    """Each task's graded pass, averaged over repeats (None: never graded)."""
+    return _pooled(repeats)
+
+
+def _pooled(repeats: list[list[TaskFigures]]) -> dict[str, float | None]:
+    values: dict[str, list[float]] = defaultdict(list)
+    seen: set[str] = set()
+    for run in repeats:
+        for task in run:
+            seen.add(task.task_id)
+            if task.graded_pass is not None:
+                values[task.task_id].append(float(task.graded_pass))
+    return {task: (_mean(values[task]) if values[task] else None) for task in sorted(seen)}
+
+
+def _by_round(tasks: Sequence[TaskFigures]) -> list[float]:
+    """Graded pass rate of the best so far after each round; a task that stopped keeps its last state."""
+    depth = max((len(t.by_round) for t in tasks), default=0)
+    rates = []
+    for r in range(depth):
+        states = [t.by_round[min(r, len(t.by_round) - 1)] for t in tasks if t.by_round]
+        known = [float(s) for s in states if s is not None]
+        rates.append(_mean(known))
+    return rates
+
+
+def curve(name: str, samples: dict[str, list[Sample]], cost_per_sample: tuple[float, float, float]) -> Curve:
+    """A baseline's graded pass rate at every n up to its N, averaged over tasks."""
+    select = BASELINES[name]
+    size = min((len(s) for s in samples.values()), default=0)
+    rates = [_mean([select(s, n) for s in samples.values()]) for n in range(1, size + 1)]
+    calls, tokens, usd = cost_per_sample
+    return Curve(
+        name=name,
+        samples=size,
+        pass_rate=rates,
+        mean_calls_per_sample=calls,
+        mean_tokens_per_sample=tokens,
+        mean_usd_per_sample=usd,
+    )
+
+
+def matched_budget(arm: ArmFigures, baseline: Curve, match: Match) -> float:
+    """Samples per task the baseline gets for the arm's mean cost per task."""
+    spent, unit = {
+        "calls": (arm.mean_calls, baseline.mean_calls_per_sample),
+        "tokens": (arm.mean_tokens, baseline.mean_tokens_per_sample),
+        "usd": (arm.mean_usd, baseline.mean_usd_per_sample),
+    }[match]
+    return spent / unit if unit > 0 else math.nan
+
+
+def against_baseline(
+    arm: ArmFigures, arm_tasks: dict[str, float | None], baseline: Curve, samples: dict[str, list[Sample]], match: Match
+) -> Difference:
+    """The arm against a baseline at the arm's own cost, task by task."""
+    budget = matched_budget(arm, baseline, match)
+    select = BASELINES[baseline.name]
+    tasks = [t for t, v in arm_tasks.items() if v is not None and t in samples]
+    ours = [float(arm_tasks[t] or 0.0) for t in tasks]
+    theirs = [at_budget(select, samples[t], budget) if math.isfinite(budget) else math.nan for t in tasks]
+    mean, interval = paired_ci(ours, theirs)
+    realized_n = min(max(round(budget), 1), baseline.samples) if math.isfinite(budget) else 1
+    binary_ours = [v == 1.0 for v in ours] if all(v in (0.0, 1.0) for v in ours) else None
+    p = mcnemar(binary_ours, [_first_n(samples[t], realized_n) for t in tasks]) if binary_ours is not None else None
+    return Difference(
+        a=arm.name,
+        b=baseline.name,
+        mean=mean,
+        ci=Interval(*interval),
+        mcnemar_p=p,
+        within_noise=within_noise(interval),
+        budget=budget,
+    )
+
+
+def _first_n(samples: list[Sample], n: int) -> bool:
+    """The realised outcome of best-of-n on the first n samples (ties to the earlier one)."""
+    first = samples[:n]
+    return first[min(range(len(first)), key=lambda i: (-first[i].score, i))].passed
+
+
+def between(a: str, ours: dict[str, float | None], b: str, theirs: dict[str, float | None]) -> Difference:
+    """Two arms over the tasks both graded."""
+    tasks = [t for t in ours if ours[t] is not None and theirs.get(t) is not None]
+    xs, ys = [float(ours[t] or 0.0) for t in tasks], [float(theirs[t] or 0.0) for t in tasks]
+    mean, interval = paired_ci(xs, ys)
+    binary = all(v in (0.0, 1.0) for v in xs + ys)
+    p = mcnemar([v == 1.0 for v in xs], [v == 1.0 for v in ys]) if binary else None
+    return Difference(a=a, b=b, mean=mean, ci=Interval(*interval), mcnemar_p=p, within_noise=within_noise(interval))
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan

@@ -1,0 +1,154 @@
+"""What a comparison measures in each lane's run directory, task by task.
+
+Graded figures use the held-out grade only (``Result.graded_pass``, the `Grade`
+frame's per-candidate grades); the loop's feedback is reported beside them,
+never instead. A task without a grade is left out of graded figures (unknown,
+not 0), and the comparison says how many there were.
+
+For an arm, per task: its graded pass, its cost (calls, tokens, USD, wall), the
+graded pass of its best so far after each round, and what each revision and
+critique did: a revision *fixed* (the best so far entering the round failed the
+grade, the round's best passed) or *broke* (the reverse) the answer; a critique
+that flagged a candidate (an issue of severity critical or major) the grade
+passed is a *false alarm*, one that did not flag a candidate the grade failed a
+*miss*; a rollback *saved* a regression when the round's best failed the grade
+and the kept best passed.
+
+For the baseline, per task: its N samples as (feedback score, answer, graded
+pass), the input of `redraft.compare.stats`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from redraft.compare.stats import Sample
+from redraft.protocols.messages import Critique, Decision, Grade, Message, Result, Verification
+from redraft.rundir.frames import Frame, KnownFrame
+from redraft.rundir.reader import RunReader
+
+FLAGGING = frozenset({"critical", "major"})
+
+
+@dataclass
+class Counts:
+    """How often something happened, out of how many chances."""
+
+    hits: int = 0
+    total: int = 0
+
+    def add(self, hit: bool) -> None:
+        self.hits += hit
+        self.total += 1
+
+    @property
+    def rate(self) -> float | None:
+        return self.hits / self.total if self.total else None
+
+
+@dataclass
+class TaskFigures:
+    """One task of one arm's run."""
+
+    task_id: str
+    graded_pass: bool | None
+    passed: bool
+    initial_graded_pass: bool | None
+    calls: int
+    tokens: int
+    usd: float
+    wall_s: float
+    by_round: list[bool | None] = field(default_factory=list)
+    """The graded pass of the best so far after each decided round."""
+
+
+@dataclass
+class Behaviour:
+    """What the critic, the revisions and the arbiter did, over a whole arm (see the module docstring)."""
+
+    fixed: dict[int, Counts] = field(default_factory=dict)
+    """By round: revisions in that round, and how many turned a failing best into a passing one."""
+    broke: dict[int, Counts] = field(default_factory=dict)
+    false_alarms: Counts = field(default_factory=Counts)
+    """Out of critiqued candidates the grade passed: how many the critic flagged."""
+    misses: Counts = field(default_factory=Counts)
+    """Out of critiqued candidates the grade failed: how many the critic did not flag."""
+    rollbacks_saved: Counts = field(default_factory=Counts)
+    """Out of rollbacks: how many kept a passing best from a failing round."""
+
+
+def arm_figures(root: Path) -> tuple[list[TaskFigures], Behaviour]:
+    """Every task of an arm's run directory, and the arm's behaviour, streamed one task at a time."""
+    tasks: list[TaskFigures] = []
+    behaviour = Behaviour()
+    for result, messages in _tasks(root):
+        grades = _grades(messages)
+        tasks.append(
+            TaskFigures(
+                task_id=result.task_id,
+                graded_pass=result.graded_pass,
+                passed=result.passed,
+                initial_graded_pass=result.initial_graded_pass,
+                calls=result.usage.calls,
+                tokens=result.usage.total_tokens,
+                usd=result.usage.cost_usd,
+                wall_s=result.wall_s,
+                by_round=_by_round(messages, grades),
+            )
+        )
+        _behaviour(messages, grades, behaviour)
+    return tasks, behaviour
+
+
+def baseline_samples(root: Path) -> dict[str, list[Sample]]:
+    """Each task's samples in the baseline run: feedback score and answer from the loop, pass from the grade."""
+    samples: dict[str, list[Sample]] = {}
+    for result, messages in _tasks(root):
+        grades = _grades(messages)
+        own = [
+            Sample(score=m.score, passed=bool(grades.get((m.round, m.sample))), answer=m.answer)
+            for m in messages
+            if isinstance(m, Verification) and m.stage is None and (m.round, m.sample) in grades
+        ]
+        if own:
+            samples[result.task_id] = own
+    return samples
+
+
+def _tasks(root: Path) -> Iterator[tuple[Result, list[Message]]]:
+    for entry, frames in RunReader(root).tasks():
+        yield entry.result, _messages(frames)
+
+
+def _messages(frames: list[Frame]) -> list[Message]:
+    return [f.message for f in frames if isinstance(f, KnownFrame)]
+
+
+def _grades(messages: list[Message]) -> dict[tuple[int, int], bool]:
+    return {(g.round, g.sample): g.passed for m in messages if isinstance(m, Grade) for g in m.grades}
+
+
+def _by_round(messages: list[Message], grades: dict[tuple[int, int], bool]) -> list[bool | None]:
+    return [grades.get((d.best_round, d.best_sample)) for d in messages if isinstance(d, Decision) and d.best_round >= 0]
+
+
+def _behaviour(messages: list[Message], grades: dict[tuple[int, int], bool], into: Behaviour) -> None:
+    decisions = [m for m in messages if isinstance(m, Decision)]
+    for before, decision in zip(decisions, decisions[1:], strict=False):
+        entering = grades.get((before.best_round, before.best_sample))
+        produced = grades.get((decision.round, decision.round_best_sample))
+        if entering is None or produced is None:
+            continue
+        into.fixed.setdefault(decision.round, Counts()).add(not entering and produced)
+        into.broke.setdefault(decision.round, Counts()).add(entering and not produced)
+        if decision.rolled_back:
+            kept = grades.get((decision.best_round, decision.best_sample))
+            into.rollbacks_saved.add(bool(kept) and not produced)
+    for critique in (m for m in messages if isinstance(m, Critique) and m.error is None):
+        graded = grades.get((critique.round, critique.sample))
+        if graded is None:
+            continue
+        flagged = any(issue.severity in FLAGGING for issue in critique.issues)
+        (into.false_alarms if graded else into.misses).add(flagged if graded else not flagged)
