@@ -44,9 +44,9 @@ from redraft.pricing import load_prices
 from redraft.protocols.convergence import Budget, ConvergenceConfig
 from redraft.protocols.messages import Message, Result, StopLimit, Task, Usage, decode_as, encode, iter_frames
 from redraft.protocols.strategies import get_strategy
+from redraft.rundir import RunStore, Summary, fingerprint
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
-from redraft.store import RunStore, Summary, fingerprint
 
 
 class RunConfig(msgspec.Struct, kw_only=True):

@@ -24,8 +24,9 @@ from typing import Any
 from redraft import report_plots
 from redraft.history import build_history
 from redraft.report_pages import esc, head, page, score, table, table_head, table_row, task_page, verdict
+from redraft.rundir.results import decode_record
+from redraft.rundir.summary import summarize
 from redraft.runreader import Record, RunReader, safe_name
-from redraft.store import summarize
 
 INDEX_ROWS = 200
 TOP_N = 10
@@ -174,7 +175,9 @@ def _summary_of(reader: RunReader, manifest: dict[str, Any]) -> dict[str, Any]:
 
     saved = reader.summary()
     wall_s = float(saved.get("wall_s", manifest.get("wall_s", 0.0)))
-    built: dict[str, Any] = msgspec.to_builtins(summarize((e.record for e in reader.entries()), wall_s=wall_s))
+    built: dict[str, Any] = msgspec.to_builtins(
+        summarize((decode_record(e.record) for e in reader.entries()), wall_s=wall_s)
+    )
     built["stopped_by"] = saved.get("stopped_by")
     return built
 

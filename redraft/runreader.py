@@ -1,6 +1,6 @@
 """Read a run directory without loading it: result records streamed, one task's frames at a time.
 
-The invariant this module relies on (kept by `redraft.store`): ``results.jsonl``
+The invariant this module relies on (kept by `redraft.rundir.store`): ``results.jsonl``
 lists finished tasks in the order their frames sit in ``trace.msgpack``, and each
 record's ``trace_end`` is the trace offset just past its frames. So a task's
 frames are the byte range ``[previous record's trace_end, its trace_end)``: one
@@ -24,7 +24,7 @@ from typing import IO, Any
 import msgpack
 
 from redraft.errors import UserError
-from redraft.store import MANIFEST, RESULTS, SUMMARY, TRACE
+from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE
 
 Frame = dict[str, Any]
 Record = dict[str, Any]

@@ -39,7 +39,7 @@ from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.batch import RunConfig, failed_result, manifest_for
 from redraft.protocols.messages import Result, Task, decode_as, encode
-from redraft.store import RunStore
+from redraft.rundir import RunStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-v2"
 HTML_TEXT = '<script>alert("old")</script> [bold red]not markup[/] & <b>bold</b>'

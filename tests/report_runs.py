@@ -28,7 +28,7 @@ from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.batch import RunConfig, failed_result, manifest_for
 from redraft.protocols.messages import Result, Task, decode_as, encode
-from redraft.store import RunStore
+from redraft.rundir import RunStore
 
 HTML_TEXT = '<script>alert("pwned")</script> [bold red]not markup[/] & <b>bold</b>'
 QUESTION = "Is <one> added to the first number?"

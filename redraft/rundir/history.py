@@ -1,0 +1,236 @@
+"""One task's evolution, rebuilt from its trace frames: rounds, candidates, checks, critiques, decisions.
+
+Built from typed frames (`redraft.rundir.frames`), never raising on one. A
+candidate is a `Draft`; the `Verification` and `Critique` frames of the same
+round and sample (and stage, when the frame names one) attach to it, several
+critiques per candidate (two critics) all kept. Requests are kept per round.
+Frames with no slot of their own (a `Reflection`, a kind this version does not
+know, a frame that did not validate as its kind) are kept too: beside their
+candidate (`Candidate.others`) when they name a round and a sample, else in
+their round (`Round.others`), else in `TaskHistory.others`. The "best so far"
+after each round is the candidate the round's `Decision` names.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from redraft.protocols.messages import (
+    Critique,
+    CritiqueRequest,
+    Decision,
+    Draft,
+    DraftRequest,
+    Reflection,
+    ReflectRequest,
+    Result,
+    Task,
+    Verification,
+    VerifyRequest,
+)
+from redraft.rundir.frames import Frame, GenericFrame, KnownFrame
+
+
+@dataclass
+class Candidate:
+    """One draft and what was said about it."""
+
+    draft: KnownFrame[Draft]
+    verification: KnownFrame[Verification] | None = None
+    critiques: list[KnownFrame[Critique]] = field(default_factory=list)
+    others: list[Frame] = field(default_factory=list)
+    """Other frames about this candidate: a reflection on it, or kinds this version does not know."""
+
+    @property
+    def sample(self) -> int:
+        return self.draft.message.sample
+
+    @property
+    def stage(self) -> str | None:
+        return self.draft.message.stage
+
+    @property
+    def text(self) -> str:
+        return self.draft.message.text
+
+    @property
+    def score(self) -> float | None:
+        return None if self.verification is None else self.verification.message.score
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.verification is None else self.verification.message.passed
+
+
+@dataclass
+class Round:
+    number: int
+    candidates: list[Candidate] = field(default_factory=list)
+    decision: KnownFrame[Decision] | None = None
+    requests: list[Frame] = field(default_factory=list)
+    """What the arbiter asked the roles (every ``*_request`` kind): seeds, the revision, stages, modes."""
+    others: list[Frame] = field(default_factory=list)
+    """Frames of this round with no slot of their own and no candidate, in trace order."""
+
+    def candidate(self, sample: int) -> Candidate | None:
+        """The last candidate of ``sample`` in this round (with stages: the latest stage)."""
+        found = [c for c in self.candidates if c.sample == sample]
+        return found[-1] if found else None
+
+    def target(self, sample: Any, stage: Any = None) -> Candidate | None:
+        """The candidate a frame about ``sample`` (and ``stage``, if given) is about."""
+        for candidate in reversed(self.candidates):
+            if candidate.sample == sample and (stage is None or candidate.stage == stage):
+                return candidate
+        return None
+
+
+@dataclass
+class BestStep:
+    """The best-so-far candidate after one round, and how it differs from the one before."""
+
+    round: int
+    text: str
+    score: float
+    changed: bool
+    diff: list[str]
+    """Unified diff lines from the previous best (empty on round 0 or when unchanged)."""
+
+
+@dataclass
+class TaskHistory:
+    task_id: str
+    task: KnownFrame[Task] | None = None
+    result: KnownFrame[Result] | None = None
+    rounds: list[Round] = field(default_factory=list)
+    others: list[Frame] = field(default_factory=list)
+    """Frames outside any round (kinds this version does not know, without a ``round``)."""
+
+    def best_steps(self) -> list[BestStep]:
+        """The best candidate after each decided round, with a diff whenever it changed."""
+        steps: list[BestStep] = []
+        previous: str | None = None
+        for rnd in self.rounds:
+            best = self.best_of(rnd.decision.message) if rnd.decision else None
+            if rnd.decision is None or best is None:
+                continue
+            changed = previous is not None and best.text != previous
+            diff = text_diff(
+                previous, best.text, f"best after round {rnd.number - 1}", f"best after round {rnd.number}"
+            )
+            steps.append(BestStep(rnd.number, best.text, rnd.decision.message.best_score, changed, diff))
+            previous = best.text
+        return steps
+
+    def best_of(self, decision: Decision) -> Candidate | None:
+        """The candidate a decision names as the best so far."""
+        if decision.best_round < 0:
+            return None
+        rnd = next((r for r in self.rounds if r.number == decision.best_round), None)
+        return rnd.candidate(decision.best_sample) if rnd else None
+
+    def passed_by_round(self, threshold: float = 1.0) -> list[bool]:
+        """Whether the best so far passes, after each round that was decided."""
+        states: list[bool] = []
+        for rnd in self.rounds:
+            if rnd.decision is None:
+                continue
+            best = self.best_of(rnd.decision.message)
+            if best is not None and best.passed is not None:
+                states.append(best.passed)
+            else:  # no verification of the best on record: fall back on the score
+                states.append(rnd.decision.message.best_score >= threshold)
+        return states
+
+
+def text_diff(before: str | None, after: str, before_name: str, after_name: str) -> list[str]:
+    if before is None or before == after:
+        return []
+    return list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), fromfile=before_name, tofile=after_name, lineterm="", n=2
+        )
+    )
+
+
+def build_history(task_id: str, frames: Iterable[Frame]) -> TaskHistory:
+    """Group one task's frames by round; never raises on unknown kinds or fields."""
+    history = TaskHistory(task_id=task_id)
+    rounds: dict[int, Round] = {}
+    for frame in frames:
+        number = round_of(frame)
+        rnd = None if number is None else rounds.setdefault(number, Round(number))
+        if not _place_known(history, rnd, frame):
+            _place_other(history, rnd, frame)
+    history.rounds = [rounds[n] for n in sorted(rounds)]
+    return history
+
+
+def _place_known(history: TaskHistory, rnd: Round | None, frame: Frame) -> bool:
+    """Put a frame of a kind with a slot of its own in that slot; False if it has none."""
+    match frame, rnd:
+        case KnownFrame(message=Task() as task, extra=extra), _:
+            history.task = KnownFrame(task, extra)
+        case KnownFrame(message=Result() as result, extra=extra), _:
+            history.result = KnownFrame(result, extra)
+        case KnownFrame(message=Draft() as draft, extra=extra), Round():
+            rnd.candidates.append(Candidate(draft=KnownFrame(draft, extra)))
+        case KnownFrame(message=Verification() as verification, extra=extra), Round():
+            target = rnd.target(verification.sample, verification.stage)
+            if target is None:
+                return False
+            target.verification = KnownFrame(verification, extra)
+        case KnownFrame(message=Critique() as critique, extra=extra), Round():
+            target = rnd.target(critique.sample)
+            if target is None:
+                return False
+            target.critiques.append(KnownFrame(critique, extra))
+        case KnownFrame(message=Decision() as decision, extra=extra), Round():
+            rnd.decision = KnownFrame(decision, extra)
+        case (KnownFrame(message=DraftRequest() | VerifyRequest() | CritiqueRequest() | ReflectRequest()), Round()):
+            rnd.requests.append(frame)
+        case GenericFrame(kind=kind), Round() if kind.endswith("_request"):
+            rnd.requests.append(frame)
+        case _:
+            return False
+    return True
+
+
+def _place_other(history: TaskHistory, rnd: Round | None, frame: Frame) -> None:
+    """Keep a frame with no slot of its own: beside its candidate if it names one, else in its round."""
+    if rnd is None:
+        history.others.append(frame)
+        return
+    target = None
+    match frame:
+        case KnownFrame(message=Reflection() as reflection):
+            target = rnd.target(reflection.sample)
+        case GenericFrame(fields=fields) if "sample" in fields:
+            target = rnd.target(fields["sample"], fields.get("stage"))
+    (target.others if target is not None else rnd.others).append(frame)
+
+
+def round_of(frame: Frame) -> int | None:
+    """The round a frame belongs to (requests carry it in their draft), or None."""
+    match frame:
+        case KnownFrame(
+            message=DraftRequest(round=n)
+            | Draft(round=n)
+            | Verification(round=n)
+            | Critique(round=n)
+            | Reflection(round=n)
+            | Decision(round=n)
+        ):
+            return n
+        case KnownFrame(message=VerifyRequest(draft=d) | CritiqueRequest(draft=d) | ReflectRequest(draft=d)):
+            return d.round
+        case GenericFrame(fields=fields):
+            number = fields.get("round")
+            draft = fields.get("draft")
+            if not isinstance(number, int) and isinstance(draft, dict):
+                number = draft.get("round")  # requests carry the round inside their draft
+            return number if isinstance(number, int) else None
+    return None
