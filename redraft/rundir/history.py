@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from redraft.protocols.messages import (
     Critique,
@@ -24,6 +24,7 @@ from redraft.protocols.messages import (
     Decision,
     Draft,
     DraftRequest,
+    Message,
     Reflection,
     ReflectRequest,
     Result,
@@ -161,76 +162,70 @@ def build_history(task_id: str, frames: Iterable[Frame]) -> TaskHistory:
     history = TaskHistory(task_id=task_id)
     rounds: dict[int, Round] = {}
     for frame in frames:
-        number = round_of(frame)
-        rnd = None if number is None else rounds.setdefault(number, Round(number))
-        if not _place_known(history, rnd, frame):
-            _place_other(history, rnd, frame)
+        if isinstance(frame, KnownFrame):
+            _place_known(history, rounds, frame)
+        else:
+            _place_generic(history, rounds, frame)
     history.rounds = [rounds[n] for n in sorted(rounds)]
     return history
 
 
-def _place_known(history: TaskHistory, rnd: Round | None, frame: Frame) -> bool:
-    """Put a frame of a kind with a slot of its own in that slot; False if it has none."""
-    match frame, rnd:
-        case KnownFrame(message=Task() as task, extra=extra), _:
-            history.task = KnownFrame(task, extra)
-        case KnownFrame(message=Result() as result, extra=extra), _:
-            history.result = KnownFrame(result, extra)
-        case KnownFrame(message=Draft() as draft, extra=extra), Round():
-            rnd.candidates.append(Candidate(draft=KnownFrame(draft, extra)))
-        case KnownFrame(message=Verification() as verification, extra=extra), Round():
-            target = rnd.target(verification.sample, verification.stage)
+def _place_known(history: TaskHistory, rounds: dict[int, Round], frame: KnownFrame[Message]) -> None:
+    """Put a typed frame in its slot: the task, the result, a round's candidates, requests or decision."""
+    m = frame.message
+    match m:
+        case DraftRequest():
+            _round(rounds, m.round).requests.append(frame)
+        case VerifyRequest() | CritiqueRequest() | ReflectRequest():
+            _round(rounds, m.draft.round).requests.append(frame)  # requests carry the round in their draft
+        case Draft():
+            _round(rounds, m.round).candidates.append(Candidate(draft=cast(KnownFrame[Draft], frame)))
+        case Verification():
+            rnd = _round(rounds, m.round)
+            target = rnd.target(m.sample, m.stage)
             if target is None:
-                return False
-            target.verification = KnownFrame(verification, extra)
-        case KnownFrame(message=Critique() as critique, extra=extra), Round():
-            target = rnd.target(critique.sample)
+                rnd.others.append(frame)
+            else:
+                target.verification = cast(KnownFrame[Verification], frame)
+        case Critique():
+            rnd = _round(rounds, m.round)
+            target = rnd.target(m.sample)
             if target is None:
-                return False
-            target.critiques.append(KnownFrame(critique, extra))
-        case KnownFrame(message=Decision() as decision, extra=extra), Round():
-            rnd.decision = KnownFrame(decision, extra)
-        case (KnownFrame(message=DraftRequest() | VerifyRequest() | CritiqueRequest() | ReflectRequest()), Round()):
-            rnd.requests.append(frame)
-        case GenericFrame(kind=kind), Round() if kind.endswith("_request"):
-            rnd.requests.append(frame)
-        case _:
-            return False
-    return True
+                rnd.others.append(frame)
+            else:
+                target.critiques.append(cast(KnownFrame[Critique], frame))
+        case Decision():
+            _round(rounds, m.round).decision = cast(KnownFrame[Decision], frame)
+        case Reflection():  # no slot of its own: beside the candidate it is about
+            rnd = _round(rounds, m.round)
+            target = rnd.target(m.sample)
+            (target.others if target is not None else rnd.others).append(frame)
+        case Task():
+            history.task = cast(KnownFrame[Task], frame)
+        case Result():
+            history.result = cast(KnownFrame[Result], frame)
 
 
-def _place_other(history: TaskHistory, rnd: Round | None, frame: Frame) -> None:
-    """Keep a frame with no slot of its own: beside its candidate if it names one, else in its round."""
-    if rnd is None:
+def _place_generic(history: TaskHistory, rounds: dict[int, Round], frame: GenericFrame) -> None:
+    """Keep a frame of unknown meaning: in its round (beside its candidate if it names one), else outside."""
+    fields = frame.fields
+    number = fields.get("round")
+    draft = fields.get("draft")
+    if not isinstance(number, int) and isinstance(draft, dict):
+        number = draft.get("round")  # requests carry the round inside their draft
+    if not isinstance(number, int):
         history.others.append(frame)
         return
-    target = None
-    match frame:
-        case KnownFrame(message=Reflection() as reflection):
-            target = rnd.target(reflection.sample)
-        case GenericFrame(fields=fields) if "sample" in fields:
-            target = rnd.target(fields["sample"], fields.get("stage"))
+    rnd = _round(rounds, number)
+    if frame.kind.endswith("_request"):
+        rnd.requests.append(frame)
+        return
+    target = rnd.target(fields["sample"], fields.get("stage")) if "sample" in fields else None
     (target.others if target is not None else rnd.others).append(frame)
 
 
-def round_of(frame: Frame) -> int | None:
-    """The round a frame belongs to (requests carry it in their draft), or None."""
-    match frame:
-        case KnownFrame(
-            message=DraftRequest(round=n)
-            | Draft(round=n)
-            | Verification(round=n)
-            | Critique(round=n)
-            | Reflection(round=n)
-            | Decision(round=n)
-        ):
-            return n
-        case KnownFrame(message=VerifyRequest(draft=d) | CritiqueRequest(draft=d) | ReflectRequest(draft=d)):
-            return d.round
-        case GenericFrame(fields=fields):
-            number = fields.get("round")
-            draft = fields.get("draft")
-            if not isinstance(number, int) and isinstance(draft, dict):
-                number = draft.get("round")  # requests carry the round inside their draft
-            return number if isinstance(number, int) else None
-    return None
+def _round(rounds: dict[int, Round], number: int) -> Round:
+    rnd = rounds.get(number)
+    if rnd is None:
+        rnd = rounds[number] = Round(number)
+    return rnd

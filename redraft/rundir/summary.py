@@ -1,14 +1,16 @@
 """A run's totals (``summary.json``, the end table), computed by streaming its results.
 
-`summarize` keeps a few counters, never the results: its memory does not grow
-with the run. The writer calls it when a run ends; the report calls it again over
-the records as they are, so a run still going shows what has finished.
+`summarize` keeps a few counters (a `Tally`), never the results: its memory does
+not grow with the run. The writer calls it when a run ends; the report keeps a
+tally of the records as it streams them, so a run still going shows what has
+finished.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -51,35 +53,67 @@ def summarize(results: Iterable[Result], *, wall_s: float) -> Summary:
     Results come from `redraft.rundir.results.read_results`, which has given every
     error its ``error_type`` (old records included).
     """
-    s = Summary(wall_s=wall_s)
-    score = initial_score = rounds = 0.0
-    reasons: Counter[str] = Counter()
-    errors: Counter[str] = Counter()
-    usage = Usage()
-    by_role: dict[str, Usage] = {}
-    unpriced: set[str] = set()
-    for r in results:
-        s.tasks += 1
-        s.passed += r.passed
-        s.initial_passed += r.initial_passed
-        s.fixed += r.passed and not r.initial_passed
-        s.broken += r.initial_passed and not r.passed
-        score += r.score
-        initial_score += r.initial_score
-        rounds += r.rounds
-        reasons[r.stop_reason] += 1
+    tally = Tally()
+    for result in results:
+        tally.add(result)
+    return tally.summary(wall_s=wall_s)
+
+
+@dataclass
+class Tally:
+    """The running totals `summarize` keeps, for a reader that streams the results for other ends too."""
+
+    tasks: int = 0
+    passed: int = 0
+    initial_passed: int = 0
+    fixed: int = 0
+    broken: int = 0
+    score: float = 0.0
+    initial_score: float = 0.0
+    rounds: int = 0
+    task_wall_s: float = 0.0
+    reasons: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    usage: Usage = field(default_factory=Usage)
+    by_role: dict[str, Usage] = field(default_factory=dict)
+    unpriced: set[str] = field(default_factory=set)
+
+    def add(self, r: Result) -> None:
+        self.tasks += 1
+        self.passed += r.passed
+        self.initial_passed += r.initial_passed
+        self.fixed += r.passed and not r.initial_passed
+        self.broken += r.initial_passed and not r.passed
+        self.score += r.score
+        self.initial_score += r.initial_score
+        self.rounds += r.rounds
+        self.task_wall_s += r.wall_s
+        self.reasons[r.stop_reason] += 1
         if r.error:
-            errors[r.error_type or "unknown"] += 1
-        usage = usage + r.usage
+            self.errors[r.error_type or "unknown"] += 1
+        self.usage = self.usage + r.usage
         for role, role_usage in r.usage_by_role.items():
-            by_role[role] = by_role.get(role, Usage()) + role_usage
-        unpriced.update(r.unpriced_models)
-        s.task_wall_s += r.wall_s
-    if s.tasks:
-        s.pass_rate = s.passed / s.tasks
-        s.initial_pass_rate = s.initial_passed / s.tasks
-        s.mean_score, s.initial_mean_score = score / s.tasks, initial_score / s.tasks
-        s.mean_rounds = rounds / s.tasks
-    s.stop_reasons, s.errors, s.usage = dict(reasons), dict(errors), usage
-    s.usage_by_role, s.unpriced_models = by_role, sorted(unpriced)
-    return s
+            self.by_role[role] = self.by_role.get(role, Usage()) + role_usage
+        self.unpriced.update(r.unpriced_models)
+
+    def summary(self, *, wall_s: float) -> Summary:
+        n = self.tasks or 1  # no task: every rate and mean is 0
+        return Summary(
+            tasks=self.tasks,
+            passed=self.passed,
+            pass_rate=self.passed / n,
+            initial_passed=self.initial_passed,
+            initial_pass_rate=self.initial_passed / n,
+            mean_score=self.score / n,
+            initial_mean_score=self.initial_score / n,
+            mean_rounds=self.rounds / n,
+            stop_reasons=dict(self.reasons),
+            errors=dict(self.errors),
+            usage=self.usage,
+            task_wall_s=self.task_wall_s,
+            wall_s=wall_s,
+            usage_by_role=dict(self.by_role),
+            unpriced_models=sorted(self.unpriced),
+            fixed=self.fixed,
+            broken=self.broken,
+        )
