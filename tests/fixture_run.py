@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replies import is_critique, round_of
+from report_runs import ArbiterDied, Plan, prompt_of
 
 from redraft.actors.arbiter import Arbiter
 from redraft.actors.factory import RoleSetup, local_roles
@@ -47,16 +48,6 @@ ISSUE = {"severity": "major", "quote": "Answer", "reason": "the sum is <off>", "
 QUESTION = "Is <one> added to the first number?"
 BAD_CRITIQUE = "no issues, I think?"
 REFUSED_SEARCH = "a line that is not there"
-
-
-@dataclass(frozen=True)
-class Plan:
-    gold: int
-    fix_at: int | None
-    """The revision round from which the drafter answers right; None: never."""
-    html: bool = False
-    explode: bool = False
-    bad_critic: bool = False
 
 
 PLANS: dict[str, Plan] = {
@@ -79,10 +70,6 @@ SEGMENTS: list[tuple[str, str, bool, list[str]]] = [
 ]
 LOST = "rewrite/lost arbiter"
 _PROMPT = re.compile(r"Question [a-z]+/([a-z0-9-]+):")
-
-
-def prompt_of(task_id: str, plan: Plan) -> str:
-    return f"Question {task_id}: what is {plan.gold - 1} plus 1?"
 
 
 @dataclass(frozen=True)
@@ -154,17 +141,10 @@ def make_fixture_run(root: Path) -> Path:
             frames = asyncio.run(arbiter.run(encode(task)))
             store.append(frames, decode_as(frames[-1], Result))
     lost = Task(task_id=LOST, scenario="arithmetic", prompt="?")
-    result = failed_result(lost, _ArbiterDied("the arbiter died"))
+    result = failed_result(lost, ArbiterDied("the arbiter died"))
     store.append([encode(lost), encode(result)], result)
     store.finish(wall_s=42.5)
     return root
-
-
-class _ArbiterDied(Exception):
-    """Stands in for Ray's error when an arbiter dies (its class name is the cause the run records)."""
-
-
-_ArbiterDied.__name__ = "RayActorError"
 
 
 if __name__ == "__main__":

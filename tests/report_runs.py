@@ -42,6 +42,8 @@ class Plan:
     """The revision round from which the drafter answers right; None: never."""
     html: bool = False
     explode: bool = False
+    bad_critic: bool = False
+    """The critic answers nonsense (the run's critiques carry ``error``); used by fixture_run.py."""
 
 
 PLANS: dict[str, Plan] = {
@@ -100,17 +102,17 @@ def make_run(root: Path, *, max_rounds: int = 4, copies: int = 1, strategy: str 
             frames = asyncio.run(arbiter.run(encode(task)))
             store.append(frames, decode_as(frames[-1], Result))
         lost = Task(task_id=LOST + (f"#{copy}" if copies > 1 else ""), scenario="arithmetic", prompt="?")
-        result = failed_result(lost, _ArbiterDied("the arbiter died"))
+        result = failed_result(lost, ArbiterDied("the arbiter died"))
         store.append([encode(lost), encode(result)], result)
     store.finish(wall_s=12.5)
     return root
 
 
-class _ArbiterDied(Exception):
+class ArbiterDied(Exception):
     """Stands in for Ray's error when an arbiter dies (its class name is the cause the run records)."""
 
 
-_ArbiterDied.__name__ = "RayActorError"
+ArbiterDied.__name__ = "RayActorError"
 
 
 def redraft(*args: str) -> subprocess.CompletedProcess[str]:
