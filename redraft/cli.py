@@ -281,7 +281,7 @@ def report_command(
     ] = None,
 ) -> None:
     """Write report.html: plots, tables, and a page per task."""
-    from redraft.report import write_report
+    from redraft.views.report import write_report
 
     if max_pages is not None and max_pages < 0:
         raise UserError(f"--max-pages must be at least 0, got {max_pages}")
@@ -294,7 +294,7 @@ def trace_command(
     task_id: Annotated[str, typer.Argument(help="The task's id, as in results.jsonl.")],
 ) -> None:
     """Show one task's rounds in the terminal, with diffs."""
-    from redraft.trace_view import show_trace
+    from redraft.views.trace import show_trace
 
     show_trace(run_dir, task_id, out)
 
@@ -309,7 +309,7 @@ def export_command(
     out_path: Annotated[Path | None, typer.Option("--out", help="Output file (default RUN_DIR/TABLE.FORMAT).")] = None,
 ) -> None:
     """Write a run as a flat Parquet or CSV table for analysis."""
-    from redraft.export import export
+    from redraft.views.export import export
 
     path, rows = export(run_dir, fmt, table=table, out=out_path)
     print(f"{path} ({rows} rows)")

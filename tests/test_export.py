@@ -12,8 +12,9 @@ from report_runs import FOREIGN_ID, make_foreign_run, make_run, records, redraft
 
 from redraft.cli import main
 from redraft.errors import UserError
-from redraft.export import export
-from redraft.runreader import RunReader
+from redraft.protocols.messages import Decision
+from redraft.rundir import KnownFrame, RunReader
+from redraft.views.export import export
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,12 @@ def test_csv_results_match_the_parquet_table(run_dir: Path, tmp_path: Path) -> N
 def test_rounds_table_has_a_row_per_decision(run_dir: Path) -> None:
     path, count = export(run_dir, "parquet", table="rounds")
     rows = pq.read_table(path).to_pylist()
-    decisions = sum(1 for _, frames in RunReader(run_dir).tasks() for f in frames if f["kind"] == "decision")
+    decisions = sum(
+        1
+        for _, frames in RunReader(run_dir).tasks()
+        for f in frames
+        if isinstance(f, KnownFrame) and isinstance(f.message, Decision)
+    )
     assert count == len(rows) == decisions
     late = [
         (r["round"], r["action"], r["reason"], r["best_passed"], r["candidates"])

@@ -24,8 +24,8 @@ from report_runs import html_tables, redraft
 from rich.console import Console
 
 from redraft.cli import main
-from redraft.runreader import safe_name
-from redraft.trace_view import show_trace
+from redraft.rundir import safe_name
+from redraft.views.trace import show_trace
 
 Raw = dict[str, Any]
 
