@@ -245,28 +245,13 @@ class _RunProgress:
 
 
 def _print_summary(outcome: Any) -> None:
-    s = outcome.summary
+    from redraft.views.summary_table import summary_rows
+
     table = Table(title=f"redraft run: {outcome.out}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("tasks", str(s.tasks))
-    table.add_row("pass rate, round 0", f"{s.initial_pass_rate:.1%} ({s.initial_passed}/{s.tasks})")
-    table.add_row("pass rate, refined", f"{s.pass_rate:.1%} ({s.passed}/{s.tasks})")
-    table.add_row("mean score, round 0 → refined", f"{s.initial_mean_score:.3f} → {s.mean_score:.3f}")
-    table.add_row("mean rounds", f"{s.mean_rounds:.2f}")
-    table.add_row("stop reasons", ", ".join(f"{k} {v}" for k, v in sorted(s.stop_reasons.items())))
-    if s.errors:
-        table.add_row("errors", ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())))
-    table.add_row("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}")
-    hits = f", {s.usage.cache_hits:,} answered from the cache" if s.usage.cache_hits else ""
-    table.add_row("model calls", f"{s.usage.calls:,}{hits}")
-    for role, usage in sorted(s.usage_by_role.items()):
-        table.add_row(f"  {role}", f"{usage.calls:,} calls, {usage.total_tokens:,} tokens, ${usage.cost_usd:,.4f}")
-    cost = f"${s.usage.cost_usd:,.4f}"
-    if s.unpriced_models:
-        cost += f" (not priced: {', '.join(s.unpriced_models)})"
-    table.add_row("cost", cost)
-    table.add_row("wall time", f"{s.wall_s:.1f} s")
+    for label, value in summary_rows(outcome.summary, breakdowns=True):
+        table.add_row(Text(label), Text(value))  # Text: a model or role name is never markup
     out.print(table)
 
 
