@@ -30,7 +30,7 @@ from redraft.rundir.summary import Tally
 from redraft.views import plots
 from redraft.views.fields import is_empty
 from redraft.views.summary_table import summary_rows
-from redraft.views.templating import environment, render
+from redraft.views.templating import render, template
 
 INDEX_ROWS = 200
 TOP_N = 10
@@ -156,7 +156,7 @@ def write_report(root: Path, *, max_pages: int | None = None) -> Path:
     figures = RunFigures()
     threshold = float((manifest.get("config") or {}).get("threshold", 1.0))
     rows = _stream_tasks(reader, pages, figures, threshold, max_pages)
-    index = environment().get_template("index.html.j2")
+    index = template("index.html.j2")
     index.stream(title="redraft · all tasks", run_id=manifest.get("run_id", ""), rows=rows).dump(
         str(pages / "index.html"), encoding="utf-8"
     )

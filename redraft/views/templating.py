@@ -79,8 +79,14 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
         return None
 
 
-def render(template: str, **context: Any) -> str:
-    return environment().get_template(template).render(**context)
+@cache
+def template(name: str) -> jinja2.Template:
+    """A template by file name, loaded once (a page is rendered per task: no lookup per page)."""
+    return environment().get_template(name)
+
+
+def render(name: str, **context: Any) -> str:
+    return template(name).render(**context)
 
 
 def _plain(value: Any) -> bool:
