@@ -6,6 +6,10 @@ critiques and unknown fields reach a page only through ``{{ }}``, so none of the
 can open a tag. The filters below return plain text (escaped on output); the
 HTML structure is in the templates alone. Undefined names are errors
 (`StrictUndefined`), so a misspelt field fails a test instead of printing nothing.
+
+A report renders a page per task, so the environment is tuned for that: templates
+are looked up once, their compiled code is cached between runs, and the task page
+is one template of loops rather than macros (see its header).
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from functools import cache
 from typing import Any
 
 import jinja2
-import msgspec
 
 from redraft.protocols.messages import Attempt, Decision, Result, Revision
 from redraft.views import fields
@@ -46,15 +49,12 @@ def environment() -> jinja2.Environment:
         critic=lambda c: ", ".join(who for who in (c.stance, c.model) if who),
         decision_line=decision_line,
         diff_class=diff_class,
-        builtins=msgspec.to_builtins,
         b64=lambda data: base64.b64encode(data).decode(),
         thousands=lambda n: f"{n:,}",
         verdict=lambda passed: "unchecked" if passed is None else "pass" if passed else "fail",
         verdict_class=lambda passed: "muted" if passed is None else "pass" if passed else "fail",
     )
     env.tests.update(
-        bytes=lambda v: isinstance(v, bytes),
-        usage=lambda v: fields.usage_line(v) is not None,
         plain=_plain,
     )
     env.globals.update(
