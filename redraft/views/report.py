@@ -175,7 +175,7 @@ def _stream_tasks(
         figures.add(row, entry.result, history.passed_by_round(threshold))
         if row.page is not None:
             page = task_page(history, entry.result, record_extra=entry.extra)
-            (pages / row.page).write_text(page, encoding="utf-8")
+            (pages / row.page).write_bytes(page.encode())  # bytes: no text layer per file
         yield row
 
 

@@ -49,6 +49,7 @@ def environment() -> jinja2.Environment:
         critic=lambda c: ", ".join(who for who in (c.stance, c.model) if who),
         decision_line=decision_line,
         diff_class=diff_class,
+        anchor=lambda c, number: f"r{number}s{c.sample}" + (f"-{c.stage}" if c.stage else ""),  # stages share a sample
         b64=lambda data: base64.b64encode(data).decode(),
         thousands=lambda n: f"{n:,}",
         verdict=lambda passed: "unchecked" if passed is None else "pass" if passed else "fail",
