@@ -37,9 +37,9 @@ TOP_N = 10
 BINS = 10
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TaskRow:
-    """One task as the task tables show it."""
+    """One task as the task tables show it (not frozen: a report makes one per task, and frozen ones cost more)."""
 
     index: int
     task_id: str
