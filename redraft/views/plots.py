@@ -1,4 +1,4 @@
-"""The report's plots, drawn with matplotlib (Agg, no display) and returned as PNG bytes.
+"""The report's plots, drawn with matplotlib's Agg canvas (no pyplot, no display) and returned as PNG bytes.
 
 Each function takes figures already aggregated (never per-task data), so drawing
 costs the same for a run of ten tasks or of a hundred thousand.
@@ -9,12 +9,8 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")  # before pyplot: no display on servers and in CI
-
-import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 WIDTH, HEIGHT, DPI = 5.2, 3.1, 100
@@ -89,7 +85,9 @@ def tokens_by_role(roles: dict[str, tuple[int, int]]) -> bytes:
 
 
 def _figure(height: float = HEIGHT) -> tuple[Figure, Axes]:
-    fig, ax = plt.subplots(figsize=(WIDTH, height), dpi=DPI)
+    fig = Figure(figsize=(WIDTH, height), dpi=DPI)
+    FigureCanvasAgg(fig)  # Agg, drawn in memory: no pyplot, no display, no figure kept alive after use
+    ax = fig.add_subplot()
     ax.spines[["top", "right"]].set_visible(False)
     ax.grid(axis="y", alpha=0.3)
     return fig, ax
@@ -99,5 +97,4 @@ def _png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buffer, format="png")
-    plt.close(fig)  # pyplot keeps every open figure alive otherwise
     return buffer.getvalue()
