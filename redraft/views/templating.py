@@ -8,8 +8,9 @@ HTML structure is in the templates alone. Undefined names are errors
 (`StrictUndefined`), so a misspelt field fails a test instead of printing nothing.
 
 A report renders a page per task, so the environment is tuned for that: templates
-are looked up once, their compiled code is cached between runs, and the task page
-is one template of loops rather than macros (see its header).
+are looked up once, their compiled code is cached between runs, the shared macros
+(``macros.html.j2``) are one global ``m`` rather than an import per page, and the
+task page is one template of loops rather than macros (see its header).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def environment() -> jinja2.Environment:
         request_news=fields.request_news,
         revision_of=fields.revision_of,
     )
+    # The shared macros, as the global `m` of every template: made once, where an import would
+    # make them again for each task page.
+    env.globals["m"] = env.get_template("macros.html.j2").module
     return env
 
 
