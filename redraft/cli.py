@@ -2,7 +2,8 @@
 
 Exit codes: 0 done; 1 the run failed (a backend or the cluster, refused
 credentials); 2 a usage error (bad flag, unknown scenario, strategy or backend
-spec, missing model file); 3 a run budget stopped dispatch before every task ran.
+spec, missing model file); 3 a run budget stopped dispatch before every task ran;
+4 ``redraft compare --fail-if-worse`` found an arm worse than its baseline.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ app = typer.Typer(
 err = Console(stderr=True)
 out = Console()
 
-EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET = 1, 2, 3
+EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_REGRESSION = 1, 2, 3, 4
 
 
 @app.command("scenarios")
@@ -77,7 +78,7 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
     progress = _RunProgress()
     with progress:
         outcome = run(config, on_start=progress.start, on_result=progress.advance)
-    _print_summary(outcome)
+    _print_summary(outcome, oracle=config.experiment.oracle_feedback)
     if outcome.summary.stopped_by:
         print(
             f"redraft: stopped: {outcome.summary.stopped_by}; rerun with the same --out and a larger budget to go on",
@@ -143,6 +144,79 @@ run_command.__signature__ = inspect.Signature(_run_parameters())  # type: ignore
 app.command("run")(run_command)
 
 
+def compare_command(
+    scenario: str | None,
+    check: str | None,
+    grade: str | None,
+    model: str | None,
+    arms: str | None,
+    arms_file: Path | None,
+    baseline_samples: int | None,
+    match: str,
+    repeats: int,
+    baseline: Path | None,
+    fail_if_worse: bool,
+    **settings: Any,
+) -> None:
+    """Compare critic strategies on the same tasks, against sampling at matched cost; rerun to resume."""
+    from redraft.compare.command import compare
+
+    given = {name: value for name, value in settings.items() if value is not None}
+    if model is not None:
+        given.setdefault("drafter", model)
+        given.setdefault("critic", model)
+    lines = compare(
+        scenario=_scenario_name(scenario, given.get("tasks"), check, grade),
+        settings=given,
+        arms=arms,
+        arms_file=arms_file,
+        baseline_samples=baseline_samples,
+        match=match,
+        repeats=repeats,
+        previous=baseline,
+        progress=_RunProgress(),
+        console=out,
+    )
+    if lines and fail_if_worse:
+        for line in lines:
+            print(f"redraft: regression: {line}", file=sys.stderr)
+        sys.exit(EXIT_REGRESSION)
+
+
+def _compare_parameters() -> list[inspect.Parameter]:
+    """``redraft run``'s options (each arm may change the experiment's), and the comparison's own."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    own = [
+        ("arms", str | None, typer.Option(None, "--arms", help="Strategies to compare, by name: adversarial,debate.")),
+        ("arms_file", Path | None, typer.Option(None, "--arms-file", help="A TOML file of arms (see the README).")),
+        (
+            "baseline_samples",
+            int | None,
+            typer.Option(
+                None, "--baseline-samples", help="N, the sampling baseline's samples per task.", show_default="16"
+            ),
+        ),
+        ("match", str, typer.Option("calls", "--match", help="Match the baselines' cost by calls, tokens or usd.")),
+        ("repeats", int, typer.Option(1, "--repeats", help="Run every arm this many times, with other seeds.")),
+        (
+            "baseline",
+            Path | None,
+            typer.Option(None, "--baseline", help="An earlier comparison.json to hold this one against."),
+        ),
+        (
+            "fail_if_worse",
+            bool,
+            typer.Option(False, "--fail-if-worse", help="Exit 4 if an arm is worse than --baseline beyond its CI."),
+        ),
+    ]
+    run_params = [p for p in _run_parameters() if p.name != "strategy"]
+    return run_params[:4] + [inspect.Parameter(n, keyword, default=d, annotation=a) for n, a, d in own] + run_params[4:]
+
+
+compare_command.__signature__ = inspect.Signature(_compare_parameters())  # type: ignore[attr-defined]
+app.command("compare")(compare_command)
+
+
 def _scenario_name(scenario: str | None, tasks: str | None, check: str | None, grade: str | None) -> str:
     """The scenario a run uses: SCENARIO, or ``check:MODULE:FUNCTION`` (with its grade) for a task file."""
     from redraft.scenarios.user_check import user_scenario_name
@@ -199,12 +273,16 @@ class _RunProgress:
         if self._id is not None:  # started: the run got past validation
             self._bar.stop()
 
-    def start(self, total: int, already_done: int) -> None:
+    def start(self, total: int, already_done: int, what: str = "") -> None:
+        """A run (or one lane of a comparison, ``what``) opened: its tasks join the bar's total."""
+        if already_done:
+            err.print(f"resuming{' ' + what if what else ''}: {already_done} of {total} tasks already done")
+        self._total += total - already_done
+        if self._id is not None:  # another lane of a comparison
+            self._bar.update(self._id, total=self._total)
+            return
         if not self._plain:
             self._bar.start()
-        if already_done:
-            err.print(f"resuming: {already_done} of {total} tasks already done")
-        self._total = total - already_done
         self._id = self._bar.add_task("run", total=self._total, pass_rate="-")
         self._started = self._last_log = time.monotonic()
 
@@ -225,29 +303,14 @@ class _RunProgress:
             )
 
 
-def _print_summary(outcome: Any) -> None:
-    s = outcome.summary
+def _print_summary(outcome: Any, *, oracle: bool = False) -> None:
+    from redraft.views.summary_table import summary_rows
+
     table = Table(title=f"redraft run: {outcome.out}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("tasks", str(s.tasks))
-    table.add_row("pass rate, round 0", f"{s.initial_pass_rate:.1%} ({s.initial_passed}/{s.tasks})")
-    table.add_row("pass rate, refined", f"{s.pass_rate:.1%} ({s.passed}/{s.tasks})")
-    table.add_row("mean score, round 0 → refined", f"{s.initial_mean_score:.3f} → {s.mean_score:.3f}")
-    table.add_row("mean rounds", f"{s.mean_rounds:.2f}")
-    table.add_row("stop reasons", ", ".join(f"{k} {v}" for k, v in sorted(s.stop_reasons.items())))
-    if s.errors:
-        table.add_row("errors", ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())))
-    table.add_row("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}")
-    hits = f", {s.usage.cache_hits:,} answered from the cache" if s.usage.cache_hits else ""
-    table.add_row("model calls", f"{s.usage.calls:,}{hits}")
-    for role, usage in sorted(s.usage_by_role.items()):
-        table.add_row(f"  {role}", f"{usage.calls:,} calls, {usage.total_tokens:,} tokens, ${usage.cost_usd:,.4f}")
-    cost = f"${s.usage.cost_usd:,.4f}"
-    if s.unpriced_models:
-        cost += f" (not priced: {', '.join(s.unpriced_models)})"
-    table.add_row("cost", cost)
-    table.add_row("wall time", f"{s.wall_s:.1f} s")
+    for label, value in summary_rows(outcome.summary, breakdowns=True, oracle=oracle):
+        table.add_row(Text(label), Text(value))  # Text: a model or role name is never markup
     out.print(table)
 
 
@@ -262,7 +325,7 @@ def report_command(
     ] = None,
 ) -> None:
     """Write report.html: plots, tables, and a page per task."""
-    from redraft.report import write_report
+    from redraft.views.report import write_report
 
     if max_pages is not None and max_pages < 0:
         raise UserError(f"--max-pages must be at least 0, got {max_pages}")
@@ -275,7 +338,7 @@ def trace_command(
     task_id: Annotated[str, typer.Argument(help="The task's id, as in results.jsonl.")],
 ) -> None:
     """Show one task's rounds in the terminal, with diffs."""
-    from redraft.trace_view import show_trace
+    from redraft.views.trace import show_trace
 
     show_trace(run_dir, task_id, out)
 
@@ -290,7 +353,7 @@ def export_command(
     out_path: Annotated[Path | None, typer.Option("--out", help="Output file (default RUN_DIR/TABLE.FORMAT).")] = None,
 ) -> None:
     """Write a run as a flat Parquet or CSV table for analysis."""
-    from redraft.export import export
+    from redraft.views.export import export
 
     path, rows = export(run_dir, fmt, table=table, out=out_path)
     print(f"{path} ({rows} rows)")

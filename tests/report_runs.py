@@ -29,7 +29,7 @@ from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import Result, Task, decode_as, encode
 from redraft.run import RunConfig, arbiter_settings, failed_result, manifest_for, refine_frames
-from redraft.store import RunStore
+from redraft.rundir import RunStore
 
 HTML_TEXT = '<script>alert("pwned")</script> [bold red]not markup[/] & <b>bold</b>'
 QUESTION = "Is <one> added to the first number?"
@@ -43,6 +43,8 @@ class Plan:
     """The revision round from which the drafter answers right; None: never."""
     html: bool = False
     explode: bool = False
+    bad_critic: bool = False
+    """The critic answers nonsense (the run's critiques carry ``error``); used by fixture_run.py."""
 
 
 PLANS: dict[str, Plan] = {
@@ -103,17 +105,17 @@ def make_run(root: Path, *, max_rounds: int = 4, copies: int = 1, strategy: str 
             frames = asyncio.run(refine_frames(arbiter, grader, task))
             store.append(frames, decode_as(frames[-1], Result))
         lost = Task(task_id=LOST + (f"#{copy}" if copies > 1 else ""), scenario="arithmetic", prompt="?")
-        result = failed_result(lost, _ArbiterDied("the arbiter died"))
+        result = failed_result(lost, ArbiterDied("the arbiter died"))
         store.append([encode(lost), encode(result)], result)
     store.finish(wall_s=12.5)
     return root
 
 
-class _ArbiterDied(Exception):
+class ArbiterDied(Exception):
     """Stands in for Ray's error when an arbiter dies (its class name is the cause the run records)."""
 
 
-_ArbiterDied.__name__ = "RayActorError"
+ArbiterDied.__name__ = "RayActorError"
 
 
 def redraft(*args: str) -> subprocess.CompletedProcess[str]:

@@ -121,7 +121,8 @@ def test_run_writes_the_run_directory_and_prints_the_table(
     printed = captured.out
     # Not a terminal here: progress comes as plain lines, the last one at completion.
     assert re.match(r"refining: 4/4 tasks, pass \d+%, [\d.]+ tasks/s, ETA 0 s$", captured.err.strip().splitlines()[-1])
-    assert "pass rate, round 0" in printed and "pass rate, refined" in printed and "stop reasons" in printed
+    assert "graded pass rate, round 0" in printed and "feedback pass rate, refined" in printed
+    assert "stop reasons" in printed and "ORACLE" not in printed
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["drafter"] == "scripted:replies:always_seven"
     assert len(manifest["fingerprint"]) == 16 and "ray" in manifest["versions"]

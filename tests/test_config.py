@@ -10,7 +10,7 @@ import pytest
 from redraft.errors import UserError
 from redraft.run import Budgets, Experiment, RunConfig, Runtime, identity
 from redraft.run.config import GROUPS, flag
-from redraft.store import fingerprint
+from redraft.rundir import fingerprint
 
 
 def test_build_routes_each_flat_setting_to_its_group() -> None:

@@ -12,8 +12,9 @@ from report_runs import FOREIGN_ID, make_foreign_run, make_run, records, redraft
 
 from redraft.cli import main
 from redraft.errors import UserError
-from redraft.export import export
-from redraft.runreader import RunReader
+from redraft.protocols.messages import Decision
+from redraft.rundir import KnownFrame, RunReader
+from redraft.views.export import export
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +32,8 @@ def test_parquet_results_have_one_flat_row_per_task(run_dir: Path) -> None:
     for row, rec in zip(rows, recs, strict=True):
         for key in ("scenario", "answer", "text", "score", "passed", "initial_score", "rounds", "stop_reason", "error"):
             assert row[key] == rec[key], key
+        for key in ("grade", "graded_pass", "initial_grade", "initial_graded_pass"):  # held out, beside the feedback
+            assert row[key] == rec[key], key
         for key, value in rec["usage"].items():  # type: ignore[attr-defined]
             assert row[f"usage_{key}"] == value
         for role in ("drafter", "critic"):
@@ -43,6 +46,8 @@ def test_parquet_results_have_one_flat_row_per_task(run_dir: Path) -> None:
     summary = json.loads((run_dir / "summary.json").read_text())
     assert sum(table.column("usage_calls").to_pylist()) == summary["usage"]["calls"]
     assert sum(table.column("passed").to_pylist()) == summary["passed"]
+    assert sum(bool(v) for v in table.column("graded_pass").to_pylist()) == summary["graded_passed"] == 3
+    assert str(table.schema.field("graded_pass").type) == "bool"
 
 
 def test_csv_results_match_the_parquet_table(run_dir: Path, tmp_path: Path) -> None:
@@ -63,16 +68,27 @@ def test_csv_results_match_the_parquet_table(run_dir: Path, tmp_path: Path) -> N
 def test_rounds_table_has_a_row_per_decision(run_dir: Path) -> None:
     path, count = export(run_dir, "parquet", table="rounds")
     rows = pq.read_table(path).to_pylist()
-    decisions = sum(1 for _, frames in RunReader(run_dir).tasks() for f in frames if f["kind"] == "decision")
+    decisions = sum(
+        1
+        for _, frames in RunReader(run_dir).tasks()
+        for f in frames
+        if isinstance(f, KnownFrame) and isinstance(f.message, Decision)
+    )
     assert count == len(rows) == decisions
     late = [
-        (r["round"], r["action"], r["reason"], r["best_passed"], r["candidates"])
+        (r["round"], r["action"], r["reason"], r["best_passed"], r["best_graded_pass"], r["candidates"])
         for r in rows
         if r["task_id"] == "suite/late"
     ]
-    assert late == [(0, "continue", None, False, 2), (1, "continue", None, False, 2), (2, "stop", "threshold", True, 2)]
+    assert late == [
+        (0, "continue", None, False, False, 2),
+        (1, "continue", None, False, False, 2),
+        (2, "stop", "threshold", True, True, 2),
+    ]
     boom = [r for r in rows if r["task_id"] == "suite/boom"]
-    assert [(r["action"], r["reason"], r["candidates"]) for r in boom] == [("stop", "error", 0)]
+    assert [(r["action"], r["reason"], r["candidates"], r["best_graded_pass"]) for r in boom] == [
+        ("stop", "error", 0, None)  # nothing to grade: missing, not False
+    ]
     assert "backend exploded" in boom[0]["detail"]
 
 

@@ -35,25 +35,13 @@ ALLOWED: dict[str, set[str]] = {
 }
 """Room -> the rooms it may import from (besides itself)."""
 
-# Modules that have not yet moved into their room, by the room they belong to.
-LEGACY_ROOMS = {
-    "store": "rundir",
-    "runreader": "rundir",
-    "history": "rundir",
-    "report": "views",
-    "report_pages": "views",
-    "report_plots": "views",
-    "trace_view": "views",
-    "export": "views",
-}
-
 
 def room_of(module: str) -> str:
     """``redraft.actors.arbiter`` -> ``actors``; ``redraft.cli`` -> ``cli``; ``redraft`` -> ``__init__``."""
     parts = module.split(".")
     if parts == ["redraft"]:
         return "__init__"
-    return LEGACY_ROOMS.get(parts[1], parts[1])
+    return parts[1]
 
 
 def module_name(path: Path) -> str:

@@ -9,14 +9,16 @@ import re
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 from PIL import Image
 from report_runs import HTML_TEXT, PLANS, html_tables, make_foreign_run, make_run, records, redraft
 
-from redraft import report
-from redraft.history import build_history
-from redraft.report import RunFigures, task_row, write_report
-from redraft.runreader import RunReader, safe_name
+from redraft.protocols.messages import Decision
+from redraft.rundir import KnownFrame, RunReader, build_history, safe_name
+from redraft.rundir.frames import decode_frame
+from redraft.views import report
+from redraft.views.report import RunFigures, task_row, write_report
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +33,13 @@ def test_summary_and_tables_agree_with_summary_json(run_dir: Path) -> None:
     tables = html_tables((run_dir / "report.html").read_text())
     figures = dict((row[0], row[1]) for row in tables["Summary"])
     assert figures["tasks"] == "6" == str(summary["tasks"])
-    assert figures["pass rate, round 0"] == f"{summary['initial_pass_rate']:.1%} (1/6)"
-    assert figures["pass rate, refined"] == f"{summary['pass_rate']:.1%} (3/6)"
-    assert figures["fixed / broken by refinement"] == "2 / 0"  # late and html were fixed
+    assert figures["feedback pass rate, round 0"] == f"{summary['initial_pass_rate']:.1%} (1/6)"
+    assert figures["feedback pass rate, refined"] == f"{summary['pass_rate']:.1%} (3/6)"
+    # Four tasks were graded: the one that exploded and the one whose arbiter was lost have no candidate.
+    assert (summary["graded"], summary["graded_passed"], summary["initial_graded_passed"]) == (4, 3, 1)
+    assert figures["graded pass rate, round 0"] == "25.0% (1/4; 2 not graded)"
+    assert figures["graded pass rate, refined"] == "75.0% (3/4; 2 not graded)"
+    assert figures["fixed / broken (graded)"] == "2 / 0"  # late and html were fixed
     assert figures["model calls"].startswith(f"{summary['usage']['calls']:,} ")
     stop = {row[0]: int(row[1]) for row in tables["Stop reasons"][1:]}
     assert stop == summary["stop_reasons"] == {"threshold": 3, "no_improvement": 1, "error": 2}
@@ -62,9 +68,9 @@ def test_pass_rate_per_round_is_cumulative_and_ends_at_the_final_pass_rate(run_d
     figures = RunFigures()
     reader = RunReader(run_dir)
     for i, (entry, frames) in enumerate(reader.tasks()):
-        figures.add(task_row(i, entry.record), entry.record, build_history(entry.task_id, frames).passed_by_round())
+        figures.add(task_row(i, entry.result), entry.result, build_history(entry.task_id, frames).passed_by_round())
     rates, active = figures.pass_curve()
-    summary = reader.summary()
+    summary = msgspec.to_builtins(reader.saved_summary())
     # Round 0: pass-first; round 1: + html (fixed at 1); round 2: + late (fixed at 2).
     assert rates == pytest.approx([1 / 6, 2 / 6, 3 / 6])
     assert rates[0] == pytest.approx(summary["initial_pass_rate"])
@@ -80,7 +86,9 @@ def test_every_task_has_a_page_with_its_rounds_and_decisions(run_dir: Path) -> N
         page = run_dir / "report" / f"{safe_name(entry.task_id)}.html"
         assert page.is_file(), entry.task_id
         text = page.read_text()
-        rounds = sorted({f["round"] for f in frames if f["kind"] == "decision"})
+        rounds = sorted(
+            {f.message.round for f in frames if isinstance(f, KnownFrame) and isinstance(f.message, Decision)}
+        )
         assert re.findall(r'<h2 id="round-(\d+)">', text) == [str(r) for r in rounds]
         assert text.count('class="decision') == len(rounds)
         assert f'href="report/{safe_name(entry.task_id)}.html"' in report_html
@@ -111,7 +119,7 @@ def test_model_text_is_escaped_everywhere(run_dir: Path) -> None:
     for page in pages:
         assert "<script>alert" not in page.read_text(), page.name
     html_page = (run_dir / "report" / f"{safe_name('suite/html')}.html").read_text()
-    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in html_page
+    assert "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt;" in html_page  # markupsafe's entity for a quote
     assert "&lt;b&gt;bold&lt;/b&gt;" in html_page and "<b>bold</b>" not in html_page
     assert HTML_TEXT not in html_page
     # The one script in the report is its own image-load marker; task pages have none.
@@ -146,7 +154,7 @@ def test_unknown_kinds_and_fields_render_without_loss(tmp_path: Path) -> None:
     root = make_foreign_run(tmp_path / "foreign")
     write_report(root)  # no summary.json: figures come from the records
     tables = html_tables((root / "report.html").read_text())
-    assert dict((r[0], r[1]) for r in tables["Summary"])["pass rate, refined"] == "100.0% (1/1)"
+    assert dict((r[0], r[1]) for r in tables["Summary"])["feedback pass rate, refined"] == "100.0% (1/1)"
     page = (root / "report" / f"{safe_name('future/1')}.html").read_text()
     for shown in (
         "stage <b>outline</b>",  # a stage on a draft
@@ -239,18 +247,18 @@ def test_a_run_with_no_finished_task_yet_still_renders(tmp_path: Path) -> None:
 @pytest.mark.parametrize("version", sorted(p.name for p in (Path(__file__).parent / "golden").iterdir()))
 def test_golden_frames_of_every_wire_version_render(version: str) -> None:
     """Old run directories keep rendering: every saved frame of every version, on a page and in the terminal."""
-    import msgpack
     from rich.console import Console
 
-    from redraft.report_pages import task_page
-    from redraft.trace_view import render
+    from redraft.views.report import task_page
+    from redraft.views.trace import render
 
     folder = Path(__file__).parent / "golden" / version
     order = ["task", "draft_request", "draft", "verify_request", "verification", "critique_request", "critique"]
-    frames = [msgpack.unpackb(p.read_bytes()) for p in sorted(folder.glob("*.msgpack"))]
-    frames.sort(key=lambda f: order.index(f["kind"]) if f["kind"] in order else len(order))
+    frames = [decode_frame(p.read_bytes()) for p in sorted(folder.glob("*.msgpack"))]
+    frames.sort(key=lambda f: order.index(f.kind) if f.kind in order else len(order))
     history = build_history("t-1", frames)
-    record = next(f for f in frames if f["kind"] == "result")
+    assert history.result is not None
+    record = history.result.message
     page = task_page(history, record)
     console = Console(file=io.StringIO(), width=120)
     for renderable in render(history, record):
@@ -283,10 +291,10 @@ def test_every_strategy_s_frames_render(strategy: str, shown: list[str], tmp_pat
     page = (root / "report" / f"{safe_name('suite/never')}.html").read_text()
     rounds = sorted(
         {
-            f["round"]
+            f.message.round
             for _, frames in RunReader(root).tasks()
             for f in frames
-            if f["kind"] == "decision" and f["task_id"] == "suite/never"
+            if isinstance(f, KnownFrame) and isinstance(f.message, Decision) and f.message.task_id == "suite/never"
         }
     )
     assert re.findall(r'<h2 id="round-(\d+)">', page) == [str(r) for r in rounds] and len(rounds) >= 2

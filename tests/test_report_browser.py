@@ -19,8 +19,8 @@ import pytest
 from PIL import Image
 from report_runs import make_run
 
-from redraft.report import write_report
-from redraft.runreader import safe_name
+from redraft.rundir import safe_name
+from redraft.views.report import write_report
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

@@ -11,7 +11,8 @@ import pytest
 from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Result, Task, Usage, encode, iter_frames
 from redraft.run import failed_result
-from redraft.store import RESULTS, TRACE, RunStore, fingerprint
+from redraft.rundir import RunStore, fingerprint
+from redraft.rundir.layout import RESULTS, TRACE
 
 
 def manifest(**identity: Any) -> dict[str, Any]:

@@ -342,7 +342,7 @@ def test_the_readme_strategy_example_registers_and_runs() -> None:
 def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
     from redraft.actors import prompts
     from redraft.run import RunConfig, identity
-    from redraft.store import fingerprint
+    from redraft.rundir import fingerprint
 
     versions = prompts.prompt_versions()
     assert {"critic_adversarial", "critic_skeptic", "revise_patch", "cove_plan", "reflect_system"} <= set(versions)

@@ -251,7 +251,7 @@ def test_a_task_file_with_a_user_check_runs_from_the_cli_in_verifier_actors(
     argv = ["run", "--tasks", str(tasks), "--check", CHECK, "--model", "scripted:replies:always_seven"]
     argv += ["--strategy", "none", "--samples", "1", "--max-rounds", "1", "--out", str(out)]
     main(argv)  # returns on success: a check that raises or misbehaves fails its task, not the run
-    assert "pass rate, refined" in capsys.readouterr().out
+    assert "feedback pass rate, refined" in capsys.readouterr().out
     records = {r["task_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
     assert {k: (r["passed"], r["score"], r["error"]) for k, r in records.items()} == {
         "right": (True, 1.0, None),

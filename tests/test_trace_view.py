@@ -11,7 +11,7 @@ from rich.console import Console
 
 from redraft.cli import main
 from redraft.errors import UserError
-from redraft.trace_view import show_trace
+from redraft.views.trace import show_trace
 
 
 @pytest.fixture(scope="module")

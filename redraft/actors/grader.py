@@ -13,8 +13,8 @@ A grade function that raises does not fail the task: its `Grade` carries the
 from __future__ import annotations
 
 import asyncio
-import os
 
+from redraft.actors.workers import Workers
 from redraft.errors import describe
 from redraft.protocols.messages import CandidateGrade, CandidateText, Grade, GradeRequest, Task, decode_as, encode
 from redraft.scenarios import get_scenario
@@ -26,7 +26,7 @@ class Grader:
 
     def __init__(self, scenario: str, *, parallel: int | None = None) -> None:
         self._scenario = get_scenario(scenario)
-        self._slots = asyncio.Semaphore(parallel or os.cpu_count() or 1)
+        self._workers = Workers(parallel, name="redraft-grader")
 
     async def grade(self, payload: bytes) -> bytes:
         request = decode_as(payload, GradeRequest)
@@ -41,8 +41,7 @@ class Grader:
         return encode(Grade(task_id=task.task_id, gold=task.gold, grades=grades))
 
     async def _grade_one(self, task: Task, text: str) -> tuple[float, bool, str] | None:
-        async with self._slots:
-            verdict = await asyncio.to_thread(grade_of, self._scenario, task, text)
+        verdict = await self._workers.run(grade_of, self._scenario, task, text)
         if verdict is None:
             return None
         return min(max(verdict.score, 0.0), 1.0), verdict.passed, verdict.detail

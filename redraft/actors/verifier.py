@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 
 import msgspec
 
 from redraft.actors.answers import parse_plan, question_json_schema
 from redraft.actors.prompts import answer_messages, question_messages
+from redraft.actors.workers import Workers
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.cache import cached
 from redraft.errors import CheckError, RedraftError
@@ -67,7 +67,7 @@ class Verifier:
         self._scenario = get_scenario(scenario)
         _sweep_sandbox_workdirs_once()
         self._oracle = oracle
-        self._slots = asyncio.Semaphore(parallel or os.cpu_count() or 1)
+        self._workers = Workers(parallel, name="redraft-verifier")
         # Only chain-of-verification questions use a model; deterministic checks do not.
         self._backend: Backend | None = (
             cached(backend.create(), backend.spec, enabled=cache) if backend is not None else None
@@ -76,8 +76,7 @@ class Verifier:
     async def verify(self, payload: bytes) -> bytes:
         request = decode_as(payload, VerifyRequest)
         draft = request.draft
-        async with self._slots:
-            checks, answer = await asyncio.to_thread(self._check, request)
+        checks, answer = await self._workers.run(self._check, request)
         questions, usage, model = await self._questions(request)
         return encode(
             Verification(

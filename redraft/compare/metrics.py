@@ -20,6 +20,7 @@ pass), the input of `redraft.compare.stats`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,12 +132,14 @@ def _grades(messages: list[Message]) -> dict[tuple[int, int], bool]:
 
 
 def _by_round(messages: list[Message], grades: dict[tuple[int, int], bool]) -> list[bool | None]:
-    return [grades.get((d.best_round, d.best_sample)) for d in messages if isinstance(d, Decision) and d.best_round >= 0]
+    return [
+        grades.get((d.best_round, d.best_sample)) for d in messages if isinstance(d, Decision) and d.best_round >= 0
+    ]
 
 
 def _behaviour(messages: list[Message], grades: dict[tuple[int, int], bool], into: Behaviour) -> None:
     decisions = [m for m in messages if isinstance(m, Decision)]
-    for before, decision in zip(decisions, decisions[1:], strict=False):
+    for before, decision in itertools.pairwise(decisions):
         entering = grades.get((before.best_round, before.best_sample))
         produced = grades.get((decision.round, decision.round_best_sample))
         if entering is None or produced is None:

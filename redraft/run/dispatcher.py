@@ -30,8 +30,8 @@ from redraft.actors.pools import RolePool
 from redraft.errors import AuthenticationError, describe, error_type
 from redraft.protocols.messages import Grade, Result, StopLimit, Task, Usage, decode_as, encode
 from redraft.run.grading import grade_request, graded_frames
+from redraft.rundir import RunStore
 from redraft.scenarios import Scenario
-from redraft.store import RunStore
 
 ProgressHook = Callable[[Result], None]
 BudgetCheck = Callable[[Usage, float], str | None]

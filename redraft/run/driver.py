@@ -30,9 +30,9 @@ from redraft.protocols.messages import Task
 from redraft.run.config import RunConfig
 from redraft.run.dispatcher import Dispatcher, ProgressHook, RunClock
 from redraft.run.roles import BackendOverrides, arbiter_settings, role_setup
+from redraft.rundir import RunStore, Summary, fingerprint
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity
-from redraft.store import RunStore, Summary, fingerprint
 
 
 @dataclass

@@ -1,0 +1,113 @@
+"""``redraft compare``, end to end: arms and plan, the lanes on Ray, the figures, the files, the gate.
+
+Output under ``--out`` (default ``runs/compare-<id>``): each lane's run directory
+(``arms/<name>``, ``baseline``) with its own ``report.html``, then
+``comparison.json`` and ``comparison.html``. The terminal gets the arms table,
+the notes, and where everything is.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from redraft.compare.analysis import Comparison, Match
+from redraft.compare.arms import Arm, arms_from_file, arms_from_names
+from redraft.compare.html import TERMINAL_HEADER, write_html
+from redraft.compare.report import build, read_json, regressions, write_json
+from redraft.compare.runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
+from redraft.errors import UserError
+from redraft.protocols.messages import Result
+from redraft.run.config import RunConfig
+from redraft.views.report import write_report
+
+MATCHES = ("calls", "tokens", "usd")
+
+
+class Progress(Protocol):
+    def start(self, total: int, already_done: int, what: str = "") -> None: ...
+
+    def advance(self, result: Result) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def compare(
+    *,
+    scenario: str,
+    settings: dict[str, Any],
+    arms: str | None,
+    arms_file: Path | None,
+    baseline_samples: int | None,
+    match: str,
+    repeats: int,
+    previous: Path | None,
+    progress: Progress,
+    console: Console,
+) -> list[str]:
+    """Run the comparison; its regressions against ``previous`` (one line each), or [] when there is none."""
+    plan = make_plan(scenario, settings, arms, arms_file, baseline_samples, repeats)
+    if match not in MATCHES:
+        raise UserError(f"--match must be one of {', '.join(MATCHES)}, got {match!r}")
+    old = read_json(previous) if previous is not None else None  # a bad --baseline fails before anything runs
+    with progress:
+        run_comparison(
+            plan,
+            on_start=lambda label, total, done: progress.start(total, done, label),
+            on_result=lambda _label, result: progress.advance(result),
+        )
+    comparison = build(plan, cast(Match, match))
+    reports = {lane.arm: str(write_report(plan.out / lane.label).relative_to(plan.out)) for lane in plan.lanes()}
+    json_path = write_json(comparison, plan.out)
+    html_path = write_html(comparison, plan.out, reports)
+    _print(comparison, console)
+    console.print(Text(f"comparison: {json_path} and {html_path}"))
+    return regressions(comparison, old) if old is not None else []
+
+
+def make_plan(
+    scenario: str,
+    settings: dict[str, Any],
+    arms: str | None,
+    arms_file: Path | None,
+    baseline_samples: int | None,
+    repeats: int,
+) -> ComparePlan:
+    """The comparison's plan from the command line; `UserError` for what is missing or contradicts itself."""
+    if (arms is None) == (arms_file is None):
+        raise UserError("name the arms with --arms adversarial,debate,... or --arms-file ARMS.toml (one of the two)")
+    chosen: list[Arm]
+    file_baseline: dict[str, Any] = {}
+    if arms_file is not None:
+        chosen, file_baseline = arms_from_file(arms_file)
+    else:
+        chosen = arms_from_names(arms or "")
+    n = baseline_samples or int(file_baseline.get("samples", DEFAULT_BASELINE_SAMPLES))
+    out = Path(
+        settings.pop("out", None) or Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    )
+    base = RunConfig.build(scenario=scenario, **settings)
+    plan = ComparePlan(base=base, arms=chosen, out=out, baseline_samples=n, repeats=repeats)
+    plan.validate()
+    return plan
+
+
+def _print(comparison: Comparison, console: Console) -> None:
+    from redraft.compare.html import terminal_rows
+
+    table = Table(title="redraft compare: graded pass rates (held out)", title_justify="left")
+    for header in TERMINAL_HEADER:
+        table.add_column(header)
+    for row in terminal_rows(comparison):
+        table.add_row(*(Text(cell) for cell in row))  # Text: an arm's name is never markup
+    console.print(table)
+    for note in comparison.notes:
+        console.print(Text(f"note: {note}"))

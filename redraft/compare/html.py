@@ -1,0 +1,125 @@
+"""``comparison.html`` and the terminal table: a comparison to look at, not only to read.
+
+The page is self-contained like ``report.html`` (plots embedded as PNGs, inline
+CSS, nothing fetched), rendered from an autoescaping template
+(``comparison.html.j2``): the pass-rate-against-cost plane with each arm's
+95 % interval over the baselines' curves (the Pareto front marked), the pass rate
+after each round per arm, and what the revisions and critics did; then the
+tables of ``comparison.json`` and a link to each arm's own report.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from redraft.compare.analysis import ArmFigures, Comparison, Curve, Difference
+from redraft.compare.plots import cost_plane, flip_bars, rounds_lines
+from redraft.views.templating import render
+
+COMPARISON_HTML = "comparison.html"
+COST_LABELS = {"calls": "model calls per task", "tokens": "tokens per task", "usd": "USD per task"}
+
+
+def arm_cost(arm: ArmFigures, match: str) -> float:
+    return {"calls": arm.mean_calls, "tokens": arm.mean_tokens, "usd": arm.mean_usd}[match]
+
+
+def curve_costs(curve: Curve, match: str) -> list[float]:
+    unit = {"calls": curve.mean_calls_per_sample, "tokens": curve.mean_tokens_per_sample}.get(
+        match, curve.mean_usd_per_sample
+    )
+    return [n * unit for n in range(1, curve.samples + 1)]
+
+
+def pareto(comparison: Comparison) -> list[str]:
+    """The arms no other arm or baseline point beats on both cost and graded pass rate."""
+    match = comparison.match
+    points = [(arm_cost(a, match), a.pass_rate) for a in comparison.arms]
+    for curve in comparison.baselines:
+        points += list(zip(curve_costs(curve, match), curve.pass_rate, strict=True))
+    front = []
+    for arm in comparison.arms:
+        cost, rate = arm_cost(arm, match), arm.pass_rate
+        dominated = any(c <= cost and r >= rate and (c, r) != (cost, rate) for c, r in points)
+        if not dominated and math.isfinite(rate):
+            front.append(arm.name)
+    return front
+
+
+def terminal_rows(comparison: Comparison) -> list[list[str]]:
+    """The arms table: graded pass rate with its interval, cost, and against the matched baselines."""
+    rows = []
+    for arm in comparison.arms:
+        against = {d.b: d for d in comparison.against_baselines if d.a == arm.name}
+        rows.append(
+            [
+                arm.name,
+                f"{arm.pass_rate:.1%} [{arm.ci.low:.1%}, {arm.ci.high:.1%}]",
+                f"{arm.feedback_pass_rate:.1%}",
+                f"{arm.mean_calls:.1f}",
+                f"{arm.mean_tokens:,.0f}",
+                f"${arm.total_usd:,.4f}",
+                _against(against.get("best_of_n")),
+                _against(against.get("self_consistency")),
+            ]
+        )
+    return rows
+
+
+TERMINAL_HEADER = [
+    "arm",
+    "graded pass [95% CI]",
+    "feedback pass",
+    "calls/task",
+    "tokens/task",
+    "cost",
+    "vs best-of-n (matched)",
+    "vs self-consistency (matched)",
+]
+
+
+def _against(difference: Difference | None) -> str:
+    if difference is None:
+        return "-"
+    noise = " (noise)" if difference.within_noise else ""
+    budget = f" @n={difference.budget:.1f}" if difference.budget is not None else ""
+    return f"{difference.mean:+.1%} [{difference.ci.low:+.1%}, {difference.ci.high:+.1%}]{budget}{noise}"
+
+
+def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Path:
+    """``comparison.html`` under ``out``; ``reports``: each arm's report page, relative to ``out``."""
+    match = comparison.match
+    front = pareto(comparison)
+    plane = cost_plane(
+        [(a.name, arm_cost(a, match), a.pass_rate, a.ci.low, a.ci.high, a.name in front) for a in comparison.arms],
+        [(c.name, curve_costs(c, match), c.pass_rate) for c in comparison.baselines],
+        COST_LABELS[match],
+    )
+    plots = [
+        (plane, "graded pass rate against cost, arms over the sampling baselines"),
+        (rounds_lines({a.name: a.pass_rate_by_round for a in comparison.arms}), "graded pass rate after each round"),
+        (
+            flip_bars({a.name: (_mean_rate(a.fixed_by_round), _mean_rate(a.broken_by_round)) for a in comparison.arms}),
+            "revisions that fixed and broke an answer",
+        ),
+    ]
+    path = out / COMPARISON_HTML
+    page = render(
+        "comparison.html.j2",
+        title=f"redraft comparison · {out.name}",
+        comparison=comparison,
+        plots=plots,
+        front=front,
+        reports=reports,
+        header=TERMINAL_HEADER,
+        rows=terminal_rows(comparison),
+        cost_label=COST_LABELS[match],
+    )
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _mean_rate(by_round: dict[str, float | None]) -> float:
+    rates = [r for r in by_round.values() if r is not None]
+    return sum(rates) / len(rates) if rates else 0.0

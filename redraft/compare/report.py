@@ -1,0 +1,146 @@
+"""A comparison's figures from its lanes' run directories, ``comparison.json``, and the regression gate.
+
+`build` reads every lane (`redraft.compare.metrics`) and computes every figure
+(`redraft.compare.analysis`); `write_json` writes ``comparison.json`` under the
+comparison's ``--out``. `regressions` holds a comparison against an earlier one
+(``--baseline OLD/comparison.json --fail-if-worse``): an arm regressed when its
+graded pass rate fell by more than its interval allows (the old rate lies above
+the new rate's 95 % interval); a difference inside the noise is not a regression.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import msgspec
+
+from redraft.compare.analysis import (
+    Comparison,
+    Curve,
+    Difference,
+    Match,
+    against_baseline,
+    arm_summary,
+    between,
+    curve,
+    per_task_pass,
+)
+from redraft.compare.metrics import Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
+from redraft.compare.runner import BASELINE, ComparePlan
+from redraft.errors import UserError
+from redraft.rundir.reader import RunReader
+
+COMPARISON = "comparison.json"
+
+
+def build(plan: ComparePlan, match: Match) -> Comparison:
+    """Every figure of a finished comparison, from its lanes' run directories."""
+    repeats: dict[str, list[list[TaskFigures]]] = {}
+    behaviours: dict[str, Behaviour] = {}
+    for lane in plan.lanes():
+        if lane.arm == BASELINE:
+            continue
+        tasks, behaviour = arm_figures(plan.out / lane.label)
+        repeats.setdefault(lane.arm, []).append(tasks)
+        behaviours[lane.arm] = _merged(behaviours.get(lane.arm), behaviour)
+    samples = baseline_samples(plan.out / BASELINE)
+    cost = _cost_per_sample(plan.out / BASELINE, plan.baseline_samples)
+    curves = [curve(name, samples, cost) for name in ("best_of_n", "self_consistency")]
+    arms = [arm_summary(name, runs, behaviours[name]) for name, runs in repeats.items()]
+    per_task = {name: per_task_pass(runs) for name, runs in repeats.items()}
+    vs_baselines = [against_baseline(a, per_task[a.name], c, samples, match) for a in arms for c in curves]
+    vs_arms = [between(a.name, per_task[a.name], b.name, per_task[b.name]) for a, b in itertools.combinations(arms, 2)]
+    return Comparison(
+        scenario=plan.base.experiment.scenario,
+        match=match,
+        tasks=max((a.tasks + a.ungraded for a in arms), default=0),
+        arms=arms,
+        baselines=curves,
+        against_baselines=vs_baselines,
+        between_arms=vs_arms,
+        notes=_notes(vs_baselines, curves),
+    )
+
+
+def _merged(into: Behaviour | None, more: Behaviour) -> Behaviour:
+    if into is None:
+        return more
+    for mine, theirs in ((into.fixed, more.fixed), (into.broke, more.broke)):
+        for round_, counts in theirs.items():
+            _add(mine.setdefault(round_, Counts()), counts)
+    for a, b in (
+        (into.false_alarms, more.false_alarms),
+        (into.misses, more.misses),
+        (into.rollbacks_saved, more.rollbacks_saved),
+    ):
+        _add(a, b)
+    return into
+
+
+def _add(into: Counts, more: Counts) -> None:
+    into.hits += more.hits
+    into.total += more.total
+
+
+def _cost_per_sample(root: Path, samples: int) -> tuple[float, float, float]:
+    """Mean (calls, tokens, USD) of one baseline sample: a task's usage over its samples."""
+    results = [entry.result for entry in RunReader(root).entries()]
+    if not results:
+        return (1.0, 0.0, 0.0)
+    n = len(results) * samples
+    return (
+        sum(r.usage.calls for r in results) / n,
+        sum(r.usage.total_tokens for r in results) / n,
+        sum(r.usage.cost_usd for r in results) / n,
+    )
+
+
+def _notes(vs_baselines: list[Difference], curves: list[Curve]) -> list[str]:
+    notes = []
+    ceiling = curves[0].samples if curves else 0
+    for difference in vs_baselines:
+        if difference.budget is not None and math.isfinite(difference.budget) and difference.budget > ceiling:
+            notes.append(
+                f"{difference.a} spent {difference.budget:.1f} samples' worth per task, more than the baseline's "
+                f"{ceiling}: its baselines are held at {ceiling} (rerun with a larger --baseline-samples)"
+            )
+    noisy = [d for d in vs_baselines if d.within_noise]
+    if noisy:
+        pairs = ", ".join(f"{d.a} vs {d.b}" for d in noisy)
+        notes.append(f"within noise (the 95% interval of the difference holds 0): {pairs}")
+    return list(dict.fromkeys(notes))
+
+
+def write_json(comparison: Comparison, out: Path) -> Path:
+    path = out / COMPARISON
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(msgspec.json.format(msgspec.json.encode(comparison), indent=2) + b"\n")
+    return path
+
+
+def read_json(path: Path) -> Comparison:
+    """An earlier comparison; `UserError` if the file is missing or not one."""
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=Comparison)
+    except FileNotFoundError:
+        raise UserError(f"baseline comparison not found: {path}") from None
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise UserError(f"{path} is not a comparison.json: {exc}") from None
+
+
+def regressions(new: Comparison, old: Comparison) -> list[str]:
+    """One line per arm of ``new`` whose graded pass rate fell below ``old``'s by more than its interval allows."""
+    before = {arm.name: arm for arm in old.arms}
+    lines = []
+    for arm in new.arms:
+        was = before.get(arm.name)
+        if was is None or not (math.isfinite(arm.ci.high) and math.isfinite(was.pass_rate)):
+            continue
+        if was.pass_rate > arm.ci.high:
+            lines.append(
+                f"arm {arm.name}: graded pass rate {arm.pass_rate:.1%} (95% CI {arm.ci.low:.1%}-{arm.ci.high:.1%}) "
+                f"is worse than the baseline comparison's {was.pass_rate:.1%} by {was.pass_rate - arm.pass_rate:.1%}"
+            )
+    return lines

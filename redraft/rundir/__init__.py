@@ -1,0 +1,39 @@
+"""The run directory: its layout, its one writer, its one reader, its summary, a task's history.
+
+```
+layout     file names, the config fingerprint, JSON files, task page names
+results    results.jsonl: a task's line, and the one rule for reading lines back
+frames     trace frames decoded into the message Structs (unknown kinds and fields kept)
+store      RunStore, the writer (the driver's), and what a resume keeps
+reader     RunReader: records streamed, one task's frames by seeking
+summary    Summary (summary.json, the end table) and summarize
+history    one task's rounds, candidates, critiques, decisions and best-so-far diffs
+```
+
+The writer and every reader read ``results.jsonl`` by the same rule
+(`redraft.rundir.results`), and decode what they read into the message Structs of
+`redraft.protocols.messages`, so no module restates the run's format by hand.
+"""
+
+from redraft.rundir.frames import Frame, GenericFrame, KnownFrame
+from redraft.rundir.history import TaskHistory, build_history
+from redraft.rundir.layout import fingerprint, safe_name
+from redraft.rundir.reader import RunReader
+from redraft.rundir.results import TaskEntry
+from redraft.rundir.store import RunStore
+from redraft.rundir.summary import Summary, summarize
+
+__all__ = [
+    "Frame",
+    "GenericFrame",
+    "KnownFrame",
+    "RunReader",
+    "RunStore",
+    "Summary",
+    "TaskEntry",
+    "TaskHistory",
+    "build_history",
+    "fingerprint",
+    "safe_name",
+    "summarize",
+]

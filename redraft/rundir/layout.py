@@ -1,0 +1,67 @@
+"""Where things are in a run directory, and how its JSON files are read and written.
+
+```
+manifest.json   config, its fingerprint, package versions, start time, accumulated wall time
+trace.msgpack   every protocol frame of every finished task, back to back (`redraft.rundir.frames`)
+results.jsonl   one JSON object per finished task (`redraft.rundir.results`)
+summary.json    the end table's figures (`redraft.rundir.summary.Summary`)
+report.html     written by ``redraft report``, with one page per task under report/ (`safe_name`)
+```
+
+JSON files are replaced atomically (written aside, then renamed), so a reader
+never sees half a manifest or half a summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+MANIFEST, TRACE, RESULTS, SUMMARY = "manifest.json", "trace.msgpack", "results.jsonl", "summary.json"
+REPORT, PAGES_DIR = "report.html", "report"
+
+
+def fingerprint(config: dict[str, Any]) -> str:
+    """A stable hash of everything that changes what a task's result would be."""
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def read_object(path: Path) -> dict[str, Any]:
+    """A JSON object file, or an empty dict if it is missing, unreadable or not an object (readers go on)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Replace ``path`` with ``data`` as indented JSON, atomically."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def trace_size(root: Path) -> int:
+    """Bytes in the run's trace (0 if it has none yet)."""
+    try:
+        return (root / TRACE).stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(task_id: str) -> str:
+    """A file name (without ``.html``) for a task's page: ids hold ``/`` (``HumanEval/0``) and anything else.
+
+    The hash suffix keeps two ids that clean up alike (``a/b`` and ``a_b``) apart.
+    """
+    digest = hashlib.blake2b(task_id.encode(), digest_size=4).hexdigest()
+    return f"{_UNSAFE.sub('_', task_id).strip('._')[:80]}-{digest}"

@@ -1,0 +1,83 @@
+"""Read a run directory without loading it: records streamed, one task's frames at a time.
+
+Records are read by the one rule of `redraft.rundir.results` (the writer's too), and
+each record's ``trace_end`` bounds its task's frames, ``[previous trace_end, its
+trace_end)``: one task is found by seeking, and a whole run streamed with one
+task's frames in memory. Frames decode into the message Structs
+(`redraft.rundir.frames`), keeping what this version does not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from redraft.errors import UserError
+from redraft.rundir.frames import Frame, unpack_frames
+from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object
+from redraft.rundir.results import TaskEntry, read_results
+from redraft.rundir.summary import Summary
+
+
+class RunReader:
+    """A run directory opened for reading. `UserError` if ``root`` is not one."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        if not root.is_dir():
+            why = "not a directory" if root.exists() else "no such directory"
+            raise UserError(f"{root} is not a run directory ({why})")
+        if not (root / RESULTS).is_file():
+            raise UserError(f"{root} is not a run directory (no {RESULTS})")
+
+    def manifest(self) -> dict[str, Any]:
+        """``manifest.json`` as written (its ``config`` is the writer's, of whatever version), or {}."""
+        return read_object(self.root / MANIFEST)
+
+    def saved_summary(self) -> Summary | None:
+        """``summary.json``, or None while a run has not finished one (or it does not read as a `Summary`)."""
+        data = read_object(self.root / SUMMARY)
+        if not data:
+            return None
+        try:
+            return msgspec.convert(data, Summary)
+        except msgspec.ValidationError:
+            return None
+
+    def entries(self) -> Iterator[TaskEntry]:
+        """Every record of the run, in trace order, with its frame range."""
+        return read_results(self.root)
+
+    def find(self, task_id: str) -> TaskEntry:
+        """The entry of ``task_id``; `UserError` naming a few known ids if there is none."""
+        known: list[str] = []
+        for entry in self.entries():
+            if entry.task_id == task_id:
+                return entry
+            if len(known) < 5:
+                known.append(entry.task_id)
+        hint = f" (e.g. {', '.join(known)})" if known else " (the run has no finished task)"
+        raise UserError(f"no task {task_id!r} in {self.root}{hint}")
+
+    def frames(self, entry: TaskEntry, trace: IO[bytes] | None = None) -> list[Frame]:
+        """The frames of one task, read by seeking to its byte range."""
+        if entry.end <= entry.start:
+            return []
+        if trace is None:
+            with open(self.root / TRACE, "rb") as f:
+                return self.frames(entry, f)
+        trace.seek(entry.start)
+        return unpack_frames(trace.read(entry.end - entry.start))
+
+    def tasks(self) -> Iterator[tuple[TaskEntry, list[Frame]]]:
+        """Every task with its frames, streamed: one task's frames in memory at a time."""
+        trace_path = self.root / TRACE
+        if not trace_path.exists():
+            yield from ((entry, []) for entry in self.entries())
+            return
+        with open(trace_path, "rb") as trace:
+            for entry in self.entries():
+                yield entry, self.frames(entry, trace)

@@ -1,0 +1,141 @@
+"""The writer of a run directory: the driver alone appends to it, and a rerun with the same ``--out`` resumes it.
+
+Invariants (`RunStore`):
+
+- A task's frames are appended to the trace and flushed *before* its result line;
+  each result line records the trace offset just past its frames (``trace_end``).
+- On open, the result lines are read by the one rule of `redraft.rundir.results`
+  (a torn last line, a line that is not a result, or one whose ``trace_end`` lies
+  past the trace's end ends the records); ``results.jsonl`` is cut back to the
+  records, and the trace to the last record's ``trace_end``. So the frames of a
+  task whose result never landed are dropped, those tasks are redone, and nothing
+  is counted twice.
+- A manifest whose fingerprint differs from the new config's is refused: one run
+  directory never mixes two configurations.
+
+Writes are flushed, not fsynced: a killed process loses nothing, a crashed
+machine may lose the last few tasks, which the resume then redoes (a result
+line whose frames did not reach the trace is cut off with everything after it).
+
+The store keeps no per-task state for tasks written now (only the ids finished
+by earlier invocations, to skip them), and the summary is made by streaming the
+results: a run's memory does not grow with its length.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from redraft.errors import UserError
+from redraft.protocols.messages import Result, Usage
+from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object, write_json
+from redraft.rundir.results import read_results, result_line
+from redraft.rundir.summary import Summary, summarize
+
+
+class RunStore:
+    """A run directory opened for appending; see the module docstring for the invariants."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.done: set[str] = set()
+        """Tasks finished by earlier invocations (read on open). Tasks finished now are not added:
+        the stream has no repeats, and the driver's memory must not grow with the tasks it runs."""
+        self.spent = Usage()
+        """Usage of every task recorded in this directory, earlier invocations included."""
+        self._trace: IO[bytes] | None = None
+        self._results: IO[bytes] | None = None
+        self._wall_before = 0.0
+
+    @classmethod
+    def open(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
+        """Create ``root`` or resume it; `UserError` if it holds a different configuration."""
+        store = cls(root)
+        root.mkdir(parents=True, exist_ok=True)
+        manifest_path = root / MANIFEST
+        if manifest_path.exists():
+            existing = _existing_manifest(manifest_path)
+            if existing.get("fingerprint") != manifest["fingerprint"]:
+                changed = _changes(existing.get("identity", {}), manifest.get("identity", {}))
+                raise UserError(
+                    f"{root} holds a run with another configuration ({changed}; fingerprint "
+                    f"{existing.get('fingerprint')} vs {manifest['fingerprint']}); rerun with the same "
+                    "settings to resume it, or use another --out"
+                )
+            store._wall_before = float(existing.get("wall_s", 0.0))
+        else:
+            write_json(manifest_path, manifest)
+        store._recover()
+        store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
+        store._results = open(root / RESULTS, "ab")  # noqa: SIM115
+        return store
+
+    def _recover(self) -> None:
+        """Keep the records the one rule reads, cut everything after them (see the module docstring)."""
+        records_end = trace_end = 0
+        for entry in read_results(self.root):
+            self.done.add(entry.task_id)
+            self.spent = self.spent + entry.result.usage
+            records_end, trace_end = entry.line_end, entry.end
+        for name, keep in ((RESULTS, records_end), (TRACE, trace_end)):
+            path = self.root / name
+            if path.exists() and path.stat().st_size > keep:
+                os.truncate(path, keep)
+
+    def append(self, frames: list[bytes], result: Result) -> None:
+        """Write one finished task: its frames, then its result line."""
+        assert self._trace is not None and self._results is not None
+        for frame in frames:
+            self._trace.write(frame)
+        self._trace.flush()
+        self._results.write(result_line(result, self._trace.tell()))
+        self._results.flush()
+        self.spent = self.spent + result.usage
+
+    @property
+    def wall_before(self) -> float:
+        """Wall time of the earlier invocations that wrote this directory (0 for a new run)."""
+        return self._wall_before
+
+    def finish(self, wall_s: float, stopped_by: str | None = None) -> Summary:
+        """Close the files, write ``summary.json`` from every result line, and return it."""
+        for handle in (self._trace, self._results):
+            if handle is not None:
+                handle.close()
+        total_wall = self._wall_before + wall_s
+        manifest_path = self.root / MANIFEST
+        manifest = read_object(manifest_path)
+        manifest["wall_s"] = total_wall
+        write_json(manifest_path, manifest)
+        summary = summarize((e.result for e in read_results(self.root)), wall_s=total_wall)
+        summary.stopped_by = stopped_by
+        write_json(self.root / SUMMARY, msgspec.to_builtins(summary))
+        return summary
+
+
+def _existing_manifest(path: Path) -> dict[str, Any]:
+    try:
+        existing = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path} is not valid JSON ({exc}); use another --out") from None
+    if not isinstance(existing, dict):
+        raise UserError(f"{path} is not a run's manifest (not a JSON object); use another --out")
+    return existing
+
+
+def _changes(old: dict[str, Any], new: dict[str, Any], most: int = 4) -> str:
+    """The settings that differ between two identities, e.g. ``samples 1 -> 2``."""
+    keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    shown = [f"{k} {_short(old.get(k))} -> {_short(new.get(k))}" for k in keys[:most]]
+    more = f" and {len(keys) - most} more" if len(keys) > most else ""
+    return ", ".join(shown) + more if shown else "settings differ"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 40 else text[:37] + "..."

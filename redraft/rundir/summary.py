@@ -1,0 +1,150 @@
+"""A run's totals (``summary.json``, the end table), computed by streaming its results.
+
+`summarize` keeps a few counters (a `Tally`), never the results: its memory does
+not grow with the run. The writer calls it when a run ends; the report keeps a
+tally of the records as it streams them, so a run still going shows what has
+finished.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import msgspec
+
+from redraft.protocols.messages import Result, Usage
+
+
+class Summary(msgspec.Struct, kw_only=True):
+    """The end table's figures (``summary.json``)."""
+
+    tasks: int = 0
+    passed: int = 0
+    pass_rate: float = 0.0
+    initial_passed: int = 0
+    initial_pass_rate: float = 0.0
+    mean_score: float = 0.0
+    initial_mean_score: float = 0.0
+    mean_rounds: float = 0.0
+    stop_reasons: dict[str, int] = {}
+    errors: dict[str, int] = {}
+    """Tasks that stopped with ``error``, counted by cause (the exception type)."""
+    usage: Usage = Usage()
+    task_wall_s: float = 0.0
+    """Sum of the tasks' own wall times (they overlap)."""
+    wall_s: float = 0.0
+    """Wall time of the driver invocation(s) that wrote the results."""
+    usage_by_role: dict[str, Usage] = {}
+    unpriced_models: list[str] = []
+    """Models without a price: their calls are in the token totals but cost 0 USD here."""
+    stopped_by: str | None = None
+    """Why dispatch stopped before every task ran (a run budget), or None."""
+    fixed: int = 0
+    """Tasks whose round-0 leader failed and whose best candidate passed: fixed by refinement."""
+    broken: int = 0
+    """Tasks whose round-0 leader passed and whose best candidate failed."""
+    graded: int = 0
+    """Tasks with a held-out grade (the others have nothing to be graded against: left out of graded rates)."""
+    graded_passed: int = 0
+    """Tasks whose final answer passed the held-out grade."""
+    graded_pass_rate: float | None = None
+    """``graded_passed / graded``; None when no task was graded."""
+    initial_graded_passed: int = 0
+    initial_graded_pass_rate: float | None = None
+    """Round 0's leaders, graded: what refinement started from."""
+    graded_fixed: int = 0
+    """Graded tasks whose round-0 leader failed the grade and whose final answer passed it."""
+    graded_broken: int = 0
+
+
+def summarize(results: Iterable[Result], *, wall_s: float) -> Summary:
+    """Totals over results, streamed (memory does not grow with the run).
+
+    Results come from `redraft.rundir.results.read_results`, which has given every
+    error its ``error_type`` (old records included).
+    """
+    tally = Tally()
+    for result in results:
+        tally.add(result)
+    return tally.summary(wall_s=wall_s)
+
+
+@dataclass
+class Tally:
+    """The running totals `summarize` keeps, for a reader that streams the results for other ends too."""
+
+    tasks: int = 0
+    passed: int = 0
+    initial_passed: int = 0
+    fixed: int = 0
+    broken: int = 0
+    score: float = 0.0
+    initial_score: float = 0.0
+    rounds: int = 0
+    task_wall_s: float = 0.0
+    reasons: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    usage: Usage = field(default_factory=Usage)
+    by_role: dict[str, Usage] = field(default_factory=dict)
+    unpriced: set[str] = field(default_factory=set)
+    graded: int = 0
+    graded_passed: int = 0
+    initial_graded_passed: int = 0
+    graded_fixed: int = 0
+    graded_broken: int = 0
+
+    def add(self, r: Result) -> None:
+        self.tasks += 1
+        self.passed += r.passed
+        self.initial_passed += r.initial_passed
+        self.fixed += r.passed and not r.initial_passed
+        self.broken += r.initial_passed and not r.passed
+        self.score += r.score
+        self.initial_score += r.initial_score
+        self.rounds += r.rounds
+        self.task_wall_s += r.wall_s
+        self.reasons[r.stop_reason] += 1
+        if r.error:
+            self.errors[r.error_type or "unknown"] += 1
+        self.usage = self.usage + r.usage
+        for role, role_usage in r.usage_by_role.items():
+            self.by_role[role] = self.by_role.get(role, Usage()) + role_usage
+        self.unpriced.update(r.unpriced_models)
+        if r.graded_pass is not None:
+            initial = bool(r.initial_graded_pass)
+            self.graded += 1
+            self.graded_passed += r.graded_pass
+            self.initial_graded_passed += initial
+            self.graded_fixed += r.graded_pass and not initial
+            self.graded_broken += initial and not r.graded_pass
+
+    def summary(self, *, wall_s: float) -> Summary:
+        n = self.tasks or 1  # no task: every rate and mean is 0
+        return Summary(
+            tasks=self.tasks,
+            passed=self.passed,
+            pass_rate=self.passed / n,
+            initial_passed=self.initial_passed,
+            initial_pass_rate=self.initial_passed / n,
+            mean_score=self.score / n,
+            initial_mean_score=self.initial_score / n,
+            mean_rounds=self.rounds / n,
+            stop_reasons=dict(self.reasons),
+            errors=dict(self.errors),
+            usage=self.usage,
+            task_wall_s=self.task_wall_s,
+            wall_s=wall_s,
+            usage_by_role=dict(self.by_role),
+            unpriced_models=sorted(self.unpriced),
+            fixed=self.fixed,
+            broken=self.broken,
+            graded=self.graded,
+            graded_passed=self.graded_passed,
+            graded_pass_rate=self.graded_passed / self.graded if self.graded else None,
+            initial_graded_passed=self.initial_graded_passed,
+            initial_graded_pass_rate=self.initial_graded_passed / self.graded if self.graded else None,
+            graded_fixed=self.graded_fixed,
+            graded_broken=self.graded_broken,
+        )

@@ -1,0 +1,275 @@
+"""``redraft report``: ``report.html`` (figures, plots, tables) and one page per task under ``report/``.
+
+Scales with the run by streaming: the run is read one task at a time
+(`redraft.rundir.RunReader`), figures are aggregated as they pass (counts,
+histograms, bounded top-N heaps), each task's page is written and forgotten,
+and ``report/index.html`` is rendered row by row as the tasks pass.
+``report.html`` stays small however many tasks there are: it lists the first
+`INDEX_ROWS` tasks and links to the index, which lists all.
+
+Pages are rendered by Jinja2 templates with autoescaping (`redraft.views.templating`):
+model text cannot open a tag. Everything is self-contained: plots are embedded
+PNGs, CSS is inline, the only script is an inline one that marks when every image
+has loaded (for a headless browser to check); nothing is fetched from the network.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from redraft.protocols.messages import Result, Usage
+from redraft.rundir import RunReader, Summary, TaskHistory, build_history, safe_name
+from redraft.rundir.layout import PAGES_DIR, REPORT
+from redraft.rundir.summary import Tally
+from redraft.views import plots
+from redraft.views.fields import is_empty
+from redraft.views.summary_table import summary_rows
+from redraft.views.templating import render, template
+
+INDEX_ROWS = 200
+TOP_N = 10
+BINS = 10
+
+
+@dataclass(slots=True)
+class TaskRow:
+    """One task as the task tables show it (not frozen: a report makes one per task, and frozen ones cost more)."""
+
+    index: int
+    task_id: str
+    passed: bool
+    initial_score: float
+    score: float
+    rounds: int
+    stop_reason: str
+    wall_s: float
+    cost_usd: float
+    tokens: int
+    page: str | None
+    """Its page's file name under ``report/``, or None if none was written (--max-pages)."""
+
+
+def task_row(index: int, result: Result, *, linked: bool = True) -> TaskRow:
+    return TaskRow(
+        index=index,
+        task_id=result.task_id,
+        passed=result.passed,
+        initial_score=result.initial_score,
+        score=result.score,
+        rounds=result.rounds,
+        stop_reason=result.stop_reason,
+        wall_s=result.wall_s,
+        cost_usd=result.usage.cost_usd,
+        tokens=result.usage.total_tokens,
+        page=safe_name(result.task_id) + ".html" if linked else None,
+    )
+
+
+@dataclass
+class _Top:
+    """The ``n`` largest rows by key, kept in a bounded heap while streaming."""
+
+    n: int
+    heap: list[tuple[Any, int, TaskRow]] = field(default_factory=list)
+    seq: itertools.count[int] = field(default_factory=itertools.count)
+
+    def push(self, key: Any, row: TaskRow) -> None:
+        item = (key, -next(self.seq), row)  # ties: the earlier task wins (rows themselves are never compared)
+        if len(self.heap) < self.n:
+            heapq.heappush(self.heap, item)
+        elif item > self.heap[0]:
+            heapq.heapreplace(self.heap, item)
+
+    def rows(self) -> list[TaskRow]:
+        return [row for _, _, row in sorted(self.heap, reverse=True)]
+
+
+@dataclass
+class RunFigures:
+    """Everything report.html shows beyond the summary, aggregated in one pass over the run."""
+
+    tasks: int = 0
+    before: list[int] = field(default_factory=lambda: [0] * BINS)
+    after: list[int] = field(default_factory=lambda: [0] * BINS)
+    direct: Counter[int] = field(default_factory=Counter)
+    """Round r: tasks decided at r whose best so far passed."""
+    final: Counter[int] = field(default_factory=Counter)
+    """Length L: tasks decided for L rounds whose final state passed (carried to later rounds)."""
+    lengths: Counter[int] = field(default_factory=Counter)
+    slowest: _Top = field(default_factory=lambda: _Top(TOP_N))
+    costliest: _Top = field(default_factory=lambda: _Top(TOP_N))
+    preview: list[TaskRow] = field(default_factory=list)
+    """The first `INDEX_ROWS` tasks."""
+    totals: Tally = field(default_factory=Tally)
+    """The summary's figures, by the function `redraft run` uses (`redraft.rundir.summary`)."""
+
+    def add(self, row: TaskRow, result: Result, passed_by_round: list[bool]) -> None:
+        """Count one task; its row is kept if it makes a top-N list or the preview."""
+        self.tasks += 1
+        self.totals.add(result)
+        if len(self.preview) < INDEX_ROWS:
+            self.preview.append(row)
+        self.before[_bin(row.initial_score)] += 1
+        self.after[_bin(row.score)] += 1
+        for r, passed in enumerate(passed_by_round):
+            self.direct[r] += passed
+        self.lengths[len(passed_by_round)] += 1
+        if passed_by_round and passed_by_round[-1]:
+            self.final[len(passed_by_round)] += 1
+        self.slowest.push(row.wall_s, row)
+        self.costliest.push((row.cost_usd, row.tokens), row)
+
+    def pass_curve(self) -> tuple[list[float], list[float]]:
+        """Cumulative pass rate and share of tasks still refining, per round."""
+        depth = max((n for n in self.lengths if self.lengths[n]), default=0)
+        rates, active = [], []
+        carried = 0
+        for r in range(depth):
+            carried += self.final[r]  # tasks that stopped after r rounds keep their final state
+            still = sum(v for n, v in self.lengths.items() if n > r)
+            rates.append((self.direct[r] + carried) / self.tasks if self.tasks else 0.0)
+            active.append(still / self.tasks if self.tasks else 0.0)
+        return rates, active
+
+
+def _bin(x: float) -> int:
+    return min(BINS - 1, max(0, int(x * BINS)))
+
+
+def write_report(root: Path, *, max_pages: int | None = None) -> Path:
+    """Write ``root/report.html`` and the task pages; return the report's path.
+
+    ``max_pages`` caps the per-task pages (the first N tasks); None writes one per task.
+    """
+    reader = RunReader(root)
+    manifest = reader.manifest()
+    pages = root / PAGES_DIR
+    pages.mkdir(exist_ok=True)
+    for stale in pages.glob("*.html"):  # pages of an earlier report, perhaps of tasks since cut off
+        stale.unlink()
+    figures = RunFigures()
+    threshold = float((manifest.get("config") or {}).get("threshold", 1.0))
+    rows = _stream_tasks(reader, pages, figures, threshold, max_pages)
+    index = template("index.html.j2")
+    index.stream(title="redraft · all tasks", run_id=manifest.get("run_id", ""), rows=rows).dump(
+        str(pages / "index.html"), encoding="utf-8"
+    )
+    out = root / REPORT
+    out.write_text(_report_page(root, reader, figures, max_pages), encoding="utf-8")
+    return out
+
+
+def _stream_tasks(
+    reader: RunReader, pages: Path, figures: RunFigures, threshold: float, max_pages: int | None
+) -> Iterator[TaskRow]:
+    """Each task's row, in order, after writing its page and counting it (one task in memory at a time)."""
+    for i, (entry, frames) in enumerate(reader.tasks()):
+        history = build_history(entry.task_id, frames)
+        row = task_row(i, entry.result, linked=max_pages is None or i < max_pages)
+        figures.add(row, entry.result, history.passed_by_round(threshold))
+        if row.page is not None:
+            page = task_page(history, entry.result, record_extra=entry.extra)
+            (pages / row.page).write_bytes(page.encode())  # bytes: no text layer per file
+        yield row
+
+
+def task_page(
+    history: TaskHistory,
+    result: Result,
+    *,
+    record_extra: dict[str, Any] | None = None,
+    back: str = f"../{REPORT}",
+) -> str:
+    """The page of one task: its result, prompt, then every round and the best candidate's diffs."""
+    return render(
+        "task.html.j2",
+        title=f"redraft · {history.task_id}",
+        history=history,
+        result=result,
+        record_extra={k: v for k, v in (record_extra or {}).items() if not is_empty(v)},
+        steps={s.round: s for s in history.best_steps()},
+        back=back,
+    )
+
+
+def run_summary(reader: RunReader, totals: Tally) -> Summary:
+    """The run's figures from the records as they are now (``totals``), not read from summary.json.
+
+    summary.json is not yet up to date in a run still going (or killed, or
+    resumed); only the wall time and a run budget's stop, which the records do
+    not hold, come from there.
+    """
+    saved = reader.saved_summary()
+    wall_s = saved.wall_s if saved is not None else float(reader.manifest().get("wall_s", 0.0))
+    summary = totals.summary(wall_s=wall_s)
+    summary.stopped_by = saved.stopped_by if saved is not None else None
+    return summary
+
+
+def _report_page(root: Path, reader: RunReader, figures: RunFigures, max_pages: int | None) -> str:
+    manifest = reader.manifest()
+    s = run_summary(reader, figures.totals)
+    return render(
+        "report.html.j2",
+        title=f"redraft report · {root.name}",
+        run_id=manifest.get("run_id", root.name),
+        run_line=_run_line(manifest),
+        summary_rows=summary_rows(
+            s, breakdowns=False, oracle=bool((manifest.get("config") or {}).get("oracle_feedback"))
+        ),
+        plots=_plots(s, figures),
+        **_breakdowns(s),
+        slowest=figures.slowest.rows(),
+        costliest=figures.costliest.rows(),
+        preview=figures.preview,
+        tasks=s.tasks,
+        max_pages=max_pages,
+        pages_dir=PAGES_DIR,
+    )
+
+
+def _breakdowns(s: Summary) -> dict[str, list[tuple[str, ...]]]:
+    """The rows of the stop reasons, tokens per role and errors tables (plain text cells)."""
+    tasks = max(s.tasks, 1)
+    by_count = sorted(s.stop_reasons.items(), key=lambda kv: -kv[1])
+    return {
+        "stop_reasons": [(k, f"{v:,}", f"{v / tasks:.1%}") for k, v in by_count],
+        "roles": [(role, *_usage_cells(u)) for role, u in sorted(s.usage_by_role.items())],
+        "errors": [(k, f"{v:,}") for k, v in sorted(s.errors.items(), key=lambda kv: -kv[1])],
+    }
+
+
+def _usage_cells(u: Usage) -> tuple[str, ...]:
+    counts = (u.calls, u.input_tokens, u.output_tokens, u.cached_tokens, u.cache_hits)
+    return (*(f"{n:,}" for n in counts), f"${u.cost_usd:,.4f}")
+
+
+def _run_line(manifest: dict[str, Any]) -> str:
+    config = manifest.get("config") or {}
+    return (
+        f"scenario {config.get('scenario', '?')} · strategy {config.get('strategy', '?')} · "
+        f"K={config.get('samples', '?')} · max rounds {config.get('max_rounds', '?')} · "
+        f"drafter {config.get('drafter', '?')} · critic {config.get('critic', '?')} · "
+        f"started {manifest.get('started_at', '?')}"
+    )
+
+
+def _plots(s: Summary, figures: RunFigures) -> list[tuple[bytes, str]]:
+    images = []
+    rates, active = figures.pass_curve()
+    if rates:
+        images.append((plots.pass_rate_by_round(rates, active), "pass rate per round"))
+    edges = [i / BINS for i in range(BINS + 1)]
+    images.append((plots.score_distribution(edges, figures.before, figures.after), "score distribution"))
+    if s.stop_reasons:
+        images.append((plots.horizontal_bars(s.stop_reasons, "Stop reasons", "tasks"), "stop reasons"))
+    roles = {r: (u.input_tokens, u.output_tokens) for r, u in s.usage_by_role.items()}
+    if roles:
+        images.append((plots.tokens_by_role(roles), "tokens per role"))
+    return images

@@ -1,0 +1,60 @@
+"""The run's summary table: one list of rows for the end table of ``redraft run`` and the report's Summary.
+
+Rows are (label, value) pairs of plain text, made from a `Summary` (and whether
+the run fed the grade back, from its manifest), so both places show the same
+figures in the same words. The feedback's pass rates (what the loop optimised)
+and the held-out grade's (what it achieved) are both shown, and never merged;
+an oracle-feedback run says so first, in plain words. The terminal table also
+breaks stop reasons, errors and usage down by kind in its rows; the report has
+a table of its own for each of those, and leaves them out here.
+"""
+
+from __future__ import annotations
+
+from redraft.rundir.summary import Summary
+
+ORACLE = "ORACLE: the loop was fed the held-out grade; an upper bound, not a result"
+
+
+def summary_rows(s: Summary, *, breakdowns: bool, oracle: bool = False) -> list[tuple[str, str]]:
+    """The table's rows; ``breakdowns``: include stop reasons, errors and usage per role; ``oracle``: the run
+    used oracle feedback."""
+    rows = [("feedback", ORACLE)] if oracle else []
+    rows += [
+        ("tasks", f"{s.tasks:,}"),
+        ("graded pass rate, round 0", _graded(s.initial_graded_pass_rate, s.initial_graded_passed, s)),
+        ("graded pass rate, refined", _graded(s.graded_pass_rate, s.graded_passed, s)),
+        ("feedback pass rate, round 0", f"{s.initial_pass_rate:.1%} ({s.initial_passed}/{s.tasks})"),
+        ("feedback pass rate, refined", f"{s.pass_rate:.1%} ({s.passed}/{s.tasks})"),
+        ("fixed / broken (graded)", f"{s.graded_fixed} / {s.graded_broken}" if s.graded else "no grade"),
+        ("mean feedback score, round 0 → refined", f"{s.initial_mean_score:.3f} → {s.mean_score:.3f}"),
+        ("mean rounds", f"{s.mean_rounds:.2f}"),
+    ]
+    if breakdowns:
+        rows.append(("stop reasons", _counts(s.stop_reasons)))
+        if s.errors:
+            rows.append(("errors", _counts(s.errors)))
+    rows.append(("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}"))
+    rows.append(("model calls", f"{s.usage.calls:,} ({s.usage.cache_hits:,} from the cache)"))
+    if breakdowns:
+        rows += [
+            (f"  {role}", f"{u.calls:,} calls, {u.total_tokens:,} tokens, ${u.cost_usd:,.4f}")
+            for role, u in sorted(s.usage_by_role.items())
+        ]
+    unpriced = f" (not priced: {', '.join(s.unpriced_models)})" if s.unpriced_models else ""
+    rows.append(("cost", f"${s.usage.cost_usd:,.4f}{unpriced}"))
+    rows.append(("wall time", f"{s.wall_s:.1f} s"))
+    if s.stopped_by:
+        rows.append(("stopped by", s.stopped_by))
+    return rows
+
+
+def _graded(rate: float | None, passed: int, s: Summary) -> str:
+    if rate is None:
+        return "no grade (no task had gold to be graded against)"
+    ungraded = f"; {s.tasks - s.graded} not graded" if s.graded < s.tasks else ""
+    return f"{rate:.1%} ({passed}/{s.graded}{ungraded})"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
