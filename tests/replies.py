@@ -93,6 +93,13 @@ def always_seven(request: ChatRequest) -> str:
     return "Answer: 7"
 
 
+def exits_zero(request: ChatRequest) -> str:
+    """For the CLI: every draft is the program `raise SystemExit(0)`, which once scored 20/20 on HumanEval."""
+    if is_critique(request):
+        return json.dumps({"issues": []})
+    return "```python\nraise SystemExit(0)\n```"
+
+
 class Unstartable:
     """A backend spec whose client cannot be built (think: a model file missing on one node)."""
 

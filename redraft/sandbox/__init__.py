@@ -10,11 +10,15 @@ directory a killed caller leaves is removed by `sweep_stale_workdirs` (the verif
 once per process when it starts), which never touches a live sandbox's.
 
 Layout: `supervisor` is the caller's side (starts the launcher, caps output, keeps the wall
-clock, builds the result); `workdirs` names, locks and sweeps the work directories; `launcher`
-(with `namespaces`) is the program of the three sandbox processes, launcher -> keeper (PID 1 of
-a new PID namespace) -> candidate, run by path in a fresh ``python -I`` with the standard
-library only; `records` holds the limits, the result and the typed `KillReason`. Each module's
-docstring states what it guarantees.
+clock); `workdirs` names, locks and sweeps the work directories; `launcher` (with `namespaces`
+and `audithook`) is the program of the three sandbox processes, launcher -> keeper (PID 1 of a
+new PID namespace) -> candidate, run by path in a fresh ``python -I`` with the standard library
+only; `records` holds the limits, the result and the typed `KillReason`. `harness` tests a
+candidate's function with two such runs at once, the candidate's process (`callserver`) and a
+test process of trusted code only (`testrunner`), joined by pipes that carry plain data only
+(`plaindata`): a pass needs the test process's per-run secret. It is the rule for every scenario
+that executes candidate code, in feedback and in grade. Each module's docstring states what it
+guarantees.
 
 The security boundary is the OS layers: the unprivileged uid, the rlimits, the empty network
 namespace, the private mounts and the PID namespace / process-group kill. The audit hook is
@@ -45,16 +49,23 @@ optional, it would have meant two implementations to keep secure for no guarante
 """
 
 from redraft.errors import SandboxError
+from redraft.sandbox.harness import Case, CaseOutcome, CaseResult, HarnessResult, kill_detail, run_tests
 from redraft.sandbox.records import SANDBOX_UID, KillReason, SandboxLimits, SandboxResult
 from redraft.sandbox.supervisor import run_python
 from redraft.sandbox.workdirs import sweep_stale_workdirs
 
 __all__ = [
     "SANDBOX_UID",
+    "Case",
+    "CaseOutcome",
+    "CaseResult",
+    "HarnessResult",
     "KillReason",
     "SandboxError",
     "SandboxLimits",
     "SandboxResult",
+    "kill_detail",
     "run_python",
+    "run_tests",
     "sweep_stale_workdirs",
 ]

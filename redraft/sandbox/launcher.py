@@ -20,14 +20,18 @@ are forks of that one interpreter:
 - *keeper* (PID 1 of the new PID namespace, still privileged so the candidate cannot signal it):
   forks the candidate and reports its exit status and CPU time. When it exits the kernel kills
   every process left in the namespace, including ones that escaped the process group with ``setsid``.
-- *candidate*: sets rlimits (CPU, AS, NPROC, FSIZE, NOFILE, CORE=0), drops to uid/gid 65534 when
-  running as root (``RLIMIT_NPROC`` does not bind root), sets ``no_new_privs``, clears
-  capabilities, installs the audit-hook prelude and only then compiles and runs the source.
+- *candidate*: loads the modules a harnessed run asks for (``preload``, beside this file), sets
+  rlimits (CPU, AS, NPROC, FSIZE, NOFILE, CORE=0), drops to uid/gid 65534 when running as root
+  (``RLIMIT_NPROC`` does not bind root), sets ``no_new_privs``, clears capabilities, installs the
+  audit hook (audithook.py), closes the status pipe, moves a harnessed run's pipes
+  (``channel_fds``) to fds 3, 4, ... and only then compiles and runs the source.
 
 Invariants: no candidate code runs unless every mandatory layer (rlimits, the uid drop,
 ``no_new_privs``, capabilities) applied: a failure is reported as ``{"error": ...}`` and the process
 exits 70. The status pipe carries JSON lines written by this file's own code only: the candidate's
-copy is closed before its source is compiled. Namespace and mount layers are best effort, and each
+copy is closed before its source is compiled. The candidate inherits its standard streams and its
+``channel_fds`` only, and the launcher and keeper close their copies of those after forking, so a
+pipe's far end sees EOF as soon as the candidate's tree ends. Namespace and mount layers are best effort, and each
 one that applied (or failed, with its errno) is reported in ``layers``.
 """
 
@@ -47,8 +51,8 @@ import sys
 import time
 import traceback
 import types
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NoReturn
 
 
 def load_sibling(name: str) -> types.ModuleType:
@@ -63,8 +67,9 @@ def load_sibling(name: str) -> types.ModuleType:
 
 
 if TYPE_CHECKING:
-    from redraft.sandbox import namespaces
+    from redraft.sandbox import audithook, namespaces
 else:
+    audithook = load_sibling("audithook")
     namespaces = load_sibling("namespaces")
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
@@ -107,6 +112,12 @@ class Config:
     max_file_bytes: int
     max_disk_bytes: int
     max_open_files: int
+    channel_fds: list[int] = field(default_factory=list)
+    """Pipes for the candidate's program (a harnessed run, see harness.py), handed to it as fds 3, 4, ...
+    in this order; the launcher and keeper close their copies, so the far end sees EOF when it ends."""
+    preload: list[str] = field(default_factory=list)
+    """Modules beside this file (standard library only) the candidate process loads, still privileged,
+    as ``redraft_sandbox_<name>`` in ``sys.modules``, in this order, before its source runs."""
     root: bool = False
     """Whether the launcher started as root (fixed before the candidate drops its uid)."""
 
@@ -164,6 +175,7 @@ def main(argv: list[str]) -> NoReturn:
     keeper_pid = os.fork()
     if keeper_pid == 0:
         keeper(cfg, source, fresh_proc="pidns" in entered and "mountns" in entered)
+    close_all(cfg.channel_fds)
     # Both sides set the group, so whichever runs first, it is in place before anyone signals it.
     with contextlib.suppress(OSError):
         os.setpgid(keeper_pid, keeper_pid)
@@ -236,6 +248,11 @@ def reap_children(keeper_pid: int) -> int | None:
         os.waitpid(child.si_pid, 0)
 
 
+def close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
 def kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
@@ -270,6 +287,7 @@ def keeper(cfg: Config, source: bytes, *, fresh_proc: bool) -> NoReturn:
     candidate_pid = os.fork()
     if candidate_pid == 0:
         candidate(cfg, source)
+    close_all(cfg.channel_fds)
     while True:
         pid, status, usage = os.wait4(-1, 0)
         if pid == candidate_pid:
@@ -325,44 +343,6 @@ def drop_privileges(cfg: Config, layers: list[str]) -> None:
         fail(cfg, last_error("capset"))
 
 
-DENIED_EVENTS = frozenset({
-    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "subprocess.Popen", "pty.spawn",
-    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
-    "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo",
-    "ctypes.dlopen", "ctypes.dlsym", "ctypes.call_function",
-})  # fmt: skip
-# Events that change the file system, and which of their arguments are paths.
-PATH_EVENTS = {
-    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1), "os.symlink": (1,),
-    "os.link": (1,), "os.chmod": (0,), "os.chown": (0,), "os.truncate": (0,), "os.utime": (0,),
-    "shutil.rmtree": (0,), "os.mkfifo": (0,), "os.mknod": (0,),
-}  # fmt: skip
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-
-
-def install_audit_hook(workdir: str) -> None:
-    """Defence in depth: forbidden actions raise a readable PermissionError (not a boundary)."""
-    real = os.path.realpath
-    allowed = real(workdir) + os.sep
-    devnull = os.devnull
-
-    def inside(path: Any) -> bool:
-        if isinstance(path, int) or path is None:
-            return True  # an already open descriptor
-        full = real(os.fsdecode(path))
-        return full == devnull or (full + os.sep).startswith(allowed)
-
-    def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event in DENIED_EVENTS:
-            raise PermissionError(f"redraft sandbox: {event} is not allowed")
-        if event == "open" and args[2] & WRITE_FLAGS and not inside(args[0]):
-            raise PermissionError(f"redraft sandbox: writing {args[0]!r} outside the work directory")
-        if event in PATH_EVENTS and not all(inside(args[i]) for i in PATH_EVENTS[event]):
-            raise PermissionError(f"redraft sandbox: {event} outside the work directory")
-
-    sys.addaudithook(hook)
-
-
 def candidate(cfg: Config, source: bytes) -> NoReturn:
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     os.chdir(cfg.workdir)
@@ -372,14 +352,26 @@ def candidate(cfg: Config, source: bytes) -> NoReturn:
             with contextlib.suppress(ImportError):
                 __import__(name)
         layers.append("preimported")
+    for name in cfg.preload:  # read while privileged: the package may be out of the uid's reach
+        sys.modules[f"redraft_sandbox_{name}"] = load_sibling(name)
     drop_privileges(cfg, layers)
     if cfg.audit_hook:
-        install_audit_hook(cfg.workdir)
+        audithook.install_audit_hook(cfg.workdir)
         layers.append("audit_hook")
     report(cfg, layers=layers)
     os.close(cfg.status_fd)
+    place_channels(cfg.channel_fds)
     run_source(cfg.source_path, source)
     sys.exit(0)
+
+
+def place_channels(fds: list[int]) -> None:
+    """Move ``fds`` to 3, 4, ...: first above every target, so that no move overwrites one still to come."""
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3 + len(fds)) for fd in fds]
+    close_all(fds)
+    for target, fd in enumerate(moved, start=3):
+        os.dup2(fd, target, inheritable=False)
+        os.close(fd)
 
 
 def run_source(path: str, source: bytes) -> None:

@@ -2,16 +2,21 @@
 
 Invariant: why a run was stopped is the `KillReason` literal in `SandboxResult.killed_by`
 (plus the signal's name in ``signal_name``); callers match on those, never on words.
-`SandboxResult.kill_description` is the same decision in words, for people only.
+`SandboxResult.kill_description` is the same decision in words, for people only. `result_of` makes
+that decision, once, from what the caller saw (`Outcome`) and what the launcher reported.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import signal
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from redraft.errors import SandboxError
 
 KillReason = Literal[
-    "timeout", "output_limit", "cpu_limit", "memory_limit", "file_size_limit", "signal", "sandbox_died"
+    "timeout", "output_limit", "cpu_limit", "memory_limit", "file_size_limit", "signal", "sandbox_died", "cancelled"
 ]
 """Why a run ended early.
 
@@ -24,6 +29,8 @@ KillReason = Literal[
 - ``signal``: any other signal ended the candidate (``signal_name`` says which, e.g. SIGSEGV).
 - ``sandbox_died``: the sandbox's own keeper ended without reporting (possible only when the
   candidate shares the caller's uid and kills it, or someone kills the launcher).
+- ``cancelled``: the caller no longer needed the run and ended it (a harnessed run ends the
+  candidate's process once the tests are done): not a rule the candidate broke.
 """
 
 SANDBOX_UID = 65534
@@ -99,3 +106,73 @@ class SandboxResult:
                 return self.signal_name or "signal"
             case "sandbox_died":
                 return "sandbox keeper died"
+            case "cancelled":
+                return "cancelled"
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What the caller saw from outside: output, timing and whether it had to kill."""
+
+    stdout: bytes
+    stderr: bytes
+    truncated: bool
+    killed_by: KillReason | None
+    duration_s: float
+    launcher_returncode: int
+
+
+def result_of(outcome: Outcome, status: list[dict[str, Any]], limits: SandboxLimits) -> SandboxResult:
+    """The run's result from what the caller saw and the launcher's status lines; `SandboxError` if it never started."""
+    if outcome.killed_by is None and any(r.get("stopped") == "deadline" for r in status):
+        # The launcher kept the clock for us (we were frozen): the same timeout.
+        outcome = dataclasses.replace(outcome, killed_by="timeout")
+    errors = [str(r["error"]) for r in status if "error" in r]
+    if errors and outcome.killed_by is None:
+        raise SandboxError("sandbox setup failed: " + "; ".join(errors))
+    if not status and outcome.killed_by is None:
+        # Not even the launcher's first report: the sandbox never started, whatever the candidate is.
+        last = outcome.stderr.decode("utf-8", errors="replace").strip().splitlines()[-1:]
+        detail = f": {last[0]}" if last else ""
+        raise SandboxError(f"the sandbox launcher exited {outcome.launcher_returncode} before reporting{detail}")
+    layers = tuple(str(layer) for r in status for layer in r.get("layers", []))
+    exits = [r for r in status if "returncode" in r]
+    returncode: int | None = None
+    cpu_s = 0.0
+    killed_by = outcome.killed_by
+    signal_name: str | None = None
+    if exits:
+        returncode = int(exits[-1]["returncode"])
+        cpu_s = float(exits[-1].get("cpu_s", 0.0))
+        if killed_by is None and returncode < 0:
+            killed_by, signal_name = signal_reason(-returncode, cpu_s, limits)
+    elif killed_by is None:
+        # Only when the candidate shares our uid (and killed the keeper), or someone killed the launcher.
+        killed_by = "sandbox_died"
+    return SandboxResult(
+        returncode=None if outcome.killed_by is not None else returncode,
+        stdout=outcome.stdout.decode("utf-8", errors="replace"),
+        stderr=outcome.stderr.decode("utf-8", errors="replace"),
+        timed_out=outcome.killed_by == "timeout",
+        killed_by=killed_by,
+        signal_name=signal_name,
+        duration_s=outcome.duration_s,
+        cpu_s=cpu_s,
+        truncated=outcome.truncated,
+        layers=layers,
+    )
+
+
+def signal_reason(signum: int, cpu_s: float, limits: SandboxLimits) -> tuple[KillReason, str]:
+    """Which rule a candidate killed by ``signum`` broke, and the signal's name."""
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        return "signal", f"signal {signum}"
+    if signum == signal.SIGXCPU:
+        return "cpu_limit", name
+    if signum == signal.SIGKILL:
+        return ("cpu_limit" if cpu_s >= limits.cpu_s else "memory_limit"), name
+    if signum == signal.SIGXFSZ:
+        return "file_size_limit", name
+    return "signal", name

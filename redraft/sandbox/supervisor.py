@@ -6,6 +6,11 @@ launcher is only signalled while unreaped, so its pid cannot have been reused; e
 returns within about ``timeout_s`` plus a few seconds, whatever the candidate does; and
 `SandboxError` means the sandbox itself could not start (a mandatory layer failed, or the
 launcher died before reporting), never anything the candidate did.
+
+A wired run (`run_wired`, for harness.py) is the same run plus a `Wiring`: pipe ends handed to
+the candidate's program as fds 3, 4, ... (this process closes its copies as soon as the launcher
+has them, exactly once), standard-library modules it preloads, and a descriptor whose becoming
+readable ends the run at once (``cancelled``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from redraft.errors import SandboxError
-from redraft.sandbox.records import SANDBOX_UID, KillReason, SandboxLimits, SandboxResult
+from redraft.sandbox.records import SANDBOX_UID, KillReason, Outcome, SandboxLimits, SandboxResult, result_of
 from redraft.sandbox.workdirs import owned_workdir
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -47,6 +52,27 @@ def run_python(source: str, *, limits: SandboxLimits = _DEFAULT_LIMITS, stdin: s
     return _run(source, limits=limits, stdin=stdin)
 
 
+@dataclasses.dataclass(frozen=True)
+class Wiring:
+    """What a harnessed run (harness.py) adds to a plain one; `run_python` has none of it."""
+
+    channels: tuple[int, ...] = ()
+    """Pipe ends handed to the candidate's program as fds 3, 4, ...; `_run` owns them from the call on and
+    closes its copies as soon as the launcher has them (so their far ends see EOF when the tree ends)."""
+    preload: tuple[str, ...] = ()
+    """Standard-library modules beside launcher.py the candidate process loads before its source runs."""
+    cancel_fd: int | None = None
+    """Readable when the caller no longer needs the run: the tree is then killed (``cancelled``)."""
+
+
+_NO_WIRING = Wiring()
+
+
+def run_wired(source: str, *, limits: SandboxLimits, stdin: str, wiring: Wiring) -> SandboxResult:
+    """`run_python` with a harnessed run's wiring (for harness.py): every layer on, as always."""
+    return _run(source, limits=limits, stdin=stdin, wiring=wiring)
+
+
 def _run(
     source: str,
     *,
@@ -54,10 +80,30 @@ def _run(
     stdin: str = "",
     namespaces: bool = True,
     audit_hook: bool = True,
+    wiring: Wiring = _NO_WIRING,
 ) -> SandboxResult:
-    """`run_python` with layers switchable, so tests can prove each OS layer holds on its own."""
-    with owned_workdir() as (workdir, lock_fd):
-        return _run_in(workdir, lock_fd, source, limits, stdin, namespaces=namespaces, audit_hook=audit_hook)
+    """`run_python` with layers switchable (so tests can prove each OS layer holds on its own), and wired."""
+    handed = _Handed(wiring.channels)
+    try:
+        with owned_workdir() as (workdir, lock_fd):
+            return _run_in(workdir, lock_fd, source, limits, stdin, handed, namespaces, audit_hook, wiring)
+    finally:
+        handed.close()
+
+
+class _Handed:
+    """Descriptors this call owns until the launcher has them: closed exactly once, whatever happens.
+
+    Once, because a second close could hit a descriptor another thread has opened since under that number.
+    """
+
+    def __init__(self, fds: tuple[int, ...]) -> None:
+        self.fds = list(fds)
+
+    def close(self) -> None:
+        fds, self.fds = self.fds, []
+        for fd in fds:
+            os.close(fd)
 
 
 def _run_in(
@@ -66,10 +112,41 @@ def _run_in(
     source: str,
     limits: SandboxLimits,
     stdin: str,
-    *,
+    handed: _Handed,
     namespaces: bool,
     audit_hook: bool,
+    wiring: Wiring,
 ) -> SandboxResult:
+    _write_source(workdir, source)
+    status_r, status_w = os.pipe()
+    # The lifeline: only this process holds its write end, so the kernel closes it when we end,
+    # however we end; the launcher then kills the tree.
+    lifeline_r, lifeline_w = os.pipe()
+    handed.fds += [status_w, lifeline_r]
+    try:
+        fds = {"status_fd": status_w, "lifeline_fd": lifeline_r, "lock_fd": lock_fd}
+        config = _config(workdir, limits, fds, namespaces=namespaces, audit_hook=audit_hook, wiring=wiring)
+        try:
+            with tempfile.TemporaryFile() as stdin_file:
+                # A file, not a pipe: a large stdin cannot deadlock against a child that does not read it.
+                stdin_file.write(stdin.encode("utf-8", errors="surrogateescape"))
+                stdin_file.seek(0)
+                start = time.monotonic()
+                pass_fds = (*fds.values(), *wiring.channels)
+                proc = _start_launcher(workdir, config, stdin_file.fileno(), pass_fds=pass_fds)
+        finally:
+            handed.close()
+        supervisor = _Supervisor(proc, limits, start, wiring.cancel_fd)
+        supervisor.run()
+        outcome = supervisor.outcome(start)
+        status = _read_status(status_r)
+    finally:
+        os.close(status_r)
+        os.close(lifeline_w)
+    return result_of(outcome, status, limits)
+
+
+def _write_source(workdir: str, source: str) -> None:
     with open(os.path.join(workdir, _SOURCE_NAME), "wb") as f:
         # Lone surrogates become invalid UTF-8, which the child reports as a SyntaxError.
         f.write(source.encode("utf-8", errors="surrogateescape"))
@@ -77,35 +154,10 @@ def _run_in(
         # The candidate (uid 65534) must be able to write its cwd when no tmpfs is mounted over it.
         os.chown(workdir, SANDBOX_UID, SANDBOX_UID)
         os.chmod(workdir, 0o700)
-    status_r, status_w = os.pipe()
-    # The lifeline: only this process holds its write end, so the kernel closes it when we end,
-    # however we end; the launcher then kills the tree.
-    lifeline_r, lifeline_w = os.pipe()
-    try:
-        fds = {"status_fd": status_w, "lifeline_fd": lifeline_r, "lock_fd": lock_fd}
-        config = _config(workdir, limits, fds, namespaces=namespaces, audit_hook=audit_hook)
-        try:
-            with tempfile.TemporaryFile() as stdin_file:
-                # A file, not a pipe: a large stdin cannot deadlock against a child that does not read it.
-                stdin_file.write(stdin.encode("utf-8", errors="surrogateescape"))
-                stdin_file.seek(0)
-                start = time.monotonic()
-                proc = _start_launcher(workdir, config, stdin_file.fileno(), pass_fds=tuple(fds.values()))
-        finally:
-            os.close(status_w)
-            os.close(lifeline_r)
-        supervisor = _Supervisor(proc, limits, start)
-        supervisor.run()
-        outcome = supervisor.outcome(start)
-        status = _read_status(status_r)
-    finally:
-        os.close(status_r)
-        os.close(lifeline_w)
-    return _result(outcome, status, limits)
 
 
 def _config(
-    workdir: str, limits: SandboxLimits, fds: dict[str, int], *, namespaces: bool, audit_hook: bool
+    workdir: str, limits: SandboxLimits, fds: dict[str, int], *, namespaces: bool, audit_hook: bool, wiring: Wiring
 ) -> dict[str, Any]:
     """The launcher's settings (its ``Config``); ``fds`` are the descriptors it inherits, by role."""
     return {
@@ -122,6 +174,8 @@ def _config(
         "max_file_bytes": limits.max_file_bytes,
         "max_disk_bytes": limits.max_disk_mb * 1024 * 1024,
         "max_open_files": limits.max_open_files,
+        "channel_fds": list(wiring.channels),
+        "preload": list(wiring.preload),
     }
 
 
@@ -153,25 +207,15 @@ def _start_launcher(
         raise SandboxError(f"cannot start the sandbox interpreter: {exc}") from exc
 
 
-@dataclasses.dataclass(frozen=True)
-class _Outcome:
-    """What the caller saw from outside: output, timing and whether it had to kill."""
-
-    stdout: bytes
-    stderr: bytes
-    truncated: bool
-    killed_by: KillReason | None
-    duration_s: float
-    launcher_returncode: int
-
-
 class _Supervisor:
     """Reads a launcher's output with a cap and enforces the wall clock, from the calling thread.
 
     The launcher is only signalled while unreaped, so its pid cannot have been reused.
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes], limits: SandboxLimits, start: float) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], limits: SandboxLimits, start: float, cancel_fd: int | None = None
+    ) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         self.proc = proc
         self.cap = limits.max_output_bytes
@@ -188,6 +232,9 @@ class _Supervisor:
         self.pidfd = _pidfd(proc.pid)
         if self.pidfd is not None:
             self.selector.register(self.pidfd, selectors.EVENT_READ)
+        self.cancel_fd = cancel_fd
+        if cancel_fd is not None:
+            self.selector.register(cancel_fd, selectors.EVENT_READ)
 
     def run(self) -> None:
         try:
@@ -196,6 +243,8 @@ class _Supervisor:
                 for key, _ in self.selector.select(timeout=self._wait()):
                     if key.fd in self.buffers:
                         self._read(key.fd)
+                    elif key.fd == self.cancel_fd:
+                        self._cancel(key.fd)
         finally:
             self.selector.close()
             if self.pidfd is not None:
@@ -211,6 +260,13 @@ class _Supervisor:
             return False
         pipes_open = any(key.fd in self.buffers for key in self.selector.get_map().values())
         return not pipes_open or now > self.exited_at + _DRAIN_GRACE_S
+
+    def _cancel(self, fd: int) -> None:
+        """The caller no longer needs the run (its tests are done): end it now, unless it already ended."""
+        self.selector.unregister(fd)  # it stays readable
+        self.cancel_fd = None
+        if self.exited_at is None and self.killed_by is None:
+            self._kill("cancelled")
 
     def _enforce_deadline(self) -> None:
         if self.exited_at is not None or time.monotonic() < self.deadline:
@@ -251,7 +307,7 @@ class _Supervisor:
             if self.killed_by is None:
                 self._kill("output_limit")
 
-    def outcome(self, start: float) -> _Outcome:
+    def outcome(self, start: float) -> Outcome:
         """Reap the launcher (after `run`) and sum up."""
         try:
             returncode = self.proc.wait(timeout=_KILL_GRACE_S)
@@ -263,7 +319,7 @@ class _Supervisor:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
-        return _Outcome(
+        return Outcome(
             stdout=bytes(self.buffers[self.out_fd]),
             stderr=bytes(self.buffers[self.err_fd]),
             truncated=self.truncated,
@@ -303,58 +359,3 @@ def _read_status(fd: int) -> list[dict[str, Any]]:
             if isinstance(record, dict):
                 records.append(record)
     return records
-
-
-def _result(outcome: _Outcome, status: list[dict[str, Any]], limits: SandboxLimits) -> SandboxResult:
-    if outcome.killed_by is None and any(r.get("stopped") == "deadline" for r in status):
-        # The launcher kept the clock for us (we were frozen): the same timeout.
-        outcome = dataclasses.replace(outcome, killed_by="timeout")
-    errors = [str(r["error"]) for r in status if "error" in r]
-    if errors and outcome.killed_by is None:
-        raise SandboxError("sandbox setup failed: " + "; ".join(errors))
-    if not status and outcome.killed_by is None:
-        # Not even the launcher's first report: the sandbox never started, whatever the candidate is.
-        last = outcome.stderr.decode("utf-8", errors="replace").strip().splitlines()[-1:]
-        detail = f": {last[0]}" if last else ""
-        raise SandboxError(f"the sandbox launcher exited {outcome.launcher_returncode} before reporting{detail}")
-    layers = tuple(str(layer) for r in status for layer in r.get("layers", []))
-    exits = [r for r in status if "returncode" in r]
-    returncode: int | None = None
-    cpu_s = 0.0
-    killed_by = outcome.killed_by
-    signal_name: str | None = None
-    if exits:
-        returncode = int(exits[-1]["returncode"])
-        cpu_s = float(exits[-1].get("cpu_s", 0.0))
-        if killed_by is None and returncode < 0:
-            killed_by, signal_name = _signal_reason(-returncode, cpu_s, limits)
-    elif killed_by is None:
-        # Only when the candidate shares our uid (and killed the keeper), or someone killed the launcher.
-        killed_by = "sandbox_died"
-    return SandboxResult(
-        returncode=None if outcome.killed_by is not None else returncode,
-        stdout=outcome.stdout.decode("utf-8", errors="replace"),
-        stderr=outcome.stderr.decode("utf-8", errors="replace"),
-        timed_out=outcome.killed_by == "timeout",
-        killed_by=killed_by,
-        signal_name=signal_name,
-        duration_s=outcome.duration_s,
-        cpu_s=cpu_s,
-        truncated=outcome.truncated,
-        layers=layers,
-    )
-
-
-def _signal_reason(signum: int, cpu_s: float, limits: SandboxLimits) -> tuple[KillReason, str]:
-    """Which rule a candidate killed by ``signum`` broke, and the signal's name."""
-    try:
-        name = signal.Signals(signum).name
-    except ValueError:
-        return "signal", f"signal {signum}"
-    if signum == signal.SIGXCPU:
-        return "cpu_limit", name
-    if signum == signal.SIGKILL:
-        return ("cpu_limit" if cpu_s >= limits.cpu_s else "memory_limit"), name
-    if signum == signal.SIGXFSZ:
-        return "file_size_limit", name
-    return "signal", name

