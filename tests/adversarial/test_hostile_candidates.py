@@ -32,6 +32,7 @@ from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import (
     Attempt,
+    ChatMessage,
     CheckResult,
     Issue,
     Revision,
@@ -211,3 +212,30 @@ def test_the_template_fields_are_parsed_as_the_renderer_sees_them() -> None:
     entry = templates()["critic_user"]
     assert set(entry.text.get_identifiers()) == {"task", "candidate"} == set(entry.data)
     assert isinstance(entry.text, string.Template)
+
+
+# ---------------------------------------------------------------- a model's reply that no frame can carry
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_reply_with_a_lone_surrogate_costs_a_character_not_the_task(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_llm_servers import FakeLLMServer
+
+    from redraft.backends.anthropic import parse_anthropic
+    from redraft.backends.openai import parse_openai
+    from redraft.protocols.messages import Draft, decode, encode
+
+    with FakeLLMServer() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fake")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-fake")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        server.reply_text = "Answer: 7\ud800 and \udfff"  # sent as the JSON escapes "\ud800", "\udfff"
+        spec = parse_openai("gpt-test") if kind == "openai" else parse_anthropic("claude-test")
+        message = ChatMessage(role="user", content="What is 3 + 4?")
+        completion = await spec.create().complete(ChatRequest(messages=[message], max_tokens=8))
+    assert completion.text == "Answer: 7\ufffd and \ufffd"
+    draft = Draft(task_id="t", round=0, sample=0, text=completion.text)
+    assert decode(encode(draft)) == draft
