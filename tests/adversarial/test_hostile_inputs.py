@@ -247,6 +247,9 @@ def test_an_out_that_cannot_be_a_run_directory_is_refused_before_anything_starts
         (["report", "{run}", "--max-pages", "1e3"], "Invalid value for '--max-pages'"),
         (["report", "{run}", "--max-pages", "nan"], "Invalid value for '--max-pages'"),
         (["export", "{run}", "--format", "xlsx"], "xlsx"),
+        (["export", "{run}", "--format", "csv", "--out", "{run}"], "is a directory: give the file to write"),
+        (["export", "{run}", "--format", "csv", "--out", "/proc/self/x.csv"], "cannot export to /proc/self/x.csv"),
+        (["export", "{run}", "--format", "csv", "--out", "{run}/results.jsonl/x.csv"], "is not a directory"),
         (["report", "/proc/self"], "is not a run directory"),
     ],
 )
