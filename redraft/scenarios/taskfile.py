@@ -134,38 +134,49 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
-def _fault(value: Any, path: str, depth: int) -> str | None:
-    """What breaks a limit in ``value`` (at ``path``, ``depth`` levels down), or None."""
+def _fault(value: Any, path: str, depth: int) -> tuple[str, str] | None:
+    """Where (a path such as ``reference.tests[3]``) and what breaks a limit in ``value``, ``depth`` levels
+    down; None when nothing does."""
     if isinstance(value, _BigInt):
-        return f"{path}: an integer of {value.digits:,} digits; {_INT_RANGE}"
+        return path, f"an integer of {value.digits:,} digits; {_INT_RANGE}"
     if isinstance(value, _NonFinite):
-        return f"{path}: {value.name} is not a finite number (JSON has no NaN or Infinity)"
+        return path, f"{value.name} is not a finite number (JSON has no NaN or Infinity)"
     if isinstance(value, int) and not isinstance(value, bool) and not MIN_INT <= value <= MAX_INT:
-        return f"{path}: {value} does not fit in 64 bits; {_INT_RANGE}"
+        return path, f"{value} does not fit in 64 bits; {_INT_RANGE}"
     if isinstance(value, str):
-        return _string_fault(value, path)
+        problem = _string_fault(value)
+        return (path, problem) if problem else None
     if not isinstance(value, dict | list):
         return None
     if depth > MAX_DEPTH:
-        return f"{path[:40]}{'...' if len(path) > 40 else ''}: nested deeper than {MAX_DEPTH} levels, the limit"
+        return path, f"nested deeper than {MAX_DEPTH} levels, the limit"
     if isinstance(value, list):
-        items = ((f"{path}[{i}]", item) for i, item in enumerate(value))
+        items = [(f"{path}[{i}]", item) for i, item in enumerate(value)]
     else:
-        items = ((f"{path}.{k}" if k.isidentifier() else f"{path}[{k!r}]", item) for k, item in value.items())
-        keys = (_string_fault(key, f"{path}: a key") for key in value)
-        if fault := next(filter(None, keys), None):
-            return fault
-    return next(filter(None, (_fault(item, where.lstrip("."), depth + 1) for where, item in items)), None)
+        if problem := next(filter(None, map(_string_fault, value)), None):
+            return f"{path or 'the line'}, a key", problem
+        items = [(_child(path, key), item) for key, item in value.items()]
+    return next(filter(None, (_fault(item, where, depth + 1) for where, item in items)), None)
 
 
-def _string_fault(text: str, path: str, limit: int = MAX_STRING_CHARS, what: str = "a string") -> str | None:
+def _child(path: str, key: str) -> str:
+    name = key if key.isidentifier() and len(key) <= 40 else f"[{_quoted(key, 20)}]"
+    return f"{path}{name}" if name.startswith("[") else f"{path}.{name}" if path else name
+
+
+def _string_fault(text: str, limit: int = MAX_STRING_CHARS, what: str = "a string") -> str | None:
     if len(text) > limit:
-        return f"{path}: {len(text):,} characters; {what} may hold at most {limit:,}"
+        return f"{len(text):,} characters; {what} may hold at most {limit:,}"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        return f"{path}: holds a lone surrogate {text[exc.start]!r} at character {exc.start}, which is not UTF-8 text"
+        return f"holds a lone surrogate {text[exc.start]!r} at character {exc.start}, which is not UTF-8 text"
     return None
+
+
+def _shown(path: str) -> str:
+    """A path cut for a one-line message: its start and its end."""
+    return path if len(path) <= 80 else f"{path[:40]}...{path[-37:]}"
 
 
 _INT_RANGE = f"integers must be in [{MIN_INT:,}, {MAX_INT:,}] (64 bits): write a larger one as a string"
@@ -197,9 +208,10 @@ def _parse(where: str, text: str) -> dict[str, Any]:
             raise UserError(f"{where}: {field!r} is empty")
     if not isinstance(record.get("reference", {}), dict):
         raise UserError(f"{where}: 'reference' must be an object, got {_json_type(record['reference'])}")
-    fault = _string_fault(record["id"], "id", MAX_ID_CHARS, "an id") or _fault(record, "", 1)
-    if fault:
-        raise UserError(f"{where}: {fault}")
+    if problem := _string_fault(record["id"], MAX_ID_CHARS, "an id"):
+        raise UserError(f"{where}: id: {problem}")
+    if fault := _fault(record, "", 1):
+        raise UserError(f"{where}: {_shown(fault[0])}: {fault[1]}")
     return record
 
 

@@ -56,7 +56,7 @@ HOSTILE_LINES: dict[str, tuple[Callable[[], str], str]] = {
     ),
     "json-nested-33-deep": (
         lambda: '{"id": "x", "prompt": "p", "reference": {"a": ' + "[" * 31 + "]" * 31 + "}}",
-        "line 2: reference.a[0][0][0][0][0][0][0][0][0][0...: nested deeper than 32 levels",
+        "line 2: reference.a" + "[0]" * 9 + "[0...]" + "[0]" * 12 + ": nested deeper than 32 levels, the limit",
     ),
     "int-5000-digits": (
         lambda: '{"id": "x", "prompt": "p", "reference": {"n": ' + "7" * 5000 + "}}",
@@ -77,7 +77,7 @@ HOSTILE_LINES: dict[str, tuple[Callable[[], str], str]] = {
     ),
     "lone-surrogate-in-a-key": (
         lambda: '{"id": "x", "prompt": "p", "reference": {"\\ud800": 1}}',
-        r"line 2: reference: a key: holds a lone surrogate",
+        r"line 2: reference, a key: holds a lone surrogate",
     ),
     "nan": (lambda: '{"id": "x", "prompt": "p", "reference": {"n": NaN}}', "line 2: reference.n: NaN is not a finite"),
     "infinity": (lambda: '{"id": "x", "prompt": "p", "reference": {"n": -Infinity}}', "-Infinity is not a finite"),
@@ -98,6 +98,10 @@ HOSTILE_LINES: dict[str, tuple[Callable[[], str], str]] = {
     "id-300-chars": (lambda: json.dumps({"id": "i" * 300, "prompt": "p"}), "line 2: id: 300 characters; an id may"),
     "prompt-a-number": (lambda: '{"id": "x", "prompt": 1e400}', "line 2: 'prompt' must be a string, got a number"),
     "id-nan": (lambda: '{"id": NaN, "prompt": "p"}', "line 2: 'id' must be a string, got a number"),
+    "fault-under-a-100k-key": (
+        lambda: json.dumps({"id": "x", "prompt": "p", "reference": {"k" * 100_000: ["nan"]}}).replace('"nan"', "NaN"),
+        "line 2: reference['kkkkkkkkkkkkkkkkkkkk'...][0]: NaN is not a finite number",
+    ),
     "unknown-field-1-MB": (lambda: json.dumps({"id": "x", "prompt": "p", "k" * 1_000_000: 1}), "unknown field 'kkk"),
     "not-utf8": (lambda: '{"id": "caf\xe9", "prompt": "p"}', "line 2: not UTF-8 text"),
 }
