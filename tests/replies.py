@@ -232,7 +232,7 @@ class Tutor:
         if "SEARCH" in user and self.no_edits:
             return "The answer looks right to me."
         if "SEARCH" in user:  # a patch revision: edit the last step and the answer line of the best so far
-            best = fenced(user)[1]  # the task, then the best so far
+            best = fenced(user.split("Your best answer so far", 1)[1])[0]
             old = "\n".join(best.splitlines()[-2:])
             new = "\n".join(worked(prompt, off).splitlines()[-2:])
             edits = f"<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE"
