@@ -355,8 +355,19 @@ def export_command(
     """Write a run as a flat Parquet or CSV table for analysis."""
     from redraft.views.export import export
 
-    path, rows = export(run_dir, fmt, table=table, out=out_path)
+    if out_path is not None and out_path.is_dir():
+        raise UserError(f"--out {out_path} is a directory: give the file to write, e.g. {out_path / 'results.csv'}")
+    if out_path is not None and not (under := _nearest_existing(out_path.absolute().parent)).is_dir():
+        raise UserError(f"--out {out_path}: {under} is not a directory, so nothing can be made under it")
+    try:
+        path, rows = export(run_dir, fmt, table=table, out=out_path)
+    except OSError as exc:  # the --out place: under a file, a directory nobody may write in (/proc/self)
+        raise UserError(f"cannot export to {exc.filename or out_path}: {exc.strerror}") from None
     print(f"{path} ({rows} rows)")
+
+
+def _nearest_existing(path: Path) -> Path:
+    return next(p for p in (path, *path.parents) if p.exists())
 
 
 def main(argv: list[str] | None = None) -> None:

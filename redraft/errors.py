@@ -6,7 +6,8 @@
   It ends one task's step, never the run.
 - `CheckError`: a scenario's check raised instead of judging a candidate; it ends that task.
 - `BackendError`: the transport to a model failed (server down, HTTP error).
-- `ProtocolError`: bytes on the wire did not decode (a bug or a corrupt frame, never the model's text).
+- `ProtocolError`: bytes on the wire did not decode, or a message could not be encoded (a bug or a
+  corrupt frame, never the model's text).
 - `SandboxError`: the sandbox for untrusted code could not be set up on this machine.
 
 Errors raised inside Ray actors are pickled back to the caller, so every class
@@ -79,7 +80,7 @@ class AuthenticationError(BackendError):
 
 
 class ProtocolError(RedraftError):
-    """Bytes that are not a valid frame of this wire version.
+    """Bytes that are not a valid frame of this wire version, or a message that cannot be one.
 
     The message names the field path, e.g. ``Expected `int`, got `str` - at `$.round```.
     """

@@ -34,3 +34,8 @@ def share_of_keywords(text: str, reference: dict[str, Any]) -> float:
     """A bare score: the share of reference['keywords'] found in the text."""
     keywords = list(reference["keywords"])
     return sum(k.casefold() in text.casefold() for k in keywords) / len(keywords)
+
+
+def echoes_the_candidate(text: str, reference: dict[str, Any]) -> tuple[float, str]:
+    """A harness that fails every answer and echoes it in its detail, as a failing test prints the program's output."""
+    return 0.0, f"the program printed:\n{text}"

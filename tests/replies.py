@@ -13,6 +13,13 @@ from redraft.protocols.messages import Task
 CRITIQUE = {"issues": [{"severity": "critical", "quote": "Answer", "reason": "the sum is off", "fix": "add again"}]}
 
 
+def task_of(request: ChatRequest) -> str:
+    """The task text a draft request asks about: the first fenced text of its user message."""
+    from redraft.actors.prompts import fenced
+
+    return fenced(request.messages[-1].content)[0]
+
+
 def round_of(request: ChatRequest) -> int:
     """The revision round a draft request is for: one memory line per earlier attempt."""
     return request.messages[-1].content.count("- attempt ")
@@ -61,8 +68,7 @@ class LateLearner:
     def __call__(self, request: ChatRequest) -> str:
         if is_critique(request):
             return json.dumps(CRITIQUE)
-        user = request.messages[-1].content
-        prompt = next(p for p in self.gold if user.startswith(p))
+        prompt = task_of(request)
         r = round_of(request)
         if r >= self.fix_at and not self.never:
             return f"Let me redo it.\n{worked(prompt)}"
@@ -130,8 +136,7 @@ class HumanEvalOracle:
     def __call__(self, request: ChatRequest) -> str:
         if is_critique(request):
             return json.dumps({"issues": []})
-        user = request.messages[-1].content
-        header, body = next(parts for prompt, parts in self.solutions.items() if user.startswith(prompt))
+        header, body = self.solutions[task_of(request)]
         if self.broken:  # break the solution's code, not the docstring's prose
             body = body.replace("return ", "return None if True else ", 1)
         return f"```python\n{header}{body}\n```"
@@ -211,6 +216,8 @@ class Tutor:
         return cls(gold={t.prompt: int(t.gold["answer"]) for t in tasks}, **kwargs)  # type: ignore[arg-type]
 
     def __call__(self, request: ChatRequest) -> str:
+        from redraft.actors.prompts import fenced
+
         kind = request_kind(request)
         user = request.messages[-1].content
         if kind == "critique":
@@ -232,8 +239,8 @@ class Tutor:
         if "SEARCH" in user and self.no_edits:
             return "The answer looks right to me."
         if "SEARCH" in user:  # a patch revision: edit the last step and the answer line of the best so far
-            best = re.search(r"best answer so far.*?---\n(.*?)\n---", user, re.DOTALL)
-            old = "\n".join((best[1] if best else "").splitlines()[-2:])
+            best = fenced(user.split("Your best answer so far", 1)[1])[0]
+            old = "\n".join(best.splitlines()[-2:])
             new = "\n".join(worked(prompt, off).splitlines()[-2:])
             edits = f"<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE"
             if self.bad_edit:
@@ -252,7 +259,7 @@ def steady_learner(request: ChatRequest) -> str:
     time.sleep(0.02)
     if is_critique(request):
         return json.dumps(CRITIQUE)
-    prompt = request.messages[-1].content.split("\n\n")[0]
+    prompt = task_of(request)
     r = round_of(request)
     fix_at = sum(prompt.encode()) % 3  # 2: never right within the 2 rounds the tests allow
     return f"Step by step.\n{worked(prompt, 0 if r >= fix_at else 1 + r)}"

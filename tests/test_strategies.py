@@ -4,6 +4,7 @@ that converges and of one that does not; stepwise stages; patch revisions."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from itertools import islice
 from typing import Any
 
@@ -12,6 +13,7 @@ from replies import CRITIQUE, PLAN, SKEPTIC_CRITIQUE, Tutor, worked
 
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
+from redraft.actors.prompts import fenced
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import (
@@ -238,7 +240,7 @@ def test_cove_questions_are_answered_without_the_candidate_and_reach_the_revisio
     assert [q.answer for q in verification.questions] == [f"It is {GOLD}."] * 2
     assert verification.usage.calls == 3  # the plan and two answers, on the verifier's own backend
     answers = [r for r in verifier_calls if r.json_schema is None]
-    asked = [r.messages[-1].content.rsplit("Question: ", 1)[1] for r in answers]
+    asked = [fenced(r.messages[-1].content)[-1] for r in answers]
     assert asked == [q.question for q in verification.questions]  # one call per question
     leader_text = questioned[0].draft.text
     assert all(leader_text not in m.content for r in answers for m in r.messages)  # factored: never the candidate
@@ -351,8 +353,9 @@ def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyP
     before = fingerprint(identity(config))
     assert identity(config)["prompts"] == versions
     bumped = dict(prompts._templates())
-    version, template = bumped["critic_adversarial"]
-    monkeypatch.setattr(prompts, "_templates", lambda: {**bumped, "critic_adversarial": (version + 1, template)})
+    entry = bumped["critic_adversarial"]
+    changed = dataclasses.replace(entry, version=entry.version + 1)
+    monkeypatch.setattr(prompts, "_templates", lambda: {**bumped, "critic_adversarial": changed})
     assert fingerprint(identity(config)) != before
 
 

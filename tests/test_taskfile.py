@@ -45,7 +45,7 @@ GOOD = [
 
 def test_a_good_file_streams_its_tasks_in_order(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "tasks.jsonl", GOOD[0], "", "   ", GOOD[2])
-    assert validate_task_file(path) == 2
+    assert validate_task_file(path, f"check:{CHECK}") == 2
     name = f"check:{CHECK}"  # a check with no separate grade: the reference is the check's data
     assert list(iter_tasks(path, name)) == [
         Task(task_id="right", scenario=name, prompt="What is 3 + 4?", reference={"answer": "7"}),
@@ -79,18 +79,18 @@ def test_a_malformed_file_names_the_file_the_line_and_the_fault(
 ) -> None:
     path = write_lines(tmp_path / "tasks.jsonl", *lines)
     with pytest.raises(UserError) as info:
-        validate_task_file(path)
+        validate_task_file(path, f"check:{CHECK}")
     assert str(info.value).startswith(f"task file {path}")
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
 def test_unreadable_files_are_user_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"task file not found: .*nope\.jsonl"):
-        validate_task_file(tmp_path / "nope.jsonl")
+        validate_task_file(tmp_path / "nope.jsonl", "arithmetic")
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(json.dumps(GOOD[0]).encode() + b"\n" + b'{"id": "caf\xe9", "prompt": "x"}\n')
     with pytest.raises(UserError, match=r"latin.jsonl, line 2: not UTF-8 text"):
-        validate_task_file(latin)
+        validate_task_file(latin, "arithmetic")
 
 
 def test_the_files_path_and_content_hash_enter_the_fingerprint(tmp_path: Path) -> None:

@@ -1,35 +1,96 @@
 """The prompts the roles send to models, built from the templates in ``prompts.toml``.
 
-Invariant: every text a model sees comes from a versioned template, and
-`prompt_versions` (all templates' versions) is part of a run's fingerprint, so a
-resumed run never mixes two versions of a prompt. Change a template's text, bump
-its version.
+Invariants:
+
+- Every text a model sees comes from a versioned template, and `prompt_versions`
+  (all templates' versions) is part of a run's fingerprint, so a resumed run never
+  mixes two versions of a prompt. Change a template's text, bump its version.
+- Untrusted text (a candidate, failure output it controls, a task from a user's
+  file, another model's words) reaches a prompt only through a template's ``data``
+  field, which `fence` puts between a ``[BEGIN tag]`` and an ``[END tag]`` line,
+  and the template says it is data. The tag is a keyed hash of the text itself, so
+  the text cannot hold the line that closes its own fence (it would have to contain
+  its own hash); being a function of the text, the same prompt is rebuilt the same
+  way, and the response cache and seeded sampling still replay.
+- Feedback that echoes the candidate (a check's detail, such as a failing test's
+  output) is cut to `MAX_DETAIL_CHARS` per check and `MAX_FEEDBACK_CHARS` in all.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import re
 import tomllib
+from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
-from redraft.protocols.messages import ChatMessage, CheckResult, Issue, Revision, StageStep, Task
+from redraft.protocols.messages import Attempt, ChatMessage, CheckResult, Issue, Revision, StageStep, Task
+
+MAX_DETAIL_CHARS = 1_000
+"""Characters of one check's detail in a prompt (the rest is cut, and the cut said)."""
+MAX_FEEDBACK_CHARS = 4_000
+"""Characters of a whole block of feedback lines in a prompt."""
+MAX_MEMORY_CHARS = 300
+"""Characters of each earlier attempt's answer, summary or reflection, and of each verification question."""
+
+_TAG_LETTERS = "bcdfghjklmnpqrst"
+"""A tag's 16 letters, one per half byte of the hash: no digits, which a model could take for numbers of the task."""
+_FENCE = re.compile(rf"^\[BEGIN ([{_TAG_LETTERS}]{{24}})\]\n(.*?)\n\[END \1\]$", re.MULTILINE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class _Template:
+    version: int
+    text: Template
+    data: frozenset[str]
+    """The fields that carry untrusted text: each is fenced."""
 
 
 @functools.cache
-def _templates() -> dict[str, tuple[int, Template]]:
+def _templates() -> dict[str, _Template]:
     data = tomllib.loads(resources.files("redraft.actors").joinpath("prompts.toml").read_text(encoding="utf-8"))
-    return {name: (int(entry["version"]), Template(entry["text"])) for name, entry in data.items()}
+    return {
+        name: _Template(int(entry["version"]), Template(entry["text"]), frozenset(entry.get("data", [])))
+        for name, entry in data.items()
+    }
 
 
 def prompt_versions() -> dict[str, int]:
     """The version of every prompt template (part of the run fingerprint)."""
-    return {name: version for name, (version, _) in sorted(_templates().items())}
+    return {name: t.version for name, t in sorted(_templates().items())}
 
 
 def render(template: str, /, **fields: object) -> str:
-    """Template ``template`` with its ``$fields`` filled in (a missing field is a bug: KeyError)."""
-    return _templates()[template][1].substitute(**{k: str(v) for k, v in fields.items()})
+    """Template ``template`` with its ``$fields`` filled in, each ``data`` field fenced (a missing field is a bug:
+    KeyError)."""
+    entry = _templates()[template]
+    return entry.text.substitute(
+        **{k: fence(str(v), label=k) if k in entry.data else str(v) for k, v in fields.items()}
+    )
+
+
+def fence(text: str, *, label: str = "data") -> str:
+    """``text`` between ``[BEGIN tag]`` and ``[END tag]`` lines, with a tag that ``text`` does not contain."""
+    salt = 0
+    while True:  # a text holding its own tag would need a hash fixed point; the loop only makes it certain
+        key = f"redraft-fence\0{label}\0{salt}".encode()
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=key[:64], digest_size=12).digest()
+        tag = "".join(_TAG_LETTERS[b >> 4] + _TAG_LETTERS[b & 15] for b in digest)
+        if tag not in text:
+            return f"[BEGIN {tag}]\n{text}\n[END {tag}]"
+        salt += 1
+
+
+def fenced(prompt: str) -> list[str]:
+    """The texts fenced in a rendered prompt, in order (for tests and tools that read prompts)."""
+    return [match[2] for match in _FENCE.finditer(prompt)]
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, saying how much was cut."""
+    return text if len(text) <= limit else f"{text[:limit]} [... {len(text) - limit:,} more characters cut]"
 
 
 def critic_system(stance: str) -> str:
@@ -42,7 +103,7 @@ def draft_messages(
     system: str, task: Task, revision: Revision | None, *, stage: StageStep | None = None, patch: bool = False
 ) -> list[ChatMessage]:
     """The drafter's prompt: the task (and stage), and on revision the best so far with all feedback."""
-    parts = [task.prompt]
+    parts = [render("draft_task", task=task.prompt)]
     if stage is not None:
         parts.append(
             render("stage", number=stage.index + 1, total=stage.total, name=stage.name, instruction=stage.instruction)
@@ -58,23 +119,29 @@ def draft_messages(
 
 
 def _revision_parts(revision: Revision, *, patch: bool) -> list[str]:
-    feedback = [f"- check {c.name} failed: {c.detail}" for c in revision.failed_checks]
+    feedback = [f"- check {c.name} failed: {cut(c.detail, MAX_DETAIL_CHARS)}" for c in revision.failed_checks]
     feedback += [issue_line(i) for i in revision.issues]
-    memory = [
-        f"- attempt {a.round}: answer {a.answer if a.answer is not None else '(none)'}, "
-        f"score {a.score:.2f}: {a.summary}" + (f" Reflection: {a.reflection}" if a.reflection else "")
-        for a in revision.memory
-    ]
     parts = [render("revise_best", score=f"{revision.best_score:.2f}", text=revision.best_text)]
     if feedback:
-        parts.append(render("revise_problems") + "\n" + "\n".join(feedback))
+        parts.append(render("revise_problems", feedback=cut("\n".join(feedback), MAX_FEEDBACK_CHARS)))
     if revision.questions:
-        qa = [f"- Q: {q.question}\n  A: {q.answer}" for q in revision.questions]
-        parts.append(render("revise_questions") + "\n" + "\n".join(qa))
-    if memory:
-        parts.append(render("revise_memory") + "\n" + "\n".join(memory))
+        qa = [
+            f"- Q: {cut(q.question, MAX_MEMORY_CHARS)}\n  A: {cut(q.answer, MAX_MEMORY_CHARS)}"
+            for q in revision.questions
+        ]
+        parts.append(render("revise_questions", questions=cut("\n".join(qa), MAX_FEEDBACK_CHARS)))
+    if revision.memory:
+        memory = "\n".join(_memory_line(a) for a in revision.memory)
+        parts.append(render("revise_memory", memory=cut(memory, MAX_FEEDBACK_CHARS)))
     parts.append(render("revise_patch" if patch else "revise_rewrite"))
     return parts
+
+
+def _memory_line(attempt: Attempt) -> str:
+    answer = cut(attempt.answer, MAX_MEMORY_CHARS) if attempt.answer is not None else "(none)"
+    summary = cut(attempt.summary, MAX_MEMORY_CHARS)
+    line = f"- attempt {attempt.round}: answer {answer}, score {attempt.score:.2f}: {summary}"
+    return line + (f" Reflection: {cut(attempt.reflection, MAX_MEMORY_CHARS)}" if attempt.reflection else "")
 
 
 def issue_line(issue: Issue) -> str:
@@ -87,13 +154,15 @@ def critique_messages(
     """The critic's prompt for one candidate (with the other critic's last issues, in a debate)."""
     user = render("critic_user", task=task.prompt, candidate=candidate)
     if opponent:
-        user += "\n\n" + render("debate_opponent", issues="\n".join(issue_line(i) for i in opponent))
+        issues = cut("\n".join(issue_line(i) for i in opponent), MAX_FEEDBACK_CHARS)
+        user += "\n\n" + render("debate_opponent", issues=issues)
     return [ChatMessage(role="system", content=critic_system(stance)), ChatMessage(role="user", content=user)]
 
 
 def reflect_messages(task: Task, attempt: str, failed_checks: list[CheckResult]) -> list[ChatMessage]:
     """Ask the drafter's model to diagnose its failed attempt (Reflexion)."""
-    feedback = "\n".join(f"- {c.name}: {c.detail}" for c in failed_checks) or "- it did not pass"
+    lines = [f"- {c.name}: {cut(c.detail, MAX_DETAIL_CHARS)}" for c in failed_checks]
+    feedback = cut("\n".join(lines), MAX_FEEDBACK_CHARS) or "- it did not pass"
     return [
         ChatMessage(role="system", content=render("reflect_system")),
         ChatMessage(role="user", content=render("reflect_user", task=task.prompt, attempt=attempt, feedback=feedback)),
@@ -112,5 +181,5 @@ def answer_messages(task: Task, question: str) -> list[ChatMessage]:
     """Ask one verification question with the task for context, never the candidate (factored CoVe)."""
     return [
         ChatMessage(role="system", content=render("cove_answer")),
-        ChatMessage(role="user", content=f"Context:\n{task.prompt}\n\nQuestion: {question}"),
+        ChatMessage(role="user", content=render("cove_question", task=task.prompt, question=question)),
     ]

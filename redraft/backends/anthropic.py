@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends.base import Backend, ChatRequest, Completion, valid_text
 from redraft.backends.registry import backend
 from redraft.backends.retrying import RetryPolicy, sdk_error, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
@@ -118,7 +118,7 @@ class AnthropicChat:
             usage = response.usage
             cache_reads = usage.cache_read_input_tokens or 0
             return Completion(
-                text=text,
+                text=valid_text(text),
                 usage=Usage(
                     input_tokens=usage.input_tokens + cache_reads + (usage.cache_creation_input_tokens or 0),
                     output_tokens=usage.output_tokens,

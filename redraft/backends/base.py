@@ -8,6 +8,7 @@ actor then calls `create()` once, inside the actor, to build its client.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -35,6 +36,16 @@ class Completion(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     finish_reason: str
     latency_s: float
+
+
+def valid_text(text: str) -> str:
+    """A model's reply as text a frame can carry: each lone surrogate (what a JSON ``"\\ud800"`` escape
+    decodes to, and UTF-8 cannot encode) replaced by U+FFFD. A misbehaving model costs a character, not
+    the task."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @runtime_checkable

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends.base import Backend, ChatRequest, Completion, valid_text
 from redraft.backends.registry import backend
 from redraft.backends.retrying import RetryPolicy, redact, sdk_error, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
@@ -161,7 +161,7 @@ class OpenAIChat:
             usage = response.usage
             details = usage.prompt_tokens_details if usage is not None else None
             return Completion(
-                text=choice.message.content or "",
+                text=valid_text(choice.message.content or ""),
                 usage=Usage(
                     input_tokens=usage.prompt_tokens if usage is not None else 0,
                     output_tokens=usage.completion_tokens if usage is not None else 0,

@@ -14,19 +14,23 @@ The built-in prices are list prices as the providers published them (checked
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import msgspec
 
 from redraft.errors import UserError
 from redraft.protocols.messages import Usage
 
+UsdPerMillion = Annotated[float, msgspec.Meta(ge=0, le=1_000_000)]
+"""A price as a price file may give it: finite, not negative, at most a million USD per million tokens."""
+
 
 class Price(msgspec.Struct, frozen=True, kw_only=True):
     """USD per million tokens."""
 
-    input: float
-    output: float
-    cached_input: float | None = None
+    input: UsdPerMillion
+    output: UsdPerMillion
+    cached_input: UsdPerMillion | None = None
     """Price of prompt tokens served from the provider's cache; the input price if unset."""
 
 
@@ -91,6 +95,8 @@ def load_prices(path: str | Path | None) -> PriceTable:
         extra = msgspec.json.decode(Path(path).read_bytes(), type=dict[str, Price])
     except FileNotFoundError:
         raise UserError(f"price file not found: {path}") from None
+    except OSError as exc:  # a directory, a file nobody may read
+        raise UserError(f"cannot read price file {path}: {exc.strerror}") from None
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise UserError(f"bad price file {path}: {exc}") from None
     return PriceTable(table.prices | extra)

@@ -20,7 +20,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl
 
 import msgspec
 
@@ -143,20 +142,35 @@ class LimitedSpec:
 
 
 _QUERY_KEYS = {"rpm": "requests", "tpm": "tokens", "inflight": "max_in_flight"}
+QUERY_RANGES = {"rpm": (1, 10_000_000), "tpm": (1, 10**12), "inflight": (1, 100_000)}
+"""The range each rate limit of a spec's query may take."""
 
 
 def split_limits(spec: str) -> tuple[str, RateLimits]:
-    """``openai:m?rpm=60&tpm=1000&inflight=4`` -> (``openai:m``, its limits); no query: no limits."""
+    """``openai:m?rpm=60&tpm=1000&inflight=4`` -> (``openai:m``, its limits); no query: no limits.
+
+    `UserError` naming the limit, the spec and the range for anything else: an unknown or repeated
+    key, a value that is not a whole number, or one out of its range.
+    """
     base, _, query = spec.partition("?")
+    shown = _shown(spec)
     values: dict[str, Any] = {}
-    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+    for pair in query.split("&") if query else []:
+        key, equals, value = pair.partition("=")
         if key not in _QUERY_KEYS:
-            raise UserError(f"unknown rate limit {key!r} in {spec!r} (known: {', '.join(_QUERY_KEYS)})")
-        try:
-            number = int(value)
-        except ValueError:
-            raise UserError(f"rate limit {key}={value!r} in {spec!r} is not a whole number") from None
-        if number < 1:
-            raise UserError(f"rate limit {key} must be at least 1 in {spec!r}")
+            raise UserError(f"unknown rate limit {_shown(key)} in {shown} (known: {', '.join(_QUERY_KEYS)})")
+        if _QUERY_KEYS[key] in values:
+            raise UserError(f"rate limit {key} is given twice in {shown}")
+        low, high = QUERY_RANGES[key]
+        if not (equals and value.isascii() and value.isdigit()):
+            raise UserError(f"rate limit {key}={_shown(value)} in {shown} is not a whole number")
+        number = int(value) if len(value) <= 20 else None  # never int() of 5,000 digits
+        if number is None or not low <= number <= high:
+            raise UserError(f"rate limit {key} must be in [{low:,}, {high:,}] in {shown}, got {_shown(value)}")
         values[_QUERY_KEYS[key]] = number
     return base, RateLimits(**values)
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """``text`` quoted for a one-line message, cut at ``limit`` characters."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")

@@ -8,6 +8,15 @@ against the union; bad bytes raise `ProtocolError` naming the field path
 The run's ``trace.msgpack`` holds the same frames back to back, so any
 MessagePack library in any language can read a run.
 
+Invariant: whatever the bytes (invalid UTF-8 in any string, the ``kind`` tag
+included; nesting deeper than the decoder's stack; a torn or garbage frame in a
+trace), `decode`, `decode_as`, `iter_frames` and `convert` raise `ProtocolError`
+and nothing else; and `encode` raises `ProtocolError` for a message that cannot
+be a frame (a lone surrogate in a string, an integer outside 64 bits), so such a
+value is refused where it is made, never half-written.
+``tests/adversarial/test_hostile_frames.py`` holds this by property tests over every
+kind and over mutated golden frames, and keeps the inputs that once escaped.
+
 Schema-evolution rules (the wire version is `WIRE_VERSION`):
 
 1. A new field gets a default and goes last in its Struct.
@@ -38,6 +47,7 @@ candidates' identity (``best_round``, ``best_sample``, ``initial_sample``); and
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Any, Literal, TypeVar
 
@@ -346,21 +356,31 @@ _decoder: msgspec.msgpack.Decoder[Message] = msgspec.msgpack.Decoder(Message)
 
 
 def encode(message: Message) -> bytes:
-    """The MessagePack frame of ``message``."""
-    return _encoder.encode(message)
+    """The MessagePack frame of ``message``; `ProtocolError` if a value in it cannot be one."""
+    try:
+        return _encoder.encode(message)
+    except UnicodeEncodeError as exc:  # a lone surrogate (U+D800) is a Python str but not UTF-8
+        reason = f"a string is not UTF-8 ({exc.reason})"
+    except (OverflowError, TypeError, ValueError, RecursionError) as exc:  # 2**64, an unknown type, deep nesting
+        reason = _reason(exc)
+    raise ProtocolError(f"cannot encode a `{_tag(type(message))}` message: {reason}")
 
 
-def decode(data: bytes) -> Message:
-    """Validate and decode one frame; raise `ProtocolError` naming the bad field."""
+def decode(data: bytes | memoryview) -> Message:
+    """Validate and decode one frame; raise `ProtocolError` naming the bad field, and nothing else."""
     try:
         return _decoder.decode(data)
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"invalid message: {exc}") from None
     except msgspec.DecodeError as exc:
         raise ProtocolError(f"corrupt message: {exc}") from None
+    except UnicodeDecodeError as exc:  # msgspec checks UTF-8 after the type: any string, the tag too
+        raise ProtocolError(f"corrupt message: a string is not UTF-8 ({exc.reason})") from None
+    except RecursionError:
+        raise ProtocolError("corrupt message: nested deeper than the decoder's stack") from None
 
 
-def decode_as(data: bytes, kind: type[M]) -> M:
+def decode_as(data: bytes | memoryview, kind: type[M]) -> M:
     """Decode one frame and require it to be of ``kind``."""
     message = decode(data)
     if not isinstance(message, kind):
@@ -372,18 +392,42 @@ def _tag(kind: type[msgspec.Struct]) -> str:
     return str(kind.__struct_config__.tag)
 
 
+def _reason(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+
+
 def iter_frames(data: bytes) -> Iterator[Message]:
-    """Decode consecutive frames (a trace file's content), validating each."""
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
-    unpacker.feed(data)
-    for obj in unpacker:
-        yield convert(obj)
+    """Decode consecutive frames (a trace file's content), validating each exactly as `decode` does.
+
+    MessagePack itself only finds where each frame ends (without building it); a torn last
+    frame or bytes that are no frame at all raise `ProtocolError` naming the byte offset,
+    so nothing is silently dropped. Frames before the fault have been yielded.
+    """
+    view = memoryview(data)
+    framing = msgpack.Unpacker(io.BytesIO(data), max_buffer_size=0)  # 0: no cap below 4 GiB on one frame
+    start = 0
+    while start < len(view):
+        try:
+            framing.skip()
+        except msgpack.OutOfData:
+            raise ProtocolError(f"truncated frame at byte {start} of {len(view)}") from None
+        except (msgpack.UnpackException, ValueError) as exc:  # FormatError, StackError (deep nesting)
+            raise ProtocolError(f"corrupt frame at byte {start}: {_reason(exc)}") from None
+        end = framing.tell()
+        try:
+            message = decode(view[start:end])
+        except ProtocolError as exc:
+            raise ProtocolError(f"frame at byte {start}: {exc}") from None
+        yield message
+        start = end
 
 
 def convert(obj: Any) -> Message:
-    """Validate an already-unpacked MessagePack object as a `Message`."""
+    """Validate an already-unpacked MessagePack object as a `Message`; `ProtocolError` if it is not one."""
     try:
         message: Message = msgspec.convert(obj, Message)
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"invalid message: {exc}") from None
+    except RecursionError:
+        raise ProtocolError("invalid message: nested deeper than the decoder's stack") from None
     return message

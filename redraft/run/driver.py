@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 import platform
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -93,7 +95,30 @@ def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]]]:
 
     run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     out = Path(config.runtime.out) if config.runtime.out else Path("runs") / run_id
+    check_out(out)
     return out, tasks
+
+
+def check_out(out: Path) -> None:
+    """``--out`` is a directory redraft can write in, or a path it can create; one `UserError` line otherwise.
+
+    Checked before anything starts: a file, a device (``/dev/null``), a directory nobody may write in
+    (``/proc/self``) or a path under a file would otherwise fail only once the run directory is made.
+    """
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise UserError(f"--out {out} is not a directory: give a run directory, or a path that does not exist yet")
+        place = out
+    else:
+        place = next(p for p in out.absolute().parents if p.exists())
+        if not place.is_dir():
+            raise UserError(f"--out {out}: {place} is not a directory, so nothing can be made under it")
+    try:  # the only test that holds for root, read-only mounts and /proc alike: write something there
+        descriptor, probe = tempfile.mkstemp(dir=place, prefix=".redraft-write-test-")
+        os.close(descriptor)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"--out {out}: cannot write in {place} ({exc.strerror}); choose another directory") from None
 
 
 def run(

@@ -24,7 +24,7 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     load_prices(config.runtime.prices)
     get_scenario(experiment.scenario)
     if experiment.tasks is not None:
-        validate_task_file(experiment.tasks)  # the whole file, before any actor starts
+        validate_task_file(experiment.tasks, experiment.scenario)  # every line made a task, before anything starts
     get_strategy(experiment.strategy)
     backends = backends or {}
     drafter = backends.get("drafter") or resolve(experiment.drafter)
