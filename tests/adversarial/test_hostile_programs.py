@@ -108,7 +108,8 @@ def test_a_verifier_killed_mid_check_leaves_no_process_and_the_next_one_sweeps_i
         caller.kill()  # SIGKILL: the verifier's process can clean up nothing
         caller.wait()
     assert leftover_processes(marker, wait_s=10) == []  # the sandbox died with its caller
-    [left] = workdirs_of(caller.pid)
+    left = workdirs_of(caller.pid)
+    assert 1 <= len(left) <= 2, left  # the harness runs the candidate and the tests in a sandbox each
     code = "from redraft.actors.verifier import Verifier\nVerifier('humaneval')"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)  # a verifier starts on this node
-    assert not left.exists() and workdirs_of(caller.pid) == []
+    assert not any(path.exists() for path in left) and workdirs_of(caller.pid) == []
