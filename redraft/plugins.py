@@ -8,6 +8,7 @@ loads its group the first time it is read.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -19,18 +20,26 @@ T = TypeVar("T")
 F = TypeVar("F")
 
 _loaded: set[str] = set()
+_started: set[str] = set()
+_loading = threading.RLock()
+"""Held while a group loads: a second thread (a comparison's lanes) waits for a full registry, never sees half of one.
+Re-entrant, because a plugin's module may read another registry while it loads."""
 
 
 def load_group(group: str) -> None:
     """Import every module of ``group`` once; a plugin that fails to import is skipped with a warning."""
     if group in _loaded:
         return
-    _loaded.add(group)
-    for entry in entry_points(group=group):
-        try:
-            entry.load()
-        except Exception as exc:  # one broken plugin must not take the others down
-            warnings.warn(f"redraft plugin {entry.name!r} ({entry.value}) failed to load: {exc}", stacklevel=2)
+    with _loading:
+        if group in _started:
+            return  # loaded, or loading in this very thread (a module of the group reads its own registry)
+        _started.add(group)
+        for entry in entry_points(group=group):
+            try:
+                entry.load()
+            except Exception as exc:  # one broken plugin must not take the others down
+                warnings.warn(f"redraft plugin {entry.name!r} ({entry.value}) failed to load: {exc}", stacklevel=2)
+        _loaded.add(group)
 
 
 def _where(target: object) -> str:

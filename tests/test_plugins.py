@@ -10,7 +10,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 PLUGIN = '''
 from redraft.strategies import RoundOutcome, sample_and_verify, strategy
@@ -115,3 +119,25 @@ def test_a_name_is_registered_once_and_the_decorator_names_the_class() -> None:
     with pytest.raises(UserError, match=r"widget 'gear' is registered twice: by .*Gear and by .*Impostor"):
         registry.register("gear")(Impostor)
     assert registry.get("gear") is Gear  # the first stays
+
+
+def test_threads_that_read_a_registry_at_once_all_see_it_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from redraft import plugins
+
+    registry: plugins.Registry[int] = plugins.Registry("widget", "redraft.test-widgets")
+
+    class SlowEntry:
+        name, value = "slow", "tests:slow"
+
+        def load(self) -> None:
+            time.sleep(0.2)  # a slow import: the other threads arrive while it runs
+            registry.register("slow")(1)
+
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [SlowEntry()] if group == registry.group else [])
+    seen: list[list[str]] = []
+    threads = [threading.Thread(target=lambda: seen.append(registry.names())) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [["slow"]] * 4
