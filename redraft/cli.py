@@ -1,7 +1,7 @@
 """The ``redraft`` command. Errors end here as one line on stderr, never a traceback.
 
-Exit codes: 0 done; 1 the run failed (a backend or the cluster, refused
-credentials); 2 a usage error (bad flag, unknown scenario, strategy or backend
+Exit codes: 0 done; 1 the run failed (refused credentials, a backend down for
+good, a role no live node can host: a rerun with the same --out resumes); 2 a usage error (bad flag, unknown scenario, strategy or backend
 spec, missing model file); 3 a run budget stopped dispatch before every task ran.
 """
 
@@ -238,6 +238,9 @@ def _print_summary(outcome: Any) -> None:
     table.add_row("stop reasons", ", ".join(f"{k} {v}" for k, v in sorted(s.stop_reasons.items())))
     if s.errors:
         table.add_row("errors", ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())))
+    if s.retried_tasks:
+        causes = ", ".join(f"{k} {v}" for k, v in sorted(s.retries.items()))
+        table.add_row("redone (machinery failed)", f"{s.retried_tasks} task(s): {causes}")
     table.add_row("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}")
     hits = f", {s.usage.cache_hits:,} answered from the cache" if s.usage.cache_hits else ""
     table.add_row("model calls", f"{s.usage.calls:,}{hits}")

@@ -24,7 +24,7 @@ from typing import IO, Any
 import msgpack
 
 from redraft.errors import UserError
-from redraft.store import MANIFEST, RESULTS, SUMMARY, TRACE
+from redraft.store import MANIFEST, RESULTS, SUMMARY, TRACE, superseded
 
 Frame = dict[str, Any]
 Record = dict[str, Any]
@@ -62,7 +62,14 @@ class RunReader:
         return _read_json(self.root / SUMMARY)
 
     def entries(self) -> Iterator[TaskEntry]:
-        """Every complete result record, in trace order, with its frame range."""
+        """Every task's latest complete record, in trace order, with its frame range (a record the
+        machinery's failure wrote and a resume redid is skipped: the later one wins)."""
+        skip = superseded(entry.record for entry in self._all_entries())
+        for index, entry in enumerate(self._all_entries()):
+            if index not in skip:
+                yield entry
+
+    def _all_entries(self) -> Iterator[TaskEntry]:
         start = 0
         with open(self.root / RESULTS, "rb") as f:
             for line in f:

@@ -8,6 +8,10 @@ wherever they meet, and are answered only here:
 - `in_ray_worker`: is this process a Ray worker (so a per-node service is a named actor)?
 - `node_service`: that per-node (or per-cluster) service: a named actor created on first
   use, or an object of this process outside Ray.
+- `is_ray_system_error`: did Ray's machinery fail (a process, a node, the object store), as
+  opposed to the code that ran? Those failures are retried elsewhere, never a task's result.
+- `die_with_raylet`: an actor process that outlives its raylet (a driver-owned local Ray whose
+  driver was killed) stops at once instead of running its calls on for seconds.
 
 Ray is imported only when it is needed, so modules that use this one stay
 importable (and fast to import) without starting anything.
@@ -15,6 +19,9 @@ importable (and fast to import) without starting anything.
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -93,3 +100,50 @@ def alive_nodes() -> list[str]:
 
     nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
     return [n["NodeID"] for n in nodes if n.get("Alive")]
+
+
+def is_ray_system_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ray's own failure (an actor, worker or node died, an object was lost, a wait
+    timed out, a cancel), not an exception raised by the code that ran."""
+    import ray.exceptions as rex
+
+    system = (
+        rex.RayActorError,  # ActorDiedError, ActorUnavailableError
+        rex.ActorUnschedulableError,
+        rex.TaskUnschedulableError,
+        rex.WorkerCrashedError,
+        rex.NodeDiedError,
+        rex.LocalRayletDiedError,
+        rex.ObjectLostError,  # OwnerDiedError, ObjectReconstructionFailedError...
+        rex.ObjectFetchTimedOutError,
+        rex.ObjectStoreFullError,
+        rex.OutOfMemoryError,
+        rex.GetTimeoutError,
+        rex.TaskCancelledError,
+        rex.RaySystemError,
+    )
+    return isinstance(exc, system)
+
+
+_WATCHING: list[int] = []
+
+
+def die_with_raylet(poll_s: float = 0.1) -> None:
+    """In a Ray worker: exit as soon as this process's parent (its raylet) is gone.
+
+    A driver that starts its own Ray takes the raylet with it when it dies, but the
+    workers notice late (seconds, measured), running their calls on: paid model
+    requests for a run nobody will write. Polling the parent pid is cheap and exact.
+    Once per process; a no-op outside a Ray worker.
+    """
+    if _WATCHING or not in_ray_worker():
+        return
+    parent = os.getppid()
+    _WATCHING.append(parent)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="redraft-die-with-raylet", daemon=True).start()

@@ -16,6 +16,10 @@ Invariants that make a rerun with the same ``--out`` a resume:
   task whose result never landed are dropped and nothing is counted twice.
 - A manifest whose fingerprint differs from the new config's is refused: one run
   directory never mixes two configurations.
+- A record whose ``error_type`` is the machinery's failure (`INFRASTRUCTURE_CAUSES`,
+  written by versions that did not redo such tasks) is not a finished task: a
+  resume redoes it and appends a new record, and every reader takes a task's
+  later record (`superseded`).
 
 Writes are flushed, not fsynced: a killed process loses nothing, a crashed
 machine may lose the last few tasks, which the resume then redoes (a result
@@ -38,7 +42,7 @@ from typing import IO, Any
 
 import msgspec
 
-from redraft.errors import UserError
+from redraft.errors import INFRASTRUCTURE_CAUSES, UserError
 from redraft.protocols.messages import Result, Usage
 
 MANIFEST, TRACE, RESULTS, SUMMARY = "manifest.json", "trace.msgpack", "results.jsonl", "summary.json"
@@ -74,6 +78,10 @@ class Summary(msgspec.Struct, kw_only=True):
     """Models without a price: their calls are in the token totals but cost 0 USD here."""
     stopped_by: str | None = None
     """Why dispatch stopped before every task ran (a run budget), or None."""
+    retried_tasks: int = 0
+    """Tasks the driver sent out more than once because the machinery failed under them."""
+    retries: dict[str, int] = {}
+    """Those failed attempts, counted by cause (``ActorDiedError``, ``CallTimeoutError``...)."""
 
 
 class RunStore:
@@ -132,8 +140,11 @@ class RunStore:
                         break
                     if int(record.get("trace_end", 0)) > trace_size:
                         break  # its frames never reached the disk (a machine crash): redo it and what follows
-                    self.done.add(record["task_id"])
-                    self.spent = self.spent + msgspec.convert(record["usage"], Usage)
+                    if is_infrastructure_record(record):
+                        self.done.discard(record["task_id"])  # the machinery failed, not the task: redo it
+                    else:
+                        self.done.add(record["task_id"])
+                        self.spent = self.spent + msgspec.convert(record["usage"], Usage)
                     trace_end = int(record.get("trace_end", trace_end))
                     good += len(line)
             if good < results_path.stat().st_size:
@@ -159,6 +170,13 @@ class RunStore:
         return self._wall_before
 
     def records(self) -> Iterator[dict[str, Any]]:
+        """Every task's latest record (a redone task's earlier record is skipped)."""
+        skip = superseded(self._raw_records())
+        for index, record in enumerate(self._raw_records()):
+            if index not in skip:
+                yield record
+
+    def _raw_records(self) -> Iterator[dict[str, Any]]:
         with open(self.root / RESULTS, "rb") as f:
             for line in f:
                 yield json.loads(line)
@@ -186,6 +204,25 @@ def result_record(result: Result) -> dict[str, Any]:
     return record
 
 
+def is_infrastructure_record(record: dict[str, Any]) -> bool:
+    """Whether a result record holds the machinery's failure rather than the task's result (redone on resume)."""
+    return bool(record.get("error")) and record.get("error_type") in INFRASTRUCTURE_CAUSES
+
+
+def superseded(records: Iterator[dict[str, Any]]) -> set[int]:
+    """Indices of records that a later record of the same task replaces (the earlier one failed for
+    the machinery and was redone). Only such records are remembered while streaming, so memory stays flat."""
+    pending: dict[str, int] = {}
+    replaced: set[int] = set()
+    for index, record in enumerate(records):
+        task_id = record.get("task_id", "")
+        if task_id in pending:
+            replaced.add(pending.pop(task_id))
+        if is_infrastructure_record(record):
+            pending[task_id] = index
+    return replaced
+
+
 def summarize(records: Iterator[dict[str, Any]], *, wall_s: float) -> Summary:
     """Totals over result records, streamed (memory does not grow with the run)."""
     s = Summary(wall_s=wall_s)
@@ -195,8 +232,11 @@ def summarize(records: Iterator[dict[str, Any]], *, wall_s: float) -> Summary:
     usage = Usage()
     by_role: dict[str, Usage] = {}
     unpriced: set[str] = set()
+    retries: Counter[str] = Counter()
     for r in records:
         s.tasks += 1
+        s.retried_tasks += r.get("attempts", 1) > 1
+        retries.update(r.get("retried_for", []))
         s.passed += bool(r["passed"])
         s.initial_passed += bool(r["initial_passed"])
         score += r["score"]
@@ -217,6 +257,7 @@ def summarize(records: Iterator[dict[str, Any]], *, wall_s: float) -> Summary:
         s.mean_rounds = rounds / s.tasks
     s.stop_reasons, s.errors, s.usage = dict(reasons), dict(errors), usage
     s.usage_by_role, s.unpriced_models = by_role, sorted(unpriced)
+    s.retries = dict(retries)
     return s
 
 
