@@ -147,3 +147,16 @@ def die_with_raylet(poll_s: float = 0.1) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="redraft-die-with-raylet", daemon=True).start()
+
+
+def actor_state(handle: Any) -> tuple[str, int]:
+    """An actor's state as the cluster's control store knows it (``ALIVE``, ``RESTARTING``,
+    ``PENDING_CREATION``, ``DEAD``...) and how often it was restarted.
+
+    It tells a frozen actor (``ALIVE``, not answering) from one still starting on a
+    loaded node. A private Ray API (``ray._private.state``): Ray is pinned.
+    """
+    from ray._private.state import state
+
+    table: dict[str, Any] = state.actor_table(handle._actor_id.hex()) or {}
+    return str(table.get("State", "UNKNOWN")), int(table.get("NumRestarts", 0))

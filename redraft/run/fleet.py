@@ -5,9 +5,11 @@ one arbiter per live node, then keeps them so while the run lasts:
 
 - **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``,
   answered by its event loop). One that has not answered after `Fleet.hung_after_s`
-  is frozen or deadlocked: it is killed, once. Ray restarts a role member or a
-  grader in place and re-sends the calls it held; a killed arbiter's tasks fail
-  and the driver redoes them.
+  while the cluster holds it ``ALIVE`` and it has not restarted meanwhile is frozen
+  or deadlocked: it is killed, once. (One still starting or restarting is not: on
+  a loaded node that takes seconds, and killing it would only start it again.)
+  Ray restarts a role member or a grader in place and re-sends the calls it held;
+  a killed arbiter's tasks fail and the driver redoes them.
 - **Replacement.** A member that died for good (its node is gone, so its hard
   node affinity cannot be met) is rebuilt on a live node, once per death, and
   every arbiter is told (`redraft.actors.arbiter.Arbiter.replace_member`); until
@@ -35,7 +37,7 @@ from redraft.actors.arbiter import ArbiterSettings
 from redraft.actors.factory import RoleSetup, ray_arbiter, ray_grader, ray_member, ray_roles, wait_ready
 from redraft.actors.pools import RolePool, Roles
 from redraft.errors import ClusterError, cause_of, describe
-from redraft.runtime import alive_nodes
+from redraft.runtime import actor_state, alive_nodes
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +51,15 @@ class _Ping:
     sent: float
     placing: bool = False
     """A replacement's first ping: it may take `Fleet.place_timeout_s` (a fresh actor starts its process)."""
+    restarts: int = -1
+    """The actor's restart count when first found overdue (-1: not yet looked up)."""
 
 
 class Fleet:
     """See the module docstring."""
 
     heartbeat_s = 2.0
-    hung_after_s = 10.0
+    hung_after_s = 15.0
     place_timeout_s = 60.0
 
     def __init__(
@@ -118,14 +122,26 @@ class Fleet:
                     self._died(ping, exc)
             for ref, ping in list(self._pings.items()):
                 if now - ping.sent > (self.place_timeout_s if ping.placing else self.hung_after_s):
-                    del self._pings[ref]
-                    self._hung(ping)
+                    if self._frozen(ping, now):
+                        del self._pings[ref]
+                        self._hung(ping)
         if now - self._last_beat >= self.heartbeat_s:
             self._last_beat = now
             pinged = {id(p.handle) for p in self._pings.values()}
             for kind, index, handle in self._actors():
                 if handle is not None and id(handle) not in pinged:
                     self._pings[handle.__ray_ready__.remote()] = _Ping(kind, index, handle, now)
+
+    def _frozen(self, ping: _Ping, now: float) -> bool:
+        """Whether an overdue ping means a frozen actor: ALIVE, and not restarted since the ping was first
+        found overdue. Otherwise the ping's clock starts again (the actor is starting, or just restarted)."""
+        state, restarts = actor_state(ping.handle)
+        if ping.placing:
+            return state != "ALIVE"
+        if state == "ALIVE" and restarts == ping.restarts:
+            return True
+        ping.sent, ping.restarts = now, restarts if state == "ALIVE" else -1
+        return False
 
     def _actors(self) -> list[tuple[str, int, Any]]:
         found = [(name, i, m) for name, pool in self.roles.by_name().items() for i, m in enumerate(pool.members)]
