@@ -11,6 +11,7 @@ faults cost is what the server counted beyond the reference: the paid replays.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -93,9 +94,8 @@ def test_random_kills_of_every_role_leave_results_as_if_undisturbed(
     retried = [r for r in recs.values() if r["attempts"] > 1]
     assert box["value"].summary.retried_tasks == len(retried)
     paid_replays = len(server.requests) - before - reference["requests"]
-    print(
-        f"\n{len(killer.kills)} kills ({', '.join(killer.kills)}): {len(retried)} tasks redone, {paid_replays} paid replays"
-    )
+    kills = f"{len(killer.kills)} kills ({', '.join(killer.kills)})"
+    print(f"\n{kills}: {len(retried)} tasks redone, {paid_replays} paid replays")
 
 
 def test_a_worker_node_removed_mid_run_the_run_completes_on_the_rest(
@@ -124,10 +124,8 @@ def test_a_frozen_arbiter_is_killed_and_its_tasks_redone(
         outcome = disturbed(server, out, freeze, task_timeout=30)
     finally:
         for pid in frozen:  # if the fleet did not kill it, do not leave it stopped
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
     recs = check_like_reference(out, reference)
     assert time.monotonic() - started < 120
     assert outcome.summary.retries, "the frozen arbiter's tasks were redone"

@@ -121,10 +121,10 @@ class Fleet:
                 except Exception as exc:
                     self._died(ping, exc)
             for ref, ping in list(self._pings.items()):
-                if now - ping.sent > (self.place_timeout_s if ping.placing else self.hung_after_s):
-                    if self._frozen(ping, now):
-                        del self._pings[ref]
-                        self._hung(ping)
+                overdue = now - ping.sent > (self.place_timeout_s if ping.placing else self.hung_after_s)
+                if overdue and self._frozen(ping, now):
+                    del self._pings[ref]
+                    self._hung(ping)
         if now - self._last_beat >= self.heartbeat_s:
             self._last_beat = now
             pinged = {id(p.handle) for p in self._pings.values()}
