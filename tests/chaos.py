@@ -130,7 +130,8 @@ def role_pids(cluster: Any, roles: tuple[str, ...] = ROLES) -> dict[int, str]:
 
 @dataclass
 class Killer:
-    """A thread that SIGKILLs a random redraft actor process of ``cluster`` every ``every_s`` seconds."""
+    """A thread that SIGKILLs a redraft actor process of ``cluster`` at once, then every ``every_s`` seconds:
+    the roles in turn (so every role is hit), a random process of the role each time."""
 
     cluster: Any
     every_s: float
@@ -150,15 +151,20 @@ class Killer:
         self._thread.join()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.every_s) and len(self.kills) < self.most:
-            victims = sorted(role_pids(self.cluster, self.roles).items())
+        turn = 0
+        while len(self.kills) < self.most:
+            role = self.roles[turn % len(self.roles)]
+            turn += 1
+            victims = sorted(pid for pid, r in role_pids(self.cluster, self.roles).items() if r == role)
             if victims:
-                pid, role = self.rng.choice(victims)
+                pid = self.rng.choice(victims)
                 try:
                     os.kill(pid, signal.SIGKILL)
                     self.kills.append(role)
                 except ProcessLookupError:
                     pass
+            if self._stop.wait(self.every_s):
+                return
 
 
 def in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
