@@ -19,6 +19,7 @@ importable (and fast to import) without starting anything.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -35,6 +36,18 @@ async def call(target: Any, method: str, *args: Any) -> Any:
     bound = getattr(target, method)
     remote = getattr(bound, "remote", None)
     return await (remote(*args) if remote is not None else bound(*args))
+
+
+async def answers(target: Any, within_s: float) -> bool:
+    """Whether ``target`` answers a ping within ``within_s`` (its event loop runs): always, for a plain object."""
+    ready = getattr(target, "__ray_ready__", None)
+    if ready is None or not hasattr(ready, "remote"):
+        return True
+    try:
+        await asyncio.wait_for(ready.remote(), within_s)
+    except Exception:  # frozen (no answer in time), or dead
+        return False
+    return True
 
 
 def is_actor(target: Any) -> bool:

@@ -32,6 +32,8 @@ def arithmetic_reply(body: dict[str, Any]) -> str:
     """The model: a critique for a schema request, else a worked solution, right from a task-dependent round."""
     if "response_format" in body:
         return json.dumps(CRITIQUE)
+    if "messages" not in body:  # a body cut short: its sender was killed mid-request
+        return ""
     user = body["messages"][-1]["content"]
     prompt = user.split("\n\n")[0]
     attempt = user.count("- attempt ")

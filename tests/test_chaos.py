@@ -108,28 +108,30 @@ def test_a_worker_node_removed_mid_run_the_run_completes_on_the_rest(
     check_like_reference(out, reference)
 
 
-def test_a_frozen_arbiter_is_killed_and_its_tasks_redone(
+def test_a_frozen_arbiter_and_a_frozen_drafter_are_killed_and_their_tasks_redone(
     ray_cluster: Any, server: FakeLLMServer, reference: dict[str, Any], tmp_path: Path
 ) -> None:
-    out = tmp_path / "frozen-arbiter"
+    out = tmp_path / "frozen-actors"
     frozen: list[int] = []
 
     def freeze() -> None:
-        arbiters = sorted(pid for pid, role in role_pids(ray_cluster).items() if role == "Arbiter")
-        os.kill(arbiters[0], signal.SIGSTOP)
-        frozen.append(arbiters[0])
+        pids = role_pids(ray_cluster)
+        for role in ("Arbiter", "Drafter"):
+            pid = min(p for p, r in pids.items() if r == role)
+            os.kill(pid, signal.SIGSTOP)
+            frozen.append(pid)
 
     started = time.monotonic()
     try:
-        outcome = disturbed(server, out, freeze, task_timeout=30)
+        outcome = disturbed(server, out, freeze, task_timeout=20)
     finally:
         for pid in frozen:  # if the fleet did not kill it, do not leave it stopped
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    recs = check_like_reference(out, reference)
-    assert time.monotonic() - started < 120
+    recs = check_like_reference(out, reference)  # a task cut while it waited on the frozen drafter was redone
+    assert time.monotonic() - started < 150
     assert outcome.summary.retries, "the frozen arbiter's tasks were redone"
-    assert all(cause == "ActorDiedError" for r in recs.values() for cause in r["retried_for"])
+    assert {c for r in recs.values() for c in r["retried_for"]} <= {"ActorDiedError", "CallTimeoutError"}
 
 
 def test_a_frozen_server_trips_the_watchdog_and_the_tasks_are_redone(

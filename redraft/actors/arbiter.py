@@ -5,6 +5,11 @@ One arbiter runs many task loops at once (each `run` call is one task, a
 frame of the task's trace with the `Result` last, so the driver can write a
 task's trace and result together, and a task that failed still has both.
 
+A task's timeout ends it with ``budget`` and its best so far, unless it was
+waiting on a role member that no longer answers (frozen or dead): then the
+machinery ran its time out, and the arbiter hands the task back to the driver
+to redo instead (`InfrastructureError`).
+
 On Ray the driver calls `stream` instead, a streaming generator: a checkpoint
 after each finished round (its frames and which reply answers which request),
 then the rest with the `Result`. If the arbiter or its node dies, the driver
@@ -25,10 +30,11 @@ from redraft.actors.metrics import ModelMetrics
 from redraft.actors.pools import Roles
 from redraft.actors.task_loop import TaskLoop
 from redraft.backends.pricing import PriceTable, default_prices
+from redraft.errors import InfrastructureError
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import RevisionMode, StopLimit, Task, decode_as
 from redraft.protocols.stages import Stage
-from redraft.runtime import die_with_raylet
+from redraft.runtime import answers, die_with_raylet
 from redraft.scenarios import get_scenario, stages_of
 from redraft.strategies import Strategy, get_strategy
 
@@ -105,6 +111,7 @@ class Arbiter:
             except TimeoutError:
                 if not cut.expired():
                     raise  # not ours: a TimeoutError from inside the loop
+                await _not_stalled(loop)
                 loop.stop_early(limit, f"{_LIMIT_NAMES.get(limit, limit)} after {timeout_s:g} s")
                 going = False
             frames, pairs = loop.checkpoint()
@@ -119,3 +126,21 @@ class Arbiter:
         if scenario not in self._stages:
             self._stages[scenario] = stages_of(get_scenario(scenario))
         return self._stages[scenario]
+
+
+STALL_PING_S = 2.0
+
+
+async def _not_stalled(loop: TaskLoop) -> None:
+    """Before a timeout ends a task as ``budget``: `InfrastructureError` if it was waiting on a member that no
+    longer answers (frozen, dead): the machinery, not the task, ran its time out, so the driver redoes it.
+
+    A member that answers but whose call is slow (a slow model, a slow server) is the task's time, spent.
+    """
+    members = list({id(m): m for m in loop.waiting}.values())
+    alive = await asyncio.gather(*(answers(m, STALL_PING_S) for m in members))
+    if not all(alive):
+        raise InfrastructureError(
+            f"the task's time ran out waiting on {alive.count(False)} role member(s) that stopped answering",
+            cause="CallTimeoutError",
+        )

@@ -47,25 +47,34 @@ class RolePool:
         """Put ``member`` (or None: no member) in slot ``index``, in place of one that died."""
         self.members[index] = member
 
-    async def call(self, method: str, payload: bytes, index: int) -> bytes:
+    async def call(self, method: str, payload: bytes, index: int, waiting: list[Any] | None = None) -> bytes:
         """Call ``method`` of member ``index`` (modulo the pool's size) with one frame; its reply frame.
 
-        A member that fails as a member is routed around (see the module docstring).
+        A member that fails as a member is routed around (see the module docstring). While the call
+        waits, its member is listed in ``waiting``; a call cancelled from outside (a task's timeout)
+        leaves it listed, so whoever cut it can ask whether that member still answers.
         """
+        waiting = [] if waiting is None else waiting
         n = len(self.members)
         failures: list[BaseException] = []
         for step in range(n):
             member = self.members[(index + step) % n]
             if member is None:
                 continue
+            waiting.append(member)
             try:
                 reply: bytes = await asyncio.wait_for(call(member, method, payload), self.deadline_s)
+                waiting.remove(member)
                 return reply
+            except asyncio.CancelledError:
+                raise
             except TimeoutError:
+                waiting.remove(member)
                 failures.append(
                     CallTimeoutError(f"{self.role or method} call passed its {self.deadline_s:g} s deadline")
                 )
             except Exception as exc:
+                waiting.remove(member)
                 if not member_failure(exc):
                     raise
                 failures.append(exc)

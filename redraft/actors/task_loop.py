@@ -70,6 +70,8 @@ class TaskLoop:
         """(request index, reply index) in ``frames`` for every reply received."""
         self.sent = 0
         """How many frames `checkpoint` has handed out already."""
+        self.waiting: list[Any] = []
+        """The role members this task's calls are waiting on (a timeout's cut asks whether they still answer)."""
         self.round = 0
         self.samples = arbiter.samples
         self.revision: Revision | None = None
@@ -111,14 +113,18 @@ class TaskLoop:
         ]
         pool = self.arbiter.roles.drafter
         return await self._exchange(
-            requests, Draft, lambda k, p: pool.call("draft", p, self._offset + k), role="drafter", partial_ok=True
+            requests,
+            Draft,
+            lambda k, p: pool.call("draft", p, self._offset + k, self.waiting),
+            role="drafter",
+            partial_ok=True,
         )
 
     async def verify(self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0) -> list[Verification]:
         pool = self.arbiter.roles.verifier
         requests = [VerifyRequest(task=self.task, draft=d, stage=stage, questions=questions) for d in drafts]
         return await self._exchange(
-            requests, Verification, lambda k, p: pool.call("verify", p, self._offset + k), role="verifier"
+            requests, Verification, lambda k, p: pool.call("verify", p, self._offset + k, self.waiting), role="verifier"
         )
 
     async def critique(
@@ -138,7 +144,11 @@ class TaskLoop:
             for d in drafts
         ]
         return await self._exchange(
-            requests, Critique, lambda k, p: pool.call("critique", p, self._offset + k), role=role, partial_ok=True
+            requests,
+            Critique,
+            lambda k, p: pool.call("critique", p, self._offset + k, self.waiting),
+            role=role,
+            partial_ok=True,
         )
 
     async def reflect(self, candidate: Scored) -> Reflection:
@@ -151,7 +161,7 @@ class TaskLoop:
             seed=self.seed(f"{self.round}:reflect", candidate.draft.sample),
         )
         [reflection] = await self._exchange(
-            [request], Reflection, lambda k, p: pool.call("reflect", p, self._offset + k), role="drafter"
+            [request], Reflection, lambda k, p: pool.call("reflect", p, self._offset + k, self.waiting), role="drafter"
         )
         return reflection
 
