@@ -128,7 +128,7 @@ class Arbiter:
         return self._stages[scenario]
 
 
-STALL_PING_S = 2.0
+STALL_PING_S = 5.0
 
 
 async def _not_stalled(loop: TaskLoop) -> None:
