@@ -16,6 +16,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	.venv/bin/ruff check redraft tests benchmarks
+	.venv/bin/ruff format --check redraft tests benchmarks
 	.venv/bin/mypy redraft
 
 clean:
@@ -25,3 +26,4 @@ bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_engine.py
 	.venv/bin/python benchmarks/bench_backends.py
 	.venv/bin/python benchmarks/bench_batch.py
+	.venv/bin/python benchmarks/chaos.py

@@ -1,9 +1,11 @@
 """The ``redraft`` command. Errors end here as one line on stderr, never a traceback.
 
-Exit codes: 0 done; 1 the run failed (a backend or the cluster, refused
-credentials); 2 a usage error (bad flag, unknown scenario, strategy or backend
-spec, missing model file); 3 a run budget stopped dispatch before every task ran;
-4 ``redraft compare --fail-if-worse`` found an arm worse than its baseline.
+Exit codes: 0 done; 1 the run failed (refused credentials, a backend down for
+good, a role no live node can host: a rerun with the same --out resumes); 2 a
+usage error (bad flag, unknown scenario, strategy or backend spec, missing model
+file, a cluster address where nothing answers); 3 a run budget stopped dispatch
+before every task ran; 4 ``redraft compare --fail-if-worse`` found an arm worse
+than its baseline.
 """
 
 from __future__ import annotations

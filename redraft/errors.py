@@ -9,6 +9,10 @@
 - `ProtocolError`: bytes on the wire did not decode, or a message could not be encoded (a bug or a
   corrupt frame, never the model's text).
 - `SandboxError`: the sandbox for untrusted code could not be set up on this machine.
+- `InfrastructureError`: the machinery failed, not the task (an actor, a worker or a node died, a call
+  hung, a backend stayed unreachable): the driver redoes the task elsewhere; it is never a task's result.
+- `ClusterError`: the run cannot go on on this cluster (a role that no live node can host, a backend
+  that is down for good); the CLI prints it as one line, exit 1, and a rerun resumes.
 
 Errors raised inside Ray actors are pickled back to the caller, so every class
 with extra constructor arguments defines `__reduce__`.
@@ -75,6 +79,29 @@ class PermanentBackendError(BackendError):
     """The server refused the request itself (400, 404, 422): retrying cannot help; the task fails."""
 
 
+class BackendUnavailableError(RetryableBackendError):
+    """A backend failed every attempt of one call (`redraft.backends.retrying`): the server, not the request.
+
+    ``endpoint`` is the backend's spec string (safe to print), so the driver can tell one endpoint's
+    outage from another's without reading the message.
+    """
+
+    def __init__(
+        self, message: str, *, endpoint: str, status: int | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message, status=status, retry_after_s=retry_after_s)
+        self.endpoint = endpoint
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_unavailable, (str(self), self.endpoint, self.status, self.retry_after_s))
+
+
+def _rebuild_unavailable(
+    message: str, endpoint: str, status: int | None, retry_after_s: float | None
+) -> BackendUnavailableError:
+    return BackendUnavailableError(message, endpoint=endpoint, status=status, retry_after_s=retry_after_s)
+
+
 class AuthenticationError(BackendError):
     """The credentials were refused (401, 403): every call would fail, so the whole run stops."""
 
@@ -88,6 +115,67 @@ class ProtocolError(RedraftError):
 
 class SandboxError(RedraftError):
     """The sandbox could not be set up on this machine (a deployment problem, not the candidate's)."""
+
+
+class InfrastructureError(RedraftError):
+    """The machinery failed while a task ran, not the task: the driver redoes it, and never records this.
+
+    ``cause`` is the class name of what failed (``ActorDiedError``, ``CallTimeoutError``,
+    ``BackendUnavailableError``...); ``role`` the role whose call failed, when one did; ``endpoint``
+    the backend spec that stayed unreachable, when that was the cause.
+    """
+
+    def __init__(self, message: str, *, cause: str, role: str | None = None, endpoint: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.role = role
+        self.endpoint = endpoint
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_infrastructure, (str(self), self.cause, self.role, self.endpoint))
+
+
+def _rebuild_infrastructure(message: str, cause: str, role: str | None, endpoint: str | None) -> InfrastructureError:
+    return InfrastructureError(message, cause=cause, role=role, endpoint=endpoint)
+
+
+class CallTimeoutError(RedraftError):
+    """A call to an actor did not come back before its deadline (the actor hung, or its node did)."""
+
+
+class ClusterError(RedraftError):
+    """The run cannot go on here: a role no live node can host, or a backend down for good. Exit 1; rerun to resume."""
+
+
+class PoisonTaskError(RedraftError):
+    """A task whose every attempt ended with the machinery failing under it: it is taken to be the cause."""
+
+
+INFRASTRUCTURE_CAUSES = frozenset(
+    {
+        "InfrastructureError",
+        "CallTimeoutError",
+        "BackendUnavailableError",
+        # Written by versions before the machinery's failures were retried: a resume redoes these tasks.
+        "RetryableBackendError",
+        "RayActorError",
+        "ActorDiedError",
+        "ActorUnavailableError",
+        "ActorUnschedulableError",
+        "TaskUnschedulableError",
+        "WorkerCrashedError",
+        "NodeDiedError",
+        "LocalRayletDiedError",
+        "ObjectLostError",
+        "OwnerDiedError",
+        "ObjectFetchTimedOutError",
+        "ObjectStoreFullError",
+        "OutOfMemoryError",
+        "GetTimeoutError",
+        "RaySystemError",
+    }
+)
+"""The ``error_type`` of a result that records the machinery's failure, not the task's: redone on resume."""
 
 
 def cause_of(exc: BaseException) -> BaseException:

@@ -13,6 +13,11 @@ answers normally again::
 
 Every response closes its connection (HTTP/1.0), so a client never reuses a
 socket the server already dropped: each fault is seen by exactly one request.
+
+For load and chaos tests the server can answer by a function of the request body
+(``reply_for``), fail every request alike (``fail_status``: a server down), and
+hold every request unanswered while it is frozen (``freeze``/``thaw``). Its listen
+backlog is large, so dozens of concurrent clients are not reset.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import contextlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -88,6 +94,10 @@ class SeenRequest:
     """`time.monotonic()` when the whole request had been read."""
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # the stdlib's 5 resets connections under a few dozen concurrent clients
+
+
 class FakeLLMServer:
     """A threaded HTTP server in the background; a context manager that starts and stops it."""
 
@@ -104,11 +114,17 @@ class FakeLLMServer:
         """Added to every answer, to simulate a model's latency (benchmarks)."""
         self.reject_response_format = False
         """Answer 400 to any Chat Completions request that carries ``response_format``."""
+        self.reply_for: Callable[[dict[str, Any]], str] | None = None
+        """When set, the reply text of each request, from its JSON body (instead of `reply_text`)."""
+        self.fail_status: int | None = None
+        """When set, every request is answered with this HTTP status (a server that is down)."""
+        self._thawed = threading.Event()
+        self._thawed.set()
         self.requests: list[SeenRequest] = []
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.fake = self  # type: ignore[attr-defined]
         # A short poll interval: shutdown() waits for the next poll, 0.5 s by default.
@@ -134,6 +150,17 @@ class FakeLLMServer:
         with self._lock:
             self._faults.extend(faults)
 
+    def freeze(self) -> None:
+        """Hold every request (those arriving and those not yet answered) until `thaw`."""
+        self._thawed.clear()
+
+    def thaw(self) -> None:
+        self._thawed.set()
+
+    def _hold_while_frozen(self) -> None:
+        while not self._thawed.wait(0.05) and not self._stopping.is_set():
+            pass
+
     def __enter__(self) -> FakeLLMServer:
         self._thread.start()
         return self
@@ -141,7 +168,7 @@ class FakeLLMServer:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._stopping.set()  # wakes any handler still sleeping in a slow fault
+        self._stopping.set()  # wakes any handler still sleeping in a slow fault, or held while frozen
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -165,7 +192,10 @@ class FakeLLMServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": self.reply_text},
+                    "message": {
+                        "role": "assistant",
+                        "content": self.reply_text if self.reply_for is None else self.reply_for(body),
+                    },
                     "finish_reason": "stop",
                     "logprobs": None,
                 }
@@ -249,6 +279,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, seen: SeenRequest, fault: Fault | None) -> None:
         if self.fake.latency_s:
             self.fake._sleep(self.fake.latency_s)
+        self.fake._hold_while_frozen()
+        if self.fake.fail_status is not None:
+            status = self.fake.fail_status
+            self._send(status, json.dumps(_error_body(seen.path, status, "the server is down")).encode())
+            return
         if fault is not None:
             if fault.kind == "drop":
                 self.close_connection = True

@@ -1,4 +1,4 @@
-"""A driver killed with SIGKILL in the middle of a run resumes to exactly the run it would have been.
+"""A driver killed with SIGKILL at three points of a run resumes to exactly the run it would have been.
 
 The real command runs in a subprocess that joins the session's Ray cluster, so
 its actors die with it and no Ray of its own is left behind. Its working
@@ -25,8 +25,8 @@ pytestmark = pytest.mark.ray
 
 TESTS = Path(__file__).parent
 TASKS = 60
-# Each scripted call blocks its actor for 20 ms: the run lasts seconds, so the kill lands mid-run.
-KILL_AFTER = 5
+# Each scripted call blocks its actor for 20 ms: the run lasts seconds, so each kill lands mid-run.
+KILLS_AFTER = (5, 20, 40)
 
 
 def command(address: str, out: Path) -> list[str]:
@@ -82,19 +82,21 @@ def without_wall_times(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if k not in ("wall_s", "task_wall_s")}
 
 
-def test_a_run_killed_mid_way_resumes_exactly_once_to_the_uninterrupted_result(
+def test_a_run_killed_three_times_resumes_exactly_once_to_the_uninterrupted_result(
     ray_cluster: Any, tmp_path: Path
 ) -> None:
     killed, reference = tmp_path / "killed", tmp_path / "reference"
-    proc = redraft(command(ray_cluster.address, killed))
-    while len(complete_lines(killed / "results.jsonl")) < KILL_AFTER and proc.poll() is None:
-        time.sleep(0.02)
-    assert proc.poll() is None, f"the run ended before it could be killed: {proc.communicate()[1][-2000:]}"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    landed = len(complete_lines(killed / "results.jsonl"))
-    assert KILL_AFTER <= landed < TASKS
-    assert not (killed / "summary.json").exists()  # it died without a chance to finish
+    landed = 0
+    for kill_after in KILLS_AFTER:
+        proc = redraft(command(ray_cluster.address, killed))
+        while len(complete_lines(killed / "results.jsonl")) < kill_after and proc.poll() is None:
+            time.sleep(0.02)
+        assert proc.poll() is None, f"the run ended before it could be killed: {proc.communicate()[1][-2000:]}"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert not (killed / "summary.json").exists()  # it died without a chance to finish
+        landed = len(complete_lines(killed / "results.jsonl"))
+        assert kill_after <= landed < TASKS
 
     code, stderr = finish(redraft(command(ray_cluster.address, killed)))
     assert code == 0, stderr[-2000:]

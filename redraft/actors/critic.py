@@ -15,10 +15,12 @@ from redraft.actors.prompts import critique_messages
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
 from redraft.protocols.messages import Critique, CritiqueRequest, decode_as, encode
+from redraft.runtime import die_with_raylet
 
 
 class Critic:
     def __init__(self, backend: BackendSpec, *, temperature: float, max_tokens: int, cache: bool = True) -> None:
+        die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._backend = cached(backend.create(), backend.spec, enabled=cache)
         self._schema = critique_json_schema()
         self._temperature = temperature

@@ -17,7 +17,7 @@ from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
 from redraft.errors import ModelError
 from redraft.protocols.messages import Draft, DraftRequest, Reflection, ReflectRequest, decode_as, encode
-from redraft.runtime import node_id
+from redraft.runtime import die_with_raylet, node_id
 from redraft.scenarios import get_scenario
 
 REFLECTION_MAX_TOKENS = 96
@@ -29,6 +29,7 @@ class Drafter:
     def __init__(
         self, backend: BackendSpec, scenario: str, *, temperature: float, max_tokens: int, cache: bool = True
     ) -> None:
+        die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._backend = cached(backend.create(), backend.spec, enabled=cache)
         self._system = get_scenario(scenario).system_prompt()
         self._temperature = temperature

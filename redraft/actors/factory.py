@@ -1,15 +1,22 @@
 """The one place that turns the plain role classes into Ray actors (or in-process objects).
 
 Placement: one member of each role per alive node, pinned with hard node
-affinity. (Soft affinity was tried and measured: when many actors are created at
-once it silently fell back to the head node for all of them, so the samples of a
-round did not spread. The price of hard affinity: the members on a node that dies
-are lost; their calls fail and the arbiter drops those samples.) The arbiter sends sample k of a task to member
-(offset + k) mod n, so the K samples of a round land on distinct nodes whenever
-K <= nodes. Role actors are async and I/O-bound (``num_cpus=0``); verifiers
-reserve what their scenario says (1 CPU when they execute code). A role actor
-that dies is restarted and the call in flight retried once (``max_task_retries=1``):
-a retried model call may be paid twice until the response cache lands.
+affinity. (Soft affinity was tried and measured, again on Ray 2.60: created at
+once or one by one, a third to a half of the members landed on another node than
+the one named, so the samples of a round did not spread.) The arbiter sends sample
+k of a task to member (offset + k) mod n, so the K samples of a round land on
+distinct nodes whenever K <= nodes. Role actors are async and I/O-bound
+(``num_cpus=0``); verifiers reserve what their scenario says (1 CPU when they
+execute code).
+
+Faults: a role actor that dies is restarted without limit, and a call in flight
+on it is retried up to 3 times (a call that kills its actor every time then
+fails, and the task is redone and, at worst, stopped as a poison task). A member
+pinned to a node that died cannot restart: its calls fail at once
+(``ActorUnschedulableError``), the arbiter routes them to the next member, and
+the driver builds one replacement on a live node (`ray_member`,
+`redraft.run.fleet`). Arbiters are not restarted by Ray (their constructor holds
+actor handles, which Ray cannot replay safely); the driver replaces a dead one.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from redraft.runtime import alive_nodes, on_node
 from redraft.scenarios import get_scenario
 from redraft.strategies import get_strategy
 
-_ROLE_OPTIONS: dict[str, Any] = {"max_restarts": 3, "max_task_retries": 1, "max_concurrency": 1000}
+_ROLE_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 3, "max_concurrency": 1000}
 
 
 @dataclass(frozen=True)
@@ -89,44 +96,39 @@ def local_graders(setup: RoleSetup) -> RolePool:
     return RolePool([Grader(setup.scenario)])
 
 
-def ray_graders(setup: RoleSetup, nodes: list[str] | None = None) -> RolePool:
-    """One grader actor per node. Graders are not roles of the loop; the driver calls them after it."""
+def ray_grader(setup: RoleSetup, node: str) -> Any:
     import ray
 
     actor_class: Any = ray.remote(Grader)
-    return RolePool(
-        [
-            actor_class.options(num_cpus=0, scheduling_strategy=on_node(node), **_ROLE_OPTIONS).remote(setup.scenario)
-            for node in nodes or alive_nodes()
-        ]
-    )
+    return actor_class.options(num_cpus=0, scheduling_strategy=on_node(node), **_ROLE_OPTIONS).remote(setup.scenario)
 
 
 def local_roles(setup: RoleSetup, strategy: str) -> Roles:
     """The roles as plain in-process objects (tests and the no-cluster Python API)."""
-    pools = {name: RolePool([cls(*args, **kwargs)]) for name, (cls, args, kwargs) in _members(setup, strategy).items()}
+    pools = {
+        name: RolePool([cls(*args, **kwargs)], role=name)
+        for name, (cls, args, kwargs) in _members(setup, strategy).items()
+    }
     return Roles(**pools)
 
 
 def ray_roles(setup: RoleSetup, strategy: str, nodes: list[str] | None = None) -> Roles:
     """The roles as Ray actors, one member of each per node."""
+    nodes = nodes or alive_nodes()
+    names = _members(setup, strategy)
+    return Roles(**{name: RolePool([ray_member(setup, strategy, name, n) for n in nodes], role=name) for name in names})
+
+
+def ray_member(setup: RoleSetup, strategy: str, role: str, node: str) -> Any:
+    """One member of ``role`` as a Ray actor pinned to ``node`` (at start, or to replace one that died)."""
     import ray
 
-    nodes = nodes or alive_nodes()
-    verifier_cpus = get_scenario(setup.scenario).verifier_num_cpus
-    pools: dict[str, RolePool] = {}
-    for name, (cls, args, kwargs) in _members(setup, strategy).items():
-        cpus = verifier_cpus if name == "verifier" else 0
-        actor_class: Any = ray.remote(cls)
-        pools[name] = RolePool(
-            [
-                actor_class.options(num_cpus=cpus, scheduling_strategy=on_node(node), **_ROLE_OPTIONS).remote(
-                    *args, **kwargs
-                )
-                for node in nodes
-            ]
-        )
-    return Roles(**pools)
+    cls, args, kwargs = _members(setup, strategy)[role]
+    cpus = get_scenario(setup.scenario).verifier_num_cpus if role == "verifier" else 0
+    actor_class: Any = ray.remote(cls)
+    return actor_class.options(num_cpus=cpus, scheduling_strategy=on_node(node), **_ROLE_OPTIONS).remote(
+        *args, **kwargs
+    )
 
 
 def wait_ready(roles: Roles, *more: RolePool, timeout_s: float = 300.0) -> None:
@@ -144,16 +146,6 @@ def wait_ready(roles: Roles, *more: RolePool, timeout_s: float = 300.0) -> None:
         raise BackendError(f"role actors did not start within {timeout_s:g} s (not enough resources?)") from None
     except ray.exceptions.RayActorError as exc:
         raise BackendError(f"a role actor failed to start: {describe(exc)}") from None
-
-
-def ray_arbiters(roles: Roles, settings: ArbiterSettings, nodes: list[str] | None = None) -> list[Any]:
-    """One arbiter actor per node; each runs many task loops concurrently.
-
-    Arbiters are not restarted by Ray (their constructor holds actor handles,
-    which Ray cannot replay safely); the driver replaces a dead one instead.
-    """
-    nodes = nodes or alive_nodes()
-    return [ray_arbiter(roles, settings, node) for node in nodes]
 
 
 def ray_arbiter(roles: Roles, settings: ArbiterSettings, node: str | None = None) -> Any:

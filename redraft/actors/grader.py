@@ -17,6 +17,7 @@ import asyncio
 from redraft.actors.workers import Workers
 from redraft.errors import describe
 from redraft.protocols.messages import CandidateGrade, CandidateText, Grade, GradeRequest, Task, decode_as, encode
+from redraft.runtime import die_with_raylet
 from redraft.scenarios import get_scenario
 from redraft.scenarios.base import grade_of
 
@@ -25,6 +26,7 @@ class Grader:
     """Bytes in (`GradeRequest`), bytes out (`Grade`); one scenario per grader."""
 
     def __init__(self, scenario: str, *, parallel: int | None = None) -> None:
+        die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._scenario = get_scenario(scenario)
         self._workers = Workers(parallel, name="redraft-grader")
 

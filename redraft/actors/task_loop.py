@@ -5,6 +5,15 @@ validated on decode, and is kept, in order, in ``frames``; the last frame is
 always the task's `Result`. The loop keeps what its finished rounds established
 on itself (the convergence protocol, the candidates seen, the memory), so a task
 cut short by a timeout ends from the same state as one that stopped by itself.
+
+The machinery's failures (`redraft.actors.failures`) are not the task's: they
+leave the loop as `InfrastructureError` and the driver redoes the task. A redone
+task gets the role replies of its earlier attempt's finished rounds (``replay``,
+request frame -> reply frame): the loop sends the same requests again, since
+every seed and revision is a function of the task and the replies before it, and
+takes each answer from the replay instead of paying for it twice, on any node.
+``pairs`` lists, for each reply in ``frames``, the request it answers, so the
+finished rounds can be handed back as such a replay (`checkpoint`).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from redraft.actors.failures import infrastructure_failure
 from redraft.errors import AuthenticationError, describe, error_type
 from redraft.protocols.convergence import Candidate, ConvergenceProtocol, Verdict
 from redraft.protocols.messages import (
@@ -51,9 +61,17 @@ R = TypeVar("R", bound=msgspec.Struct)
 class TaskLoop:
     """One task's state; it is the `RoundContext` the strategy sees."""
 
-    def __init__(self, arbiter: Arbiter, task: Task) -> None:
+    def __init__(self, arbiter: Arbiter, task: Task, replay: dict[bytes, bytes] | None = None) -> None:
         self.arbiter = arbiter
         self.task = task
+        self.replay = replay or {}
+        """Replies of an earlier attempt's finished rounds, by request frame."""
+        self.pairs: list[tuple[int, int]] = []
+        """(request index, reply index) in ``frames`` for every reply received."""
+        self.sent = 0
+        """How many frames `checkpoint` has handed out already."""
+        self.waiting: list[Any] = []
+        """The role members this task's calls are waiting on (a timeout's cut asks whether they still answer)."""
         self.round = 0
         self.samples = arbiter.samples
         self.revision: Revision | None = None
@@ -95,14 +113,18 @@ class TaskLoop:
         ]
         pool = self.arbiter.roles.drafter
         return await self._exchange(
-            requests, Draft, lambda k, p: pool.call("draft", p, self._offset + k), role="drafter", partial_ok=True
+            requests,
+            Draft,
+            lambda k, p: pool.call("draft", p, self._offset + k, self.waiting),
+            role="drafter",
+            partial_ok=True,
         )
 
     async def verify(self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0) -> list[Verification]:
         pool = self.arbiter.roles.verifier
         requests = [VerifyRequest(task=self.task, draft=d, stage=stage, questions=questions) for d in drafts]
         return await self._exchange(
-            requests, Verification, lambda k, p: pool.call("verify", p, self._offset + k), role="verifier"
+            requests, Verification, lambda k, p: pool.call("verify", p, self._offset + k, self.waiting), role="verifier"
         )
 
     async def critique(
@@ -122,7 +144,11 @@ class TaskLoop:
             for d in drafts
         ]
         return await self._exchange(
-            requests, Critique, lambda k, p: pool.call("critique", p, self._offset + k), role=role, partial_ok=True
+            requests,
+            Critique,
+            lambda k, p: pool.call("critique", p, self._offset + k, self.waiting),
+            role=role,
+            partial_ok=True,
         )
 
     async def reflect(self, candidate: Scored) -> Reflection:
@@ -135,7 +161,7 @@ class TaskLoop:
             seed=self.seed(f"{self.round}:reflect", candidate.draft.sample),
         )
         [reflection] = await self._exchange(
-            [request], Reflection, lambda k, p: pool.call("reflect", p, self._offset + k), role="drafter"
+            [request], Reflection, lambda k, p: pool.call("reflect", p, self._offset + k, self.waiting), role="drafter"
         )
         return reflection
 
@@ -168,69 +194,99 @@ class TaskLoop:
         lost sample or critique weakens a round, it does not end the task).
         """
         payloads = [encode(r) for r in requests]
+        first = len(self.frames)
         self.frames.extend(payloads)
-        replies = await asyncio.gather(*(send(k, p) for k, p in enumerate(payloads)), return_exceptions=True)
+
+        async def answer(k: int, payload: bytes) -> bytes:
+            replayed = self.replay.get(payload)
+            return replayed if replayed is not None else await send(k, payload)
+
+        replies = await asyncio.gather(*(answer(k, p) for k, p in enumerate(payloads)), return_exceptions=True)
         failures = [r for r in replies if isinstance(r, BaseException)]
-        fatal = [f for f in failures if isinstance(f, AuthenticationError)]
+        fatal: list[BaseException] = [f for f in failures if isinstance(f, AuthenticationError)]
+        # The machinery's failure is never a lost sample: the task is redone whole, so it ends as it would have.
+        fatal += [i for i in (infrastructure_failure(f, role=role) for f in failures) if i is not None]
         if fatal or (failures and (not partial_ok or len(failures) == len(replies))):
             raise (fatal or failures)[0]
         decoded: list[R] = []
-        for reply in replies:
+        for k, reply in enumerate(replies):
             if isinstance(reply, BaseException):
                 continue
+            self.pairs.append((first + k, len(self.frames)))
             self.frames.append(reply)
             message = decode_as(reply, kind)  # type: ignore[type-var]
             if isinstance(message, Draft | Critique | Verification | Reflection) and message.usage.calls:
-                self._account(role, message.model, message.usage)
+                self._account(role, message.model, message.usage, replayed=payloads[k] in self.replay)
             decoded.append(message)
         return decoded
 
-    def _account(self, role: str, model: str, usage: Usage) -> None:
-        """Price one model call and add it to the task's totals, overall and by role."""
+    def _account(self, role: str, model: str, usage: Usage, *, replayed: bool = False) -> None:
+        """Price one model call and add it to the task's totals, overall and by role (and to the metrics,
+        unless an earlier attempt's reply was replayed: that call was counted when it was made)."""
         cost = self.arbiter.settings.prices.cost(model, usage)
         if cost is None:
             self.unpriced.add(model)
         priced = msgspec.structs.replace(usage, cost_usd=cost or 0.0)
         self.spent = self.spent + priced
         self.by_role[role] = self.by_role.get(role, Usage()) + priced
+        if not replayed:
+            self.arbiter.metrics.call(role, model, priced)
 
     # ------------------------------------------------------------ the loop
 
     async def run(self) -> None:
+        while await self.step():
+            pass
+
+    async def step(self) -> bool:
+        """Play the next round; False once the task has its `Result` (the last frame).
+
+        `InfrastructureError` (and refused credentials) leave the loop: they are not this task's failure.
+        """
         arbiter, protocol = self.arbiter, self.protocol
-        verdict: Verdict | None = None
-        for round_ in range(arbiter.convergence.max_rounds):
-            self.round = round_
-            self.final_round = round_ + 1 >= arbiter.convergence.max_rounds
-            try:
-                outcome: RoundOutcome = await arbiter.strategy.run_round(self)
-                leader = rank(outcome.scored)[0]
-            except AuthenticationError:
-                raise  # every task would fail the same way: the driver stops the run
-            except Exception as exc:  # a backend or actor failure ends this task only
-                self.error_type = error_type(exc)
-                verdict = protocol.fail(describe(exc))
-                self._decide(verdict, leader=None)
-                break
-            self.seen.update({(round_, s.draft.sample): s for s in outcome.scored})
-            self.initial = self.initial or leader
-            verdict = protocol.observe(
-                Candidate(
-                    round=round_, sample=leader.draft.sample, text=leader.draft.text, score=leader.verification.score
-                ),
-                spent=self.spent,
-                elapsed_s=arbiter.clock() - self.started,
-                refused=bool(leader.draft.edit_errors) and not leader.draft.edits_applied,
-            )
-            self._decide(verdict, leader=leader)
-            self.memory.append(attempt_of(leader, outcome.reflection))
-            if verdict.action == "stop":
-                break
-            assert verdict.best is not None
-            best = self.seen[(verdict.best.round, verdict.best.sample)]
-            self.revision = revision_of(best, self.memory[-arbiter.settings.memory :], outcome.scored)
-        assert verdict is not None
-        self._finish(verdict)
+        round_ = self.round = len(self.memory)
+        self.final_round = round_ + 1 >= arbiter.convergence.max_rounds
+        try:
+            outcome: RoundOutcome = await arbiter.strategy.run_round(self)
+            leader = rank(outcome.scored)[0]
+        except AuthenticationError:
+            raise  # every task would fail the same way: the driver stops the run
+        except Exception as exc:
+            failure = infrastructure_failure(exc)
+            if failure is not None:
+                raise failure from None  # the machinery's fault: the driver redoes the task
+            self.error_type = error_type(exc)  # a backend or check failure ends this task only
+            verdict = protocol.fail(describe(exc))
+            self._decide(verdict, leader=None)
+            self._finish(verdict)
+            return False
+        self.seen.update({(round_, s.draft.sample): s for s in outcome.scored})
+        self.initial = self.initial or leader
+        verdict = protocol.observe(
+            Candidate(
+                round=round_, sample=leader.draft.sample, text=leader.draft.text, score=leader.verification.score
+            ),
+            spent=self.spent,
+            elapsed_s=arbiter.clock() - self.started,
+            refused=bool(leader.draft.edit_errors) and not leader.draft.edits_applied,
+        )
+        self._decide(verdict, leader=leader)
+        self.memory.append(attempt_of(leader, outcome.reflection))
+        if verdict.action == "stop" or self.final_round:
+            self._finish(verdict)
+            return False
+        assert verdict.best is not None
+        best = self.seen[(verdict.best.round, verdict.best.sample)]
+        self.revision = revision_of(best, self.memory[-arbiter.settings.memory :], outcome.scored)
+        return True
+
+    def checkpoint(self) -> tuple[list[bytes], list[tuple[int, int]]]:
+        """The frames added since the last checkpoint, and the (request, reply) index pairs among them.
+
+        Indices count from the task's first frame, so the driver can join checkpoints end to end.
+        """
+        start, self.sent = self.sent, len(self.frames)
+        return self.frames[start:], [(q, a) for q, a in self.pairs if a >= start]
 
     def stop_early(self, limit: StopLimit, detail: str) -> None:
         """End the task now, mid-round (a timeout): stop with ``budget``, keeping the best of its finished rounds."""

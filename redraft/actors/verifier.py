@@ -44,6 +44,7 @@ from redraft.protocols.messages import (
     decode_as,
     encode,
 )
+from redraft.runtime import die_with_raylet
 from redraft.sandbox import sweep_stale_workdirs
 from redraft.scenarios import check_stage, get_scenario, score_of
 from redraft.scenarios.base import grade_of
@@ -64,6 +65,7 @@ class Verifier:
         cache: bool = True,
         oracle: bool = False,
     ) -> None:
+        die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._scenario = get_scenario(scenario)
         _sweep_sandbox_workdirs_once()
         self._oracle = oracle

@@ -13,6 +13,12 @@ Three layers could retry a call; exactly one does for each kind of fault:
   422) and `AuthenticationError` (401, 403) propagate at once: sending the same
   request again cannot change the answer.
 
+When the attempts run out, the call fails with `BackendUnavailableError`, naming
+the endpoint: the server failed for the whole retry window, which is the
+machinery's failure, not the task's. The arbiter hands it to the driver, which
+redoes the task later and, when several tasks find the same endpoint down with
+no success between them, stops the run (`redraft.run.attempts.Breaker`).
+
 Backoff is exponential with full jitter (a uniform wait in ``[0, backoff]``, so
 actors that failed together do not retry together). A server's ``Retry-After``
 is a floor on the wait, honoured up to `RetryPolicy.max_retry_after_s`. Sleep
@@ -35,7 +41,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from redraft.errors import AuthenticationError, BackendError, PermanentBackendError, RetryableBackendError
+from redraft.errors import (
+    AuthenticationError,
+    BackendError,
+    BackendUnavailableError,
+    PermanentBackendError,
+    RetryableBackendError,
+)
 
 T = TypeVar("T")
 
@@ -97,8 +109,9 @@ async def with_retries(
     """Await ``call()``, calling it again after each `RetryableBackendError`, up to ``policy.max_attempts``.
 
     Any other exception propagates at once. When the attempts run out, the last
-    error is raised again with the number of attempts added to its message.
-    ``what`` names the call in log lines (a backend spec, never a secret).
+    error is raised again as `BackendUnavailableError` with the number of attempts
+    added to its message. ``what`` names the call in log lines and is the error's
+    ``endpoint`` (a backend spec, never a secret).
     """
     rng = rng or _default_rng
     attempt = 1
@@ -107,8 +120,9 @@ async def with_retries(
             return await call()
         except RetryableBackendError as exc:
             if attempt >= policy.max_attempts:
-                raise RetryableBackendError(
+                raise BackendUnavailableError(
                     f"{exc} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})",
+                    endpoint=what,
                     status=exc.status,
                     retry_after_s=exc.retry_after_s,
                 ) from None

@@ -43,6 +43,8 @@ candidates' identity (``best_round``, ``best_sample``, ``initial_sample``); and
 ``Decision.round_best_sample``; typed values for what earlier frames said only in words: ``Decision.limit``,
 ``Result.stop_limit``, ``Result.error_type``; and ``CritiqueRequest.seed``,
 ``ReflectRequest.seed``, so the arbiter derives every seed by one rule.
+Within version 3, ``Result.attempts`` and ``Result.retried_for`` were added (rule 1):
+how often the driver redid a task because the machinery failed under it.
 """
 
 from __future__ import annotations
@@ -314,6 +316,10 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
     initial_grade: float | None = None
     """The held-out grade of round 0's leader; None when the task has no grade."""
     initial_graded_pass: bool | None = None
+    attempts: int = 1
+    """How many times the driver sent the task out: more than 1 when the machinery failed under it."""
+    retried_for: list[str] = []
+    """The cause of each earlier attempt's failure (``ActorDiedError``, ``CallTimeoutError``...): never the task's."""
 
 
 class GradeRequest(_Frame, tag="grade_request", frozen=True, kw_only=True):

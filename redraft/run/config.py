@@ -76,6 +76,13 @@ class Budgets(msgspec.Struct, frozen=True, kw_only=True):
     task_timeout: Annotated[
         PositiveSeconds | None, _help("Stop a task after this many seconds, keeping its best so far.")
     ] = None
+    task_watchdog: Annotated[
+        PositiveSeconds | None,
+        _help(
+            "Redo a task (as hung) that has not come back after this many seconds "
+            "(default: --task-timeout + 30, else 3600)."
+        ),
+    ] = None
     budget_usd: Annotated[Money | None, _help("Run budget: dispatch no task once spent.")] = None
     budget_tokens: Annotated[Tokens | None, _help("Run budget in tokens.")] = None
     budget_calls: Annotated[Count | None, _help("Run budget in model calls.")] = None

@@ -5,11 +5,23 @@ without its gold, unless the run uses oracle feedback), then, when it has gold t
 be graded against, its held-out grade on a grader (`redraft.run.grading`). Only
 then is it written, trace and result together.
 
-Every dispatched task is recorded exactly once. A task that fails ends alone
-with stop reason ``error`` and its cause (typed, in ``error_type``); so does a
-task whose arbiter call fails outright, and the run goes on with a new arbiter.
-Refused credentials are the one failure that stops the run, since every task
-would fail alike.
+Every dispatched task is recorded exactly once, and ``error`` only ever means
+the task's own failure (its check raised, the model answered nothing, the server
+refused this request): such a task ends alone with stop reason ``error`` and its
+cause typed in ``error_type``, and the run goes on. When the machinery fails
+under a task instead (its arbiter, a role actor or a node died, a call hung, a
+backend stayed unreachable), the task is not written but redone
+(`redraft.run.attempts`): with the replies of its finished rounds, on a live
+arbiter, within a bounded number of attempts. The loop streams a checkpoint per
+finished round (`redraft.actors.arbiter.Arbiter.stream`) to keep those replies.
+
+Every wait is bounded. Each task out has a watchdog deadline (its timeout plus
+`WATCHDOG_GRACE_S`, or the run's ``task_watchdog``, or `DEFAULT_WATCHDOG_S`):
+past it, the task's call is cancelled and the task redone as hung. The fleet's
+heartbeat (`redraft.run.fleet`), checked on every turn of the loop, kills frozen
+actors and replaces dead ones. Refused credentials, an endpoint down for good
+(`redraft.run.attempts.Breaker`) and a role no node can host stop the run: the
+tasks in flight are cancelled and not written, so a rerun resumes them.
 
 Run budgets (tokens, calls, USD, seconds) are checked before each dispatch
 against everything the run directory records, earlier invocations included;
@@ -21,14 +33,21 @@ best of its finished rounds and says so (``stop_limit == "run_deadline"``).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from redraft.actors.pools import RolePool
-from redraft.errors import AuthenticationError, describe, error_type
+import msgspec
+
+from redraft.actors.failures import infrastructure_failure, member_failure
+from redraft.actors.metrics import RunMetrics
+from redraft.errors import AuthenticationError, InfrastructureError, cause_of, describe, error_type
 from redraft.protocols.messages import Grade, Result, StopLimit, Task, Usage, decode_as, encode
+from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, poison_result
+from redraft.run.fleet import Fleet
 from redraft.run.grading import grade_request, graded_frames
 from redraft.rundir import RunStore
 from redraft.scenarios import Scenario
@@ -36,6 +55,14 @@ from redraft.scenarios import Scenario
 ProgressHook = Callable[[Result], None]
 BudgetCheck = Callable[[Usage, float], str | None]
 """Why the run's budget is spent by this usage after this many seconds, or None."""
+
+WATCHDOG_GRACE_S = 30.0
+"""A task with a timeout comes back by then, or its arbiter is stuck."""
+DEFAULT_WATCHDOG_S = 3600.0
+"""The watchdog of a run with no task timeout."""
+GRADE_TRIES = 3
+TICK_S = 0.5
+"""The longest the loop waits before it looks at the heartbeat, the watchdogs and the retry queue."""
 
 
 @dataclass(frozen=True)
@@ -64,12 +91,19 @@ class RunClock:
 
 @dataclass
 class Pending:
-    """A task out: in its loop (``frames`` None), or being graded (the loop's frames kept for the write)."""
+    """A task out: in its loop (streaming checkpoints into ``frames``), or being graded (``grading``)."""
 
     task: Task
     """The whole task, gold included (the driver's copy)."""
     slot: int
-    frames: list[bytes] | None = None
+    """The arbiter slot it went to; -1 for a quarantine arbiter of its own."""
+    arbiter: Any
+    deadline: float
+    attempts: TaskAttempts
+    frames: list[bytes] = field(default_factory=list)
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    grading: bool = False
+    grade_tries: int = 0
 
 
 class Dispatcher:
@@ -77,111 +111,236 @@ class Dispatcher:
 
     def __init__(
         self,
-        arbiters: list[Any],
-        new_arbiter: Callable[[], Any],
+        fleet: Fleet,
         store: RunStore,
         *,
         scenario: Scenario,
-        graders: RolePool,
         max_in_flight: int,
         clock: RunClock,
         oracle: bool = False,
         task_timeout: float | None = None,
+        task_watchdog: float | None = None,
         budget_spent: BudgetCheck = lambda _spent, _elapsed: None,
         on_result: ProgressHook | None = None,
+        policy: AttemptPolicy | None = None,
+        breaker: Breaker | None = None,
+        metrics: RunMetrics | None = None,
     ) -> None:
-        self.arbiters = arbiters
-        self.new_arbiter = new_arbiter
+        self.fleet = fleet
         self.store = store
         self.scenario = scenario
-        self.graders = graders
         self.oracle = oracle
         self.max_in_flight = max_in_flight
         self.clock = clock
         self.task_timeout = task_timeout
+        self.task_watchdog = task_watchdog
         self.budget_spent = budget_spent
         self.on_result = on_result
+        self.policy = policy or AttemptPolicy()
+        self.breaker = breaker or Breaker({})
+        self.metrics = metrics or RunMetrics()
         self.in_flight: dict[Any, Pending] = {}
-        """Each task out, by the reference of its arbiter's (or grader's) call."""
+        """Each task out, by its arbiter's stream (or its grader call's reference)."""
+        self.retries: list[tuple[float, int, Task, TaskAttempts]] = []
+        """Tasks to redo: a heap by the time they may go again."""
+        self._seq = itertools.count()
         self.cut = 0
         """Tasks the run's deadline stopped while in flight."""
+        self.retried = 0
+        """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
 
     def run(self, tasks: Iterator[Task]) -> str | None:
         """Dispatch ``tasks`` until they run out or a run budget is spent; why it stopped early, or None."""
-        stopped_by: str | None = None
-        for i, task in enumerate(tasks):
-            while len(self.in_flight) >= self.max_in_flight:
-                self._land_ready()
-            stopped_by = self.budget_spent(self.store.spent, self.clock.elapsed())
-            if stopped_by:
-                break
-            self._send(task, i % len(self.arbiters))
-        while self.in_flight:
-            self._land_ready()
+        source, exhausted, stopped_by = iter(tasks), False, None
+        try:
+            while True:
+                while len(self.in_flight) < self.max_in_flight:
+                    if self._send_due_retry():
+                        continue
+                    if exhausted or stopped_by:
+                        break
+                    stopped_by = self.budget_spent(self.store.spent, self.clock.elapsed())
+                    task = None if stopped_by else next(source, None)
+                    if task is None:
+                        exhausted = True
+                        break
+                    self._send(task, TaskAttempts())
+                if not self.in_flight and not self.retries:
+                    break
+                self._turn()
+        except BaseException:
+            self._cancel_all()  # not written: a rerun with the same --out redoes them
+            raise
         if self.cut:  # the time budget ran out with tasks in flight: they stopped early, and the run says why
             stopped_by = stopped_by or self.budget_spent(self.store.spent, self.clock.elapsed()) or "run budget: time"
             stopped_by += f"; {self.cut} task(s) in flight stopped at the deadline"
         return stopped_by
 
-    def _send(self, task: Task, slot: int) -> None:
+    # ------------------------------------------------------------ sending
+
+    def _send_due_retry(self) -> bool:
+        if not self.retries or self.retries[0][0] > self.clock.now():
+            return False
+        _, _, task, attempts = heapq.heappop(self.retries)
+        self._send(task, attempts)
+        return True
+
+    def _send(self, task: Task, attempts: TaskAttempts) -> None:
         timeout, limit = self.clock.task_limit(self.task_timeout)
         seen = task if self.oracle else task.without_gold()  # the loop never sees the gold
-        self.in_flight[self.arbiters[slot].run.remote(encode(seen), timeout, limit)] = Pending(task, slot)
+        if attempts.arbiter_deaths >= self.policy.quarantine_after:
+            slot, arbiter = -1, self.fleet.quarantine()
+        else:
+            slot = next(self._seq) % len(self.fleet.arbiters)
+            arbiter = self.fleet.arbiters[slot]
+        replay = list(attempts.replay.items()) or None
+        stream = arbiter.stream.options(num_returns="streaming").remote(encode(seen), timeout, limit, replay)
+        self.in_flight[stream] = Pending(task, slot, arbiter, self._deadline(timeout), attempts)
+        self.metrics.in_flight(len(self.in_flight))
 
-    def _land_ready(self) -> None:
-        """Wait for one task to finish, then land it and every other that has finished too."""
+    def _deadline(self, timeout: float | None) -> float:
+        if self.task_watchdog is not None:
+            return self.clock.now() + self.task_watchdog
+        return self.clock.now() + (DEFAULT_WATCHDOG_S if timeout is None else timeout + WATCHDOG_GRACE_S)
+
+    # ------------------------------------------------------------ landing
+
+    def _turn(self) -> None:
+        """Wait (at most `TICK_S`) for something to land; land it all; then the heartbeat and the watchdogs."""
         import ray
 
-        ready, rest = ray.wait(list(self.in_flight), num_returns=1)
-        if rest:  # one wait per finished task would cost a round trip each
-            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-            ready += more
-        for ref in ready:
-            self._land(ref)
+        if self.in_flight:
+            keys = list(self.in_flight)
+            ready, rest = ray.wait(keys, num_returns=1, timeout=TICK_S, fetch_local=False)
+            if ready and rest:  # one wait per landed item would cost a round trip each
+                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0, fetch_local=False)
+                ready += more
+            for key in ready:
+                self._land(key)
+        else:  # only retries waiting for their backoff
+            time.sleep(max(0.0, min(TICK_S, self.retries[0][0] - self.clock.now())))
+        self.fleet.check()
+        self._watchdog()
 
-    def _land(self, ref: Any) -> None:
+    def _land(self, key: Any) -> None:
         import ray
 
-        pending = self.in_flight.pop(ref)
-        if pending.frames is not None:
-            self._write(*self._graded(pending.frames, ref))
+        pending = self.in_flight.pop(key)
+        self.metrics.in_flight(len(self.in_flight))
+        if pending.grading:
+            self._land_grade(key, pending)
             return
-        task = pending.task
         try:
-            frames: list[bytes] = ray.get(ref)
-            result = decode_as(frames[-1], Result)
+            frames, pairs, last = ray.get(next(key))
+        except StopIteration:
+            self._failed(pending, InfrastructureError("the arbiter's stream ended early", cause="StreamEndedError"))
+            return
         except AuthenticationError as exc:
             # Credentials refused: every task would fail alike. Stop now; finished
             # tasks are kept and a rerun with the same --out resumes after the fix.
             raise AuthenticationError(describe(exc)) from None
-        except Exception as exc:  # the arbiter itself failed: account for the task anyway
-            if isinstance(exc, ray.exceptions.RayActorError):
-                self.arbiters[pending.slot] = self.new_arbiter()
-            result = failed_result(task, exc)
-            frames = [encode(task.without_gold()), encode(result)]
-        request = grade_request(self.scenario, task, frames)
+        except Exception as exc:
+            failure = infrastructure_failure(exc)
+            if failure is None:  # the arbiter's own code failed on this task: its error, recorded
+                self._done(pending, [encode(pending.task.without_gold()), encode(failed_result(pending.task, exc))])
+                return
+            died = not isinstance(cause_of(exc), InfrastructureError)  # not raised by a live arbiter: it died
+            self._failed(pending, failure, arbiter_died=died)
+            return
+        pending.frames += frames
+        pending.pairs += pairs
+        if not last:
+            self.in_flight[key] = pending  # a finished round: wait for the next
+            return
+        self._done(pending, pending.frames)
+
+    def _failed(self, pending: Pending, failure: InfrastructureError, *, arbiter_died: bool = False) -> None:
+        """The machinery failed under ``pending``: redo the task (or stop it as poison), never write the failure."""
+        if arbiter_died:
+            self.fleet.arbiter_lost(pending.slot, pending.arbiter)
+        self.fleet.release(pending.arbiter)
+        self.breaker.failed(pending.task.task_id, failure)
+        attempts = pending.attempts
+        attempts.failed(failure, arbiter_died=arbiter_died, frames=pending.frames, pairs=pending.pairs)
+        self.retried += 1
+        self.metrics.retried(failure.cause)
+        if attempts.number > self.policy.max_attempts:
+            poison = poison_result(pending.task, attempts)
+            self._write([encode(pending.task.without_gold()), encode(poison)], poison)
+            return
+        ready_at = self.clock.now() + self.policy.backoff_s(len(attempts.causes), failure)
+        heapq.heappush(self.retries, (ready_at, next(self._seq), pending.task, attempts))
+
+    def _done(self, pending: Pending, frames: list[bytes]) -> None:
+        """The loop finished: stamp its attempts on the result, then grade it or write it."""
+        self.fleet.release(pending.arbiter)
+        attempts = pending.attempts
+        result = decode_as(frames[-1], Result)
+        if attempts.causes:
+            result = msgspec.structs.replace(result, attempts=attempts.number, retried_for=attempts.causes)
+            frames = [*frames[:-1], encode(result)]
+        self.breaker.answered(result.usage_by_role)
+        request = grade_request(self.scenario, pending.task, frames)
         if request is None:
             self._write(frames, result)
             return
-        member = self.graders.members[pending.slot % len(self.graders.members)]
-        self.in_flight[member.grade.remote(encode(request))] = Pending(task, pending.slot, frames)
+        pending.frames, pending.grading = frames, True
+        self._send_grade(pending)
 
-    def _graded(self, frames: list[bytes], ref: Any) -> tuple[list[bytes], Result]:
-        """The loop's frames with the grader's reply; a failed grader call leaves the grades missing."""
+    def _send_grade(self, pending: Pending) -> None:
+        request = grade_request(self.scenario, pending.task, pending.frames)
+        assert request is not None
+        members = [m for m in self.fleet.graders.members if m is not None]
+        member = members[(pending.slot + pending.grade_tries) % len(members)]
+        pending.grade_tries += 1
+        pending.deadline = self.clock.now() + DEFAULT_WATCHDOG_S / 6
+        self.in_flight[member.grade.remote(encode(request))] = pending
+
+    def _land_grade(self, ref: Any, pending: Pending) -> None:
+        """The grader's reply; a grader that died or hung is asked again elsewhere, else the grades are missing."""
         import ray
 
         try:
             reply: bytes = ray.get(ref)
         except Exception as exc:
-            task_id = decode_as(frames[-1], Result).task_id
-            reply = encode(Grade(task_id=task_id, error=describe(exc)))
-        return graded_frames(frames, reply)
+            if member_failure(exc) and pending.grade_tries < GRADE_TRIES:
+                self._send_grade(pending)
+                return
+            reply = encode(Grade(task_id=pending.task.task_id, error=describe(exc)))
+        self._write(*graded_frames(pending.frames, reply))
+
+    def _watchdog(self) -> None:
+        """Cancel what passed its deadline and redo it as hung (a frozen arbiter, the heartbeat kills)."""
+        import ray
+
+        now = self.clock.now()
+        for key, pending in [(k, p) for k, p in self.in_flight.items() if p.deadline <= now]:
+            del self.in_flight[key]
+            ray.cancel(key)
+            if pending.grading:
+                if pending.grade_tries < GRADE_TRIES:
+                    self._send_grade(pending)
+                else:
+                    self._write(
+                        *graded_frames(pending.frames, encode(Grade(task_id=pending.task.task_id, error="hung")))
+                    )
+                continue
+            hung = InfrastructureError("the task passed its watchdog deadline (hung)", cause="CallTimeoutError")
+            self._failed(pending, hung)
 
     def _write(self, frames: list[bytes], result: Result) -> None:
         self.cut += result.stop_limit == "run_deadline"
         self.store.append(frames, result)
+        self.metrics.done(result)
         if self.on_result is not None:
             self.on_result(result)
+
+    def _cancel_all(self) -> None:
+        import ray
+
+        for key in list(self.in_flight):
+            ray.cancel(key)
+        self.in_flight.clear()
 
 
 def failed_result(task: Task, exc: BaseException) -> Result:

@@ -6,6 +6,12 @@ finished task's frames and result are appended to the run directory as it lands
 (the driver is its single writer). It keeps nothing per task beyond the ones in
 flight, so its memory stays flat however long the run
 (``benchmarks/bench_batch.py`` measures it).
+
+The run's actors are a `redraft.run.fleet.Fleet`, kept whole while the run lasts
+and killed when it ends, however it ends, so no call of the run goes on after it.
+A driver killed outright takes them with it: on a cluster Ray ends a dead job's
+actors at once; a local Ray started here dies with this process, and its workers
+stop as their raylet goes (`redraft.runtime.die_with_raylet`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import importlib.metadata
 import logging
 import os
 import platform
+import socket
 import tempfile
 import time
 import uuid
@@ -25,12 +32,15 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors.factory import RoleSetup, ray_arbiter, ray_arbiters, ray_graders, ray_roles, wait_ready
+from redraft.actors.factory import RoleSetup, verifier_backend
+from redraft.actors.metrics import RunMetrics
 from redraft.actors.prompts import prompt_versions
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
+from redraft.run.attempts import Breaker
 from redraft.run.config import RunConfig
 from redraft.run.dispatcher import Dispatcher, ProgressHook, RunClock
+from redraft.run.fleet import Fleet
 from redraft.run.roles import BackendOverrides, arbiter_settings, role_setup
 from redraft.rundir import RunStore, Summary, fingerprint
 from redraft.scenarios import get_scenario
@@ -145,31 +155,39 @@ def run(
     started = time.monotonic()
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address)
-    roles = ray_roles(setup, config.experiment.strategy)
-    graders = ray_graders(setup)
-    wait_ready(roles, graders)
-    settings = arbiter_settings(config)
-    arbiters = ray_arbiters(roles, settings)
+    settings = msgspec.structs.replace(arbiter_settings(config), run=out.name)
+    fleet = Fleet(setup, config.experiment.strategy, settings)
     budgets = config.budgets
     dispatcher = Dispatcher(
-        arbiters,
-        lambda: ray_arbiter(roles, settings),
+        fleet,
         store,
         scenario=get_scenario(config.experiment.scenario),
-        graders=graders,
         oracle=config.experiment.oracle_feedback,
-        max_in_flight=config.runtime.max_tasks_in_flight or _default_in_flight(setup, len(arbiters)),
+        max_in_flight=config.runtime.max_tasks_in_flight or _default_in_flight(setup, len(fleet.arbiters)),
         clock=RunClock(started=started, before_s=store.wall_before, budget_s=budgets.budget_seconds),
         task_timeout=budgets.task_timeout,
+        task_watchdog=budgets.task_watchdog,
         budget_spent=budgets.spent_by,
         on_result=on_result,
+        breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
+        metrics=RunMetrics(out.name),
     )
     stopped_by: str | None = None
     try:
         stopped_by = dispatcher.run(pending)
     finally:  # a stopped run still leaves a consistent directory and a summary of what finished
+        fleet.shutdown()
         summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
+
+
+def endpoints_by_role(setup: RoleSetup, strategy: str) -> dict[str, str]:
+    """The backend spec each role's calls go to (what `Breaker` names when one is down)."""
+    endpoints = {"drafter": setup.drafter.spec, "critic": setup.critic.spec, "self_critic": setup.drafter.spec}
+    verifier = verifier_backend(setup, strategy)
+    if verifier is not None:
+        endpoints["verifier"] = verifier.spec
+    return endpoints
 
 
 def _default_in_flight(setup: RoleSetup, nodes: int) -> int:
@@ -179,19 +197,44 @@ def _default_in_flight(setup: RoleSetup, nodes: int) -> int:
     return 4 * nodes if any(s.spec.startswith("local") for s in specs) else 64
 
 
-def ensure_ray(address: str | None) -> None:
+def ensure_ray(address: str | None, *, probe_s: float = 5.0) -> None:
     """Join ``address``, or start a fresh local Ray when it is None.
 
     ``ray.init()`` with no address would join whatever Ray it finds on the
     machine (``RAY_ADDRESS``, or a cluster recorded under /tmp/ray, even a dead
-    one): a run without ``--address`` must not depend on such leftovers.
+    one): a run without ``--address`` must not depend on such leftovers. A
+    ``HOST:PORT`` where nothing listens is a usage error within ``probe_s``
+    seconds (``ray.init`` itself would retry for minutes, silently).
     """
     import ray
 
     if ray.is_initialized():
         return
+    if address and ":" in address and "://" not in address:
+        _probe(address, probe_s)
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
     try:
         ray.init(address=address or "local", **kwargs)
     except ConnectionError as exc:
         raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None
+
+
+def _probe(address: str, within_s: float) -> None:
+    """`UserError` naming ``address`` unless a TCP connection to it opens within ``within_s`` seconds."""
+    host, _, port_text = address.rpartition(":")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise UserError(f"--address {address!r} is not HOST:PORT (or auto)") from None
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), port), timeout=max(0.1, deadline - time.monotonic())):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise UserError(
+                    f"cannot join the Ray cluster at {address}: nothing answers there ({exc.strerror or exc}); "
+                    "start it with `ray start --head`, or leave out --address to run on a local Ray"
+                ) from None
+            time.sleep(0.25)

@@ -18,7 +18,7 @@ import msgspec
 from redraft.errors import UserError
 from redraft.rundir.frames import Frame, unpack_frames
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object
-from redraft.rundir.results import TaskEntry, read_results
+from redraft.rundir.results import TaskEntry, latest_results
 from redraft.rundir.summary import Summary
 
 
@@ -48,8 +48,8 @@ class RunReader:
             return None
 
     def entries(self) -> Iterator[TaskEntry]:
-        """Every record of the run, in trace order, with its frame range."""
-        return read_results(self.root)
+        """Every task's latest record, in trace order, with its frame range (see `latest_results`)."""
+        return latest_results(self.root)
 
     def find(self, task_id: str) -> TaskEntry:
         """The entry of ``task_id``; `UserError` naming a few known ids if there is none."""

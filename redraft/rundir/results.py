@@ -15,6 +15,11 @@ the run's records are the lines before the first line that
 That line and every line after it are not part of the run: the writer cuts them
 off when it opens the directory (their tasks are redone), a reader stops there.
 
+A record whose ``error_type`` is the machinery's failure (`INFRASTRUCTURE_CAUSES`,
+written by versions that did not redo such tasks) is not a finished task: a
+resume redoes it and appends a new line, and every reader takes a task's later
+line (`latest_results`; the writer's recovery keeps both lines on disk).
+
 Records decode into the `Result` Struct, so older and newer lines both read: the
 tag may be absent, fields this version does not know are kept aside in
 `TaskEntry.extra` (never lost), and fields added since a line was written take
@@ -27,13 +32,14 @@ in ``error``; its ``error_type`` is the text before the first colon.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from redraft.errors import INFRASTRUCTURE_CAUSES
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RESULTS, trace_size
 
@@ -82,6 +88,35 @@ def read_results(root: Path) -> Iterator[TaskEntry]:
                 return
             yield entry
             start, line_end = entry.end, entry.line_end
+
+
+def latest_results(root: Path) -> Iterator[TaskEntry]:
+    """Every task's latest record, in trace order: `read_results` without the records a resume redid.
+
+    Two passes over the file; only the pending infrastructure failures are held in
+    memory between them, so memory stays flat however long the run.
+    """
+    replaced = superseded(entry.result for entry in read_results(root))
+    for index, entry in enumerate(read_results(root)):
+        if index not in replaced:
+            yield entry
+
+
+def is_infrastructure_failure(result: Result) -> bool:
+    """Whether a record holds the machinery's failure rather than the task's result (redone on resume)."""
+    return bool(result.error) and result.error_type in INFRASTRUCTURE_CAUSES
+
+
+def superseded(results: Iterable[Result]) -> set[int]:
+    """Indices of the records a later record of the same task replaces (the earlier failed for the machinery)."""
+    pending: dict[str, int] = {}
+    replaced: set[int] = set()
+    for index, result in enumerate(results):
+        if result.task_id in pending:
+            replaced.add(pending.pop(result.task_id))
+        if is_infrastructure_failure(result):
+            pending[result.task_id] = index
+    return replaced
 
 
 def _entry(line: bytes, start: int, line_end: int, trace_size: int) -> TaskEntry | None:

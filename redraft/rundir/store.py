@@ -34,7 +34,7 @@ import msgspec
 from redraft.errors import UserError
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object, write_json
-from redraft.rundir.results import read_results, result_line
+from redraft.rundir.results import is_infrastructure_failure, latest_results, read_results, result_line
 from redraft.rundir.summary import Summary, summarize
 
 
@@ -79,8 +79,11 @@ class RunStore:
         """Keep the records the one rule reads, cut everything after them (see the module docstring)."""
         records_end = trace_end = 0
         for entry in read_results(self.root):
-            self.done.add(entry.task_id)
-            self.spent = self.spent + entry.result.usage
+            if is_infrastructure_failure(entry.result):
+                self.done.discard(entry.task_id)  # the machinery failed, not the task: redo it
+            else:
+                self.done.add(entry.task_id)
+                self.spent = self.spent + entry.result.usage
             records_end, trace_end = entry.line_end, entry.end
         for name, keep in ((RESULTS, records_end), (TRACE, trace_end)):
             path = self.root / name
@@ -112,7 +115,7 @@ class RunStore:
         manifest = read_object(manifest_path)
         manifest["wall_s"] = total_wall
         write_json(manifest_path, manifest)
-        summary = summarize((e.result for e in read_results(self.root)), wall_s=total_wall)
+        summary = summarize((e.result for e in latest_results(self.root)), wall_s=total_wall)
         summary.stopped_by = stopped_by
         write_json(self.root / SUMMARY, msgspec.to_builtins(summary))
         return summary

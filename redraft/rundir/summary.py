@@ -57,12 +57,16 @@ class Summary(msgspec.Struct, kw_only=True):
     graded_fixed: int = 0
     """Graded tasks whose round-0 leader failed the grade and whose final answer passed it."""
     graded_broken: int = 0
+    retried_tasks: int = 0
+    """Tasks the driver sent out more than once because the machinery failed under them."""
+    retries: dict[str, int] = {}
+    """Those failed attempts, counted by cause (``ActorDiedError``, ``CallTimeoutError``...)."""
 
 
 def summarize(results: Iterable[Result], *, wall_s: float) -> Summary:
     """Totals over results, streamed (memory does not grow with the run).
 
-    Results come from `redraft.rundir.results.read_results`, which has given every
+    Results come from `redraft.rundir.results.latest_results`, which has given every
     error its ``error_type`` (old records included).
     """
     tally = Tally()
@@ -94,9 +98,13 @@ class Tally:
     initial_graded_passed: int = 0
     graded_fixed: int = 0
     graded_broken: int = 0
+    retried_tasks: int = 0
+    retries: Counter[str] = field(default_factory=Counter)
 
     def add(self, r: Result) -> None:
         self.tasks += 1
+        self.retried_tasks += r.attempts > 1
+        self.retries.update(r.retried_for)
         self.passed += r.passed
         self.initial_passed += r.initial_passed
         self.fixed += r.passed and not r.initial_passed
@@ -147,4 +155,6 @@ class Tally:
             initial_graded_pass_rate=self.initial_graded_passed / self.graded if self.graded else None,
             graded_fixed=self.graded_fixed,
             graded_broken=self.graded_broken,
+            retried_tasks=self.retried_tasks,
+            retries=dict(self.retries),
         )

@@ -1,0 +1,237 @@
+"""The faults of the issue "surviving a Ray cluster", measured the same way, and the table printed.
+
+A 3-node `ray.cluster_utils.Cluster`, a fake OpenAI-compatible server at 100 ms
+(tests/chaos.py: deterministic arithmetic answers, every request counted), 320
+arithmetic tasks, 32 in flight, K=2, 3 rounds, no response cache (so every call
+the faults made the run repeat is paid and counted). Each disturbed run is
+compared task by task with an undisturbed run of the same seed.
+
+    .venv/bin/python benchmarks/chaos.py [--tasks 320] [--in-flight 32]
+
+Columns: tasks recorded (and whether each exactly once), tasks recorded with the
+machinery's failure as their result (must be 0), tasks redone, paid replays
+(requests beyond the undisturbed run's), whether every result equals the
+undisturbed one, and wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_enable_worker_prestart", "0")
+
+from chaos import (
+    Killer,
+    arithmetic_server,
+    differences,
+    in_thread,
+    infrastructure_errors,
+    lines,
+    records,
+    role_pids,
+    run_settings,
+    wait_for,
+)
+
+ROWS: list[tuple[str, str]] = []
+
+
+def row(fault: str, outcome: str) -> None:
+    ROWS.append((fault, outcome))
+    print(f"| {fault} | {outcome} |", flush=True)
+
+
+def judge(out: Path, reference: dict[str, Any], requests: int, wall: float, tasks: int) -> str:
+    try:
+        recs = records(out)
+        once = "once each"
+    except AssertionError:
+        return "a task was recorded twice"
+    redone = sum(r.get("attempts", 1) > 1 for r in recs.values())
+    same = "equal to undisturbed" if not differences(recs, reference["records"]) else "DIFFERS from undisturbed"
+    replays = requests - reference["requests"]
+    return (
+        f"{len(recs)}/{tasks} recorded {once}, {infrastructure_errors(recs)} infrastructure errors, "
+        f"{redone} redone, {replays} paid replays, {same}, {wall:.0f} s"
+    )
+
+
+def disturbed(
+    cluster: Any, server: Any, settings: dict[str, Any], fault: Callable[[], None], at: int
+) -> tuple[float, int]:
+    from redraft.run import RunConfig, run
+
+    out = Path(settings["out"])
+    before, started = len(server.requests), time.monotonic()
+    thread, box = in_thread(lambda: run(RunConfig.build(**settings)))
+    wait_for(lambda: lines(out / "results.jsonl") >= at or not thread.is_alive(), 300)
+    fault()
+    thread.join(timeout=900)
+    if thread.is_alive():
+        raise SystemExit("the run hung")
+    if "error" in box:
+        raise box["error"]
+    return time.monotonic() - started, len(server.requests) - before
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=320)
+    parser.add_argument("--in-flight", type=int, default=32)
+    args = parser.parse_args()
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from redraft.errors import ClusterError
+    from redraft.run import RunConfig, run
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    worker = cluster.add_node(num_cpus=1)
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+    root = Path(tempfile.mkdtemp(prefix="redraft-chaos-"))
+    n, k = args.tasks, args.in_flight
+
+    def settings(name: str, **more: Any) -> dict[str, Any]:
+        return run_settings(server, root / name, n, k, **more)
+
+    with arithmetic_server(latency_s=0.1) as server:
+        started = time.monotonic()
+        run(RunConfig.build(**settings("reference")))
+        reference = {"records": records(root / "reference"), "requests": len(server.requests)}
+        passed = sum(r["passed"] for r in reference["records"].values())
+        print(
+            f"undisturbed: {n} tasks, {passed} passed, {reference['requests']} requests, "
+            f"{time.monotonic() - started:.0f} s\n\n| fault | after the change |\n|---|---|"
+        )
+
+        def killing(roles: tuple[str, ...], most: int) -> Callable[[], None]:
+            def fault() -> None:
+                with Killer(cluster, every_s=2.0, roles=roles, most=most) as killer:
+                    wait_for(lambda: len(killer.kills) >= most, 300)
+
+            return fault
+
+        wall, req = disturbed(cluster, server, settings("arbiters"), killing(("Arbiter",), 7), at=n // 10)
+        row("7 arbiter processes SIGKILLed during the run", judge(root / "arbiters", reference, req, wall, n))
+        wall, req = disturbed(
+            cluster, server, settings("roles"), killing(("Drafter", "Critic", "Verifier"), 9), n // 10
+        )
+        row("9 drafter/critic/verifier kills", judge(root / "roles", reference, req, wall, n))
+        wall, req = disturbed(cluster, server, settings("node"), lambda: cluster.remove_node(worker), at=63)
+        row("a worker node removed at 63 tasks done", judge(root / "node", reference, req, wall, n))
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+
+        redo = sum(infrastructure_errors(records(root / name)) for name in ("arbiters", "roles", "node"))
+        before, t0 = len(server.requests), time.monotonic()
+        again = run(RunConfig.build(**settings("node")))
+        row(
+            "rerun with the same --out",
+            f"{redo} infrastructure records to redo; {again.skipped}/{n} skipped as done, "
+            f"{len(server.requests) - before} requests, {time.monotonic() - t0:.0f} s",
+        )
+
+        server.fail_status, t0 = 500, time.monotonic()
+        try:
+            run(RunConfig.build(**settings("down")))
+            outcome = "the run did not stop"
+        except ClusterError as exc:
+            outcome = f"exit 1 after {time.monotonic() - t0:.0f} s, one line: {str(exc)[:90]}..."
+        server.fail_status = None
+        written = lines(root / "down" / "results.jsonl")
+        before, t0 = len(server.requests), time.monotonic()
+        run(RunConfig.build(**settings("down")))
+        resumed = judge(root / "down", reference, len(server.requests) - before, time.monotonic() - t0, n)
+        row(
+            "a server down for good (every request 500)",
+            f"{outcome}; {written} tasks written as failed; restored, the rerun resumes: {resumed}",
+        )
+
+        for role in ("Drafter", "Arbiter"):
+
+            def freeze(role: str = role) -> None:
+                pid = min(p for p, r in role_pids(cluster).items() if r == role)
+                os.kill(pid, signal.SIGSTOP)
+
+            name = f"frozen-{role.lower()}"
+            wall, req = disturbed(cluster, server, settings(name, task_timeout=20), freeze, at=n // 5)
+            row(
+                f"a {role.lower()} process frozen (SIGSTOP), --task-timeout 20",
+                judge(root / name, reference, req, wall, n),
+            )
+
+        t0 = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "redraft.cli", "run", "arithmetic", "--limit", "1", "--address", "127.0.0.1:1"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        row(
+            "--address 127.0.0.1:1 (nothing there)",
+            f"exit {done.returncode} after {time.monotonic() - t0:.1f} s: {done.stderr.strip()[:100]}",
+        )
+
+        row("driver SIGKILLed, 3 times, then resumed", driver_kills(server, settings("driver"), reference, n))
+    ray.shutdown()
+    cluster.shutdown()
+    print("\n" + "\n".join(f"| {f} | {o} |" for f, o in ROWS))
+
+
+def driver_kills(server: Any, settings: dict[str, Any], reference: dict[str, Any], n: int) -> str:
+    """The CLI on its own local Ray, SIGKILLed at three points, then resumed; requests after each kill."""
+    out = Path(settings["out"])
+    spec = settings["drafter"]
+    argv = [
+        sys.executable,
+        "-m",
+        "redraft.cli",
+        "run",
+        "arithmetic",
+        "--drafter",
+        spec,
+        "--critic",
+        spec,
+        "--samples",
+        "2",
+        "--max-rounds",
+        "3",
+        "--seed",
+        "7",
+        "--limit",
+        str(n),
+        "--max-tasks-in-flight",
+        str(settings["max_tasks_in_flight"]),
+        "--no-cache",
+        "--out",
+        str(out),
+    ]
+    before, started, after_kill = len(server.requests), time.monotonic(), []
+    for at in (n // 8, n // 3, 2 * n // 3):
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda at=at, proc=proc: lines(out / "results.jsonl") >= at or proc.poll() is not None, 600)
+        proc.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        proc.wait()
+        time.sleep(5)
+        after_kill.append(sum(r.arrived > killed_at + 0.5 for r in server.requests[before:]))
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    verdict = judge(out, reference, len(server.requests) - before, time.monotonic() - started, n)
+    return f"exit {done.returncode}; {verdict}; requests later than 0.5 s after each kill: {after_kill}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""The run's figures as Ray metrics, so the Ray dashboard and Prometheus show a run as it goes.
+
+Ray exports application metrics from every process through its node's metrics
+agent (``ray start --metrics-export-port``; the dashboard's Metrics view reads
+the same Prometheus data). Each name below gets Ray's ``ray_`` prefix on export;
+every series carries the run's id (``run``), so runs sharing a cluster stay apart.
+
+| metric | kind | tags | what |
+|---|---|---|---|
+| ``redraft_tasks_done`` | counter | run, outcome (passed, failed, error) | tasks written |
+| ``redraft_tasks_in_flight`` | gauge | run | tasks out on arbiters and graders |
+| ``redraft_tasks_retried`` | counter | run, cause | attempts the machinery's failure ended (each redone) |
+| ``redraft_model_calls`` | counter | run, role, model | model calls, cache hits included |
+| ``redraft_model_cache_hits`` | counter | run, role, model | calls answered by the response cache |
+| ``redraft_model_tokens`` | counter | run, role, model, direction (input, output) | tokens |
+| ``redraft_model_cost_usd`` | counter | run, role, model | USD, priced by the arbiter |
+
+The driver records the task figures, the arbiters the model calls (a reply
+replayed to a redone task is not counted again). Outside Ray nothing is recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redraft.protocols.messages import Result, Usage
+
+_METRICS: dict[str, Any] = {}
+
+
+def _metric(kind: str, name: str, description: str, tags: tuple[str, ...]) -> Any:
+    """The process's one metric object of that name (Ray refuses a second registration)."""
+    if name not in _METRICS:
+        from ray.util import metrics
+
+        cls = metrics.Gauge if kind == "gauge" else metrics.Counter
+        _METRICS[name] = cls(name, description=description, tag_keys=("run", *tags))
+    return _METRICS[name]
+
+
+def _enabled() -> bool:
+    import ray
+
+    return bool(ray.is_initialized())
+
+
+class RunMetrics:
+    """The driver's figures: tasks done, in flight, retried."""
+
+    def __init__(self, run: str = "") -> None:
+        self.run = run
+        self._on = bool(run) and _enabled()
+
+    def done(self, result: Result) -> None:
+        if self._on:
+            outcome = "error" if result.stop_reason == "error" else "passed" if result.passed else "failed"
+            counter = _metric("counter", "redraft_tasks_done", "Tasks written to the run directory.", ("outcome",))
+            counter.inc(1, tags={"run": self.run, "outcome": outcome})
+
+    def in_flight(self, count: int) -> None:
+        if self._on:
+            _metric("gauge", "redraft_tasks_in_flight", "Tasks out on arbiters and graders.", ()).set(
+                count, tags={"run": self.run}
+            )
+
+    def retried(self, cause: str) -> None:
+        if self._on:
+            counter = _metric(
+                "counter", "redraft_tasks_retried", "Task attempts the machinery's failure ended.", ("cause",)
+            )
+            counter.inc(1, tags={"run": self.run, "cause": cause})
+
+
+class ModelMetrics:
+    """An arbiter's figures: model calls, cache hits, tokens and USD by role and model."""
+
+    def __init__(self, run: str = "") -> None:
+        self.run = run
+        self._on = bool(run) and _enabled()
+
+    def call(self, role: str, model: str, usage: Usage) -> None:
+        if not self._on:
+            return
+        tags = {"run": self.run, "role": role, "model": model}
+        _metric("counter", "redraft_model_calls", "Model calls.", ("role", "model")).inc(usage.calls, tags=tags)
+        if usage.cache_hits:
+            hits = _metric(
+                "counter", "redraft_model_cache_hits", "Calls the response cache answered.", ("role", "model")
+            )
+            hits.inc(usage.cache_hits, tags=tags)
+        tokens = _metric("counter", "redraft_model_tokens", "Model tokens.", ("role", "model", "direction"))
+        tokens.inc(usage.input_tokens, tags=tags | {"direction": "input"})
+        tokens.inc(usage.output_tokens, tags=tags | {"direction": "output"})
+        if usage.cost_usd:
+            cost = _metric("counter", "redraft_model_cost_usd", "Model cost in USD.", ("role", "model"))
+            cost.inc(usage.cost_usd, tags=tags)

@@ -1,0 +1,125 @@
+"""What the driver does when the machinery fails under a task: redo it, quarantine it, or stop the run.
+
+A task whose attempt ended with an `InfrastructureError` (an actor, worker or node
+died, a call hung, a backend stayed unreachable) is not written: it goes back to
+the queue for another attempt, after a short backoff, with the replies of its
+finished rounds (`redraft.actors.arbiter`). The attempts and their causes end up
+in its `Result` (``attempts``, ``retried_for``) and in the summary.
+
+Bounds, so nothing loops forever:
+
+- A task whose arbiter died under it `AttemptPolicy.quarantine_after` times runs
+  alone on an arbiter of its own from then on: other tasks stop dying with it,
+  and a death there is its own doing.
+- After `AttemptPolicy.max_attempts` attempts that all failed this way, the task
+  is stopped as a poison task: recorded with stop reason ``error`` and its own
+  cause, ``PoisonTaskError``, naming the causes of its attempts.
+- `Breaker`: a backend endpoint that failed whole calls (every retry) for several
+  tasks, with no answer to any task in between, is down, not refusing one
+  request. The run stops (`ClusterError`, exit 1) with one line naming it; the
+  tasks it did not finish are not written, so a rerun with the same ``--out``
+  resumes them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from redraft.errors import ClusterError, InfrastructureError
+from redraft.protocols.messages import Result, Task, Usage
+
+
+@dataclass(frozen=True)
+class AttemptPolicy:
+    """How often a task is tried again after the machinery failed under it."""
+
+    max_attempts: int = 4
+    """Attempts in all, the first included; then the task is a poison task."""
+    quarantine_after: int = 2
+    """Arbiter deaths under a task before it runs alone."""
+    base_backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+
+    def backoff_s(self, failures: int, failure: InfrastructureError) -> float:
+        """The wait before attempt ``failures + 1``: none after a death (the task goes elsewhere at once),
+        exponential after a hang or an unreachable backend (the same thing may still be wrong)."""
+        if failure.cause not in ("CallTimeoutError", "BackendUnavailableError"):
+            return 0.0
+        return float(min(self.max_backoff_s, self.base_backoff_s * 2 ** min(failures, 16)))
+
+
+@dataclass
+class TaskAttempts:
+    """One task's attempts so far (the driver keeps this only while the task is out)."""
+
+    number: int = 1
+    """The attempt under way, 1-based."""
+    causes: list[str] = field(default_factory=list)
+    """The infrastructure cause of each failed attempt."""
+    arbiter_deaths: int = 0
+    replay: dict[bytes, bytes] = field(default_factory=dict)
+    """Replies of finished rounds, by request frame, kept across attempts."""
+
+    def failed(
+        self, failure: InfrastructureError, *, arbiter_died: bool, frames: list[bytes], pairs: list[tuple[int, int]]
+    ) -> None:
+        """Count a failed attempt; keep the replies its finished rounds received."""
+        self.causes.append(failure.cause)
+        self.arbiter_deaths += arbiter_died
+        self.replay.update((frames[q], frames[a]) for q, a in pairs if a < len(frames))
+        self.number += 1
+
+
+def poison_result(task: Task, attempts: TaskAttempts) -> Result:
+    """The record of a task stopped as a poison task: every attempt ended with the machinery failing."""
+    counted = ", ".join(f"{cause} x{n}" for cause, n in Counter(attempts.causes).items())
+    return Result(
+        task_id=task.task_id,
+        scenario=task.scenario,
+        answer=None,
+        text="",
+        score=0.0,
+        passed=False,
+        initial_score=0.0,
+        initial_passed=False,
+        rounds=0,
+        stop_reason="error",
+        usage=Usage(),
+        wall_s=0.0,
+        error=f"PoisonTaskError: each of its {len(attempts.causes)} attempts ended with the machinery failing "
+        f"({counted})",
+        error_type="PoisonTaskError",
+        attempts=len(attempts.causes),
+        retried_for=attempts.causes,
+    )
+
+
+class Breaker:
+    """Trips when an endpoint failed whole calls for `trip_after` distinct tasks with no answer in between."""
+
+    def __init__(self, endpoints_by_role: dict[str, str], *, trip_after: int = 3) -> None:
+        self.endpoints_by_role = endpoints_by_role
+        self.trip_after = trip_after
+        self._failed: dict[str, dict[str, str]] = {}
+        """Endpoint -> the tasks that found it down since it last answered, with the first detail each."""
+
+    def failed(self, task_id: str, failure: InfrastructureError) -> None:
+        """A task's attempt found ``failure.endpoint`` down; `ClusterError` once enough have."""
+        if failure.endpoint is None:
+            return
+        seen = self._failed.setdefault(failure.endpoint, {})
+        seen.setdefault(task_id, str(failure))
+        if len(seen) >= self.trip_after:
+            first = next(iter(seen.values()))
+            raise ClusterError(
+                f"{failure.endpoint} is down: {len(seen)} tasks failed every retry on it with no answer in between "
+                f"(first: {first}); finished tasks are kept: rerun with the same --out once it is back"
+            )
+
+    def answered(self, usage_by_role: dict[str, Usage]) -> None:
+        """A task finished with these calls: every endpoint it really reached (not from a cache) is up."""
+        for role, usage in usage_by_role.items():
+            endpoint = self.endpoints_by_role.get(role)
+            if endpoint is not None and usage.calls > usage.cache_hits:
+                self._failed.pop(endpoint, None)

@@ -1,0 +1,229 @@
+"""The run's actors, kept whole: role members and graders per node, arbiters, and a heartbeat over them all.
+
+The driver owns one `Fleet`. It starts one member of each role, one grader and
+one arbiter per live node, then keeps them so while the run lasts:
+
+- **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``,
+  answered by its event loop). One that has not answered after `Fleet.hung_after_s`
+  while the cluster holds it ``ALIVE`` and it has not restarted meanwhile is frozen
+  or deadlocked: it is killed, once. (One still starting or restarting is not: on
+  a loaded node that takes seconds, and killing it would only start it again.)
+  Ray restarts a role member or a grader in place and re-sends the calls it held;
+  a killed arbiter's tasks fail and the driver redoes them.
+- **Replacement.** A member that died for good (its node is gone, so its hard
+  node affinity cannot be met) is rebuilt on a live node, once per death, and
+  every arbiter is told (`redraft.actors.arbiter.Arbiter.replace_member`); until
+  then the arbiters route its calls to the next member. An arbiter that died is
+  replaced when the first of its tasks reports it (the handle is compared, so a
+  death is replaced once, however many tasks it took). A replacement that cannot
+  start within `Fleet.place_timeout_s` leaves its slot empty; a role with no
+  member left anywhere stops the run (`ClusterError`, exit 1).
+- **Quarantine.** A task suspected of killing its arbiter runs alone on an arbiter
+  of its own (`quarantine`), so a death there is its own doing.
+
+Nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with
+no timeout) and is called from the dispatcher's loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from redraft.actors.arbiter import ArbiterSettings
+from redraft.actors.factory import RoleSetup, ray_arbiter, ray_grader, ray_member, ray_roles, wait_ready
+from redraft.actors.pools import RolePool, Roles
+from redraft.errors import ClusterError, cause_of, describe
+from redraft.runtime import actor_state, alive_nodes
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Ping:
+    kind: str
+    """A role's name, ``grader`` or ``arbiter``."""
+    index: int
+    handle: Any
+    sent: float
+    placing: bool = False
+    """A replacement's first ping: it may take `Fleet.place_timeout_s` (a fresh actor starts its process)."""
+    restarts: int = -1
+    """The actor's restart count when first found overdue (-1: not yet looked up)."""
+
+
+class Fleet:
+    """See the module docstring."""
+
+    heartbeat_s = 2.0
+    hung_after_s = 15.0
+    place_timeout_s = 60.0
+
+    def __init__(
+        self,
+        setup: RoleSetup,
+        strategy: str,
+        settings: ArbiterSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.setup, self.strategy, self.settings, self.clock = setup, strategy, settings, clock
+        nodes = alive_nodes()
+        self.roles: Roles = ray_roles(setup, strategy, nodes)
+        self.graders = RolePool([ray_grader(setup, node) for node in nodes], role="grader")
+        wait_ready(self.roles, self.graders)
+        self.arbiters: list[Any] = [ray_arbiter(self.roles, settings, node) for node in nodes]
+        self._nodes = list(nodes)
+        """The node each arbiter slot was placed on (a replacement goes there while it lives)."""
+        self._quarantined: list[Any] = []
+        self._pings: dict[Any, _Ping] = {}
+        self._last_beat = clock()
+        self.replaced = 0
+        """Actors rebuilt or killed by the fleet (deaths and hangs it handled)."""
+
+    # ------------------------------------------------------------ arbiters
+
+    def arbiter_lost(self, slot: int, handle: Any) -> None:
+        """The arbiter ``handle`` in ``slot`` died (a task of it says so): replace it, once per death."""
+        if 0 <= slot < len(self.arbiters) and self.arbiters[slot] is handle:
+            self.arbiters[slot] = ray_arbiter(self.roles, self.settings, self._live_node(self._nodes[slot]))
+            self.replaced += 1
+
+    def quarantine(self) -> Any:
+        """A fresh arbiter for one suspect task alone; `release` it when that task is done."""
+        handle = ray_arbiter(self.roles, self.settings, self._live_node(None))
+        self._quarantined.append(handle)
+        return handle
+
+    def release(self, handle: Any) -> None:
+        import ray
+
+        if handle in self._quarantined:
+            self._quarantined.remove(handle)
+            ray.kill(handle, no_restart=True)
+
+    # ------------------------------------------------------------ heartbeat
+
+    def check(self) -> None:
+        """Handle the pings that came back or are overdue; send the next round of pings when due."""
+        import ray
+
+        now = self.clock()
+        if self._pings:
+            ready, _ = ray.wait(list(self._pings), num_returns=len(self._pings), timeout=0, fetch_local=False)
+            for ref in ready:
+                ping = self._pings.pop(ref)
+                try:
+                    ray.get(ref)
+                except Exception as exc:
+                    self._died(ping, exc)
+            for ref, ping in list(self._pings.items()):
+                overdue = now - ping.sent > (self.place_timeout_s if ping.placing else self.hung_after_s)
+                if overdue and self._frozen(ping, now):
+                    del self._pings[ref]
+                    self._hung(ping)
+        if now - self._last_beat >= self.heartbeat_s:
+            self._last_beat = now
+            pinged = {id(p.handle) for p in self._pings.values()}
+            for kind, index, handle in self._actors():
+                if handle is not None and id(handle) not in pinged:
+                    self._pings[handle.__ray_ready__.remote()] = _Ping(kind, index, handle, now)
+
+    def _frozen(self, ping: _Ping, now: float) -> bool:
+        """Whether an overdue ping means a frozen actor: ALIVE, and not restarted since the ping was first
+        found overdue. Otherwise the ping's clock starts again (the actor is starting, or just restarted)."""
+        state, restarts = actor_state(ping.handle)
+        if ping.placing:
+            return state != "ALIVE"
+        if state == "ALIVE" and restarts == ping.restarts:
+            return True
+        ping.sent, ping.restarts = now, restarts if state == "ALIVE" else -1
+        return False
+
+    def _actors(self) -> list[tuple[str, int, Any]]:
+        found = [(name, i, m) for name, pool in self.roles.by_name().items() for i, m in enumerate(pool.members)]
+        found += [("grader", i, m) for i, m in enumerate(self.graders.members)]
+        return found + [("arbiter", i, a) for i, a in enumerate(self.arbiters)]
+
+    def _died(self, ping: _Ping, exc: BaseException) -> None:
+        import ray.exceptions as rex
+
+        cause = cause_of(exc)
+        if isinstance(cause, rex.ActorUnavailableError) and not ping.placing:
+            return  # restarting in place: Ray re-sends its calls
+        log.warning("redraft: %s %d died (%s); replacing it", ping.kind, ping.index, describe(exc))
+        if ping.kind == "arbiter":
+            self.arbiter_lost(ping.index, ping.handle)
+        elif self._current(ping) is ping.handle:
+            self._replace_member(ping.kind, ping.index, failed_placement=ping.placing)
+
+    def _hung(self, ping: _Ping) -> None:
+        import ray
+
+        if self._current(ping) is not ping.handle:
+            return
+        if ping.placing:  # a replacement that never started: give its slot up
+            ray.kill(ping.handle, no_restart=True)
+            self._replace_member(ping.kind, ping.index, failed_placement=True)
+            return
+        log.warning("redraft: %s %d did not answer for %g s; killing it", ping.kind, ping.index, self.hung_after_s)
+        self.replaced += 1
+        if ping.kind == "arbiter":  # its tasks fail with it and are redone
+            ray.kill(ping.handle, no_restart=True)
+            self.arbiter_lost(ping.index, ping.handle)
+        else:  # Ray restarts it in place and re-sends the calls it held
+            ray.kill(ping.handle, no_restart=False)
+
+    def _current(self, ping: _Ping) -> Any:
+        if ping.kind == "arbiter":
+            return self.arbiters[ping.index]
+        return self._pool(ping.kind).members[ping.index]
+
+    def _pool(self, kind: str) -> RolePool:
+        return self.graders if kind == "grader" else self.roles.by_name()[kind]
+
+    def _replace_member(self, kind: str, index: int, *, failed_placement: bool) -> None:
+        """Rebuild member ``index`` of ``kind`` on a live node, or give its slot up when that failed already."""
+        pool = self._pool(kind)
+        member: Any = None
+        if not failed_placement:
+            node = self._live_node(None, avoid=index)
+            member = (
+                ray_grader(self.setup, node) if kind == "grader" else ray_member(self.setup, self.strategy, kind, node)
+            )
+            self._pings[member.__ray_ready__.remote()] = _Ping(kind, index, member, self.clock(), placing=True)
+            self.replaced += 1
+        pool.replace(index, member)
+        if kind != "grader":
+            for arbiter in [*self.arbiters, *self._quarantined]:
+                arbiter.replace_member.remote(kind, index, member)
+        if all(m is None for m in pool.members):
+            raise ClusterError(
+                f"the {kind} role cannot be placed on any live node (the last replacement did not start within "
+                f"{self.place_timeout_s:g} s); finished tasks are kept: rerun with the same --out once the cluster "
+                "has room"
+            )
+
+    def _live_node(self, preferred: str | None, *, avoid: int = -1) -> str:
+        """``preferred`` if it is alive, else a live node (spread by ``avoid``); `ClusterError` if none is."""
+        nodes = alive_nodes()
+        if not nodes:
+            raise ClusterError("no live Ray node is left; rerun with the same --out once the cluster is back")
+        if preferred in nodes:
+            return preferred
+        return nodes[(avoid + 1) % len(nodes)] if avoid >= 0 else nodes[len(self._quarantined) % len(nodes)]
+
+    def shutdown(self) -> None:
+        """Kill every actor of the run, so no call of it goes on once the driver stops."""
+        import ray
+
+        for _kind, _index, handle in self._actors():
+            if handle is not None:
+                ray.kill(handle, no_restart=True)
+        for handle in self._quarantined:
+            ray.kill(handle, no_restart=True)
+        self._quarantined.clear()
+        self._pings.clear()
