@@ -29,6 +29,7 @@ import functools
 import msgspec
 
 from redraft.actors.answers import parse_plan, question_json_schema
+from redraft.actors.batches import Batching
 from redraft.actors.prompts import answer_messages, question_messages
 from redraft.actors.workers import Workers
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
@@ -55,7 +56,7 @@ ANSWER_MAX_TOKENS = 96
 _sweep_sandbox_workdirs_once = functools.cache(sweep_stale_workdirs)
 
 
-class Verifier:
+class Verifier(Batching):
     def __init__(
         self,
         scenario: str,
