@@ -7,7 +7,10 @@ the round is the last, up to 3 rounds. The hand loop is the ceiling a user could
 write in an afternoon; the ratio says what the engine costs on top of it, both
 measured in the same run, on the same (possibly busy) machine. The server counts
 the requests, so both sides are measured alike: calls/s is the requests answered
-between the first and the last one.
+between the first and the last one. On a busy machine (other work running) the
+rates swing with the load; CPU seconds per model call do not: the hand loop's are
+its process's, redraft's those of the driver and every process of the Ray it
+started (GCS, raylet, actors), read from /proc until its last task finished.
 
 Also printed: the time from calling `redraft.run.run` to the server's first
 request (the first run starts Ray itself; later ones find it running), and from
@@ -66,7 +69,8 @@ async def _hand_task(client: Any, system: str, prompt: str, scenario: Any, task:
         feedback = f"\n\nYour last answer: {scored[0]}\nCritique: {critiques[0].choices[0].message.content}"
 
 
-def hand_loop(url: str, tasks: list[Any], in_flight: int) -> None:
+def hand_loop(url: str, tasks: list[Any], in_flight: int) -> float:
+    """Run the tasks; the CPU seconds it took."""
     import openai
 
     from redraft.scenarios import get_scenario
@@ -75,7 +79,7 @@ def hand_loop(url: str, tasks: list[Any], in_flight: int) -> None:
     system = scenario.system_prompt()
 
     async def go() -> None:
-        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0)
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0, timeout=600)
         gate = asyncio.Semaphore(in_flight)
 
         async def one(task: Any) -> None:
@@ -84,11 +88,39 @@ def hand_loop(url: str, tasks: list[Any], in_flight: int) -> None:
 
         await asyncio.gather(*(one(t) for t in tasks))
 
+    cpu = time.process_time()
     asyncio.run(go())
+    return time.process_time() - cpu
 
 
-def through_redraft(url: str, tasks: int, in_flight: int, out: str, cache: bool) -> tuple[float, float]:
-    """Run redraft; (seconds from `run` to the first request, seconds from the last request to `run` returning)."""
+def _cpu_seconds(skip: int) -> float:
+    """CPU seconds of this process and all its descendants (a local Ray's), but the process ``skip``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    mine, todo = {os.getpid()}, [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid != skip and pid not in mine]
+        mine.update(children)
+        todo += children
+    return sum(used.get(pid, 0.0) for pid in mine)
+
+
+def through_redraft(
+    url: str, tasks: int, in_flight: int, out: str, cache: bool, server_pid: int
+) -> tuple[float, float, float]:
+    """Run redraft; (seconds from `run` to the first request, seconds from the last request to `run` returning,
+    CPU seconds from the first request to the last task's end)."""
     from redraft.run import RunConfig, run
 
     spec = f"openai-compatible:fake@{url}/v1"
@@ -103,11 +135,24 @@ def through_redraft(url: str, tasks: int, in_flight: int, out: str, cache: bool)
         cache=cache,
         out=out,
     )
+    cpu: dict[str, float] = {}
+    done = 0
+
+    def on_result(_result: Any) -> None:
+        nonlocal done
+        done += 1
+        if done == 1:  # every actor is up by now; what remains is the steady state
+            cpu["first"] = _cpu_seconds(server_pid)
+            cpu["calls"] = fake_http_model.stats(url)["count"]
+        if done == tasks:
+            cpu["last"] = _cpu_seconds(server_pid)
+
     started = time.time()
-    run(config)
+    run(config, on_result=on_result)
     ended = time.time()
     seen = fake_http_model.stats(url)
-    return seen["first"] - started, ended - seen["last"]
+    per_call = (cpu["last"] - cpu["first"]) / max(seen["count"] - cpu["calls"], 1)
+    return seen["first"] - started, ended - seen["last"], per_call
 
 
 def calls_per_s(url: str) -> tuple[int, float]:
@@ -126,17 +171,19 @@ def main() -> None:
     args = parser.parse_args()
 
     rows: list[dict[str, Any]] = []
-    with fake_http_model.serve_in_background(args.latency) as url, TemporaryDirectory() as tmp:
+    with fake_http_model.serve_in_background(args.latency) as (url, server_pid), TemporaryDirectory() as tmp:
         from redraft.scenarios import get_scenario
 
         for in_flight in args.in_flight:
             n = in_flight * args.tasks_per_slot
             tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), n))
             fake_http_model.reset(url)
-            hand_loop(url, tasks, in_flight)
+            hand_cpu = hand_loop(url, tasks, in_flight)
             hand_calls, hand_rate = calls_per_s(url)
             fake_http_model.reset(url)
-            startup, shutdown = through_redraft(url, n, in_flight, f"{tmp}/run-{in_flight}", args.cache)
+            startup, shutdown, cpu_per_call = through_redraft(
+                url, n, in_flight, f"{tmp}/run-{in_flight}", args.cache, server_pid
+            )
             calls, rate = calls_per_s(url)
             rows.append(
                 {
@@ -147,17 +194,23 @@ def main() -> None:
                     "redraft_calls": calls,
                     "redraft_calls_per_s": round(rate, 1),
                     "ratio": round(rate / hand_rate, 3),
+                    "hand_cpu_ms_per_call": round(1000 * hand_cpu / hand_calls, 2),
+                    "redraft_cpu_ms_per_call": round(1000 * cpu_per_call, 2),
                     "startup_to_first_call_s": round(startup, 2),
                     "last_call_to_return_s": round(shutdown, 2),
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
     print("(the first redraft run's start-up includes starting Ray; later runs reuse it)")
-    header = f"{'in flight':>9} {'hand calls/s':>13} {'redraft calls/s':>16} {'ratio':>6} {'start s':>8} {'end s':>6}"
+    header = (
+        f"{'in flight':>9} {'hand calls/s':>13} {'redraft calls/s':>16} {'ratio':>6} "
+        f"{'hand ms CPU/call':>17} {'redraft ms CPU/call':>20} {'start s':>8} {'end s':>6}"
+    )
     print(header)
     for r in rows:
         print(
             f"{r['in_flight']:>9} {r['hand_calls_per_s']:>13} {r['redraft_calls_per_s']:>16} {r['ratio']:>6} "
+            f"{r['hand_cpu_ms_per_call']:>17} {r['redraft_cpu_ms_per_call']:>20} "
             f"{r['startup_to_first_call_s']:>8} {r['last_call_to_return_s']:>6}"
         )
 

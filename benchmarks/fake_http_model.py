@@ -106,15 +106,16 @@ def _serve(sock: socket.socket, latency_s: float) -> None:
 
 
 @contextmanager
-def serve_in_background(latency_s: float = 0.2) -> Iterator[str]:
-    """Start the server in a child process; yield its base URL (``http://127.0.0.1:PORT``)."""
+def serve_in_background(latency_s: float = 0.2) -> Iterator[tuple[str, int]]:
+    """Start the server in a child process; yield its base URL (``http://127.0.0.1:PORT``) and its pid."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(4096)
     process = multiprocessing.get_context("fork").Process(target=_serve, args=(sock, latency_s), daemon=True)
     process.start()
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        assert process.pid is not None
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", process.pid
     finally:
         process.terminate()
         process.join()
