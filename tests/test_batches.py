@@ -1,4 +1,4 @@
-"""A round's requests cross in one call per member, and cheap checks are run by the arbiter itself (no Ray)."""
+"""A round's requests cross in one call per member; cheap checks are the arbiter's, cheap grades the driver's."""
 
 from __future__ import annotations
 
@@ -8,12 +8,21 @@ import pickle
 import pytest
 
 from redraft.actors.batches import Batching
-from redraft.actors.factory import RoleSetup, ray_member, verifies_in_arbiter
+from redraft.actors.factory import RoleSetup, ray_grader, ray_member, verifies_in_arbiter
+from redraft.actors.grader import Grader
 from redraft.actors.pools import RolePool
 from redraft.actors.verifier import Verifier
 from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import ModelError
-from redraft.protocols.messages import Draft, Verification, VerifyRequest, decode_as, encode
+from redraft.protocols.messages import (
+    CandidateText,
+    Draft,
+    GradeRequest,
+    Verification,
+    VerifyRequest,
+    decode_as,
+    encode,
+)
 from redraft.scenarios import checks_cheaply, get_scenario
 
 
@@ -88,3 +97,16 @@ def test_a_verifier_travels_as_its_arguments_and_checks_alike() -> None:
     replies = [asyncio.run(v.verify(request)) for v in (verifier, travelled)]
     assert replies[0] == replies[1]
     assert decode_as(replies[0], Verification).checks
+
+
+@pytest.mark.parametrize("scenario", ["arithmetic", "json_extract", "constrained_writing"])
+def test_a_cheap_grade_is_the_driver_s_own_and_equals_the_grader_actor_s(scenario: str) -> None:
+    spec = ScriptedSpec(script=["x"])
+    grader = ray_grader(RoleSetup(scenario=scenario, drafter=spec, critic=spec), "no-such-node")  # Ray not asked
+    assert isinstance(grader, Grader)
+    task = next(get_scenario(scenario).tasks(seed=0))
+    texts = ["Answer: 5", '{"name": "x"}', "Answer: 5", "Some words here."]
+    request = encode(
+        GradeRequest(task=task, candidates=[CandidateText(round=0, sample=k, text=t) for k, t in enumerate(texts)])
+    )
+    assert grader.grade_here(request) == asyncio.run(grader.grade(request))

@@ -106,8 +106,12 @@ def local_graders(setup: RoleSetup) -> RolePool:
 
 
 def ray_grader(setup: RoleSetup, node: str) -> Any:
+    """A grader actor pinned to ``node``; for a scenario whose grade is cheap, a plain `Grader` the driver runs
+    itself (`Grader.grade_here`): a grade of microseconds is not worth an actor and a hop."""
     import ray
 
+    if checks_cheaply(get_scenario(setup.scenario)):
+        return Grader(setup.scenario)
     actor_class: Any = ray.remote(Grader)
     return actor_class.options(num_cpus=0, scheduling_strategy=on_node(node), **_ROLE_OPTIONS).remote(setup.scenario)
 

@@ -153,7 +153,7 @@ class Fleet:
             for i, m in enumerate(pool.members)
             if m is None or is_actor(m)
         ]
-        found += [("grader", i, m) for i, m in enumerate(self.graders.members)]
+        found += [("grader", i, m) for i, m in enumerate(self.graders.members) if m is None or is_actor(m)]
         return found + [("arbiter", i, a) for i, a in enumerate(self.arbiters)]
 
     def _died(self, ping: _Ping, exc: BaseException) -> None:
