@@ -13,6 +13,7 @@ import pytest
 from replies import request_kind, worked
 
 from redraft.actors.arbiter import Arbiter
+from redraft.actors.batches import Batching
 from redraft.actors.factory import local_graders, local_roles
 from redraft.actors.pools import RolePool, Roles
 from redraft.backends.base import ChatRequest
@@ -148,8 +149,8 @@ def any_reply(request: ChatRequest) -> str:
     return "```python\ndef f():\n    return 1\n```\n```sql\nSELECT 1\n```\n1 + 1 = 2\n<answer>zz</answer>\nAnswer: 2"
 
 
-class Recording:
-    """A role member that records every frame it receives."""
+class Recording(Batching):
+    """A role member that records every frame it receives (a batch's frames one by one, as it serves them)."""
 
     def __init__(self, inner: Any, received: list[bytes]) -> None:
         self._inner, self._received = inner, received

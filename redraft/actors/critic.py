@@ -11,6 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from redraft.actors.answers import critique_json_schema, parse_report
+from redraft.actors.batches import Batching
 from redraft.actors.prompts import critique_messages
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
@@ -18,7 +19,7 @@ from redraft.protocols.messages import Critique, CritiqueRequest, decode_as, enc
 from redraft.runtime import die_with_raylet
 
 
-class Critic:
+class Critic(Batching):
     def __init__(self, backend: BackendSpec, *, temperature: float, max_tokens: int, cache: bool = True) -> None:
         die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._backend = cached(backend.create(), backend.spec, enabled=cache)

@@ -11,6 +11,7 @@ call is); any other text, however wrong, is a candidate for the verifier to judg
 
 from __future__ import annotations
 
+from redraft.actors.batches import Batching
 from redraft.actors.patches import apply_edits
 from redraft.actors.prompts import draft_messages, reflect_messages
 from redraft.backends.base import BackendSpec, ChatRequest
@@ -23,7 +24,7 @@ from redraft.scenarios import get_scenario
 REFLECTION_MAX_TOKENS = 96
 
 
-class Drafter:
+class Drafter(Batching):
     """Bytes in (`DraftRequest`, `ReflectRequest`), bytes out (`Draft`, `Reflection`); one backend client per actor."""
 
     def __init__(

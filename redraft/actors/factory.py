@@ -7,7 +7,9 @@ the one named, so the samples of a round did not spread.) The arbiter sends samp
 k of a task to member (offset + k) mod n, so the K samples of a round land on
 distinct nodes whenever K <= nodes. Role actors are async and I/O-bound
 (``num_cpus=0``); verifiers reserve what their scenario says (1 CPU when they
-execute code).
+execute code). A scenario whose checks are cheap (`Scenario.cheap_check`) gets no verifier
+actors at all: its verifier pool holds a plain `Verifier` that travels to each
+arbiter and checks there, as a call of microseconds should, without two hops.
 
 Faults: a role actor that dies is restarted without limit, and a call in flight
 on it is retried up to 3 times (a call that kills its actor every time then
@@ -21,6 +23,7 @@ actor handles, which Ray cannot replay safely); the driver replaces a dead one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +35,8 @@ from redraft.actors.pools import RolePool, Roles
 from redraft.actors.verifier import Verifier
 from redraft.backends.base import BackendSpec
 from redraft.errors import BackendError, describe
-from redraft.runtime import alive_nodes, on_node
-from redraft.scenarios import get_scenario
+from redraft.runtime import alive_nodes, is_actor, on_node
+from redraft.scenarios import checks_cheaply, get_scenario
 from redraft.strategies import get_strategy
 
 _ROLE_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 3, "max_concurrency": 1000}
@@ -91,14 +94,24 @@ def verifier_backend(setup: RoleSetup, strategy: str) -> BackendSpec | None:
     return setup.verifier or setup.drafter
 
 
+def verifies_in_arbiter(setup: RoleSetup, strategy: str) -> bool:
+    """Whether the arbiters verify drafts themselves: the scenario's checks are cheap (`Scenario.cheap_check`)
+    and no verifier model is asked questions. A check of microseconds is not worth two hops between processes."""
+    return checks_cheaply(get_scenario(setup.scenario)) and verifier_backend(setup, strategy) is None
+
+
 def local_graders(setup: RoleSetup) -> RolePool:
     """The grader as an in-process object (`refine`)."""
     return RolePool([Grader(setup.scenario)])
 
 
 def ray_grader(setup: RoleSetup, node: str) -> Any:
+    """A grader actor pinned to ``node``; for a scenario whose grade is cheap, a plain `Grader` the driver runs
+    itself (`Grader.grade_here`): a grade of microseconds is not worth an actor and a hop."""
     import ray
 
+    if checks_cheaply(get_scenario(setup.scenario)):
+        return Grader(setup.scenario)
     actor_class: Any = ray.remote(Grader)
     return actor_class.options(num_cpus=0, scheduling_strategy=on_node(node), **_ROLE_OPTIONS).remote(setup.scenario)
 
@@ -120,10 +133,13 @@ def ray_roles(setup: RoleSetup, strategy: str, nodes: list[str] | None = None) -
 
 
 def ray_member(setup: RoleSetup, strategy: str, role: str, node: str) -> Any:
-    """One member of ``role`` as a Ray actor pinned to ``node`` (at start, or to replace one that died)."""
+    """One member of ``role`` as a Ray actor pinned to ``node`` (at start, or to replace one that died); the
+    verifier of cheap checks is a plain object instead, which each arbiter runs itself (`verifies_in_arbiter`)."""
     import ray
 
     cls, args, kwargs = _members(setup, strategy)[role]
+    if role == "verifier" and verifies_in_arbiter(setup, strategy):
+        return cls(*args, **kwargs)
     cpus = get_scenario(setup.scenario).verifier_num_cpus if role == "verifier" else 0
     actor_class: Any = ray.remote(cls)
     return actor_class.options(num_cpus=cpus, scheduling_strategy=on_node(node), **_ROLE_OPTIONS).remote(
@@ -131,15 +147,17 @@ def ray_member(setup: RoleSetup, strategy: str, role: str, node: str) -> Any:
     )
 
 
-def wait_ready(roles: Roles, *more: RolePool, timeout_s: float = 300.0) -> None:
-    """Block until every role actor is constructed; raise its constructor's error once, up front.
+def wait_ready(roles: Roles, *more: RolePool, actors: Sequence[Any] = (), timeout_s: float = 300.0) -> None:
+    """Block until every role actor (and each of ``actors``) is constructed; raise its constructor's error once,
+    up front.
 
     Without this, an actor that cannot start (a missing model file, an import
     error on a node) would surface as the same error in every task.
     """
     import ray
 
-    refs = [m.__ray_ready__.remote() for pool in [*roles.pools(), *more] for m in pool.members]
+    refs = [m.__ray_ready__.remote() for pool in [*roles.pools(), *more] for m in pool.members if is_actor(m)]
+    refs += [a.__ray_ready__.remote() for a in actors]
     try:
         ray.get(refs, timeout=timeout_s)
     except ray.exceptions.GetTimeoutError:

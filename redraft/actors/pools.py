@@ -18,13 +18,16 @@ could not be refilled holds None and is skipped.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from redraft.actors.failures import infrastructure_failure, member_failure
 from redraft.errors import CallTimeoutError, InfrastructureError
 from redraft.runtime import call
+
+Reply = bytes | BaseException
+"""A member's answer to one request of a batch: the reply frame, or what that request alone raised."""
 
 ROLE_CALL_DEADLINE_S = 900.0
 """How long one role call may take before its member counts as hung. Above any backend's own worst case
@@ -54,6 +57,40 @@ class RolePool:
         waits, its member is listed in ``waiting``; a call cancelled from outside (a task's timeout)
         leaves it listed, so whoever cut it can ask whether that member still answers.
         """
+        reply: bytes = await self._route(method, index, waiting, lambda member: call(member, method, payload))
+        return reply
+
+    async def call_many(
+        self, method: str, payloads: Sequence[bytes], indices: Sequence[int], waiting: list[Any] | None = None
+    ) -> list[Reply]:
+        """Each frame to member ``indices[i]`` (modulo the pool's size), as `call` would, but one call per member
+        (its `redraft.actors.batches.Batching.batch`): a round of K samples costs one hop per member, not K.
+
+        Each reply is the frame, or the exception its own request raised (one sample's failure is not its
+        batch's). A member that fails as a member is routed around with its whole batch; when every member
+        failed, each of its requests gets the `InfrastructureError`.
+        """
+        groups: dict[int, list[int]] = {}
+        for position, index in enumerate(indices):
+            groups.setdefault(index % len(self.members), []).append(position)
+        replies: list[Reply] = [b""] * len(payloads)
+
+        async def send(start: int, positions: list[int]) -> None:
+            batch = [payloads[p] for p in positions]
+            try:
+                got: list[Reply] = await self._route(method, start, waiting, lambda m: call(m, "batch", method, batch))
+            except Exception as exc:
+                got = [exc] * len(positions)
+            for position, reply in zip(positions, got, strict=True):
+                replies[position] = reply
+
+        await asyncio.gather(*(send(start, positions) for start, positions in groups.items()))
+        return replies
+
+    async def _route(
+        self, method: str, index: int, waiting: list[Any] | None, send: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """``send(member)`` to member ``index``, then round the pool past members that fail as members."""
         waiting = [] if waiting is None else waiting
         n = len(self.members)
         failures: list[BaseException] = []
@@ -63,7 +100,7 @@ class RolePool:
                 continue
             waiting.append(member)
             try:
-                reply: bytes = await asyncio.wait_for(call(member, method, payload), self.deadline_s)
+                reply = await asyncio.wait_for(send(member), self.deadline_s)
                 waiting.remove(member)
                 return reply
             except asyncio.CancelledError:

@@ -18,14 +18,14 @@ finished rounds can be handed back as such a replay (`checkpoint`).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from redraft.actors.failures import infrastructure_failure
+from redraft.actors.pools import Reply, RolePool
 from redraft.errors import AuthenticationError, describe, error_type
 from redraft.protocols.convergence import Candidate, ConvergenceProtocol, Verdict
 from redraft.protocols.messages import (
@@ -111,21 +111,13 @@ class TaskLoop:
             )
             for k in range(n)
         ]
-        pool = self.arbiter.roles.drafter
         return await self._exchange(
-            requests,
-            Draft,
-            lambda k, p: pool.call("draft", p, self._offset + k, self.waiting),
-            role="drafter",
-            partial_ok=True,
+            requests, Draft, self.arbiter.roles.drafter, "draft", role="drafter", partial_ok=True
         )
 
     async def verify(self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0) -> list[Verification]:
-        pool = self.arbiter.roles.verifier
         requests = [VerifyRequest(task=self.task, draft=d, stage=stage, questions=questions) for d in drafts]
-        return await self._exchange(
-            requests, Verification, lambda k, p: pool.call("verify", p, self._offset + k, self.waiting), role="verifier"
-        )
+        return await self._exchange(requests, Verification, self.arbiter.roles.verifier, "verify", role="verifier")
 
     async def critique(
         self, drafts: list[Draft], *, role: CriticRole, stance: str, opponent: list[Issue] | None = None
@@ -143,16 +135,9 @@ class TaskLoop:
             )
             for d in drafts
         ]
-        return await self._exchange(
-            requests,
-            Critique,
-            lambda k, p: pool.call("critique", p, self._offset + k, self.waiting),
-            role=role,
-            partial_ok=True,
-        )
+        return await self._exchange(requests, Critique, pool, "critique", role=role, partial_ok=True)
 
     async def reflect(self, candidate: Scored) -> Reflection:
-        pool = self.arbiter.roles.drafter
         failed = [c for c in candidate.verification.checks if not c.passed]
         request = ReflectRequest(
             task=self.task,
@@ -161,7 +146,7 @@ class TaskLoop:
             seed=self.seed(f"{self.round}:reflect", candidate.draft.sample),
         )
         [reflection] = await self._exchange(
-            [request], Reflection, lambda k, p: pool.call("reflect", p, self._offset + k, self.waiting), role="drafter"
+            [request], Reflection, self.arbiter.roles.drafter, "reflect", role="drafter"
         )
         return reflection
 
@@ -183,12 +168,14 @@ class TaskLoop:
         self,
         requests: Sequence[Any],
         kind: type[R],
-        send: Callable[[int, bytes], Awaitable[bytes]],
+        pool: RolePool,
+        method: str,
         *,
         role: str,
         partial_ok: bool = False,
     ) -> list[R]:
-        """Send requests in parallel; keep every frame; decode replies as ``kind``.
+        """Send requests at once, request k to ``pool`` member offset + k (one call per member); keep every
+        frame; decode replies as ``kind``, priced as ``role``'s calls.
 
         With ``partial_ok``, failed calls are dropped as long as one succeeded (a
         lost sample or critique weakens a round, it does not end the task).
@@ -196,12 +183,14 @@ class TaskLoop:
         payloads = [encode(r) for r in requests]
         first = len(self.frames)
         self.frames.extend(payloads)
-
-        async def answer(k: int, payload: bytes) -> bytes:
-            replayed = self.replay.get(payload)
-            return replayed if replayed is not None else await send(k, payload)
-
-        replies = await asyncio.gather(*(answer(k, p) for k, p in enumerate(payloads)), return_exceptions=True)
+        replies: list[Reply | None] = [self.replay.get(p) for p in payloads]
+        todo = [k for k, reply in enumerate(replies) if reply is None]
+        if todo:
+            sent = await pool.call_many(
+                method, [payloads[k] for k in todo], [self._offset + k for k in todo], self.waiting
+            )
+            for k, answer in zip(todo, sent, strict=True):
+                replies[k] = answer
         failures = [r for r in replies if isinstance(r, BaseException)]
         fatal: list[BaseException] = [f for f in failures if isinstance(f, AuthenticationError)]
         # The machinery's failure is never a lost sample: the task is redone whole, so it ends as it would have.
@@ -209,9 +198,10 @@ class TaskLoop:
         if fatal or (failures and (not partial_ok or len(failures) == len(replies))):
             raise (fatal or failures)[0]
         decoded: list[R] = []
-        for k, reply in enumerate(replies):
-            if isinstance(reply, BaseException):
+        for k, got in enumerate(replies):
+            if not isinstance(got, bytes):
                 continue
+            reply = got
             self.pairs.append((first + k, len(self.frames)))
             self.frames.append(reply)
             message = decode_as(reply, kind)  # type: ignore[type-var]

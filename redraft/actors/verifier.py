@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from typing import Any
 
 import msgspec
 
 from redraft.actors.answers import parse_plan, question_json_schema
+from redraft.actors.batches import Batching
 from redraft.actors.prompts import answer_messages, question_messages
 from redraft.actors.workers import Workers
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
@@ -46,7 +48,7 @@ from redraft.protocols.messages import (
 )
 from redraft.runtime import die_with_raylet
 from redraft.sandbox import sweep_stale_workdirs
-from redraft.scenarios import check_stage, get_scenario, score_of
+from redraft.scenarios import check_stage, checks_cheaply, get_scenario, score_of
 from redraft.scenarios.base import grade_of
 
 QUESTION_MAX_TOKENS = 256
@@ -55,7 +57,7 @@ ANSWER_MAX_TOKENS = 96
 _sweep_sandbox_workdirs_once = functools.cache(sweep_stale_workdirs)
 
 
-class Verifier:
+class Verifier(Batching):
     def __init__(
         self,
         scenario: str,
@@ -66,7 +68,10 @@ class Verifier:
         oracle: bool = False,
     ) -> None:
         die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
+        self._made_with = (scenario, backend, parallel, cache, oracle)
         self._scenario = get_scenario(scenario)
+        self._inline = checks_cheaply(self._scenario)
+        """Cheap checks run on the event loop: a worker thread would cost more than the check."""
         _sweep_sandbox_workdirs_once()
         self._oracle = oracle
         self._workers = Workers(parallel, name="redraft-verifier")
@@ -75,10 +80,19 @@ class Verifier:
             cached(backend.create(), backend.spec, enabled=cache) if backend is not None else None
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A verifier travels as its constructor's arguments (it holds threads): the in-arbiter verifier
+        of a scenario with cheap checks (`redraft.actors.factory`) is built again where it lands."""
+        scenario, backend, parallel, cache, oracle = self._made_with
+        return (_verifier, (scenario, backend, parallel, cache, oracle))
+
     async def verify(self, payload: bytes) -> bytes:
         request = decode_as(payload, VerifyRequest)
         draft = request.draft
-        checks, answer = await self._workers.run(self._check, request)
+        if self._inline:
+            checks, answer = self._check(request)
+        else:
+            checks, answer = await self._workers.run(self._check, request)
         questions, usage, model = await self._questions(request)
         return encode(
             Verification(
@@ -153,3 +167,7 @@ class Verifier:
             if graded is not None:
                 return [graded]
         return self._scenario.check(task, text)
+
+
+def _verifier(scenario: str, backend: BackendSpec | None, parallel: int | None, cache: bool, oracle: bool) -> Verifier:
+    return Verifier(scenario, backend, parallel=parallel, cache=cache, oracle=oracle)

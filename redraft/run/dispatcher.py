@@ -50,6 +50,7 @@ from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, poison_re
 from redraft.run.fleet import Fleet
 from redraft.run.grading import grade_request, graded_frames
 from redraft.rundir import RunStore
+from redraft.runtime import is_actor
 from redraft.scenarios import Scenario
 
 ProgressHook = Callable[[Result], None]
@@ -292,6 +293,9 @@ class Dispatcher:
         assert request is not None
         members = [m for m in self.fleet.graders.members if m is not None]
         member = members[(pending.slot + pending.grade_tries) % len(members)]
+        if not is_actor(member):  # a cheap grade: the driver's own (`redraft.actors.factory.ray_grader`)
+            self._write(*graded_frames(pending.frames, member.grade_here(encode(request))))
+            return
         pending.grade_tries += 1
         pending.deadline = self.clock.now() + DEFAULT_WATCHDOG_S / 6
         self.in_flight[member.grade.remote(encode(request))] = pending

@@ -37,7 +37,7 @@ from redraft.actors.arbiter import ArbiterSettings
 from redraft.actors.factory import RoleSetup, ray_arbiter, ray_grader, ray_member, ray_roles, wait_ready
 from redraft.actors.pools import RolePool, Roles
 from redraft.errors import ClusterError, cause_of, describe
-from redraft.runtime import actor_state, alive_nodes
+from redraft.runtime import actor_state, alive_nodes, is_actor
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,10 @@ class Fleet:
         nodes = alive_nodes()
         self.roles: Roles = ray_roles(setup, strategy, nodes)
         self.graders = RolePool([ray_grader(setup, node) for node in nodes], role="grader")
-        wait_ready(self.roles, self.graders)
+        # Every actor starts at once (each is a process of its own) and readiness is awaited once: an arbiter
+        # needs only its members' handles, not the members themselves, to be built.
         self.arbiters: list[Any] = [ray_arbiter(self.roles, settings, node) for node in nodes]
+        wait_ready(self.roles, self.graders, actors=self.arbiters)
         self._nodes = list(nodes)
         """The node each arbiter slot was placed on (a replacement goes there while it lives)."""
         self._quarantined: list[Any] = []
@@ -144,8 +146,14 @@ class Fleet:
         return False
 
     def _actors(self) -> list[tuple[str, int, Any]]:
-        found = [(name, i, m) for name, pool in self.roles.by_name().items() for i, m in enumerate(pool.members)]
-        found += [("grader", i, m) for i, m in enumerate(self.graders.members)]
+        """Every actor of the run (a role member that is a plain object, run by the arbiters, is none)."""
+        found = [
+            (name, i, m)
+            for name, pool in self.roles.by_name().items()
+            for i, m in enumerate(pool.members)
+            if m is None or is_actor(m)
+        ]
+        found += [("grader", i, m) for i, m in enumerate(self.graders.members) if m is None or is_actor(m)]
         return found + [("arbiter", i, a) for i, a in enumerate(self.arbiters)]
 
     def _died(self, ping: _Ping, exc: BaseException) -> None:

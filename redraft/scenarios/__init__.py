@@ -4,6 +4,7 @@ from redraft.protocols.stages import DEFAULT_STAGES, Stage
 from redraft.scenarios.base import (
     Scenario,
     check_stage,
+    checks_cheaply,
     get_scenario,
     scenario,
     scenario_names,
@@ -16,6 +17,7 @@ __all__ = [
     "Scenario",
     "Stage",
     "check_stage",
+    "checks_cheaply",
     "get_scenario",
     "scenario",
     "scenario_names",

@@ -40,6 +40,10 @@ class Scenario(Protocol):
     """Registry name, e.g. ``arithmetic``: set by `@scenario("name")` (a family's instances set their own)."""
     verifier_num_cpus: float = 0.0
     """CPUs a verifier actor reserves: 0 for cheap checks, 1 for ones that execute code."""
+    cheap_check: ClassVar[bool] = False
+    """True when `check` (and `check_stage`, and the grade) take microseconds and never block: pure Python on
+    the text, no subprocess, no I/O. The arbiter then runs them itself instead of calling a verifier actor
+    (a hop costs a thousand times more than such a check)."""
     feedback_is_grade: ClassVar[bool] = False
     """True when the feedback is itself the grade: every rule is written in the task (`grade` returns the
     checks' verdict)."""
@@ -162,6 +166,11 @@ def split_reference(scenario: Scenario, reference: dict[str, Any]) -> tuple[dict
         split: tuple[dict[str, Any], dict[str, Any]] = own(reference)
         return split
     return {}, dict(reference)
+
+
+def checks_cheaply(scenario: Scenario) -> bool:
+    """`Scenario.cheap_check`, for a scenario that does not subclass `Scenario` too (not said: not cheap)."""
+    return bool(getattr(scenario, "cheap_check", False))
 
 
 def grade_of(scenario: Scenario, task: Task, text: str) -> CheckResult | None:

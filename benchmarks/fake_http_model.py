@@ -1,0 +1,132 @@
+"""A fake OpenAI-compatible model server for load benchmarks: asyncio, keep-alive, a fixed latency per request.
+
+It runs in a process of its own (`serve_in_background`), so the client under test
+does not share its interpreter. Every ``POST /v1/chat/completions`` waits
+``latency_s`` and answers ``Answer: 7`` (a critique request, one with
+``response_format``, gets an empty critique); ``GET /stats`` tells how many model
+requests it answered and when the first and last arrived (wall clock), and
+``POST /reset`` zeroes that. Standard library only: the load is the client's, not
+the server's (a threaded server with a small backlog measures itself instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import socket
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+DRAFT_TEXT = "Answer: 7"
+CRITIQUE_TEXT = '{"issues": []}'
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = 0.0
+        self.last = 0.0
+
+
+def _completion(body: dict[str, Any]) -> bytes:
+    text = CRITIQUE_TEXT if "response_format" in body else DRAFT_TEXT
+    return json.dumps(
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }
+    ).encode()
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] | None:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _ = lines[0].split(" ", 2)
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    body = await reader.readexactly(length) if length else b""
+    return method, path, body
+
+
+async def _serve_connection(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stats: _Stats, latency_s: float
+) -> None:
+    try:
+        while True:
+            try:
+                request = await _read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            if request is None:
+                return
+            _method, path, body = request
+            if path.endswith("/chat/completions"):
+                stats.count += 1
+                stats.last = time.time()
+                stats.first = stats.first or stats.last
+                await asyncio.sleep(latency_s)
+                payload = _completion(json.loads(body))
+            elif path == "/reset":
+                stats.count, stats.first, stats.last = 0, 0.0, 0.0
+                payload = b"{}"
+            else:
+                payload = json.dumps({"count": stats.count, "first": stats.first, "last": stats.last}).encode()
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(payload)}\r\n\r\n".encode()
+                + payload
+            )
+            await writer.drain()
+    finally:
+        writer.close()
+
+
+def _serve(sock: socket.socket, latency_s: float) -> None:
+    stats = _Stats()
+
+    async def main() -> None:
+        server = await asyncio.start_server(
+            lambda r, w: _serve_connection(r, w, stats, latency_s), sock=sock, backlog=4096
+        )
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+@contextmanager
+def serve_in_background(latency_s: float = 0.2) -> Iterator[tuple[str, int]]:
+    """Start the server in a child process; yield its base URL (``http://127.0.0.1:PORT``) and its pid."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4096)
+    process = multiprocessing.get_context("fork").Process(target=_serve, args=(sock, latency_s), daemon=True)
+    process.start()
+    try:
+        assert process.pid is not None
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", process.pid
+    finally:
+        process.terminate()
+        process.join()
+        sock.close()
+
+
+def stats(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(f"{url}/stats") as reply:
+        result: dict[str, float] = json.loads(reply.read())
+        return result
+
+
+def reset(url: str) -> None:
+    urllib.request.urlopen(urllib.request.Request(f"{url}/reset", data=b"{}", method="POST")).read()
