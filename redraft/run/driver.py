@@ -153,6 +153,8 @@ def run(
     if on_start is not None:
         on_start(total, skipped)
     started = time.monotonic()
+    if skipped == total:  # a finished run, resumed (a comparison's finished lane): no actor to start
+        return RunOutcome(out=out, summary=store.finish(0.0, None), total=total, skipped=skipped)
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address)
     settings = msgspec.structs.replace(arbiter_settings(config), run=out.name)
