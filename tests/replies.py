@@ -303,3 +303,15 @@ coin = Coin(p=0.3, q=0.5)
 """For the command line: ``scripted:replies:coin``."""
 worse_coin = Coin(p=0.1, q=0.1)
 """The same model made much worse (a regression for the gate to find)."""
+
+
+PLEASE = "Please be right."
+"""What `prompt_follower` listens for: a drafter prompt (a prompts file's) that says it."""
+
+
+def prompt_follower(request: ChatRequest) -> str:
+    """Right when the drafter's prompt says `PLEASE`, wrong otherwise: shows which templates a run rendered."""
+    if is_critique(request):
+        return json.dumps(CRITIQUE)
+    r = round_of(request)
+    return f"Attempt {r}.\n{worked(task_of(request), 0 if PLEASE in request.messages[-1].content else 1 + r)}"

@@ -29,7 +29,7 @@ import functools
 import msgspec
 
 from redraft.actors.answers import parse_plan, question_json_schema
-from redraft.actors.prompts import answer_messages, question_messages
+from redraft.actors.prompts import Prompts, answer_messages, question_messages
 from redraft.actors.workers import Workers
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.cache import cached
@@ -64,11 +64,13 @@ class Verifier:
         parallel: int | None = None,
         cache: bool = True,
         oracle: bool = False,
+        prompts: Prompts | None = None,
     ) -> None:
         die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._scenario = get_scenario(scenario)
         _sweep_sandbox_workdirs_once()
         self._oracle = oracle
+        self._prompts = prompts
         self._workers = Workers(parallel, name="redraft-verifier")
         # Only chain-of-verification questions use a model; deterministic checks do not.
         self._backend: Backend | None = (
@@ -106,7 +108,7 @@ class Verifier:
         backend, task, draft = self._backend, request.task, request.draft
         plan = await backend.complete(
             ChatRequest(
-                messages=question_messages(task, draft.text, request.questions),
+                messages=question_messages(task, draft.text, request.questions, self._prompts),
                 max_tokens=QUESTION_MAX_TOKENS,
                 temperature=0.0,
                 json_schema=question_json_schema(),
@@ -121,7 +123,9 @@ class Verifier:
         replies = await asyncio.gather(
             *(
                 backend.complete(
-                    ChatRequest(messages=answer_messages(task, q), max_tokens=ANSWER_MAX_TOKENS, temperature=0.0)
+                    ChatRequest(
+                        messages=answer_messages(task, q, self._prompts), max_tokens=ANSWER_MAX_TOKENS, temperature=0.0
+                    )
                 )
                 for q in asked
             )
