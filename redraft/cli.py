@@ -163,6 +163,8 @@ def compare_command(
     """Compare critic strategies on the same tasks, against sampling at matched cost; rerun to resume."""
     from redraft.compare.command import compare
 
+    if fail_if_worse and baseline is None:
+        raise UserError("--fail-if-worse needs --baseline OLD/comparison.json: the comparison to hold this one against")
     given = {name: value for name, value in settings.items() if value is not None}
     if model is not None:
         given.setdefault("drafter", model)
@@ -179,9 +181,9 @@ def compare_command(
         progress=_RunProgress(),
         console=out,
     )
+    for line in lines:  # said even without --fail-if-worse, which only decides the exit code
+        print(f"redraft: regression: {line}", file=sys.stderr)
     if lines and fail_if_worse:
-        for line in lines:
-            print(f"redraft: regression: {line}", file=sys.stderr)
         sys.exit(EXIT_REGRESSION)
 
 

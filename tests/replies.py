@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import time
 from dataclasses import dataclass, field
@@ -269,3 +270,48 @@ def slow_seven(request: ChatRequest) -> str:
     """`always_seven` at one second a call, blocking its role actor: tasks outlast short time budgets."""
     time.sleep(1.0)
     return always_seven(request)
+
+
+@dataclass(frozen=True)
+class Coin:
+    """Right with a known probability: ``p`` on a first draft, ``q`` on a revision; wrong otherwise.
+
+    Each draft's coin is drawn from the request's seed (a function of the run seed, task, round
+    and sample), so a run is deterministic and its samples independent. A right draft is the
+    worked solution, passing every check and the grade; a wrong one is off by ``1 + r`` in its
+    last step (distinct answers per round: no early `stable`), which the feedback's calculator
+    catches (score 0.75) without knowing the gold. So with a threshold of 1 a task stops exactly
+    when a draft is right, and its pass rate after R rounds of one sample is
+    ``1 - (1 - p) * (1 - q) ** (R - 1)``. The critic always reports one critical issue.
+    """
+
+    p: float
+    q: float
+
+    def right(self, request: ChatRequest) -> bool:
+        chance = self.q if round_of(request) else self.p
+        return random.Random(request.seed).random() < chance
+
+    def __call__(self, request: ChatRequest) -> str:
+        if is_critique(request):
+            return json.dumps(CRITIQUE)
+        r = round_of(request)
+        return f"Attempt {r}.\n{worked(task_of(request), 0 if self.right(request) else 1 + r)}"
+
+
+coin = Coin(p=0.3, q=0.5)
+"""For the command line: ``scripted:replies:coin``."""
+worse_coin = Coin(p=0.1, q=0.1)
+"""The same model made much worse (a regression for the gate to find)."""
+
+
+PLEASE = "Please be right."
+"""What `prompt_follower` listens for: a drafter prompt (a prompts file's) that says it."""
+
+
+def prompt_follower(request: ChatRequest) -> str:
+    """Right when the drafter's prompt says `PLEASE`, wrong otherwise: shows which templates a run rendered."""
+    if is_critique(request):
+        return json.dumps(CRITIQUE)
+    r = round_of(request)
+    return f"Attempt {r}.\n{worked(task_of(request), 0 if PLEASE in request.messages[-1].content else 1 + r)}"

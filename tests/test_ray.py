@@ -117,6 +117,16 @@ def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: An
     assert (tmp_path / "run" / "results.jsonl").read_text() == ""  # no task was charged with it
 
 
+def test_a_finished_run_resumed_starts_no_actor(ray_cluster: Any, tmp_path: Path) -> None:
+    # A comparison reruns every lane; a finished one must cost nothing, not a fleet of idle actors.
+    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
+    out = str(tmp_path / "run")
+    first = run(RunConfig.build(samples=1, limit=2, out=out), backends={"drafter": spec, "critic": spec})
+    again = run(RunConfig.build(samples=1, limit=2, out=out), backends={"drafter": Unstartable(), "critic": spec})
+    assert (again.skipped, again.total) == (2, 2)  # the unstartable drafter was never started
+    assert again.summary.tasks == 2 and again.summary.passed == first.summary.passed
+
+
 @pytest.mark.parametrize("broken", [False, True], ids=["canonical", "broken"])
 def test_humaneval_candidates_are_tested_in_the_sandbox_inside_verifier_actors(
     ray_cluster: Any, tmp_path: Path, broken: bool

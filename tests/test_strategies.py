@@ -352,10 +352,9 @@ def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyP
     config = RunConfig.build()
     before = fingerprint(identity(config))
     assert identity(config)["prompts"] == versions
-    bumped = dict(prompts._templates())
-    entry = bumped["critic_adversarial"]
+    entry = prompts.built_in().templates["critic_adversarial"]
     changed = dataclasses.replace(entry, version=entry.version + 1)
-    monkeypatch.setattr(prompts, "_templates", lambda: {**bumped, "critic_adversarial": changed})
+    monkeypatch.setitem(prompts.built_in().templates, "critic_adversarial", changed)
     assert fingerprint(identity(config)) != before
 
 

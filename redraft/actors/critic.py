@@ -12,7 +12,7 @@ import msgspec
 
 from redraft.actors.answers import critique_json_schema, parse_report
 from redraft.actors.batches import Batching
-from redraft.actors.prompts import critique_messages
+from redraft.actors.prompts import Prompts, critique_messages
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
 from redraft.protocols.messages import Critique, CritiqueRequest, decode_as, encode
@@ -20,19 +20,28 @@ from redraft.runtime import die_with_raylet
 
 
 class Critic(Batching):
-    def __init__(self, backend: BackendSpec, *, temperature: float, max_tokens: int, cache: bool = True) -> None:
+    def __init__(
+        self,
+        backend: BackendSpec,
+        *,
+        temperature: float,
+        max_tokens: int,
+        cache: bool = True,
+        prompts: Prompts | None = None,
+    ) -> None:
         die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._backend = cached(backend.create(), backend.spec, enabled=cache)
         self._schema = critique_json_schema()
         self._temperature = temperature
         self._max_tokens = max_tokens
+        self._prompts = prompts
 
     async def critique(self, payload: bytes) -> bytes:
         request = decode_as(payload, CritiqueRequest)
         draft = request.draft
         completion = await self._backend.complete(
             ChatRequest(
-                messages=critique_messages(request.stance, request.task, draft.text, request.opponent),
+                messages=critique_messages(request.stance, request.task, draft.text, request.opponent, self._prompts),
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
                 seed=request.seed,

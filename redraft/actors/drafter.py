@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from redraft.actors.batches import Batching
 from redraft.actors.patches import apply_edits
-from redraft.actors.prompts import draft_messages, reflect_messages
+from redraft.actors.prompts import Prompts, draft_messages, reflect_messages
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
 from redraft.errors import ModelError
@@ -28,7 +28,14 @@ class Drafter(Batching):
     """Bytes in (`DraftRequest`, `ReflectRequest`), bytes out (`Draft`, `Reflection`); one backend client per actor."""
 
     def __init__(
-        self, backend: BackendSpec, scenario: str, *, temperature: float, max_tokens: int, cache: bool = True
+        self,
+        backend: BackendSpec,
+        scenario: str,
+        *,
+        temperature: float,
+        max_tokens: int,
+        cache: bool = True,
+        prompts: Prompts | None = None,
     ) -> None:
         die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._backend = cached(backend.create(), backend.spec, enabled=cache)
@@ -36,13 +43,21 @@ class Drafter(Batching):
         self._temperature = temperature
         self._max_tokens = max_tokens
         self._node = node_id()  # an actor never moves: ask Ray once, not per draft
+        self._prompts = prompts
 
     async def draft(self, payload: bytes) -> bytes:
         request = decode_as(payload, DraftRequest)
         patch = request.mode == "patch" and request.revision is not None
         completion = await self._backend.complete(
             ChatRequest(
-                messages=draft_messages(self._system, request.task, request.revision, stage=request.stage, patch=patch),
+                messages=draft_messages(
+                    self._system,
+                    request.task,
+                    request.revision,
+                    stage=request.stage,
+                    patch=patch,
+                    prompts=self._prompts,
+                ),
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
                 seed=request.seed,
@@ -79,7 +94,7 @@ class Drafter(Batching):
         draft = request.draft
         completion = await self._backend.complete(
             ChatRequest(
-                messages=reflect_messages(request.task, draft.text, request.failed_checks),
+                messages=reflect_messages(request.task, draft.text, request.failed_checks, self._prompts),
                 max_tokens=REFLECTION_MAX_TOKENS,
                 temperature=0.0,
                 seed=request.seed,

@@ -32,6 +32,7 @@ from redraft.actors.critic import Critic
 from redraft.actors.drafter import Drafter
 from redraft.actors.grader import Grader
 from redraft.actors.pools import RolePool, Roles
+from redraft.actors.prompts import Prompts
 from redraft.actors.verifier import Verifier
 from redraft.backends.base import BackendSpec
 from redraft.errors import BackendError, describe
@@ -58,6 +59,8 @@ class RoleSetup:
     """Answer repeated model calls from the node's response cache (`redraft.backends.cache`)."""
     oracle: bool = False
     """Feed the held-out grade back as feedback (an oracle-feedback run: upper-bound studies only)."""
+    prompts: Prompts | None = None
+    """The templates the roles render (a prompts file's over the built-in ones); None: the built-in ones."""
 
 
 def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any, ...], dict[str, Any]]]:
@@ -66,12 +69,17 @@ def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any
         "drafter": (
             Drafter,
             (setup.drafter, setup.scenario),
-            {"temperature": setup.temperature, "max_tokens": setup.draft_max_tokens, "cache": setup.cache},
+            {
+                "temperature": setup.temperature,
+                "max_tokens": setup.draft_max_tokens,
+                "cache": setup.cache,
+                "prompts": setup.prompts,
+            },
         ),
         "verifier": (
             Verifier,
             (setup.scenario, verifier_backend(setup, strategy)),
-            {"cache": setup.cache, "oracle": setup.oracle},
+            {"cache": setup.cache, "oracle": setup.oracle, "prompts": setup.prompts},
         ),
     }
     critic_role = get_strategy(strategy).critic_role
@@ -79,6 +87,7 @@ def _members(setup: RoleSetup, strategy: str) -> dict[str, tuple[type, tuple[Any
         "temperature": setup.critic_temperature,
         "max_tokens": setup.critique_max_tokens,
         "cache": setup.cache,
+        "prompts": setup.prompts,
     }
     if critic_role == "critic":
         roles["critic"] = (Critic, (setup.critic,), critic_kwargs)

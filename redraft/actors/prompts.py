@@ -2,8 +2,8 @@
 
 Invariants:
 
-- Every text a model sees comes from a versioned template, and `prompt_versions`
-  (all templates' versions) is part of a run's fingerprint, so a resumed run never
+- Every text a model sees comes from a versioned template, and the versions of
+  all templates in use (`Prompts.versions`) are part of a run's fingerprint, so a resumed run never
   mixes two versions of a prompt. Change a template's text, bump its version.
 - Untrusted text (a candidate, failure output it controls, a task from a user's
   file, another model's words) reaches a prompt only through a template's ``data``
@@ -48,27 +48,46 @@ class _Template:
     """The fields that carry untrusted text: each is fenced."""
 
 
+@dataclass(frozen=True)
+class Prompts:
+    """A set of templates: the built-in ones (`built_in`), or those with a prompts file's entries over them
+    (`redraft.actors.prompt_files`). Plain data, so it travels to the role actors with their setup."""
+
+    templates: dict[str, _Template]
+
+    def render(self, template: str, /, **fields: object) -> str:
+        """Template ``template`` with its ``$fields`` filled in, each ``data`` field fenced (a missing field is
+        a bug: KeyError)."""
+        entry = self.templates[template]
+        return entry.text.substitute(
+            **{k: fence(str(v), label=k) if k in entry.data else str(v) for k, v in fields.items()}
+        )
+
+    def versions(self) -> dict[str, int]:
+        """The version of every template (part of the run fingerprint)."""
+        return {name: t.version for name, t in sorted(self.templates.items())}
+
+
 @functools.cache
-def _templates() -> dict[str, _Template]:
+def built_in() -> Prompts:
+    """The templates of ``prompts.toml``."""
     data = tomllib.loads(resources.files("redraft.actors").joinpath("prompts.toml").read_text(encoding="utf-8"))
-    return {
-        name: _Template(int(entry["version"]), Template(entry["text"]), frozenset(entry.get("data", [])))
-        for name, entry in data.items()
-    }
+    return Prompts(
+        {
+            name: _Template(int(entry["version"]), Template(entry["text"]), frozenset(entry.get("data", [])))
+            for name, entry in data.items()
+        }
+    )
 
 
 def prompt_versions() -> dict[str, int]:
-    """The version of every prompt template (part of the run fingerprint)."""
-    return {name: t.version for name, t in sorted(_templates().items())}
+    """The version of every built-in prompt template."""
+    return built_in().versions()
 
 
 def render(template: str, /, **fields: object) -> str:
-    """Template ``template`` with its ``$fields`` filled in, each ``data`` field fenced (a missing field is a bug:
-    KeyError)."""
-    entry = _templates()[template]
-    return entry.text.substitute(
-        **{k: fence(str(v), label=k) if k in entry.data else str(v) for k, v in fields.items()}
-    )
+    """A built-in template rendered (see `Prompts.render`)."""
+    return built_in().render(template, **fields)
 
 
 def fence(text: str, *, label: str = "data") -> str:
@@ -93,47 +112,57 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]} [... {len(text) - limit:,} more characters cut]"
 
 
-def critic_system(stance: str) -> str:
+def critic_system(stance: str, prompts: Prompts | None = None) -> str:
     """The critic's instructions for ``stance`` (``adversarial``, ``self`` or ``skeptic``)."""
+    prompts = prompts or built_in()
     name = f"critic_{stance}"
-    return render(name if name in _templates() else "critic_adversarial")
+    return prompts.render(name if name in prompts.templates else "critic_adversarial")
 
 
 def draft_messages(
-    system: str, task: Task, revision: Revision | None, *, stage: StageStep | None = None, patch: bool = False
+    system: str,
+    task: Task,
+    revision: Revision | None,
+    *,
+    stage: StageStep | None = None,
+    patch: bool = False,
+    prompts: Prompts | None = None,
 ) -> list[ChatMessage]:
     """The drafter's prompt: the task (and stage), and on revision the best so far with all feedback."""
-    parts = [render("draft_task", task=task.prompt)]
+    prompts = prompts or built_in()
+    parts = [prompts.render("draft_task", task=task.prompt)]
     if stage is not None:
         parts.append(
-            render("stage", number=stage.index + 1, total=stage.total, name=stage.name, instruction=stage.instruction)
+            prompts.render(
+                "stage", number=stage.index + 1, total=stage.total, name=stage.name, instruction=stage.instruction
+            )
         )
         if stage.previous:
-            parts.append(render("stage_previous", name="previous stage", text=stage.previous))
+            parts.append(prompts.render("stage_previous", name="previous stage", text=stage.previous))
     if revision is not None:
-        parts += _revision_parts(revision, patch=patch)
+        parts += _revision_parts(revision, patch=patch, prompts=prompts)
     return [
         ChatMessage(role="system", content=system),
         ChatMessage(role="user", content="\n\n".join(parts)),
     ]
 
 
-def _revision_parts(revision: Revision, *, patch: bool) -> list[str]:
+def _revision_parts(revision: Revision, *, patch: bool, prompts: Prompts) -> list[str]:
     feedback = [f"- check {c.name} failed: {cut(c.detail, MAX_DETAIL_CHARS)}" for c in revision.failed_checks]
     feedback += [issue_line(i) for i in revision.issues]
-    parts = [render("revise_best", score=f"{revision.best_score:.2f}", text=revision.best_text)]
+    parts = [prompts.render("revise_best", score=f"{revision.best_score:.2f}", text=revision.best_text)]
     if feedback:
-        parts.append(render("revise_problems", feedback=cut("\n".join(feedback), MAX_FEEDBACK_CHARS)))
+        parts.append(prompts.render("revise_problems", feedback=cut("\n".join(feedback), MAX_FEEDBACK_CHARS)))
     if revision.questions:
         qa = [
             f"- Q: {cut(q.question, MAX_MEMORY_CHARS)}\n  A: {cut(q.answer, MAX_MEMORY_CHARS)}"
             for q in revision.questions
         ]
-        parts.append(render("revise_questions", questions=cut("\n".join(qa), MAX_FEEDBACK_CHARS)))
+        parts.append(prompts.render("revise_questions", questions=cut("\n".join(qa), MAX_FEEDBACK_CHARS)))
     if revision.memory:
         memory = "\n".join(_memory_line(a) for a in revision.memory)
-        parts.append(render("revise_memory", memory=cut(memory, MAX_FEEDBACK_CHARS)))
-    parts.append(render("revise_patch" if patch else "revise_rewrite"))
+        parts.append(prompts.render("revise_memory", memory=cut(memory, MAX_FEEDBACK_CHARS)))
+    parts.append(prompts.render("revise_patch" if patch else "revise_rewrite"))
     return parts
 
 
@@ -149,37 +178,45 @@ def issue_line(issue: Issue) -> str:
 
 
 def critique_messages(
-    stance: str, task: Task, candidate: str, opponent: list[Issue] | None = None
+    stance: str, task: Task, candidate: str, opponent: list[Issue] | None = None, prompts: Prompts | None = None
 ) -> list[ChatMessage]:
     """The critic's prompt for one candidate (with the other critic's last issues, in a debate)."""
-    user = render("critic_user", task=task.prompt, candidate=candidate)
+    prompts = prompts or built_in()
+    user = prompts.render("critic_user", task=task.prompt, candidate=candidate)
     if opponent:
         issues = cut("\n".join(issue_line(i) for i in opponent), MAX_FEEDBACK_CHARS)
-        user += "\n\n" + render("debate_opponent", issues=issues)
-    return [ChatMessage(role="system", content=critic_system(stance)), ChatMessage(role="user", content=user)]
+        user += "\n\n" + prompts.render("debate_opponent", issues=issues)
+    return [ChatMessage(role="system", content=critic_system(stance, prompts)), ChatMessage(role="user", content=user)]
 
 
-def reflect_messages(task: Task, attempt: str, failed_checks: list[CheckResult]) -> list[ChatMessage]:
+def reflect_messages(
+    task: Task, attempt: str, failed_checks: list[CheckResult], prompts: Prompts | None = None
+) -> list[ChatMessage]:
     """Ask the drafter's model to diagnose its failed attempt (Reflexion)."""
+    prompts = prompts or built_in()
     lines = [f"- {c.name}: {cut(c.detail, MAX_DETAIL_CHARS)}" for c in failed_checks]
     feedback = cut("\n".join(lines), MAX_FEEDBACK_CHARS) or "- it did not pass"
     return [
-        ChatMessage(role="system", content=render("reflect_system")),
-        ChatMessage(role="user", content=render("reflect_user", task=task.prompt, attempt=attempt, feedback=feedback)),
+        ChatMessage(role="system", content=prompts.render("reflect_system")),
+        ChatMessage(
+            role="user", content=prompts.render("reflect_user", task=task.prompt, attempt=attempt, feedback=feedback)
+        ),
     ]
 
 
-def question_messages(task: Task, candidate: str, count: int) -> list[ChatMessage]:
+def question_messages(task: Task, candidate: str, count: int, prompts: Prompts | None = None) -> list[ChatMessage]:
     """Ask the verifier's model for chain-of-verification questions about a candidate."""
+    prompts = prompts or built_in()
     return [
-        ChatMessage(role="system", content=render("cove_plan", count=count)),
-        ChatMessage(role="user", content=render("critic_user", task=task.prompt, candidate=candidate)),
+        ChatMessage(role="system", content=prompts.render("cove_plan", count=count)),
+        ChatMessage(role="user", content=prompts.render("critic_user", task=task.prompt, candidate=candidate)),
     ]
 
 
-def answer_messages(task: Task, question: str) -> list[ChatMessage]:
+def answer_messages(task: Task, question: str, prompts: Prompts | None = None) -> list[ChatMessage]:
     """Ask one verification question with the task for context, never the candidate (factored CoVe)."""
+    prompts = prompts or built_in()
     return [
-        ChatMessage(role="system", content=render("cove_answer")),
-        ChatMessage(role="user", content=render("cove_question", task=task.prompt, question=question)),
+        ChatMessage(role="system", content=prompts.render("cove_answer")),
+        ChatMessage(role="user", content=prompts.render("cove_question", task=task.prompt, question=question)),
     ]

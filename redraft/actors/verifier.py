@@ -31,7 +31,7 @@ import msgspec
 
 from redraft.actors.answers import parse_plan, question_json_schema
 from redraft.actors.batches import Batching
-from redraft.actors.prompts import answer_messages, question_messages
+from redraft.actors.prompts import Prompts, answer_messages, question_messages
 from redraft.actors.workers import Workers
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.cache import cached
@@ -66,14 +66,16 @@ class Verifier(Batching):
         parallel: int | None = None,
         cache: bool = True,
         oracle: bool = False,
+        prompts: Prompts | None = None,
     ) -> None:
         die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
-        self._made_with = (scenario, backend, parallel, cache, oracle)
+        self._made_with = (scenario, backend, parallel, cache, oracle, prompts)
         self._scenario = get_scenario(scenario)
         self._inline = checks_cheaply(self._scenario)
         """Cheap checks run on the event loop: a worker thread would cost more than the check."""
         _sweep_sandbox_workdirs_once()
         self._oracle = oracle
+        self._prompts = prompts
         self._workers = Workers(parallel, name="redraft-verifier")
         # Only chain-of-verification questions use a model; deterministic checks do not.
         self._backend: Backend | None = (
@@ -83,8 +85,7 @@ class Verifier(Batching):
     def __reduce__(self) -> tuple[Any, ...]:
         """A verifier travels as its constructor's arguments (it holds threads): the in-arbiter verifier
         of a scenario with cheap checks (`redraft.actors.factory`) is built again where it lands."""
-        scenario, backend, parallel, cache, oracle = self._made_with
-        return (_verifier, (scenario, backend, parallel, cache, oracle))
+        return (_verifier, self._made_with)
 
     async def verify(self, payload: bytes) -> bytes:
         request = decode_as(payload, VerifyRequest)
@@ -120,7 +121,7 @@ class Verifier(Batching):
         backend, task, draft = self._backend, request.task, request.draft
         plan = await backend.complete(
             ChatRequest(
-                messages=question_messages(task, draft.text, request.questions),
+                messages=question_messages(task, draft.text, request.questions, self._prompts),
                 max_tokens=QUESTION_MAX_TOKENS,
                 temperature=0.0,
                 json_schema=question_json_schema(),
@@ -135,7 +136,9 @@ class Verifier(Batching):
         replies = await asyncio.gather(
             *(
                 backend.complete(
-                    ChatRequest(messages=answer_messages(task, q), max_tokens=ANSWER_MAX_TOKENS, temperature=0.0)
+                    ChatRequest(
+                        messages=answer_messages(task, q, self._prompts), max_tokens=ANSWER_MAX_TOKENS, temperature=0.0
+                    )
                 )
                 for q in asked
             )
@@ -169,5 +172,12 @@ class Verifier(Batching):
         return self._scenario.check(task, text)
 
 
-def _verifier(scenario: str, backend: BackendSpec | None, parallel: int | None, cache: bool, oracle: bool) -> Verifier:
-    return Verifier(scenario, backend, parallel=parallel, cache=cache, oracle=oracle)
+def _verifier(
+    scenario: str,
+    backend: BackendSpec | None,
+    parallel: int | None,
+    cache: bool,
+    oracle: bool,
+    prompts: Prompts | None = None,
+) -> Verifier:
+    return Verifier(scenario, backend, parallel=parallel, cache=cache, oracle=oracle, prompts=prompts)

@@ -15,6 +15,10 @@ A TOML file names each arm in a table::
     critic = "openai:gpt-4o-mini"
     samples = 2
 
+    [arms.terse]
+    strategy = "adversarial"
+    prompts = "terse.toml"   # entries of prompts.toml overridden (relative to this file)
+
     [baseline]
     samples = 16        # the sampling baseline's N (see `redraft.compare.runner`)
 
@@ -33,6 +37,7 @@ import msgspec
 
 from redraft.errors import UserError
 from redraft.run.config import Experiment, check_bounds
+from redraft.run.roles import check_prompts
 
 SHARED = frozenset({"scenario", "tasks", "repeat"})
 """Experiment fields an arm may not change: the comparison's tasks, and its repeats."""
@@ -91,9 +96,22 @@ def _arm(path: Path, name: str, table: Any) -> Arm:
             raise UserError(f"{where}: unknown field {field!r}{hint}")
     if "strategy" not in table:
         raise UserError(f"{where}: missing field 'strategy'")
-    arm = Arm(name=name, settings=dict(table))
+    settings = dict(table)
+    if isinstance(settings.get("prompts"), str):
+        settings["prompts"] = _prompts_file(path, where, settings["prompts"])
+    arm = Arm(name=name, settings=settings)
     validate_arm(arm, where)
     return arm
+
+
+def _prompts_file(arms_file: Path, where: str, given: str) -> str:
+    """An arm's prompts file, relative to the arms file, checked entry by entry (`redraft.actors.prompt_files`)."""
+    resolved = str(arms_file.parent / given)
+    try:
+        check_prompts(resolved)
+    except UserError as exc:
+        raise UserError(f"{where}: field 'prompts': {exc}") from None
+    return resolved
 
 
 def validate_arm(arm: Arm, where: str) -> None:

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -100,14 +101,21 @@ def make_plan(
     return plan
 
 
+NARROW = 110
+"""Below this many columns the terminal table leaves out tokens and cost (comparison.html has them)."""
+_WIDE_ONLY = {4, 5}
+
+
 def _print(comparison: Comparison, console: Console) -> None:
     from redraft.compare.html import terminal_rows
 
-    table = Table(title="redraft compare: graded pass rates (held out)", title_justify="left")
-    for header in TERMINAL_HEADER:
-        table.add_column(header)
+    keep = [i for i in range(len(TERMINAL_HEADER)) if console.width >= NARROW or i not in _WIDE_ONLY]
+    table = Table(title="redraft compare: graded pass rates (held out)", title_justify="left", box=box.SIMPLE_HEAD)
+    for i in keep:
+        # An arm's name whole (it is what a reader looks for); the rest folds rather than lose characters to "…".
+        table.add_column(TERMINAL_HEADER[i], no_wrap=i == 0, overflow="fold")
     for row in terminal_rows(comparison):
-        table.add_row(*(Text(cell) for cell in row))  # Text: an arm's name is never markup
+        table.add_row(*(Text(row[i]) for i in keep))  # Text: an arm's name is never markup
     console.print(table)
     for note in comparison.notes:
         console.print(Text(f"note: {note}"))

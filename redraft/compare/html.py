@@ -48,20 +48,24 @@ def pareto(comparison: Comparison) -> list[str]:
 
 
 def terminal_rows(comparison: Comparison) -> list[list[str]]:
-    """The arms table: graded pass rate with its interval, cost, and against the matched baselines."""
+    """The arms table: graded pass rate with its interval, cost, and against the matched baselines.
+
+    Figures and their intervals (in percentage points) on separate lines, so the table fits 80 columns.
+    """
+    ceiling = min((c.samples for c in comparison.baselines), default=0)
     rows = []
     for arm in comparison.arms:
         against = {d.b: d for d in comparison.against_baselines if d.a == arm.name}
         rows.append(
             [
                 arm.name,
-                f"{arm.pass_rate:.1%} [{arm.ci.low:.1%}, {arm.ci.high:.1%}]",
+                f"{arm.pass_rate:.1%}\n[{arm.ci.low * 100:.1f}, {arm.ci.high * 100:.1f}]",
                 f"{arm.feedback_pass_rate:.1%}",
                 f"{arm.mean_calls:.1f}",
                 f"{arm.mean_tokens:,.0f}",
                 f"${arm.total_usd:,.4f}",
-                _against(against.get("best_of_n")),
-                _against(against.get("self_consistency")),
+                _against(against.get("best_of_n"), ceiling),
+                _against(against.get("self_consistency"), ceiling),
             ]
         )
     return rows
@@ -69,22 +73,28 @@ def terminal_rows(comparison: Comparison) -> list[list[str]]:
 
 TERMINAL_HEADER = [
     "arm",
-    "graded pass [95% CI]",
-    "feedback pass",
-    "calls/task",
-    "tokens/task",
+    "graded pass\n[95% CI]",
+    "feedback\npass",
+    "calls\n/task",
+    "tokens\n/task",
     "cost",
-    "vs best-of-n (matched)",
-    "vs self-consistency (matched)",
+    "vs best-of-n\n(matched)",
+    "vs self-cons.\n(matched)",
 ]
 
 
-def _against(difference: Difference | None) -> str:
+def _against(difference: Difference | None, ceiling: int) -> str:
+    """The difference, its interval, and the baseline's n actually used: the matched budget, or N when it is
+    held there (the notes say so)."""
     if difference is None:
         return "-"
     noise = " (noise)" if difference.within_noise else ""
-    budget = f" @n={difference.budget:.1f}" if difference.budget is not None else ""
-    return f"{difference.mean:+.1%} [{difference.ci.low:+.1%}, {difference.ci.high:+.1%}]{budget}{noise}"
+    text = f"{difference.mean:+.1%}{noise}\n[{difference.ci.low * 100:+.1f}, {difference.ci.high * 100:+.1f}]"
+    budget = difference.budget
+    if budget is None or not math.isfinite(budget):
+        return text
+    held = ceiling and budget > ceiling
+    return text + (f"\n@n={ceiling} (held)" if held else f"\n@n={budget:.1f}")
 
 
 def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Path:

@@ -44,6 +44,8 @@ def rounds_lines(by_arm: dict[str, Sequence[float]]) -> bytes:
     fig, ax = figure()
     for i, (name, rates) in enumerate(by_arm.items()):
         ax.plot(range(len(rates)), [r * 100 for r in rates], marker="o", color=COLOURS[i % len(COLOURS)], label=name)
+    depth = max((len(rates) for rates in by_arm.values()), default=1)
+    ax.set_xticks(range(depth))  # rounds are whole numbers, not the axis's default quarter steps
     ax.set_xlabel("round (0 = first draft)")
     ax.set_ylabel("graded pass rate, %")
     ax.set_ylim(0, 105)

@@ -27,7 +27,7 @@ from redraft.errors import UserError
 from redraft.protocols.messages import Result
 from redraft.run.config import RunConfig
 from redraft.run.driver import RunOutcome, ensure_ray, run
-from redraft.run.roles import BackendOverrides
+from redraft.run.roles import BackendOverrides, check_prompts
 
 BASELINE = "baseline"
 DEFAULT_BASELINE_SAMPLES = 16
@@ -90,6 +90,7 @@ class ComparePlan:
         for lane in self.lanes():
             try:
                 lane.config.validate()
+                check_prompts(lane.config.experiment.prompts)
             except UserError as exc:
                 raise UserError(f"arm {lane.arm!r}: {exc}") from None
 

@@ -59,6 +59,9 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
     temperature: Annotated[float, Meta(ge=0, le=2), _help("Drafter sampling temperature.")] = 0.8
     max_tokens: Annotated[int, Meta(ge=1, le=1_000_000), _help("Maximum tokens per draft.")] = 128
     patch: Annotated[bool, _help("Revise with minimal search/replace edits instead of rewrites.")] = False
+    prompts: Annotated[
+        str | None, _help("A TOML file of prompt templates over the built-in ones (each entry with a new version).")
+    ] = None
     task_budget_usd: Annotated[Money | None, _help("Stop a task once it has cost this much.")] = None
     task_budget_tokens: Annotated[Tokens | None, _help("Stop a task after this many tokens.")] = None
     task_budget_calls: Annotated[Count | None, _help("Stop a task after this many model calls.")] = None

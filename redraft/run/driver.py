@@ -34,7 +34,8 @@ import msgspec
 
 from redraft.actors.factory import RoleSetup, verifier_backend
 from redraft.actors.metrics import RunMetrics
-from redraft.actors.prompts import prompt_versions
+from redraft.actors.prompt_files import identity as prompts_identity
+from redraft.actors.prompt_files import load_prompts
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
 from redraft.run.attempts import Breaker
@@ -59,9 +60,12 @@ class RunOutcome:
 
 def identity(config: RunConfig) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input): the experiment, every prompt template's
-    version, and a task file's path and content hash."""
+    version (a prompts file's text hashes too), and a task file's path and content hash."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
-    data["prompts"] = prompt_versions()
+    data["prompts"] = load_prompts(config.experiment.prompts).versions()  # the versions, not the file's path
+    overrides = prompts_identity(config.experiment.prompts)
+    if overrides is not None:  # absent without a prompts file: the fingerprints of earlier runs stay as they were
+        data["prompt_overrides"] = overrides
     if config.experiment.tasks is not None:
         data["tasks"] = task_file_identity(config.experiment.tasks)
     return data
@@ -153,6 +157,8 @@ def run(
     if on_start is not None:
         on_start(total, skipped)
     started = time.monotonic()
+    if skipped == total:  # a finished run, resumed (a comparison's finished lane): no actor to start
+        return RunOutcome(out=out, summary=store.finish(0.0, None), total=total, skipped=skipped)
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address)
     settings = msgspec.structs.replace(arbiter_settings(config), run=out.name)

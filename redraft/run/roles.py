@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from redraft.actors.arbiter import ArbiterSettings
 from redraft.actors.factory import RoleSetup
+from redraft.actors.prompt_files import load_prompts
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
@@ -39,7 +40,13 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
         draft_max_tokens=experiment.max_tokens,
         cache=config.runtime.cache,
         oracle=experiment.oracle_feedback,
+        prompts=load_prompts(experiment.prompts),  # a bad prompts file fails here, before any actor starts
     )
+
+
+def check_prompts(path: str | None) -> None:
+    """A prompts file's entries checked (`redraft.actors.prompt_files`), for callers outside the actors' room."""
+    load_prompts(path)
 
 
 def arbiter_settings(config: RunConfig) -> ArbiterSettings:
