@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replies import CRITIQUE, is_critique, round_of
 
 from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.scripted import ScriptedBackend
 from redraft.cli import EXIT_BUDGET, main
 from redraft.protocols.messages import Decision, Draft, DraftRequest, Result, iter_frames
 from redraft.run import RunConfig, run
+from tests.support.replies import CRITIQUE, is_critique, round_of
 
 pytestmark = pytest.mark.ray
 
@@ -29,7 +29,9 @@ pytestmark = pytest.mark.ray
 def _specs_travel_by_value(ray_cluster: Any) -> None:
     import ray
 
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests/
+    ray.cloudpickle.register_pickle_by_value(
+        sys.modules[__name__]
+    )  # test code: by value, whatever sys.path a worker has
 
 
 def wrong_at_once(request: ChatRequest) -> str:
@@ -81,7 +83,7 @@ def test_a_spent_time_budget_stops_dispatch_cuts_tasks_in_flight_and_exits_3(
     ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    argv = ["run", "arithmetic", "--model", "scripted:replies:slow_seven", "--strategy", "none"]
+    argv = ["run", "arithmetic", "--model", "scripted:tests.support.replies:slow_seven", "--strategy", "none"]
     argv += ["--limit", "40", "--max-tasks-in-flight", "2", "--budget-seconds", "12", "--out", str(out)]
     with pytest.raises(SystemExit) as exit_info:
         main(argv)

@@ -34,6 +34,7 @@ from redraft.errors import BackendError
 from redraft.protocols.messages import CheckResult, Critique, Result, Task, Verification, iter_frames
 from redraft.sandbox import SandboxLimits, run_python
 from redraft.scenarios.arithmetic import extract_answer
+from tests.support.paths import REPO_ROOT
 
 KINDS = ("ok", "check", "garbage", "sandbox", "backend", "segfault", "critic")
 ERRORS = {"check": "CheckError", "garbage": "ModelError", "sandbox": "SandboxError", "backend": "BackendError"}
@@ -114,7 +115,7 @@ def test_each_failure_ends_its_own_task_with_its_cause_and_the_run_goes_on(ray_c
         [sys.executable, __file__, ray_cluster.address, str(out)],
         capture_output=True,
         text=True,
-        env=os.environ | {"PYTHONPATH": str(Path(__file__).parent)},
+        env=os.environ | {"PYTHONPATH": str(REPO_ROOT)},
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]

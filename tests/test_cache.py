@@ -6,13 +6,13 @@ from itertools import islice
 from pathlib import Path
 
 import pytest
-from replies import CountingSpec, LateLearner
 
 from redraft.backends.base import ChatRequest
 from redraft.backends.cache import ResponseCache
 from redraft.protocols.messages import ChatMessage
 from redraft.run import RunConfig, refine
 from redraft.scenarios import get_scenario
+from tests.support.replies import CountingSpec, LateLearner
 
 TASK = next(islice(get_scenario("arithmetic").tasks(seed=0), 1))
 

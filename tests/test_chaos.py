@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaos import (
+
+from redraft.errors import ClusterError
+from redraft.run import RunConfig, run
+from tests.support.chaos import (
     Killer,
     arithmetic_server,
     differences,
@@ -32,10 +35,7 @@ from chaos import (
     run_settings,
     wait_for,
 )
-from fake_llm_servers import FakeLLMServer
-
-from redraft.errors import ClusterError
-from redraft.run import RunConfig, run
+from tests.support.fake_llm_servers import FakeLLMServer
 
 pytestmark = pytest.mark.ray
 

@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 
 from redraft.cli import main
-
-TESTS = Path(__file__).parent
+from tests.support.paths import README, REPO_ROOT
 
 
 def redraft(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"PYTHONPATH": str(TESTS)}
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "redraft.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
     )
@@ -89,7 +88,7 @@ def test_strategies_lists_names_first() -> None:
     ],
 )
 def test_errors_are_one_line_with_exit_code_2(args: list[str], message: str, tmp_path: Path) -> None:
-    done = redraft(*args, "--out", str(tmp_path / "run"), cwd=TESTS.parent)
+    done = redraft(*args, "--out", str(tmp_path / "run"), cwd=REPO_ROOT)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -108,7 +107,7 @@ def test_run_writes_the_run_directory_and_prints_the_table(
         "run",
         "arithmetic",
         "--model",
-        "scripted:replies:always_seven",
+        "scripted:tests.support.replies:always_seven",
         "--limit",
         "4",
         "--samples",
@@ -124,7 +123,7 @@ def test_run_writes_the_run_directory_and_prints_the_table(
     assert "graded pass rate, round 0" in printed and "feedback pass rate, refined" in printed
     assert "stop reasons" in printed and "ORACLE" not in printed
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["config"]["drafter"] == "scripted:replies:always_seven"
+    assert manifest["config"]["drafter"] == "scripted:tests.support.replies:always_seven"
     assert len(manifest["fingerprint"]) == 16 and "ray" in manifest["versions"]
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 4
@@ -148,7 +147,7 @@ def test_readme_shows_the_real_help() -> None:
         [sys.executable, "-m", "redraft.cli", "--help"], capture_output=True, text=True, env=env, timeout=60
     )
     real = [line.rstrip() for line in done.stdout.strip().splitlines()]
-    readme = (TESTS.parent / "README.md").read_text()
+    readme = README.read_text()
     block = readme.split("$ redraft --help\n", 1)[1].split("```", 1)[0]
     shown = [line.rstrip() for line in block.strip().splitlines()]
     # The README shows the command as `redraft`; run as a module it is `python -m redraft.cli`.
@@ -164,7 +163,7 @@ def test_a_spent_run_budget_stops_dispatch_with_exit_code_3(
         "run",
         "arithmetic",
         "--model",
-        "scripted:replies:always_seven",
+        "scripted:tests.support.replies:always_seven",
         "--limit",
         "20",
         "--samples",
@@ -190,9 +189,18 @@ def test_a_spent_run_budget_stops_dispatch_with_exit_code_3(
 
 def test_run_without_address_starts_its_own_ray_despite_a_dead_one_on_record(tmp_path: Path) -> None:
     # A leftover address (here: nothing listens on it) is what a plain ray.init() would try to join.
-    env = os.environ | {"PYTHONPATH": str(TESTS), "RAY_ADDRESS": "127.0.0.1:9"}
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT), "RAY_ADDRESS": "127.0.0.1:9"}
     out = tmp_path / "run"
-    args = ["run", "arithmetic", "--model", "scripted:replies:always_seven", "--strategy", "none", "--limit", "2"]
+    args = [
+        "run",
+        "arithmetic",
+        "--model",
+        "scripted:tests.support.replies:always_seven",
+        "--strategy",
+        "none",
+        "--limit",
+        "2",
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "redraft.cli", *args, "--out", str(out)],
         capture_output=True,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-CLUSTER_YAML = Path(__file__).parent.parent / "cluster.yaml"
+from tests.support.paths import REPO_ROOT
+
+CLUSTER_YAML = REPO_ROOT / "cluster.yaml"
 
 
 def test_cluster_yaml_validates() -> None:

@@ -30,12 +30,20 @@ def test_a_file_gives_each_arm_its_settings_and_the_baseline_its_n(tmp_path: Pat
         write(
             tmp_path,
             '[arms.adv]\nstrategy = "adversarial"\n\n[arms.debate-2]\nstrategy = "debate"\nsamples = 2\n'
-            'critic = "scripted:replies:always_seven"\npatch = true\n\n[baseline]\nsamples = 12\n',
+            'critic = "scripted:tests.support.replies:always_seven"\npatch = true\n\n[baseline]\nsamples = 12\n',
         )
     )
     assert [(a.name, a.settings) for a in arms] == [
         ("adv", {"strategy": "adversarial"}),
-        ("debate-2", {"strategy": "debate", "samples": 2, "critic": "scripted:replies:always_seven", "patch": True}),
+        (
+            "debate-2",
+            {
+                "strategy": "debate",
+                "samples": 2,
+                "critic": "scripted:tests.support.replies:always_seven",
+                "patch": True,
+            },
+        ),
     ]
     assert baseline == {"samples": 12}
 

@@ -18,13 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from real_cluster import VENV_BIN, RealCluster, ray_env
 
 from redraft.protocols.messages import Draft, iter_frames
+from tests.support.paths import REPO_ROOT
+from tests.support.real_cluster import VENV_BIN, RealCluster, ray_env
 
 pytestmark = pytest.mark.cluster
 
-REPO = Path(__file__).resolve().parent.parent
 TASKS = 6
 
 
@@ -37,15 +37,15 @@ def cluster() -> Iterator[RealCluster]:
         started.stop()
 
 
-def redraft(*args: str, cwd: Path = REPO / "tests", timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = ray_env() | {"PYTHONPATH": str(REPO / "tests")}
+def redraft(*args: str, cwd: Path = REPO_ROOT, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = ray_env() | {"PYTHONPATH": str(REPO_ROOT)}
     command = [sys.executable, "-m", "redraft.cli", *args]
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_redraft_run_joins_a_ray_started_with_ray_start_and_spreads_over_its_nodes(cluster: RealCluster) -> None:
     out = cluster.temp_dir / "runs" / "via-address"
-    model = "scripted:replies:steady_learner"
+    model = "scripted:tests.support.replies:steady_learner"
     done = redraft(
         "run", "arithmetic", "--model", model, "--limit", str(TASKS), "--address", cluster.address, "--out", str(out)
     )
@@ -62,10 +62,10 @@ def test_a_run_submitted_as_a_ray_job_lands_where_the_readme_says_and_logs_its_p
     submit = subprocess.run(
         [
             *(str(VENV_BIN / "ray"), "job", "submit", "--address", cluster.dashboard, "--working-dir", ".", "--"),
-            *("redraft", "run", "arithmetic", "--model", "scripted:tests.replies:steady_learner"),
+            *("redraft", "run", "arithmetic", "--model", "scripted:tests.support.replies:steady_learner"),
             *("--limit", str(TASKS), "--address", "auto", "--out", str(out)),
         ],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         env=ray_env(),
         capture_output=True,
         text=True,

@@ -6,7 +6,6 @@ import asyncio
 from itertools import islice
 
 import pytest
-from replies import CRITIQUE, LateLearner, garbage
 
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
@@ -27,6 +26,7 @@ from redraft.protocols.messages import (
 from redraft.run import RunConfig, refine
 from redraft.scenarios import get_scenario
 from redraft.strategies import agreement, get_strategy, strategy_names
+from tests.support.replies import CRITIQUE, LateLearner, garbage
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 3))
 TASK = TASKS[0]

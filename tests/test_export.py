@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from report_runs import FOREIGN_ID, make_foreign_run, make_run, records, redraft
 
 from redraft.cli import main
 from redraft.errors import UserError
 from redraft.protocols.messages import Decision
 from redraft.rundir import KnownFrame, RunReader
 from redraft.views.export import export
+from tests.support.report_runs import FOREIGN_ID, make_foreign_run, make_run, records, redraft
 
 
 @pytest.fixture(scope="module")

@@ -19,13 +19,13 @@ from typing import Any
 import msgpack
 import pyarrow.parquet as pq
 import pytest
-from fixture_run import FIXTURE, HTML_TEXT, LOST, REFUSED_SEARCH
-from report_runs import html_tables, redraft
 from rich.console import Console
 
 from redraft.cli import main
 from redraft.rundir import safe_name
 from redraft.views.trace import show_trace
+from tests.support.fixture_run import FIXTURE, HTML_TEXT, LOST, REFUSED_SEARCH
+from tests.support.report_runs import html_tables, redraft
 
 Raw = dict[str, Any]
 

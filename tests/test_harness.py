@@ -92,8 +92,8 @@ def _cycle() -> list[object]:
 @pytest.mark.parametrize(
     ("value", "named"),
     [
-        (LyingInt(3), "an instance of test_harness.LyingInt"),
-        (LyingStr("x"), "an instance of test_harness.LyingStr"),
+        (LyingInt(3), f"an instance of {__name__}.LyingInt"),
+        (LyingStr("x"), f"an instance of {__name__}.LyingStr"),
         ([1, [object()]], "an instance of object"),
         (_generator(), "an instance of generator"),
         (lambda: 1, "an instance of function"),

@@ -10,7 +10,6 @@ from typing import Any
 
 import msgpack
 import pytest
-from replies import request_kind, worked
 
 from redraft.actors.arbiter import Arbiter
 from redraft.actors.factory import local_graders, local_roles
@@ -21,6 +20,7 @@ from redraft.protocols.messages import Decision, Grade, Result, Task, Verificati
 from redraft.run import RunConfig, arbiter_settings, refine, refine_frames, role_setup
 from redraft.scenarios import get_scenario
 from redraft.scenarios.arithmetic import Arithmetic, check_steps
+from tests.support.replies import request_kind, worked
 
 # ---------------------------------------------------------------- arithmetic's calculator
 
@@ -258,12 +258,12 @@ def test_constrained_writing_feedback_is_its_grade_and_holds_nothing_back() -> N
 
 
 def test_a_user_check_without_a_grade_leaves_the_grade_null_and_with_one_grades_held_out(tmp_path: Any) -> None:
-    check = "tests.check_modules:exact_answer"
+    check = "tests.support.check_modules:exact_answer"
     spec = ScriptedSpec(script=lambda request: "Answer: Paris")
     task = Task(task_id="fr", scenario=f"check:{check}", prompt="Capital of France?", reference={"answer": "Paris"})
     result = refine(task, RunConfig.build(samples=1, max_rounds=1), backends={"drafter": spec, "critic": spec}).result
     assert result.passed and (result.grade, result.graded_pass) == (None, None)  # unknown, never 0
-    graded_name = f"check:tests.check_modules:share_of_keywords,grade:{check}"
+    graded_name = f"check:tests.support.check_modules:share_of_keywords,grade:{check}"
     graded_task = Task(task_id="fr", scenario=graded_name, prompt="Capital of France?", gold={"answer": "Paris"})
     graded = refine(graded_task, RunConfig.build(samples=1, max_rounds=1), backends={"drafter": spec, "critic": spec})
     # The check got no reference (it raised on the missing keywords: a failed check), the grade got the gold.

@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from fake_llm_servers import FakeLLMServer, Fault
 
 from redraft.actors.answers import critique_json_schema, parse_report
 from redraft.backends.anthropic import AnthropicSpec, parse_anthropic
@@ -25,6 +24,7 @@ from redraft.backends.registry import resolve
 from redraft.backends.retrying import RetryPolicy, retry_after_s, with_retries
 from redraft.errors import AuthenticationError, PermanentBackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import ChatMessage
+from tests.support.fake_llm_servers import FakeLLMServer, Fault
 
 KEY = "sk-test-SECRET-123"
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.02, jitter=False)

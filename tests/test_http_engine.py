@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SESSION_API_KEY
-from fake_llm_servers import FakeLLMServer
 
 from redraft.protocols.messages import Critique, Draft, iter_frames
 from redraft.run import RunConfig, run
+from tests.conftest import SESSION_API_KEY
+from tests.support.fake_llm_servers import FakeLLMServer
 
 pytestmark = pytest.mark.ray
 

@@ -149,7 +149,16 @@ def test_a_model_that_only_exits_scores_nothing_in_a_real_run(ray_cluster: Any, 
     from redraft.cli import main
 
     out = tmp_path / "run"
-    args = ["run", "humaneval", "--model", "scripted:replies:exits_zero", "--strategy", "none", "--limit", "20"]
+    args = [
+        "run",
+        "humaneval",
+        "--model",
+        "scripted:tests.support.replies:exits_zero",
+        "--strategy",
+        "none",
+        "--limit",
+        "20",
+    ]
     main([*args, "--out", str(out)])
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 20

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -24,7 +23,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "kuberay"
+from tests.support.paths import REPO_ROOT
+
+DEPLOY = REPO_ROOT / "deploy" / "kuberay"
 KUBERNETES = "1.30"
 SECRET = "redraft-api-keys"
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "redraft"
+from tests.support.paths import REPO_ROOT
+
+PACKAGE = REPO_ROOT / "redraft"
 
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import msgpack
 import msgspec
 import pytest
-from samples import ALL, DRAFT, TASK, V1, V2
 
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import (
@@ -19,8 +16,8 @@ from redraft.protocols.messages import (
     encode,
     iter_frames,
 )
-
-GOLDEN = Path(__file__).parent / "golden"
+from tests.support.paths import GOLDEN
+from tests.support.samples import ALL, DRAFT, TASK, V1, V2
 
 
 def _tag(message: object) -> str:

@@ -8,7 +8,6 @@ from itertools import islice
 from pathlib import Path
 
 import pytest
-from replies import LateLearner
 
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
@@ -18,6 +17,7 @@ from redraft.errors import UserError
 from redraft.protocols.convergence import Budget, ConvergenceConfig
 from redraft.protocols.messages import Draft, Result, Usage, encode, iter_frames
 from redraft.scenarios import get_scenario
+from tests.support.replies import LateLearner
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
 

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_llm_servers import FakeLLMServer
 
 from redraft.backends.ratelimit import LimitedSpec, RateLimiter, RateLimits, split_limits
 from redraft.backends.registry import resolve
 from redraft.errors import UserError
+from tests.support.fake_llm_servers import FakeLLMServer
 
 
 class FakeTime:
@@ -86,8 +86,8 @@ def test_limits_in_the_spec_query() -> None:
         RateLimits(requests=500, tokens=2000, max_in_flight=8),
     )
     assert split_limits("local") == ("local", RateLimits())
-    assert not isinstance(resolve("scripted:replies:always_seven"), LimitedSpec)
-    limited = resolve("scripted:replies:always_seven?rpm=5")
+    assert not isinstance(resolve("scripted:tests.support.replies:always_seven"), LimitedSpec)
+    limited = resolve("scripted:tests.support.replies:always_seven?rpm=5")
     assert isinstance(limited, LimitedSpec) and limited.limits.requests == 5
 
 

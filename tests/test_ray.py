@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replies import Clocked, HumanEvalOracle, LateLearner, Unstartable
 
 from redraft.actors.factory import RoleSetup, ray_roles
 from redraft.backends.scripted import ScriptedSpec
@@ -16,6 +15,7 @@ from redraft.protocols import ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Grade, Result, Verification, decode, encode, iter_frames
 from redraft.run import RunConfig, run
 from redraft.scenarios import get_scenario
+from tests.support.replies import Clocked, HumanEvalOracle, LateLearner, Unstartable
 
 pytestmark = pytest.mark.ray
 
@@ -148,9 +148,8 @@ def test_humaneval_candidates_are_tested_in_the_sandbox_inside_verifier_actors(
 
 
 def test_refused_credentials_stop_the_whole_run_with_one_error(ray_cluster: Any, tmp_path: Path) -> None:
-    from replies import refused
-
     from redraft.errors import AuthenticationError
+    from tests.support.replies import refused
 
     spec = ScriptedSpec(script=refused)
     out = tmp_path / "run"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from replies import LateLearner
 
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
@@ -22,6 +21,7 @@ from redraft.run import failed_result
 from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, poison_result
 from redraft.rundir import RunReader, RunStore
 from redraft.scenarios import get_scenario
+from tests.support.replies import LateLearner
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
 

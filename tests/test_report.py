@@ -12,13 +12,14 @@ from pathlib import Path
 import msgspec
 import pytest
 from PIL import Image
-from report_runs import HTML_TEXT, PLANS, html_tables, make_foreign_run, make_run, records, redraft
 
 from redraft.protocols.messages import Decision
 from redraft.rundir import KnownFrame, RunReader, build_history, safe_name
 from redraft.rundir.frames import decode_frame
 from redraft.views import report
 from redraft.views.report import RunFigures, task_row, write_report
+from tests.support.paths import GOLDEN
+from tests.support.report_runs import HTML_TEXT, PLANS, html_tables, make_foreign_run, make_run, records, redraft
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +245,7 @@ def test_a_run_with_no_finished_task_yet_still_renders(tmp_path: Path) -> None:
     assert len(tables["Tasks"]) == 1  # the header only
 
 
-@pytest.mark.parametrize("version", sorted(p.name for p in (Path(__file__).parent / "golden").iterdir()))
+@pytest.mark.parametrize("version", sorted(p.name for p in GOLDEN.iterdir()))
 def test_golden_frames_of_every_wire_version_render(version: str) -> None:
     """Old run directories keep rendering: every saved frame of every version, on a page and in the terminal."""
     from rich.console import Console
@@ -252,7 +253,7 @@ def test_golden_frames_of_every_wire_version_render(version: str) -> None:
     from redraft.views.report import task_page
     from redraft.views.trace import render
 
-    folder = Path(__file__).parent / "golden" / version
+    folder = GOLDEN / version
     order = ["task", "draft_request", "draft", "verify_request", "verification", "critique_request", "critique"]
     frames = [decode_frame(p.read_bytes()) for p in sorted(folder.glob("*.msgpack"))]
     frames.sort(key=lambda f: order.index(f.kind) if f.kind in order else len(order))

@@ -17,16 +17,17 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from report_runs import make_run
 
 from redraft.rundir import safe_name
 from redraft.views.report import write_report
+from tests.support.paths import REPO_ROOT
+from tests.support.report_runs import make_run
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install -y chromium; .ci/run does it)"
 )
-ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+ARTIFACTS = REPO_ROOT / "test-artifacts"
 # Without the background-networking flags Chromium keeps trying to reach Google's
 # hosts, which this closed network refuses; --no-sandbox because tests run as root.
 FLAGS = [

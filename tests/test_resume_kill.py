@@ -2,8 +2,9 @@
 
 The real command runs in a subprocess that joins the session's Ray cluster, so
 its actors die with it and no Ray of its own is left behind. Its working
-directory is ``tests/``: Ray puts the driver's working directory on its workers'
-``sys.path``, so the role actors import the scripted replies by name.
+directory is the repository's root: Ray puts the driver's working directory on its
+workers' ``sys.path``, so the role actors import the scripted replies by name
+(``tests.support.replies``).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from typing import Any
 import pytest
 
 from redraft.protocols.messages import Result, iter_frames
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.ray
 
-TESTS = Path(__file__).parent
 TASKS = 60
 # Each scripted call blocks its actor for 20 ms: the run lasts seconds, so each kill lands mid-run.
 KILLS_AFTER = (5, 20, 40)
@@ -37,7 +38,7 @@ def command(address: str, out: Path) -> list[str]:
         "run",
         "arithmetic",
         "--model",
-        "scripted:replies:steady_learner",
+        "scripted:tests.support.replies:steady_learner",
         "--samples",
         "2",
         "--max-rounds",
@@ -56,8 +57,8 @@ def command(address: str, out: Path) -> list[str]:
 
 
 def redraft(args: list[str]) -> subprocess.Popen[str]:
-    env = os.environ | {"PYTHONPATH": str(TESTS)}
-    return subprocess.Popen(args, cwd=TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[int, str]:

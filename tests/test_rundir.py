@@ -15,8 +15,7 @@ from redraft.rundir import GenericFrame, KnownFrame, RunReader, RunStore, finger
 from redraft.rundir.frames import decode_frame, fields_of, unpack_frames
 from redraft.rundir.layout import RESULTS, TRACE
 from redraft.rundir.results import decode_record, read_results
-
-GOLDEN = Path(__file__).parent / "golden"
+from tests.support.paths import GOLDEN
 
 
 def result(task_id: str, **fields: Any) -> Result:

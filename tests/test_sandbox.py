@@ -32,9 +32,10 @@ from redraft.sandbox import (
     sweep_stale_workdirs,
     workdirs,
 )
+from tests.support.paths import REPO_ROOT
+from tests.support.sandbox_processes import leftover_processes, wait_for_sandbox, workdirs_of
 
 ROOT = os.geteuid() == 0
-REPO = Path(__file__).resolve().parents[1]
 root_only = pytest.mark.skipif(not ROOT, reason="the uid drop and namespace layers are the root path")
 
 # (namespaces, audit_hook) and what each variant proves.
@@ -53,25 +54,6 @@ def run(source: str, variant: str = "all", **limits: Any) -> SandboxResult:
         namespaces=namespaces,
         audit_hook=audit_hook,
     )
-
-
-def leftover_processes(marker: str, wait_s: float = 2.0) -> list[str]:
-    """Processes whose command line holds ``marker`` (every sandbox fork carries its work dir there)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        found = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                state = next(line for line in status.splitlines() if line.startswith("State:"))
-                found.append(f"{pid} {state}")
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.1)
 
 
 # ---------------------------------------------------------------- ordinary programs
@@ -332,7 +314,7 @@ def test_pid_namespace_kills_processes_that_escape_the_group() -> None:
 @pytest.mark.parametrize("variant", list(LAYERS))
 def test_writes_outside_the_work_dir_do_not_land(variant: str) -> None:
     name = f"redraft-escape-{uuid.uuid4().hex}"
-    targets = [f"/tmp/{name}", str(REPO / name), f"/var/tmp/{name}"]
+    targets = [f"/tmp/{name}", str(REPO_ROOT / name), f"/var/tmp/{name}"]
     # (Neither the mount namespace nor the hook would leave /tmp to the uid alone, which allows it:
     # that combination is not tested because it is not contained.)
     result = run(
@@ -356,7 +338,7 @@ def test_writes_outside_the_work_dir_do_not_land(variant: str) -> None:
             if os.path.exists(target):
                 os.remove(target)
     # The repository is root-owned: the unprivileged uid alone refuses it.
-    assert f"blocked {REPO / name}" in result.stdout
+    assert f"blocked {REPO_ROOT / name}" in result.stdout
 
 
 @pytest.mark.timeout(30)
@@ -456,21 +438,6 @@ def start_caller(source: str, timeout_s: float, how: str = "main") -> subprocess
     return subprocess.Popen(
         [sys.executable, "-c", CALLER, source, str(timeout_s), how], stdout=subprocess.PIPE, text=True
     )
-
-
-def wait_for_sandbox(caller: subprocess.Popen[str]) -> str:
-    """Waits until the caller's launcher, keeper and candidate all run; returns their argv marker."""
-    marker = f"{workdirs.PREFIX}{caller.pid}-"
-    deadline = time.monotonic() + 30
-    while len(leftover_processes(marker, wait_s=0)) < 3:
-        assert caller.poll() is None, "the caller ended before its sandbox started"
-        assert time.monotonic() < deadline, "the sandbox did not start within 30 s"
-        time.sleep(0.05)
-    return marker
-
-
-def workdirs_of(caller_pid: int) -> list[Path]:
-    return sorted(Path(tempfile.gettempdir()).glob(f"{workdirs.PREFIX}{caller_pid}-*"))
 
 
 @pytest.mark.timeout(90)

@@ -24,8 +24,8 @@ from redraft.scenarios import Scenario, check_stage, get_scenario, scenario_name
 from redraft.scenarios.constrained_writing import ConstrainedWriting, words
 from redraft.scenarios.json_extract import JsonExtract, extract_object
 from redraft.scenarios.sql import Sql, database_path, extract_sql, run_query
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).parent.parent
 NEW = ["json_extract", "sql", "constrained_writing"]
 
 
@@ -181,7 +181,7 @@ def sql_reply(query: str) -> str:
 
 
 def test_the_database_is_the_seeded_scripts_output(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(REPO_ROOT / "scripts"))
     try:
         import make_sql_db
     finally:

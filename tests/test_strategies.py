@@ -9,7 +9,6 @@ from itertools import islice
 from typing import Any
 
 import pytest
-from replies import CRITIQUE, PLAN, SKEPTIC_CRITIQUE, Tutor, worked
 
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
@@ -34,6 +33,8 @@ from redraft.protocols.messages import (
 from redraft.scenarios import get_scenario, scenario
 from redraft.scenarios.arithmetic import Arithmetic
 from redraft.strategies import get_strategy, strategy_names
+from tests.support.paths import README
+from tests.support.replies import CRITIQUE, PLAN, SKEPTIC_CRITIQUE, Tutor, worked
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
 TASK = TASKS[0]
@@ -330,9 +331,7 @@ def test_new_strategies_run_on_ray_actors(ray_cluster: Any, tmp_path: Any, strat
 
 
 def test_the_readme_strategy_example_registers_and_runs() -> None:
-    from pathlib import Path
-
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = README.read_text()
     block = next(b for b in readme.split("```python\n")[1:] if '@strategy("lazy_critic")' in b).split("```")[0]
     exec(compile(block, "README.md", "exec"), {})
     assert "lazy_critic" in strategy_names()

@@ -20,10 +20,11 @@ from redraft.run import RunConfig, identity, plan, role_setup
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
 from redraft.scenarios.user_check import UserCheck, to_check_result
+from tests.support.paths import README as README_FILE
 
 # Imported by name in the verifier actors, whose workers start in the repository root (the session
 # cluster's directory): a dotted path from there, as a user names a module beside their task file.
-CHECK = "tests.check_modules:by_reference"
+CHECK = "tests.support.check_modules:by_reference"
 
 
 def write_lines(path: Path, *lines: object) -> Path:
@@ -174,7 +175,7 @@ def test_a_check_that_raises_fails_that_candidate_only() -> None:
     good = Task(task_id="t", scenario=scenario.name, prompt="p", reference={"answer": "7"})
     assert scenario.check(good, "Answer: 7")[0].passed
     assert scenario.system_prompt() == "Answer the question. End with a line 'Answer: <answer>'."
-    assert get_scenario("check:tests.check_modules:share_of_keywords").check(
+    assert get_scenario("check:tests.support.check_modules:share_of_keywords").check(
         Task(task_id="k", scenario="x", prompt="p", reference={"keywords": ["red", "blue"]}), "a red car"
     )[0].score == pytest.approx(0.5)
 
@@ -183,8 +184,8 @@ def test_a_check_that_raises_fails_that_candidate_only() -> None:
     ("target", "message"),
     [
         ("no_such_module_here:f", "cannot import check module 'no_such_module_here' (No module named"),
-        ("tests.check_modules:nope", "check module 'tests.check_modules' has no function 'nope'"),
-        ("tests.check_modules:SYSTEM_PROMPT", "has no function 'SYSTEM_PROMPT'"),
+        ("tests.support.check_modules:nope", "check module 'tests.support.check_modules' has no function 'nope'"),
+        ("tests.support.check_modules:SYSTEM_PROMPT", "has no function 'SYSTEM_PROMPT'"),
         ("just_a_name", "a check must be given as MODULE:FUNCTION"),
     ],
 )
@@ -248,7 +249,7 @@ def test_a_task_file_with_a_user_check_runs_from_the_cli_in_verifier_actors(
 ) -> None:
     tasks = write_lines(tmp_path / "tasks.jsonl", *GOOD)
     out = tmp_path / "run"
-    argv = ["run", "--tasks", str(tasks), "--check", CHECK, "--model", "scripted:replies:always_seven"]
+    argv = ["run", "--tasks", str(tasks), "--check", CHECK, "--model", "scripted:tests.support.replies:always_seven"]
     argv += ["--strategy", "none", "--samples", "1", "--max-rounds", "1", "--out", str(out)]
     main(argv)  # returns on success: a check that raises or misbehaves fails its task, not the run
     assert "feedback pass rate, refined" in capsys.readouterr().out
@@ -283,7 +284,7 @@ def test_a_task_file_with_a_user_check_runs_from_the_cli_in_verifier_actors(
 
 # ---------------------------------------------------------------- the README's examples run as shown
 
-README = (Path(__file__).parent.parent / "README.md").read_text()
+README = README_FILE.read_text()
 
 
 def readme_block(after: str, lang: str) -> str:

@@ -6,12 +6,12 @@ import io
 from pathlib import Path
 
 import pytest
-from report_runs import FOREIGN_ID, PLANS, make_foreign_run, make_run, redraft
 from rich.console import Console
 
 from redraft.cli import main
 from redraft.errors import UserError
 from redraft.views.trace import show_trace
+from tests.support.report_runs import FOREIGN_ID, PLANS, make_foreign_run, make_run, redraft
 
 
 @pytest.fixture(scope="module")

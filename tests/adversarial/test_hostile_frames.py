@@ -15,7 +15,6 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from samples import ALL, TASK
 
 from redraft.protocols.messages import (
     Draft,
@@ -28,8 +27,10 @@ from redraft.protocols.messages import (
     encode,
     iter_frames,
 )
+from tests.support.paths import GOLDEN as GOLDEN_DIR
+from tests.support.samples import ALL, TASK
 
-GOLDEN = sorted((Path(__file__).parents[1] / "golden").glob("v*/*.msgpack"))
+GOLDEN = sorted(GOLDEN_DIR.glob("v*/*.msgpack"))
 KINDS: list[type[Any]] = list(Message.__args__)  # type: ignore[attr-defined]
 PROPERTY = settings(
     max_examples=400, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)

@@ -21,7 +21,7 @@ from redraft.cli import main
 from redraft.scenarios.taskfile import MAX_LINE_BYTES, MAX_STRING_CHARS, MAX_TASK_BYTES, validate_task_file
 
 GOOD = '{"id": "good-%d", "prompt": "Mia has 3 apples and gets 4 more. How many now?", "reference": {"answer": 7}}'
-SCRIPTED = ["--model", "scripted:replies:always_seven"]
+SCRIPTED = ["--model", "scripted:tests.support.replies:always_seven"]
 
 
 @pytest.fixture(autouse=True)
@@ -185,14 +185,17 @@ HOSTILE_FLAGS: dict[str, tuple[list[str], str]] = {
     "samples-huge": (["--samples", "9" * 40], "--samples must be in [1, 1,000], got 1e+40"),
     "limit-zero": (["--limit", "0"], "--limit must be in [1, 1,000,000], got 0"),
     "rate-limit-zero": (
-        ["--model", "scripted:replies:always_seven?rpm=0"],
+        ["--model", "scripted:tests.support.replies:always_seven?rpm=0"],
         "rate limit rpm must be in [1, 10,000,000]",
     ),
     "rate-limit-5000-digits": (
-        ["--model", "scripted:replies:always_seven?tpm=" + "9" * 5000],
+        ["--model", "scripted:tests.support.replies:always_seven?tpm=" + "9" * 5000],
         "rate limit tpm must be in [1, 1,000,000,000,000]",
     ),
-    "rate-limit-without-value": (["--model", "scripted:replies:always_seven?rpm"], "is not a whole number"),
+    "rate-limit-without-value": (
+        ["--model", "scripted:tests.support.replies:always_seven?rpm"],
+        "is not a whole number",
+    ),
     "prices-a-directory": (["--prices", "."], "cannot read price file .: Is a directory"),
 }
 

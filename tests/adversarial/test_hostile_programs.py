@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_sandbox import leftover_processes, wait_for_sandbox, workdirs_of
 
 from redraft.sandbox import SandboxLimits, run_python, workdirs
+from tests.support.sandbox_processes import leftover_processes, wait_for_sandbox, workdirs_of
 
 PROGRAMS = sorted((Path(__file__).parent / "programs").glob("*.py"))
 KEYS = {"limits", "killed_by", "returncode", "stdout", "stdout-not", "stderr-last", "absent", "root"}

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fake_llm_servers import FakeLLMServer
-from replies import CRITIQUE, worked
+from tests.support.fake_llm_servers import FakeLLMServer
+from tests.support.replies import CRITIQUE, worked
 
 ROLES = ("Arbiter", "Drafter", "Critic", "Verifier")
 

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from replies import is_critique, round_of
-
 from redraft.actors.arbiter import Arbiter
 from redraft.actors.factory import RoleSetup, local_roles
 from redraft.actors.grader import Grader
@@ -30,6 +28,8 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import Result, Task, decode_as, encode
 from redraft.run import RunConfig, arbiter_settings, failed_result, manifest_for, refine_frames
 from redraft.rundir import RunStore
+from tests.support.paths import REPO_ROOT
+from tests.support.replies import is_critique, round_of
 
 HTML_TEXT = '<script>alert("pwned")</script> [bold red]not markup[/] & <b>bold</b>'
 QUESTION = "Is <one> added to the first number?"
@@ -120,14 +120,14 @@ ArbiterDied.__name__ = "RayActorError"
 
 def redraft(*args: str) -> subprocess.CompletedProcess[str]:
     """The real command, in a subprocess at the repository's root (errors end it with an exit code)."""
-    env = os.environ | {"PYTHONPATH": str(Path(__file__).parent)}
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "redraft.cli", *args],
         capture_output=True,
         text=True,
         env=env,
         timeout=120,
-        cwd=Path(__file__).parent.parent,
+        cwd=REPO_ROOT,
     )
 
 

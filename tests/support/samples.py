@@ -1,8 +1,9 @@
 """One fully populated message of every kind, shared by protocol tests and golden frames.
 
-`V1` and `V2` are the messages of wire versions 1 and 2 (saved as ``golden/v1`` and
-``golden/v2``); `ALL` are those of the current version, every field of every kind
-set (saved as ``golden/v3`` by ``python tests/samples.py``).
+`V1` and `V2` are the messages of wire versions 1 and 2 (saved as ``tests/golden/v1`` and
+``tests/golden/v2``); `ALL` are those of the current version, every field of every kind
+set (saved as ``tests/golden/v3`` by ``python -m tests.support.samples``, run from the
+repository's root).
 """
 
 from __future__ import annotations
@@ -239,11 +240,10 @@ ALL: list[Message] = [
 
 
 if __name__ == "__main__":  # write the golden frames of the current version (once, when a version is made)
-    from pathlib import Path
-
     from redraft.protocols.messages import WIRE_VERSION, encode
+    from tests.support.paths import GOLDEN
 
-    folder = Path(__file__).parent / "golden" / f"v{WIRE_VERSION}"
+    folder = GOLDEN / f"v{WIRE_VERSION}"
     folder.mkdir(exist_ok=True)
     for message in ALL:
         (folder / f"{type(message).__struct_config__.tag}.msgpack").write_bytes(encode(message))

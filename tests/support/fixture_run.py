@@ -6,10 +6,11 @@ still read it (``tests/test_fixture_run.py``). Re-make it only on purpose (a new
 fixture for a new writer), never to make a failing reader pass:
 
     git worktree add /tmp/redraft-2bb053f 2bb053f
-    cd /tmp/redraft-2bb053f && PYTHONPATH=. python <this file> tests/fixtures/run-v2
+    cd /tmp/redraft-2bb053f && PYTHONPATH=.:<this repository> python -m tests.support.fixture_run tests/fixtures/run-v2
 
-(the maker imports that commit's modules, ``redraft.batch`` and ``redraft.store``,
-inside `make_fixture_run`, so the constants here import with any version).
+(``redraft`` comes from that commit, ``tests.support`` from this repository; the maker
+imports that commit's modules, ``redraft.batch`` and ``redraft.store``, inside
+`make_fixture_run`, so the constants here import with any version).
 
 The real Arbiter runs in-process with the scripted backend and every task goes
 through `RunStore.append`, as in ``report_runs.py``. So that one small trace holds
@@ -36,13 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replies import is_critique, round_of
-from report_runs import ArbiterDied, Plan, prompt_of
-
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
+from tests.support.paths import FIXTURES
+from tests.support.replies import is_critique, round_of
+from tests.support.report_runs import ArbiterDied, Plan, prompt_of
 
-FIXTURE = Path(__file__).parent / "fixtures" / "run-v2"
+FIXTURE = FIXTURES / "run-v2"
 HTML_TEXT = '<script>alert("old")</script> [bold red]not markup[/] & <b>bold</b>'
 ISSUE = {"severity": "major", "quote": "Answer", "reason": "the sum is <off>", "fix": "add again"}
 QUESTION = "Is <one> added to the first number?"

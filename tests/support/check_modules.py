@@ -1,4 +1,8 @@
-"""Check functions for the task-file tests; verifier actors import this module by name (``check_modules``)."""
+"""Check functions for the task-file tests; verifier actors import this module by name.
+
+The name is ``tests.support.check_modules``: a dotted path from the repository root, as a user names
+a module beside their task file.
+"""
 
 from __future__ import annotations
 
