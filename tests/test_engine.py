@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from itertools import islice
 
 import pytest
 
-from redraft.actors.arbiter import Arbiter, ArbiterSettings
-from redraft.actors.factory import RoleSetup, local_roles
 from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import ScriptExhaustedError
-from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import (
     Critique,
     CritiqueRequest,
@@ -20,29 +16,16 @@ from redraft.protocols.messages import (
     DraftRequest,
     Result,
     Task,
-    encode,
-    iter_frames,
 )
 from redraft.run import RunConfig, refine
 from redraft.scenarios import get_scenario
 from redraft.strategies import agreement, get_strategy, strategy_names
+from tests.support.harness import run_task
 from tests.support.replies import CRITIQUE, LateLearner, garbage
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 3))
 TASK = TASKS[0]
 GOLD = int(TASK.gold["answer"])
-
-
-def run_task(script: object, strategy: str = "adversarial", samples: int = 2, **convergence: object) -> list:  # type: ignore[type-arg]
-    spec = ScriptedSpec(script=script)  # type: ignore[arg-type]
-    roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), strategy)
-    settings = ArbiterSettings(
-        strategy=strategy,
-        samples=samples,
-        convergence=ConvergenceConfig(**convergence),  # type: ignore[arg-type]
-    )
-    frames = asyncio.run(Arbiter(roles, settings).run(encode(TASK.without_gold())))
-    return list(iter_frames(b"".join(frames)))
 
 
 def kinds(trace: list) -> list[str]:  # type: ignore[type-arg]
@@ -54,7 +37,7 @@ def decisions(trace: list) -> list[tuple[int, str, str | None]]:  # type: ignore
 
 
 def test_adversarial_converges_with_the_exact_decision_sequence() -> None:
-    trace = run_task(LateLearner.for_tasks(TASKS, fix_at=2), max_rounds=5, patience=3)
+    trace = run_task(TASK, LateLearner.for_tasks(TASKS, fix_at=2), max_rounds=5, patience=3)
     assert decisions(trace) == [(0, "continue", None), (1, "continue", None), (2, "stop", "threshold")]
     round_kinds = ["draft_request"] * 2 + ["draft"] * 2 + ["verify_request"] * 2 + ["verification"] * 2
     critiques = ["critique_request"] * 2 + ["critique"] * 2
@@ -72,7 +55,7 @@ def test_adversarial_converges_with_the_exact_decision_sequence() -> None:
 
 
 def test_revision_carries_best_failed_checks_critique_and_memory() -> None:
-    trace = run_task(LateLearner.for_tasks(TASKS, fix_at=2), max_rounds=5, patience=3)
+    trace = run_task(TASK, LateLearner.for_tasks(TASKS, fix_at=2), max_rounds=5, patience=3)
     round2 = next(m for m in trace if isinstance(m, DraftRequest) and m.round == 2)
     revision = round2.revision
     assert revision is not None
@@ -88,7 +71,7 @@ def test_revision_carries_best_failed_checks_critique_and_memory() -> None:
 
 
 def test_adversarial_that_never_converges_stops_on_no_improvement() -> None:
-    trace = run_task(LateLearner.for_tasks(TASKS, never=True), max_rounds=10, patience=2)
+    trace = run_task(TASK, LateLearner.for_tasks(TASKS, never=True), max_rounds=10, patience=2)
     assert decisions(trace) == [(0, "continue", None), (1, "continue", None), (2, "stop", "no_improvement")]
     result = trace[-1]
     assert result.passed is False and result.stop_reason == "no_improvement"
@@ -96,7 +79,7 @@ def test_adversarial_that_never_converges_stops_on_no_improvement() -> None:
 
 
 def test_max_rounds_stops_a_task_that_keeps_failing() -> None:
-    trace = run_task(LateLearner.for_tasks(TASKS, never=True), max_rounds=2, patience=5)
+    trace = run_task(TASK, LateLearner.for_tasks(TASKS, never=True), max_rounds=2, patience=5)
     assert decisions(trace) == [(0, "continue", None), (1, "stop", "max_rounds")]
     # No critique on the final round: nothing would read it.
     assert not [m for m in trace if isinstance(m, CritiqueRequest) and m.draft.round == 1]
@@ -104,7 +87,7 @@ def test_max_rounds_stops_a_task_that_keeps_failing() -> None:
 
 @pytest.mark.parametrize("strategy", ["none", "self_consistency"])
 def test_single_pass_strategies_stop_after_round_zero(strategy: str) -> None:
-    trace = run_task(LateLearner.for_tasks(TASKS, fix_at=1), strategy=strategy, samples=3, max_rounds=5)
+    trace = run_task(TASK, LateLearner.for_tasks(TASKS, fix_at=1), strategy=strategy, samples=3, max_rounds=5)
     assert decisions(trace) == [(0, "stop", "max_rounds")]
     drafts = [m for m in trace if isinstance(m, Draft)]
     assert len(drafts) == (1 if strategy == "none" else 3)
@@ -112,14 +95,14 @@ def test_single_pass_strategies_stop_after_round_zero(strategy: str) -> None:
 
 
 def test_self_refine_critiques_with_the_self_stance() -> None:
-    trace = run_task(LateLearner.for_tasks(TASKS, fix_at=1), strategy="self_refine", max_rounds=3)
+    trace = run_task(TASK, LateLearner.for_tasks(TASKS, fix_at=1), strategy="self_refine", max_rounds=3)
     requests = [m for m in trace if isinstance(m, CritiqueRequest)]
     assert requests and all(r.stance == "self" for r in requests)
     assert decisions(trace)[-1] == (1, "stop", "threshold")
 
 
 def test_garbage_model_fails_checks_and_critiques_but_not_the_task() -> None:
-    trace = run_task(garbage, max_rounds=3, patience=5)
+    trace = run_task(TASK, garbage, max_rounds=3, patience=5)
     critiques = [m for m in trace if isinstance(m, Critique)]
     assert critiques and all(c.error and "not a valid critique" in c.error and not c.issues for c in critiques)
     result = trace[-1]
@@ -128,7 +111,7 @@ def test_garbage_model_fails_checks_and_critiques_but_not_the_task() -> None:
 
 
 def test_backend_failure_ends_the_task_with_error_and_keeps_the_trace() -> None:
-    trace = run_task(["Answer: 1"], samples=1, max_rounds=3)  # one reply, then exhausted
+    trace = run_task(TASK, ["Answer: 1"], samples=1, max_rounds=3)  # one reply, then exhausted
     result = trace[-1]
     assert result.stop_reason == "error"
     assert result.error is not None and ScriptExhaustedError.__name__ in result.error
@@ -159,8 +142,8 @@ def test_registry_lists_the_builtin_strategies() -> None:
 
 def test_every_model_call_gets_a_seed_by_one_rule_replayable_and_distinct() -> None:
     script = LateLearner.for_tasks(TASKS, fix_at=2)
-    first = run_task(script, max_rounds=3, patience=3)
-    again = run_task(script, max_rounds=3, patience=3)
+    first = run_task(TASK, script, max_rounds=3, patience=3)
+    again = run_task(TASK, script, max_rounds=3, patience=3)
     seeds = [(type(m).__name__, m.seed) for m in first if isinstance(m, DraftRequest | CritiqueRequest)]
     assert seeds == [(type(m).__name__, m.seed) for m in again if isinstance(m, DraftRequest | CritiqueRequest)]
     critique_seeds = [seed for kind, seed in seeds if kind == "CritiqueRequest"]

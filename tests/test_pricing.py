@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from itertools import islice
 from pathlib import Path
 
 import pytest
 
-from redraft.actors.arbiter import Arbiter, ArbiterSettings
-from redraft.actors.factory import RoleSetup, local_roles
 from redraft.backends.pricing import Price, default_prices, load_prices
-from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import UserError
-from redraft.protocols.convergence import Budget, ConvergenceConfig
-from redraft.protocols.messages import Draft, Result, Usage, encode, iter_frames
+from redraft.protocols.convergence import Budget
+from redraft.protocols.messages import Draft, Message, Result, Usage
 from redraft.scenarios import get_scenario
+from tests.support.harness import run_task
 from tests.support.replies import LateLearner
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
@@ -68,11 +65,8 @@ def test_bad_price_file_is_a_user_error(tmp_path: Path, content: str | None, mes
         load_prices(path)
 
 
-def refine(model: str, **convergence: object) -> list[object]:
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=2), model=model)
-    roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial")
-    settings = ArbiterSettings(samples=2, convergence=ConvergenceConfig(**convergence))  # type: ignore[arg-type]
-    return list(iter_frames(b"".join(asyncio.run(Arbiter(roles, settings).run(encode(TASKS[0].without_gold()))))))
+def refine(model: str, **convergence: object) -> list[Message]:
+    return run_task(TASKS[0], LateLearner.for_tasks(TASKS, fix_at=2), model=model, **convergence)
 
 
 def test_arbiter_prices_every_call_and_splits_usage_by_role() -> None:

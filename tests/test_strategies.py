@@ -3,18 +3,15 @@ that converges and of one that does not; stepwise stages; patch revisions."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from itertools import islice
 from typing import Any
 
+import msgspec
 import pytest
 
-from redraft.actors.arbiter import Arbiter, ArbiterSettings
-from redraft.actors.factory import RoleSetup, local_roles
 from redraft.actors.prompts import fenced
 from redraft.backends.scripted import ScriptedSpec
-from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import (
     CheckResult,
     Critique,
@@ -27,12 +24,12 @@ from redraft.protocols.messages import (
     Result,
     Verification,
     VerifyRequest,
-    encode,
     iter_frames,
 )
 from redraft.scenarios import get_scenario, scenario
 from redraft.scenarios.arithmetic import Arithmetic
 from redraft.strategies import get_strategy, strategy_names
+from tests.support.harness import run_task
 from tests.support.paths import README
 from tests.support.replies import CRITIQUE, PLAN, SKEPTIC_CRITIQUE, Tutor, worked
 
@@ -57,26 +54,6 @@ class StagedArithmetic(Arithmetic):
         ok = len(text.splitlines()) >= 2
         detail = "two steps" if ok else f"the {stage} needs one line per step"
         return [CheckResult(name=f"{stage}_steps", passed=ok, score=float(ok), detail=detail)]
-
-
-def run_task(
-    strategy: str, policy: Tutor, *, scenario_name: str = "arithmetic", patch: bool = False, **convergence: Any
-) -> list[Message]:
-    spec = ScriptedSpec(script=policy)
-    setup = RoleSetup(scenario=scenario_name, drafter=spec, critic=spec)
-    settings = ArbiterSettings(
-        strategy=strategy,
-        samples=K,
-        convergence=ConvergenceConfig(**convergence),
-        revision_mode="patch" if patch else "rewrite",
-    )
-    task = TASK if scenario_name == "arithmetic" else type(TASK)(**{**_fields(TASK), "scenario": scenario_name})
-    frames = asyncio.run(Arbiter(local_roles(setup, strategy), settings).run(encode(task.without_gold())))
-    return list(iter_frames(b"".join(frames)))
-
-
-def _fields(message: Any) -> dict[str, Any]:
-    return {name: getattr(message, name) for name in message.__struct_fields__}
 
 
 def kinds(trace: list[Message]) -> list[str]:
@@ -136,7 +113,7 @@ def test_every_builtin_strategy_is_registered_and_documented() -> None:
 
 @pytest.mark.parametrize("strategy", sorted(ROUNDS))
 def test_a_task_that_converges(strategy: str) -> None:
-    trace = run_task(strategy, Tutor.for_tasks(TASKS, fix_at=1), max_rounds=4, patience=3)
+    trace = run_task(TASK, Tutor.for_tasks(TASKS, fix_at=1), strategy=strategy, samples=K, max_rounds=4, patience=3)
     assert decisions(trace) == [(0, "continue", None), (1, "stop", "threshold")]
     assert kinds(trace) == expected(strategy, rounds=2)
     final = result(trace)
@@ -148,7 +125,7 @@ def test_a_task_that_converges(strategy: str) -> None:
 
 @pytest.mark.parametrize("strategy", sorted(ROUNDS))
 def test_a_task_that_does_not_converge(strategy: str) -> None:
-    trace = run_task(strategy, Tutor.for_tasks(TASKS, never=True), max_rounds=3, patience=5)
+    trace = run_task(TASK, Tutor.for_tasks(TASKS, never=True), strategy=strategy, samples=K, max_rounds=3, patience=5)
     assert decisions(trace) == [(0, "continue", None), (1, "continue", None), (2, "stop", "max_rounds")]
     assert kinds(trace) == expected(strategy, rounds=3)
     final = result(trace)
@@ -159,7 +136,7 @@ def test_a_task_that_does_not_converge(strategy: str) -> None:
 @pytest.mark.parametrize("strategy", ["none", "self_consistency", "best_of_n"])
 def test_single_pass_strategies(strategy: str) -> None:
     for policy, passed in ((Tutor.for_tasks(TASKS, fix_at=0), True), (Tutor.for_tasks(TASKS, never=True), False)):
-        trace = run_task(strategy, policy, max_rounds=5)
+        trace = run_task(TASK, policy, strategy=strategy, samples=K, max_rounds=5)
         k = 1 if strategy == "none" else K
         assert kinds(trace) == ["task", *sampled(k), "decision", "result"]
         assert decisions(trace) == [(0, "stop", "threshold" if passed else "max_rounds")]
@@ -168,10 +145,7 @@ def test_single_pass_strategies(strategy: str) -> None:
 
 def _pick(strategy: str, offsets: list[int]) -> int:
     """Which sample the strategy keeps when its K samples' worked solutions are off by ``offsets`` (0: right)."""
-    spec = ScriptedSpec(script=[worked(TASK.prompt, off) for off in offsets])
-    roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), strategy)
-    settings = ArbiterSettings(strategy=strategy, samples=len(offsets))
-    trace = list(iter_frames(b"".join(asyncio.run(Arbiter(roles, settings).run(encode(TASK.without_gold()))))))
+    trace = run_task(TASK, [worked(TASK.prompt, off) for off in offsets], strategy=strategy, samples=len(offsets))
     [decision] = [m for m in trace if isinstance(m, Decision)]
     return decision.best_sample
 
@@ -185,7 +159,7 @@ def test_best_of_n_picks_by_the_verifier_alone_and_self_consistency_by_majority_
 
 
 def test_debate_critics_each_see_the_others_last_critique() -> None:
-    trace = run_task("debate", Tutor.for_tasks(TASKS, never=True), max_rounds=3, patience=5)
+    trace = run_task(TASK, Tutor.for_tasks(TASKS, never=True), strategy="debate", samples=K, max_rounds=3, patience=5)
     requests = [m for m in trace if isinstance(m, CritiqueRequest)]
     assert [(r.draft.round, r.stance) for r in requests] == [
         (0, "adversarial"),
@@ -209,7 +183,9 @@ def test_debate_critics_each_see_the_others_last_critique() -> None:
 
 
 def test_verifier_only_keeps_reflections_in_the_memory() -> None:
-    trace = run_task("verifier_only", Tutor.for_tasks(TASKS, never=True), max_rounds=3, patience=5)
+    trace = run_task(
+        TASK, Tutor.for_tasks(TASKS, never=True), strategy="verifier_only", samples=K, max_rounds=3, patience=5
+    )
     assert not [m for m in trace if isinstance(m, CritiqueRequest)]  # no critic at all
     round2 = next(m for m in trace if isinstance(m, DraftRequest) and m.round == 2)
     assert round2.revision is not None
@@ -222,19 +198,13 @@ def test_verifier_only_keeps_reflections_in_the_memory() -> None:
 
 def test_cove_questions_are_answered_without_the_candidate_and_reach_the_revision() -> None:
     policy = Tutor.for_tasks(TASKS, fix_at=1)
-    spec = ScriptedSpec(script=policy)
-    drafter_spec, verifier_calls = spec, []
+    verifier_calls: list[Any] = []
 
     def recording(request: Any) -> str:
         verifier_calls.append(request)
         return policy(request)
 
-    roles = local_roles(
-        RoleSetup(scenario="arithmetic", drafter=drafter_spec, critic=spec, verifier=ScriptedSpec(script=recording)),
-        "cove",
-    )
-    settings = ArbiterSettings(strategy="cove", samples=K, convergence=ConvergenceConfig(max_rounds=3))
-    trace = list(iter_frames(b"".join(asyncio.run(Arbiter(roles, settings).run(encode(TASK.without_gold()))))))
+    trace = run_task(TASK, policy, strategy="cove", samples=K, verifier=recording, max_rounds=3)
     questioned = [m for m in trace if isinstance(m, VerifyRequest) and m.questions]
     assert [(q.draft.round, q.questions) for q in questioned] == [(0, 3)]
     [verification] = [m for m in trace if isinstance(m, Verification) and m.questions]
@@ -252,7 +222,8 @@ def test_cove_questions_are_answered_without_the_candidate_and_reach_the_revisio
 
 def test_stepwise_redoes_only_the_stage_that_failed() -> None:
     policy = Tutor.for_tasks(TASKS, fix_at=0, fail_stages=("work",))
-    trace = run_task("stepwise", policy, scenario_name="staged_arithmetic", max_rounds=3)
+    staged = msgspec.structs.replace(TASK, scenario="staged_arithmetic")
+    trace = run_task(staged, policy, strategy="stepwise", samples=K, max_rounds=3)
     stage_drafts = [(m.stage, m.revision is not None) for m in trace if isinstance(m, DraftRequest) and m.sample == 0]
     stages = [(s.name if s else None, retry) for s, retry in stage_drafts]
     # plan once; work fails, is redrafted in place with its failed check; the answer builds on both.
@@ -269,14 +240,16 @@ def test_stepwise_redoes_only_the_stage_that_failed() -> None:
 
 
 def test_stepwise_revises_only_the_last_stage_in_later_rounds() -> None:
-    trace = run_task("stepwise", Tutor.for_tasks(TASKS, fix_at=2), max_rounds=4, patience=3)
+    trace = run_task(TASK, Tutor.for_tasks(TASKS, fix_at=2), strategy="stepwise", samples=K, max_rounds=4, patience=3)
     names = [m.stage.name for m in trace if isinstance(m, DraftRequest) and m.sample == 0 and m.stage]
     assert names == ["outline", "draft", "polish", "polish", "polish"]
     assert decisions(trace)[-1] == (2, "stop", "threshold")
 
 
 def test_patch_revisions_apply_minimal_edits() -> None:
-    trace = run_task("adversarial", Tutor.for_tasks(TASKS, fix_at=1), patch=True, max_rounds=3)
+    trace = run_task(
+        TASK, Tutor.for_tasks(TASKS, fix_at=1), strategy="adversarial", samples=K, patch=True, max_rounds=3
+    )
     round0, round1 = ([m for m in trace if isinstance(m, Draft) and m.round == r] for r in (0, 1))
     assert all(d.edits_applied == 0 for d in round0)
     requests = [m for m in trace if isinstance(m, DraftRequest) and m.round == 1]
@@ -291,9 +264,8 @@ def test_patch_revisions_apply_minimal_edits() -> None:
 
 
 def test_an_edit_that_does_not_apply_is_fed_back() -> None:
-    trace = run_task(
-        "adversarial", Tutor.for_tasks(TASKS, never=True, bad_edit=True), patch=True, max_rounds=3, patience=5
-    )
+    policy = Tutor.for_tasks(TASKS, never=True, bad_edit=True)
+    trace = run_task(TASK, policy, strategy="adversarial", samples=K, patch=True, max_rounds=3, patience=5)
     round1 = [m for m in trace if isinstance(m, Draft) and m.round == 1]
     refused = "edit 2 did not apply: its SEARCH text 'Answer: nowhere' is not in the answer; copy the exact text"
     assert all(d.edits_applied == 1 and d.edit_errors == [refused] for d in round1)
@@ -335,7 +307,9 @@ def test_the_readme_strategy_example_registers_and_runs() -> None:
     block = next(b for b in readme.split("```python\n")[1:] if '@strategy("lazy_critic")' in b).split("```")[0]
     exec(compile(block, "README.md", "exec"), {})
     assert "lazy_critic" in strategy_names()
-    trace = run_task("lazy_critic", Tutor.for_tasks(TASKS, never=True), max_rounds=4, patience=5)
+    trace = run_task(
+        TASK, Tutor.for_tasks(TASKS, never=True), strategy="lazy_critic", samples=K, max_rounds=4, patience=5
+    )
     assert [m.draft.round for m in trace if isinstance(m, CritiqueRequest)] == [0, 2]  # the leader, even rounds
     assert decisions(trace)[-1] == (3, "stop", "max_rounds")
 
@@ -359,7 +333,15 @@ def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyP
 
 
 def test_a_patch_with_no_edit_that_applies_is_a_failed_revision_not_convergence() -> None:
-    trace = run_task("adversarial", Tutor.for_tasks(TASKS, no_edits=True), patch=True, max_rounds=3, patience=5)
+    trace = run_task(
+        TASK,
+        Tutor.for_tasks(TASKS, no_edits=True),
+        strategy="adversarial",
+        samples=K,
+        patch=True,
+        max_rounds=3,
+        patience=5,
+    )
     # The candidate comes back unchanged, but the task is not judged stable: the refusal is fed back.
     assert decisions(trace) == [(0, "continue", None), (1, "continue", None), (2, "stop", "max_rounds")]
     round1 = [m for m in trace if isinstance(m, Draft) and m.round == 1]
@@ -372,11 +354,8 @@ def test_a_patch_with_no_edit_that_applies_is_a_failed_revision_not_convergence(
 
 def test_a_task_cut_by_its_timeout_keeps_the_best_of_its_finished_rounds() -> None:
     # Each call takes 1 s: round 0 (draft, critique) ends at 2 s, round 1's draft would end at 3 s.
-    spec = ScriptedSpec(script=Tutor.for_tasks(TASKS, never=True), delay_s=1.0)
-    roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial")
-    settings = ArbiterSettings(strategy="adversarial", samples=1, convergence=ConvergenceConfig(max_rounds=5))
-    frames = asyncio.run(Arbiter(roles, settings).run(encode(TASK.without_gold()), timeout_s=2.5))
-    trace = list(iter_frames(b"".join(frames)))
+    policy = Tutor.for_tasks(TASKS, never=True)
+    trace = run_task(TASK, policy, strategy="adversarial", samples=1, delay_s=1.0, timeout_s=2.5, max_rounds=5)
     assert decisions(trace) == [(0, "continue", None), (1, "stop", "budget")]
     final = result(trace)
     assert (final.stop_reason, final.rounds, final.answer) == ("budget", 1, str(GOLD + 1))  # round 0's leader

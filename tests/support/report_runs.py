@@ -1,6 +1,6 @@
 """Run directories for the report, trace and export tests, made without Ray.
 
-The real Arbiter runs in-process with the scripted backend (as in test_engine.py)
+The real Arbiter runs in-process with the scripted backend (`tests.support.harness`)
 and every task is written through `RunStore.append`, so the directory is exactly
 what `redraft run` writes. The tasks are a mix: one passes at once, one is fixed
 in round 2, one never passes, one has HTML and rich markup in its candidates,
@@ -20,14 +20,12 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from redraft.actors.arbiter import Arbiter
-from redraft.actors.factory import RoleSetup, local_roles
 from redraft.actors.grader import Grader
 from redraft.backends.base import ChatRequest
-from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import Result, Task, decode_as, encode
 from redraft.run import RunConfig, arbiter_settings, failed_result, manifest_for, refine_frames
 from redraft.rundir import RunStore
+from tests.support.harness import scripted_arbiter
 from tests.support.paths import REPO_ROOT
 from tests.support.replies import is_critique, round_of
 
@@ -87,10 +85,13 @@ def make_run(root: Path, *, max_rounds: int = 4, copies: int = 1, strategy: str 
     config = RunConfig.build(
         scenario="arithmetic", strategy=strategy, samples=2, max_rounds=max_rounds, patience=2, out=str(root)
     )
-    spec = ScriptedSpec(script=MixedReplies(), model="gpt-4o-mini")  # a priced model: costs are not 0
-    roles = local_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), config.experiment.strategy)
     ticks = itertools.count()
-    arbiter = Arbiter(roles, arbiter_settings(config), clock=lambda: float(next(ticks)))
+    arbiter = scripted_arbiter(
+        MixedReplies(),
+        arbiter_settings(config),
+        model="gpt-4o-mini",  # a priced model: costs are not 0
+        clock=lambda: float(next(ticks)),
+    )
     grader = Grader("arithmetic")
     store = RunStore.open(root, manifest_for(config, root.name))
     for copy in range(copies):
