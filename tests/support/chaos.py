@@ -1,4 +1,4 @@
-"""Faults for chaos tests and `benchmarks/chaos.py`: kill, freeze and remove what a run stands on.
+"""Faults for the chaos tests and `benchmarks/chaos.py`: kill, freeze and remove what a run stands on.
 
 The model is a real OpenAI-compatible HTTP server on 127.0.0.1 (`FakeLLMServer`)
 that answers arithmetic tasks deterministically (`arithmetic_reply`: right at a

@@ -2,7 +2,7 @@
 
 It was written once by redraft as of commit 2bb053f (wire version 2, before the
 run directory had one reader) and is kept as it was written: later versions must
-still read it (``tests/test_fixture_run.py``). Re-make it only on purpose (a new
+still read it (``tests/unit/rundir/test_fixture_run.py``). Re-make it only on purpose (a new
 fixture for a new writer), never to make a failing reader pass:
 
     git worktree add /tmp/redraft-2bb053f 2bb053f

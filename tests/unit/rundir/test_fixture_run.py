@@ -1,4 +1,4 @@
-"""An old run directory (tests/fixtures/run-v2, made by `fixture_run.py`) still reads: report, trace, export.
+"""An old run directory (tests/fixtures/run-v2, made by `tests.support.fixture_run`) still reads: report, trace, export.
 
 What each view must show is read from the fixture's own files with plain
 ``json`` and ``msgpack``, as a third party would, never through redraft's reader.

@@ -1,4 +1,4 @@
-"""Tasks and checks people bring: the task file format, the check contract, and a real run from the CLI."""
+"""Tasks and checks people bring: the task file format and the check contract."""
 
 from __future__ import annotations
 
@@ -9,37 +9,18 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import numpy
 import pytest
 
 from redraft.cli import main
 from redraft.errors import UserError
-from redraft.protocols.messages import Task, Verification, iter_frames
+from redraft.protocols.messages import Task
 from redraft.run import RunConfig, identity, plan, role_setup
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
 from redraft.scenarios.user_check import UserCheck, to_check_result
 from tests.support.paths import README as README_FILE
-
-# Imported by name in the verifier actors, whose workers start in the repository root (the session
-# cluster's directory): a dotted path from there, as a user names a module beside their task file.
-CHECK = "tests.support.check_modules:by_reference"
-
-
-def write_lines(path: Path, *lines: object) -> Path:
-    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
-    return path
-
-
-GOOD = [
-    {"id": "right", "prompt": "What is 3 + 4?", "reference": {"answer": "7"}},
-    {"id": "wrong", "prompt": "What is 4 + 4?", "reference": {"answer": "8"}},
-    {"id": "raises", "prompt": "What is 5 + 2?"},
-    {"id": "wrong-type", "prompt": "What is 6 + 1?", "reference": {"answer": "7", "misbehave": "wrong_type"}},
-    {"id": "out-of-range", "prompt": "What is 1 + 6?", "reference": {"answer": "7", "misbehave": "out_of_range"}},
-]
-
+from tests.support.task_files import CHECK, GOOD, write_lines
 
 # ---------------------------------------------------------------- the file format
 
@@ -241,45 +222,6 @@ def test_cli_usage_errors_are_one_line_and_start_nothing(
     assert len(err) == 1 and err[0].startswith("redraft: error: ")
     assert message.format(bad=bad) in err[0]
     assert not (tmp_path / "run").exists()
-
-
-@pytest.mark.ray
-def test_a_task_file_with_a_user_check_runs_from_the_cli_in_verifier_actors(
-    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    tasks = write_lines(tmp_path / "tasks.jsonl", *GOOD)
-    out = tmp_path / "run"
-    argv = ["run", "--tasks", str(tasks), "--check", CHECK, "--model", "scripted:tests.support.replies:always_seven"]
-    argv += ["--strategy", "none", "--samples", "1", "--max-rounds", "1", "--out", str(out)]
-    main(argv)  # returns on success: a check that raises or misbehaves fails its task, not the run
-    assert "feedback pass rate, refined" in capsys.readouterr().out
-    records = {r["task_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
-    assert {k: (r["passed"], r["score"], r["error"]) for k, r in records.items()} == {
-        "right": (True, 1.0, None),
-        "wrong": (False, 0.0, None),
-        "raises": (False, 0.0, None),
-        "wrong-type": (False, 0.0, None),
-        "out-of-range": (False, 0.0, None),
-    }
-    verifications = [m for m in iter_frames((out / "trace.msgpack").read_bytes()) if isinstance(m, Verification)]
-    details = {v.task_id: v.checks[0].detail for v in verifications}
-    assert details == {
-        "right": "correct",
-        "wrong": "the answer '7' is wrong",
-        "raises": "the check raised KeyError: 'answer'",
-        "wrong-type": "the check returned 'looks fine to me'; it must return (score, detail) with a score in [0, 1]",
-        "out-of-range": "the check returned (1.5, 'too good'); it must return (score, detail) with a score in [0, 1]",
-    }
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["config"]["scenario"] == f"check:{CHECK}"
-    assert manifest["identity"]["tasks"]["sha256"] == hashlib.sha256(tasks.read_bytes()).hexdigest()
-    # Resuming with another file in the same directory is refused before anything runs.
-    write_lines(tasks, *GOOD, {"id": "more", "prompt": "What is 2 + 5?", "reference": {"answer": "7"}})
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    assert "holds a run with another configuration" in capsys.readouterr().err
-    assert msgspec.json.decode((out / "manifest.json").read_bytes())["fingerprint"] == manifest["fingerprint"]
 
 
 # ---------------------------------------------------------------- the README's examples run as shown

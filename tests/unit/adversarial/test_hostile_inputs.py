@@ -3,7 +3,7 @@
 Every case runs the real command (`redraft.cli.main`, in process) with Ray forbidden: the run must
 stop at validation, write nothing at ``--out``, and say in one line what is wrong and where.
 A task file's bad line sits between good ones: no task of the file may run, so none is lost
-half-way; once the line is fixed, every task runs (the Ray test at the end).
+half-way; once the line is fixed, every task runs (on Ray: tests/integration/test_hostile_inputs_on_ray.py).
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from redraft.cli import main
 from redraft.scenarios.taskfile import MAX_LINE_BYTES, MAX_STRING_CHARS, MAX_TASK_BYTES, validate_task_file
-
-GOOD = '{"id": "good-%d", "prompt": "Mia has 3 apples and gets 4 more. How many now?", "reference": {"answer": 7}}'
-SCRIPTED = ["--model", "scripted:tests.support.replies:always_seven"]
+from tests.support.refusals import GOOD, SCRIPTED, refused
 
 
 @pytest.fixture(autouse=True)
@@ -32,18 +28,6 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("Ray was started: the input got past validation")
 
     monkeypatch.setattr(importlib.import_module("redraft.run.driver"), "ensure_ray", refuse)
-
-
-def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """Run the command; assert exit code 2 and one line on stderr; return that line."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert exit_info.value.code == 2, err
-    assert len(lines) == 1 and lines[0].startswith("redraft: error: "), err
-    assert len(lines[0]) < 400, lines[0][:400]  # one readable line, never the input echoed whole
-    return lines[0]
 
 
 # ---------------------------------------------------------------- hostile task files
@@ -267,26 +251,3 @@ def test_the_other_commands_refuse_hostile_flags_too(
     run_dir.mkdir()
     (run_dir / "results.jsonl").write_text("")
     assert says in refused([a.format(run=run_dir) for a in argv], capsys)
-
-
-# ---------------------------------------------------------------- nothing lost: the fixed file runs whole
-
-
-@pytest.mark.ray
-def test_after_a_refused_file_is_fixed_every_task_runs(
-    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.undo()  # Ray is allowed here: the session's cluster
-    tasks = tmp_path / "tasks.jsonl"
-    lines = [GOOD % 1, '{"id": "bad", "prompt": "x\\ud800", "reference": {"answer": 7}}', GOOD % 3]
-    tasks.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "run"
-    argv = ["run", "arithmetic", "--tasks", str(tasks), *SCRIPTED, "--strategy", "none", "--samples", "1"]
-    argv += ["--out", str(out)]
-    assert "line 2: prompt: holds a lone surrogate" in refused(argv, capsys)
-    assert not out.exists()
-    tasks.write_text("\n".join([GOOD % 1, GOOD % 2, GOOD % 3]) + "\n")
-    main(argv)
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert sorted(r["task_id"] for r in records) == ["good-1", "good-2", "good-3"]
-    assert all(r["error"] is None for r in records)
