@@ -16,13 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-
-from fake_llm_servers import FakeLLMServer
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 
 from redraft.backends.base import ChatRequest
 from redraft.backends.registry import resolve
 from redraft.protocols.messages import ChatMessage
+from tests.support.fake_llm_servers import FakeLLMServer
 
 LATENCY_S = 0.2
 

@@ -21,10 +21,8 @@ from itertools import islice
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-
-from replies import LateLearner
 
 from redraft.actors.arbiter import Arbiter
 from redraft.actors.factory import local_roles
@@ -33,6 +31,7 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import ChatMessage, encode
 from redraft.run import RunConfig, arbiter_settings, role_setup, run
 from redraft.scenarios import get_scenario
+from tests.support.replies import LateLearner
 
 TASKS = 200
 
@@ -79,9 +78,9 @@ def main() -> None:
     bare = bare_calls(spec, calls, [t.prompt for t in tasks])
     local_s = in_process(config, spec)
 
-    import replies
+    from tests.support import replies
 
-    ray.cloudpickle.register_pickle_by_value(replies)  # workers cannot import tests/
+    ray.cloudpickle.register_pickle_by_value(replies)  # test code: by value, whatever sys.path a worker has
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     with TemporaryDirectory() as tmp:
         warm = RunConfig.build(samples=2, max_rounds=3, limit=5, out=f"{tmp}/warm")

@@ -1,7 +1,7 @@
 """The faults of the issue "surviving a Ray cluster", measured the same way, and the table printed.
 
 A 3-node `ray.cluster_utils.Cluster`, a fake OpenAI-compatible server at 100 ms
-(tests/chaos.py: deterministic arithmetic answers, every request counted), 320
+(tests/support/chaos.py: deterministic arithmetic answers, every request counted), 320
 arithmetic tasks, 32 in flight, K=2, 3 rounds, no response cache (so every call
 the faults made the run repeat is paid and counted). Each disturbed run is
 compared task by task with an undisturbed run of the same seed.
@@ -27,11 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_enable_worker_prestart", "0")
 
-from chaos import (
+from tests.support.chaos import (
     Killer,
     arithmetic_server,
     differences,

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_enable_worker_prestart", "0")
@@ -31,10 +27,11 @@ SESSION_API_KEY = os.environ["OPENAI_API_KEY"]
 def ray_cluster() -> Iterator[Any]:
     """A two-node cluster on this machine (one CPU per node); Ray joined to it."""
     import ray
-    import replies
     from ray.cluster_utils import Cluster
 
-    # Test-only reply policies travel to the actors by value: workers cannot import tests/.
+    from tests.support import replies
+
+    # Test-only reply policies travel to the actors by value: a worker need not import the tests package.
     ray.cloudpickle.register_pickle_by_value(replies)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     cluster.add_node(num_cpus=1)

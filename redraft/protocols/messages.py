@@ -14,8 +14,8 @@ trace), `decode`, `decode_as`, `iter_frames` and `convert` raise `ProtocolError`
 and nothing else; and `encode` raises `ProtocolError` for a message that cannot
 be a frame (a lone surrogate in a string, an integer outside 64 bits), so such a
 value is refused where it is made, never half-written.
-``tests/adversarial/test_hostile_frames.py`` holds this by property tests over every
-kind and over mutated golden frames, and keeps the inputs that once escaped.
+``tests/unit/adversarial/test_hostile_frames.py`` holds this by property tests
+over every kind and over mutated golden frames, and keeps the inputs that once escaped.
 
 Schema-evolution rules (the wire version is `WIRE_VERSION`):
 
@@ -24,7 +24,7 @@ Schema-evolution rules (the wire version is `WIRE_VERSION`):
 3. Unknown fields are ignored when decoding, so an older reader accepts frames
    from a newer writer that only added fields.
 4. Golden frames of every released version live in ``tests/golden/`` and must
-   keep decoding (``tests/test_messages.py``).
+   keep decoding (``tests/unit/protocols/test_messages.py``).
 5. A new kind is a new wire version: an older reader rejects it (a `ProtocolError`
    naming the unknown tag), so the version says which kinds a writer may send.
 

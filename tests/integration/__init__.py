@@ -1,0 +1,1 @@
+"""Tests of the real parts together: Ray (one shared cluster per session), the model, a browser, the CLI's runs."""

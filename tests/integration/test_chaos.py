@@ -1,0 +1,173 @@
+"""Chaos: a run survives what a cluster does to it, and ends as if nothing had happened.
+
+Each test runs the same tasks as an undisturbed reference run (same seed, same
+deterministic model server) while faults hit the session's cluster, then checks:
+every task recorded exactly once, no task recorded with the machinery's failure
+as its result, and every result equal to the reference's (answer, score, rounds,
+stop reason, usage: a replayed reply keeps the usage it was paid with). What the
+faults cost is what the server counted beyond the reference: the paid replays.
+`benchmarks/chaos.py` runs the larger version and prints the table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redraft.errors import ClusterError
+from redraft.run import RunConfig, run
+from tests.support.chaos import (
+    Killer,
+    arithmetic_server,
+    differences,
+    in_thread,
+    infrastructure_errors,
+    lines,
+    records,
+    role_pids,
+    run_settings,
+    wait_for,
+)
+from tests.support.fake_llm_servers import FakeLLMServer
+
+pytestmark = pytest.mark.ray
+
+TASKS = 48
+IN_FLIGHT = 16
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeLLMServer]:
+    with arithmetic_server(latency_s=0.1) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def reference(ray_cluster: Any, server: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("chaos") / "reference"
+    before = len(server.requests)
+    run(RunConfig.build(**run_settings(server, out, TASKS, IN_FLIGHT)))
+    recs = records(out)
+    assert 0 < sum(r["passed"] for r in recs.values()) < TASKS  # a mix, so equality compares something
+    return {"records": recs, "requests": len(server.requests) - before}
+
+
+def disturbed(server: FakeLLMServer, out: Path, fault: Any, at: int = TASKS // 5, **settings: Any) -> Any:
+    """Start the run in a thread, call ``fault()`` once ``at`` tasks are written, wait for the end."""
+    thread, box = in_thread(lambda: run(RunConfig.build(**run_settings(server, out, TASKS, IN_FLIGHT, **settings))))
+    assert wait_for(lambda: lines(out / "results.jsonl") >= at or not thread.is_alive(), 120)
+    fault()
+    thread.join(timeout=300)
+    assert not thread.is_alive(), "the run hung"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def check_like_reference(out: Path, reference: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    recs = records(out)
+    assert len(recs) == TASKS
+    assert infrastructure_errors(recs) == 0, [r["error"] for r in recs.values() if r.get("error")]
+    assert differences(recs, reference["records"]) == []
+    return recs
+
+
+def test_random_kills_of_every_role_leave_results_as_if_undisturbed(
+    ray_cluster: Any, server: FakeLLMServer, reference: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "killed"
+    before = len(server.requests)
+    thread, box = in_thread(lambda: run(RunConfig.build(**run_settings(server, out, TASKS, IN_FLIGHT))))
+    assert wait_for(lambda: lines(out / "results.jsonl") >= 3, 120)
+    with Killer(ray_cluster, every_s=2.0) as killer:
+        thread.join(timeout=300)
+    assert not thread.is_alive() and "error" not in box, box
+    assert killer.kills[:1] == ["Arbiter"], killer.kills  # then the drafter, the critic, the verifier, in turn
+    recs = check_like_reference(out, reference)
+    retried = [r for r in recs.values() if r["attempts"] > 1]
+    assert box["value"].summary.retried_tasks == len(retried)
+    paid_replays = len(server.requests) - before - reference["requests"]
+    kills = f"{len(killer.kills)} kills ({', '.join(killer.kills)})"
+    print(f"\n{kills}: {len(retried)} tasks redone, {paid_replays} paid replays")
+
+
+def test_a_worker_node_removed_mid_run_the_run_completes_on_the_rest(
+    ray_cluster: Any, server: FakeLLMServer, reference: dict[str, Any], tmp_path: Path
+) -> None:
+    node = ray_cluster.add_node(num_cpus=1)
+    ray_cluster.wait_for_nodes()
+    out = tmp_path / "node-lost"
+    disturbed(server, out, lambda: ray_cluster.remove_node(node))
+    check_like_reference(out, reference)
+
+
+def test_a_frozen_arbiter_and_a_frozen_drafter_are_killed_and_their_tasks_redone(
+    ray_cluster: Any, server: FakeLLMServer, reference: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "frozen-actors"
+    frozen: list[int] = []
+
+    def freeze() -> None:
+        pids = role_pids(ray_cluster)
+        for role in ("Arbiter", "Drafter"):
+            pid = min(p for p, r in pids.items() if r == role)
+            os.kill(pid, signal.SIGSTOP)
+            frozen.append(pid)
+
+    started = time.monotonic()
+    try:
+        outcome = disturbed(server, out, freeze, task_timeout=20)
+    finally:
+        for pid in frozen:  # if the fleet did not kill it, do not leave it stopped
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    recs = check_like_reference(out, reference)  # a task cut while it waited on the frozen drafter was redone
+    assert time.monotonic() - started < 150
+    assert outcome.summary.retries, "the frozen arbiter's tasks were redone"
+    assert {c for r in recs.values() for c in r["retried_for"]} <= {"ActorDiedError", "CallTimeoutError"}
+
+
+def test_a_frozen_server_trips_the_watchdog_and_the_tasks_are_redone(
+    ray_cluster: Any, server: FakeLLMServer, reference: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "frozen-server"
+
+    def freeze_for_a_while() -> None:
+        server.freeze()
+        time.sleep(8)
+        server.thaw()
+
+    try:
+        outcome = disturbed(server, out, freeze_for_a_while, task_watchdog=5)
+    finally:
+        server.thaw()
+    recs = check_like_reference(out, reference)
+    assert outcome.summary.retries.get("CallTimeoutError", 0) > 0
+    assert any("CallTimeoutError" in r["retried_for"] for r in recs.values())
+
+
+def test_a_server_down_for_good_stops_the_run_in_one_line_and_a_rerun_resumes(
+    ray_cluster: Any, server: FakeLLMServer, reference: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "down"
+    settings = run_settings(server, out, 20, 8)
+    server.fail_status = 500
+    started = time.monotonic()
+    try:
+        with pytest.raises(ClusterError, match=r"openai-compatible:fake-model@http://127\.0\.0\.1:\d+/v1 is down"):
+            run(RunConfig.build(**settings))
+    finally:
+        server.fail_status = None
+    assert time.monotonic() - started < 60
+    assert lines(out / "results.jsonl") == 0  # no task was charged with the outage
+    run(RunConfig.build(**settings))
+    recs = records(out)
+    assert len(recs) == 20 and infrastructure_errors(recs) == 0
+    assert differences(recs, {k: reference["records"][k] for k in recs}) == []

@@ -1,0 +1,117 @@
+"""The `redraft` command's runs: on the session's Ray, within a run budget, and on a Ray of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redraft.cli import main
+from tests.support.paths import REPO_ROOT
+
+
+@pytest.mark.ray
+def test_run_writes_the_run_directory_and_prints_the_table(
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    argv = [
+        "run",
+        "arithmetic",
+        "--model",
+        "scripted:tests.support.replies:always_seven",
+        "--limit",
+        "4",
+        "--samples",
+        "2",
+        "--out",
+        str(out),
+    ]
+    main(argv)  # returns on success; only errors exit
+    captured = capsys.readouterr()
+    printed = captured.out
+    # Not a terminal here: progress comes as plain lines, the last one at completion.
+    assert re.match(r"refining: 4/4 tasks, pass \d+%, [\d.]+ tasks/s, ETA 0 s$", captured.err.strip().splitlines()[-1])
+    assert "graded pass rate, round 0" in printed and "feedback pass rate, refined" in printed
+    assert "stop reasons" in printed and "ORACLE" not in printed
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["drafter"] == "scripted:tests.support.replies:always_seven"
+    assert len(manifest["fingerprint"]) == 16 and "ray" in manifest["versions"]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 4
+    required = {"task_id", "answer", "score", "passed", "initial_score", "initial_passed", "rounds", "stop_reason"}
+    for record in records:
+        assert required <= set(record)
+        assert record["answer"] == "7"
+        assert {"input_tokens", "output_tokens", "calls", "cached_tokens", "cost_usd", "cache_hits"} == set(
+            record["usage"]
+        )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tasks"] == 4
+    assert summary["usage"]["calls"] == sum(r["usage"]["calls"] for r in records)
+    # Gold answers differ from 7 except by chance: the summary agrees with the records.
+    assert summary["passed"] == sum(r["passed"] for r in records)
+
+
+@pytest.mark.ray
+def test_a_spent_run_budget_stops_dispatch_with_exit_code_3(
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    argv = [
+        "run",
+        "arithmetic",
+        "--model",
+        "scripted:tests.support.replies:always_seven",
+        "--limit",
+        "20",
+        "--samples",
+        "1",
+        "--max-in-flight",
+        "1",
+        "--budget-calls",
+        "5",
+        "--out",
+        str(out),
+    ]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 3
+    assert "redraft: stopped: run budget: " in capsys.readouterr().err
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    calls = [r["usage"]["calls"] for r in records]
+    # One task in flight at a time: dispatch stops at the first task that finds 5 calls spent.
+    assert sum(calls[:-1]) < 5 <= sum(calls) and len(records) < 20
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped_by"].startswith("run budget: ") and summary["tasks"] == len(records)
+
+
+def test_run_without_address_starts_its_own_ray_despite_a_dead_one_on_record(tmp_path: Path) -> None:
+    # A leftover address (here: nothing listens on it) is what a plain ray.init() would try to join.
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT), "RAY_ADDRESS": "127.0.0.1:9"}
+    out = tmp_path / "run"
+    args = [
+        "run",
+        "arithmetic",
+        "--model",
+        "scripted:tests.support.replies:always_seven",
+        "--strategy",
+        "none",
+        "--limit",
+        "2",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "redraft.cli", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2

@@ -1,0 +1,36 @@
+"""The regression of "20/20" on Ray: a model whose every answer only exits scores nothing in a real run.
+
+The attacks one by one, in feedback and in grade, are tests/unit/scenarios/test_humaneval_attacks.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_a_model_that_only_exits_scores_nothing_in_a_real_run(ray_cluster: Any, tmp_path: Path) -> None:
+    """The regression of "20/20": `raise SystemExit(0)` as every answer, through the CLI."""
+    from redraft.cli import main
+
+    out = tmp_path / "run"
+    args = [
+        "run",
+        "humaneval",
+        "--model",
+        "scripted:tests.support.replies:exits_zero",
+        "--strategy",
+        "none",
+        "--limit",
+        "20",
+    ]
+    main([*args, "--out", str(out)])
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 20
+    assert [r["graded_pass"] for r in records] == [False] * 20  # graded, every one, and failed
+    assert [r["passed"] for r in records] == [False] * 20

@@ -1,0 +1,249 @@
+"""One fully populated message of every kind, shared by protocol tests and golden frames.
+
+`V1` and `V2` are the messages of wire versions 1 and 2 (saved as ``tests/golden/v1`` and
+``tests/golden/v2``); `ALL` are those of the current version, every field of every kind
+set (saved as ``tests/golden/v3`` by ``python -m tests.support.samples``, run from the
+repository's root).
+"""
+
+from __future__ import annotations
+
+from redraft.protocols.messages import (
+    Attempt,
+    CandidateGrade,
+    CandidateText,
+    CheckResult,
+    Critique,
+    CritiqueRequest,
+    Decision,
+    Draft,
+    DraftRequest,
+    Grade,
+    GradeRequest,
+    Issue,
+    Message,
+    Reflection,
+    ReflectRequest,
+    Result,
+    Revision,
+    StageStep,
+    Task,
+    Usage,
+    Verification,
+    VerificationQuestion,
+    VerifyRequest,
+)
+
+TASK = Task(task_id="t-1", scenario="arithmetic", prompt="Mia has 3 apples...", reference={"answer": 7, "note": "x"})
+USAGE = Usage(input_tokens=50, output_tokens=12, calls=1)
+DRAFT = Draft(
+    task_id="t-1",
+    round=1,
+    sample=2,
+    text="3 + 4 = 7\nAnswer: 7",
+    usage=USAGE,
+    model="m.gguf",
+    finish_reason="stop",
+    latency_s=0.25,
+    node_id="node-a",
+)
+CHECK = CheckResult(name="final_answer", passed=False, score=0.0, detail="the final answer 8 is wrong")
+ISSUE = Issue(severity="critical", quote="3 + 4 = 8", reason="3 + 4 is 7", fix="write 7")
+REVISION = Revision(
+    best_text="3 + 4 = 8\nAnswer: 8",
+    best_score=0.0,
+    failed_checks=[CHECK],
+    issues=[ISSUE],
+    memory=[Attempt(round=0, answer="8", score=0.0, summary="the final answer 8 is wrong")],
+)
+
+V1: list[Message] = [
+    TASK,
+    DraftRequest(task=TASK, round=1, sample=2, seed=12345, revision=REVISION),
+    DRAFT,
+    VerifyRequest(task=TASK, draft=DRAFT),
+    Verification(
+        task_id="t-1",
+        round=1,
+        sample=2,
+        score=1.0,
+        passed=True,
+        answer="7",
+        checks=[CheckResult(name="final_answer", passed=True, score=1.0, detail="ok")],
+    ),
+    CritiqueRequest(task=TASK, draft=DRAFT, stance="adversarial"),
+    Critique(task_id="t-1", round=1, sample=2, issues=[ISSUE], usage=USAGE, model="m.gguf", error=None),
+    Decision(
+        task_id="t-1",
+        round=1,
+        action="stop",
+        reason="threshold",
+        best_round=1,
+        best_sample=2,
+        best_score=1.0,
+        round_best_score=1.0,
+        rolled_back=False,
+        detail="best score 1 >= threshold 1",
+    ),
+    Result(
+        task_id="t-1",
+        scenario="arithmetic",
+        answer="7",
+        text="3 + 4 = 7\nAnswer: 7",
+        score=1.0,
+        passed=True,
+        initial_score=0.0,
+        initial_passed=False,
+        rounds=2,
+        stop_reason="threshold",
+        usage=USAGE,
+        wall_s=1.5,
+    ),
+]
+
+QUESTION = VerificationQuestion(question="What is 3 + 4?", answer="7")
+STAGE = StageStep(name="draft", index=1, total=3, instruction="Write the answer.", previous="1. add 3 and 4")
+DRAFT_V2 = Draft(
+    task_id="t-1",
+    round=1,
+    sample=2,
+    text="3 + 4 = 7\nAnswer: 7",
+    usage=USAGE,
+    model="m.gguf",
+    finish_reason="stop",
+    latency_s=0.25,
+    node_id="node-a",
+    stage="draft",
+    edits_applied=1,
+    edit_errors=["edit 2 did not apply: its SEARCH text 'x' is not in the answer"],
+)
+REVISION_V2 = Revision(
+    best_text="3 + 4 = 8\nAnswer: 8",
+    best_score=0.0,
+    failed_checks=[CHECK],
+    issues=[ISSUE],
+    memory=[
+        Attempt(round=0, answer="8", score=0.0, summary="the final answer 8 is wrong", reflection="I added wrong.")
+    ],
+    questions=[QUESTION],
+)
+
+V2: list[Message] = [
+    TASK,
+    DraftRequest(task=TASK, round=1, sample=2, seed=12345, revision=REVISION_V2, stage=STAGE, mode="patch"),
+    DRAFT_V2,
+    VerifyRequest(task=TASK, draft=DRAFT_V2, stage="draft", questions=3),
+    Verification(
+        task_id="t-1",
+        round=1,
+        sample=2,
+        score=1.0,
+        passed=True,
+        answer="7",
+        checks=[CheckResult(name="final_answer", passed=True, score=1.0, detail="ok")],
+        stage="draft",
+        questions=[QUESTION],
+        usage=USAGE,
+        model="m.gguf",
+    ),
+    CritiqueRequest(task=TASK, draft=DRAFT_V2, stance="skeptic", opponent=[ISSUE]),
+    Critique(
+        task_id="t-1", round=1, sample=2, issues=[ISSUE], usage=USAGE, model="m.gguf", error=None, stance="skeptic"
+    ),
+    ReflectRequest(task=TASK, draft=DRAFT_V2, failed_checks=[CHECK], memory=REVISION_V2.memory),
+    Reflection(task_id="t-1", round=1, sample=2, text="I added wrong.", usage=USAGE, model="m.gguf"),
+    *V1[7:],
+]
+
+GOLD_TASK = Task(
+    task_id="t-1",
+    scenario="arithmetic",
+    prompt="Mia has 3 apples...",
+    reference={"note": "x"},
+    gold={"answer": 7},
+)
+V3_TASK = GOLD_TASK.without_gold()
+DRAFT_V3 = Draft(**{f: getattr(DRAFT_V2, f) for f in DRAFT_V2.__struct_fields__ if f != "v"})
+ALL: list[Message] = [
+    GOLD_TASK,
+    DraftRequest(task=V3_TASK, round=1, sample=2, seed=12345, revision=REVISION_V2, stage=STAGE, mode="patch"),
+    DRAFT_V3,
+    VerifyRequest(task=V3_TASK, draft=DRAFT_V3, stage="draft", questions=3),
+    Verification(
+        task_id="t-1",
+        round=1,
+        sample=2,
+        score=1.0,
+        passed=True,
+        answer="7",
+        checks=[CheckResult(name="final_answer", passed=True, score=1.0, detail="ok")],
+        stage="draft",
+        questions=[QUESTION],
+        usage=USAGE,
+        model="m.gguf",
+        oracle=True,
+    ),
+    CritiqueRequest(task=V3_TASK, draft=DRAFT_V3, stance="skeptic", opponent=[ISSUE], seed=777),
+    Critique(
+        task_id="t-1", round=1, sample=2, issues=[ISSUE], usage=USAGE, model="m.gguf", error=None, stance="skeptic"
+    ),
+    ReflectRequest(task=V3_TASK, draft=DRAFT_V3, failed_checks=[CHECK], memory=REVISION_V2.memory, seed=778),
+    Reflection(task_id="t-1", round=1, sample=2, text="I added wrong.", usage=USAGE, model="m.gguf"),
+    Decision(
+        task_id="t-1",
+        round=1,
+        action="stop",
+        reason="budget",
+        best_round=1,
+        best_sample=2,
+        best_score=1.0,
+        round_best_score=1.0,
+        rolled_back=True,
+        detail="calls budget spent: 9 of 9",
+        limit="calls",
+        round_best_sample=2,
+    ),
+    Result(
+        task_id="t-1",
+        scenario="arithmetic",
+        answer="7",
+        text="3 + 4 = 7\nAnswer: 7",
+        score=1.0,
+        passed=True,
+        initial_score=0.0,
+        initial_passed=False,
+        rounds=2,
+        stop_reason="error",
+        usage=USAGE,
+        wall_s=1.5,
+        error="CheckError: the check raised KeyError: 'answer'",
+        usage_by_role={"drafter": USAGE},
+        unpriced_models=["m.gguf"],
+        error_type="CheckError",
+        stop_limit="task_timeout",
+        best_round=1,
+        best_sample=2,
+        initial_sample=0,
+        grade=1.0,
+        graded_pass=True,
+        initial_grade=0.25,
+        initial_graded_pass=False,
+    ),
+    GradeRequest(task=GOLD_TASK, candidates=[CandidateText(round=1, sample=2, text="3 + 4 = 7\nAnswer: 7")]),
+    Grade(
+        task_id="t-1",
+        gold={"answer": 7},
+        grades=[CandidateGrade(round=1, sample=2, score=1.0, passed=True, detail="the answer 7 is right")],
+        error="the grade function raised",
+    ),
+]
+
+
+if __name__ == "__main__":  # write the golden frames of the current version (once, when a version is made)
+    from redraft.protocols.messages import WIRE_VERSION, encode
+    from tests.support.paths import GOLDEN
+
+    folder = GOLDEN / f"v{WIRE_VERSION}"
+    folder.mkdir(exist_ok=True)
+    for message in ALL:
+        (folder / f"{type(message).__struct_config__.tag}.msgpack").write_bytes(encode(message))

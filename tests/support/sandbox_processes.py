@@ -1,0 +1,49 @@
+"""Processes and work directories a sandbox leaves behind, found the way the sandbox names them.
+
+Every sandbox fork carries its work directory on its command line, and a work directory's name
+starts with ``workdirs.PREFIX`` and the caller's pid: that is how a test proves nothing outlived a run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from redraft.sandbox import workdirs
+
+
+def leftover_processes(marker: str, wait_s: float = 2.0) -> list[str]:
+    """Processes whose command line holds ``marker`` (every sandbox fork carries its work dir there)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                state = next(line for line in status.splitlines() if line.startswith("State:"))
+                found.append(f"{pid} {state}")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+def wait_for_sandbox(caller: subprocess.Popen[str]) -> str:
+    """Waits until the caller's launcher, keeper and candidate all run; returns their argv marker."""
+    marker = f"{workdirs.PREFIX}{caller.pid}-"
+    deadline = time.monotonic() + 30
+    while len(leftover_processes(marker, wait_s=0)) < 3:
+        assert caller.poll() is None, "the caller ended before its sandbox started"
+        assert time.monotonic() < deadline, "the sandbox did not start within 30 s"
+        time.sleep(0.05)
+    return marker
+
+
+def workdirs_of(caller_pid: int) -> list[Path]:
+    return sorted(Path(tempfile.gettempdir()).glob(f"{workdirs.PREFIX}{caller_pid}-*"))

@@ -1,0 +1,92 @@
+"""A comparison's arms: from names or a TOML file, every fault named by file, arm and field before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from redraft.compare.arms import arms_from_file, arms_from_names
+from redraft.compare.runner import BASELINE, ComparePlan
+from redraft.errors import UserError
+from redraft.run import RunConfig
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "arms.toml"
+    path.write_text(text)
+    return path
+
+
+def test_arms_from_names_and_from_a_file() -> None:
+    assert [(a.name, a.settings) for a in arms_from_names("adversarial, self_refine")] == [
+        ("adversarial", {"strategy": "adversarial"}),
+        ("self_refine", {"strategy": "self_refine"}),
+    ]
+
+
+def test_a_file_gives_each_arm_its_settings_and_the_baseline_its_n(tmp_path: Path) -> None:
+    arms, baseline = arms_from_file(
+        write(
+            tmp_path,
+            '[arms.adv]\nstrategy = "adversarial"\n\n[arms.debate-2]\nstrategy = "debate"\nsamples = 2\n'
+            'critic = "scripted:tests.support.replies:always_seven"\npatch = true\n\n[baseline]\nsamples = 12\n',
+        )
+    )
+    assert [(a.name, a.settings) for a in arms] == [
+        ("adv", {"strategy": "adversarial"}),
+        (
+            "debate-2",
+            {
+                "strategy": "debate",
+                "samples": 2,
+                "critic": "scripted:tests.support.replies:always_seven",
+                "patch": True,
+            },
+        ),
+    ]
+    assert baseline == {"samples": 12}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[arms.a]\nstratgy = 'adversarial'\n", "arm 'a': unknown field 'stratgy' (did you mean 'strategy'?)"),
+        ("[arms.a]\nstrategy = 'adversarial'\nsamples = 0\n", "arm 'a': --samples must be in [1, 1,000], got 0"),
+        ("[arms.a]\nstrategy = 'adversarial'\nsamples = 'three'\n", "arm 'a': field 'samples': Expected `int`"),
+        ("[arms.a]\nstrategy = 'adversarial'\nscenario = 'sql'\n", "arm 'a': 'scenario' is the comparison's"),
+        ("[arms.a]\nsamples = 2\n", "arm 'a': missing field 'strategy'"),
+        ("[arms]\n", "no arms"),
+        ("[arms.'a b']\nstrategy = 'none'\n", "arm name 'a b' must be letters"),
+        ("[armz.a]\nstrategy = 'none'\n", "unknown table 'armz'"),
+        ("[arms.a\n", "not valid TOML"),
+        ("[arms.a]\nstrategy = 'none'\n[baseline]\nk = 3\n", "[baseline] takes only 'samples'"),
+    ],
+)
+def test_a_bad_file_is_one_line_naming_the_file_arm_and_field(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(UserError) as raised:
+        arms_from_file(path)
+    assert message in str(raised.value) and str(path) in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_the_plan_runs_each_arm_and_repeat_in_its_own_folder_and_one_baseline(tmp_path: Path) -> None:
+    base = RunConfig.build(scenario="arithmetic", limit=5, samples=3, max_tasks_in_flight=12)
+    plan = ComparePlan(base=base, arms=arms_from_names("adversarial,self_refine"), out=tmp_path, repeats=2)
+    lanes = plan.lanes()
+    assert [lane.label for lane in lanes] == [
+        "arms/adversarial",
+        "arms/self_refine",
+        "arms/adversarial@r1",
+        "arms/self_refine@r1",
+        BASELINE,
+    ]
+    assert {lane.config.runtime.limit for lane in lanes} == {5}  # the same tasks everywhere
+    assert [lane.config.experiment.repeat for lane in lanes] == [0, 0, 1, 1, 0]
+    assert sum(lane.config.runtime.max_tasks_in_flight or 0 for lane in lanes) <= 12
+    baseline = lanes[-1].config.experiment
+    assert (baseline.strategy, baseline.samples, baseline.max_rounds) == ("self_consistency", 16, 1)
+    assert lanes[0].config.runtime.out == str(tmp_path / "arms" / "adversarial")
+    plan.validate()
+    with pytest.raises(UserError, match="arm 'adversarial': --max-rounds must be"):
+        ComparePlan(base=base.replace(max_rounds=0), arms=plan.arms, out=tmp_path).validate()

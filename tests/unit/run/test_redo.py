@@ -1,0 +1,144 @@
+"""The rules for redoing a task the machinery failed under, without Ray: routing round dead members,
+replaying finished rounds, bounded attempts, the endpoint breaker, and resuming over old records."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from itertools import islice
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from redraft.actors.arbiter import Arbiter, ArbiterSettings
+from redraft.actors.factory import RoleSetup, local_roles
+from redraft.actors.pools import RolePool
+from redraft.backends.scripted import ScriptedSpec
+from redraft.errors import BackendUnavailableError, ClusterError, InfrastructureError
+from redraft.protocols.messages import Result, Usage, decode_as, encode
+from redraft.run import failed_result
+from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, poison_result
+from redraft.rundir import RunReader, RunStore
+from redraft.scenarios import get_scenario
+from tests.support.replies import LateLearner
+
+TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
+
+
+class Member:
+    def __init__(self, name: str, fail: BaseException | None = None, delay_s: float = 0.0) -> None:
+        self.name, self.fail, self.delay_s, self.calls = name, fail, delay_s, 0
+
+    async def draft(self, payload: bytes) -> bytes:
+        self.calls += 1
+        await asyncio.sleep(self.delay_s)
+        if self.fail is not None:
+            raise self.fail
+        return self.name.encode()
+
+
+def dead() -> BaseException:
+    import ray.exceptions
+
+    return ray.exceptions.RayActorError()
+
+
+def test_a_call_routes_round_dead_and_hung_members_to_one_that_answers() -> None:
+    pool = RolePool([Member("a", dead()), Member("b", delay_s=5), Member("c")], role="drafter", deadline_s=0.2)
+    assert asyncio.run(pool.call("draft", b"x", 0)) == b"c"
+    pool.replace(2, None)  # an empty slot is skipped
+    with pytest.raises(InfrastructureError) as failed:
+        asyncio.run(pool.call("draft", b"x", 0))
+    assert failed.value.role == "drafter" and failed.value.cause == "CallTimeoutError"
+
+
+def test_a_tasks_own_failure_is_not_routed_round() -> None:
+    other = Member("b")
+    pool = RolePool([Member("a", ValueError("the check is broken")), other], role="verifier")
+    with pytest.raises(ValueError, match="check is broken"):
+        asyncio.run(pool.call("draft", b"x", 0))
+    unavailable = BackendUnavailableError("down (gave up after 5 attempts)", endpoint="openai:gpt-test")
+    with pytest.raises(BackendUnavailableError):  # every member calls the same server: no point
+        asyncio.run(RolePool([Member("a", unavailable), other]).call("draft", b"x", 0))
+    assert other.calls == 0
+
+
+def test_a_redone_task_replays_its_finished_rounds_without_calling_a_model() -> None:
+    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=2))
+    settings = ArbiterSettings(samples=2)
+    task = encode(TASKS[0].without_gold())
+
+    async def stream(arbiter: Arbiter, replay: list[tuple[bytes, bytes]] | None) -> list[bytes]:
+        frames, pairs = [], []
+        async for chunk, new_pairs, _last in arbiter.stream(task, replay=replay):
+            frames += chunk
+            pairs += new_pairs
+        stream.replay = [(frames[q], frames[a]) for q, a in pairs]  # type: ignore[attr-defined]
+        return frames
+
+    first = asyncio.run(
+        stream(Arbiter(local_roles(RoleSetup("arithmetic", spec, spec), "adversarial"), settings), None)
+    )
+    replay = stream.replay  # type: ignore[attr-defined]
+    silent = ScriptedSpec(script=[])  # any call raises: nothing may be paid twice
+    again = asyncio.run(
+        stream(Arbiter(local_roles(RoleSetup("arithmetic", silent, silent), "adversarial"), settings), replay)
+    )
+    assert again[:-1] == first[:-1]  # the same trace from the replay alone...
+    results = [msgspec.structs.replace(decode_as(f[-1], Result), wall_s=0.0) for f in (first, again)]
+    assert results[0] == results[1] and results[0].usage.calls > 0  # ...and result, usage included
+
+
+def test_attempts_are_bounded_and_a_poison_task_says_why() -> None:
+    attempts = TaskAttempts()
+    died = InfrastructureError("the arbiter died", cause="ActorDiedError")
+    for _ in range(AttemptPolicy().max_attempts):
+        attempts.failed(died, arbiter_died=True, frames=[], pairs=[])
+    assert attempts.arbiter_deaths >= AttemptPolicy().quarantine_after
+    poison = poison_result(TASKS[0], attempts)
+    assert poison.stop_reason == "error" and poison.error_type == "PoisonTaskError"
+    assert poison.attempts == 4 and poison.retried_for == ["ActorDiedError"] * 4
+    assert "ActorDiedError x4" in (poison.error or "")
+    assert AttemptPolicy().backoff_s(1, died) == 0.0  # a death: elsewhere at once
+    assert AttemptPolicy().backoff_s(2, InfrastructureError("hung", cause="CallTimeoutError")) == 2.0
+
+
+def test_the_breaker_trips_on_an_endpoint_down_for_several_tasks_not_on_one_bad_request() -> None:
+    down = InfrastructureError("HTTP 500", cause="BackendUnavailableError", endpoint="openai:gpt-test")
+    breaker = Breaker({"drafter": "openai:gpt-test"})
+    breaker.failed("t1", down)
+    breaker.failed("t1", down)  # the same task again is not more evidence
+    breaker.failed("t2", down)
+    breaker.answered({"drafter": Usage(calls=1, cache_hits=1)})  # a cached answer proves nothing
+    breaker.answered({"drafter": Usage(calls=2)})  # a real answer: the endpoint is up
+    breaker.failed("t3", down)
+    breaker.failed("t4", down)
+    with pytest.raises(ClusterError, match=r"openai:gpt-test is down: 3 tasks"):
+        breaker.failed("t5", down)
+
+
+def test_resume_redoes_a_record_of_the_machinerys_failure_and_the_later_record_wins(tmp_path: Path) -> None:
+    import ray.exceptions
+
+    manifest = {"fingerprint": "f", "identity": {}}
+    store = RunStore.open(tmp_path, manifest)
+    lost = failed_result(TASKS[0], ray.exceptions.RayActorError())  # as versions before this one wrote it
+    assert lost.error_type == "RayActorError"
+    store.append([encode(lost)], lost)
+    ok = failed_result(TASKS[1], ValueError("its check raised"))
+    store.append([encode(ok)], ok)
+    store.finish(1.0)
+    again = RunStore.open(tmp_path, manifest)
+    assert again.done == {TASKS[1].task_id}  # the machinery's failure is not a finished task
+    redone = Result(
+        task_id=TASKS[0].task_id, scenario="arithmetic", answer="5", text="Answer: 5", score=1.0, passed=True,
+        initial_score=1.0, initial_passed=True, rounds=1, stop_reason="threshold", usage=Usage(calls=1), wall_s=1.0,
+    )  # fmt: skip
+    again.append([encode(redone)], redone)
+    summary = again.finish(1.0)
+    assert summary.tasks == 2 and summary.passed == 1 and summary.errors == {"ValueError": 1}
+    entries = list(RunReader(tmp_path).entries())
+    assert [e.task_id for e in entries] == [TASKS[1].task_id, TASKS[0].task_id]
+    assert entries[1].result.passed and len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
+    assert json.loads((tmp_path / "summary.json").read_text())["tasks"] == 2

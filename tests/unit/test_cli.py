@@ -1,0 +1,107 @@
+"""The `redraft` command: listings, one-line errors with exit code 2, and its help as the README shows it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import README, REPO_ROOT
+
+
+def redraft(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "redraft.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
+
+
+def test_scenarios_lists_one_name_per_line() -> None:
+    done = redraft("scenarios")
+    assert done.returncode == 0
+    # A parametrized family is listed by its pattern.
+    assert done.stdout.splitlines() == [
+        "arithmetic",
+        "check:MODULE:FUNCTION",
+        "constrained_writing",
+        "humaneval",
+        "json_extract",
+        "reasoning_gym:NAME",
+        "sql",
+    ]
+
+
+def test_strategies_lists_names_first() -> None:
+    done = redraft("strategies")
+    assert done.returncode == 0
+    names = done.stdout.split("\n\n")[0].splitlines()
+    assert names == [
+        "adversarial",
+        "best_of_n",
+        "cove",
+        "debate",
+        "none",
+        "self_consistency",
+        "self_refine",
+        "stepwise",
+        "verifier_only",
+    ]
+    assert "separate critic" in done.stdout and "two critics" in done.stdout.lower()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["run", "sudoku"],
+            "unknown scenario 'sudoku' (known: arithmetic, check:MODULE:FUNCTION, constrained_writing, humaneval, "
+            "json_extract, reasoning_gym:NAME, sql)",
+        ),
+        (["run", "arithmetic", "--strategy", "vibes"], "unknown strategy 'vibes'"),
+        (["run", "arithmetic", "--model", "gpt:4"], "unknown backend spec 'gpt:4'"),
+        (
+            ["run", "arithmetic", "--critic", "local:/no/such/model.gguf"],
+            "GGUF model file not found: /no/such/model.gguf",
+        ),
+        (["run", "arithmetic", "--drafter", "local:pyproject.toml"], "needs a .gguf file"),
+        (["run", "arithmetic", "--samples", "0"], "--samples must be in [1, 1,000], got 0"),
+        (["run", "arithmetic", "--samples", "many"], "Invalid value for '--samples'"),
+        (["run", "arithmetic", "--threshold", "1.5"], "--threshold must be in [0, 1], got 1.5"),
+        (["run", "arithmetic", "--max-rounds", "0"], "--max-rounds must be in [1, 1,000], got 0"),
+        (["run", "arithmetic", "--limit", "-3"], "--limit must be in [1, 1,000,000], got -3"),
+        (
+            ["run", "arithmetic", "--max-tokens", "1" + "0" * 23],
+            "--max-tokens must be in [1, 1,000,000], got 100" + ",000" * 7,
+        ),
+        (["run", "arithmetic", "--budget-usd", "nan"], "--budget-usd must be a finite number, got nan"),
+        (["run", "arithmetic", "--task-budget-usd", "inf"], "--task-budget-usd must be a finite number, got inf"),
+        (["run", "arithmetic", "--budget-usd", "-1"], "--budget-usd must be in (0, 1,000,000,000], got -1"),
+        (["run", "arithmetic", "--frobnicate"], "No such option: --frobnicate"),
+        (["run", "arithmetic", "--model", "scripted:nope"], "scripted backend needs 'scripted:MODULE:FUNC'"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code_2(args: list[str], message: str, tmp_path: Path) -> None:
+    done = redraft(*args, "--out", str(tmp_path / "run"), cwd=REPO_ROOT)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("redraft: error: ")
+    assert message in lines[0]
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()  # nothing was started or written
+
+
+def test_readme_shows_the_real_help() -> None:
+    env = os.environ | {"COLUMNS": "80", "TERM": "dumb", "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "redraft.cli", "--help"], capture_output=True, text=True, env=env, timeout=60
+    )
+    real = [line.rstrip() for line in done.stdout.strip().splitlines()]
+    readme = README.read_text()
+    block = readme.split("$ redraft --help\n", 1)[1].split("```", 1)[0]
+    shown = [line.rstrip() for line in block.strip().splitlines()]
+    # The README shows the command as `redraft`; run as a module it is `python -m redraft.cli`.
+    assert [line.replace("python -m redraft.cli", "redraft") for line in real] == shown
