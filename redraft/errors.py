@@ -109,8 +109,12 @@ class AuthenticationError(BackendError):
 class ProtocolError(RedraftError):
     """Bytes that are not a valid frame of this wire version, or a message that cannot be one.
 
-    The message names the field path, e.g. ``Expected `int`, got `str` - at `$.round```.
+    The message names the field path, e.g. ``Expected `int`, got `str` - at `$.round```. It is one
+    line whatever the bytes: a control character quoted from them (a mutated ``kind``) is escaped.
     """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("".join(c if c.isprintable() else repr(c)[1:-1] for c in message))
 
 
 class SandboxError(RedraftError):

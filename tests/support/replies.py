@@ -300,7 +300,7 @@ class Coin:
 
 
 coin = Coin(p=0.3, q=0.5)
-"""For the command line: ``scripted:replies:coin``."""
+"""For the command line: ``scripted:tests.support.replies:coin``."""
 worse_coin = Coin(p=0.1, q=0.1)
 """The same model made much worse (a regression for the gate to find)."""
 

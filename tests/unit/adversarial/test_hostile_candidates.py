@@ -80,7 +80,7 @@ def fence_of(prompt: str, text: str, at: int) -> str:
 
 
 def templates() -> dict[str, Any]:
-    return prompts._templates()
+    return prompts.built_in().templates
 
 
 @pytest.mark.parametrize("name", sorted(templates()))

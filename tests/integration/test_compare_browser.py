@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from test_report_browser import ARTIFACTS, CHROMIUM, chromium
 
 from redraft.compare.analysis import ArmFigures, Comparison, Curve, Difference, Interval
 from redraft.compare.html import write_html
+from tests.integration.test_report_browser import ARTIFACTS, CHROMIUM, chromium
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install -y chromium; .ci/run does it)"

@@ -28,7 +28,7 @@ def compare_args(out: Path, model: str, *extra: str) -> list[str]:
         "--arms",
         "adversarial",
         "--model",
-        f"scripted:replies:{model}",
+        f"scripted:tests.support.replies:{model}",
         "--samples",
         "1",
         "--max-rounds",

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_resume_kill import complete_lines, finish, redraft
+
+from tests.integration.test_resume_kill import complete_lines, finish, redraft
 
 pytestmark = pytest.mark.ray
 
@@ -30,7 +31,7 @@ KILL_AFTER = 4
 
 
 def command(address: str, out: Path) -> list[str]:
-    args = "compare arithmetic --arms adversarial,self_refine --model scripted:replies:steady_learner"
+    args = "compare arithmetic --arms adversarial,self_refine --model scripted:tests.support.replies:steady_learner"
     args += f" --samples 2 --max-rounds 2 --baseline-samples 3 --limit {TASKS} --seed 3 --max-tasks-in-flight 6"
     return [sys.executable, "-m", "redraft.cli", *args.split(), "--address", address, "--out", str(out)]
 

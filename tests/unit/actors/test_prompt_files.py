@@ -8,12 +8,9 @@ scripted model is right only when the drafter's prompt says so.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from replies import PLEASE
 
 from redraft.actors.drafter import Drafter
 from redraft.actors.prompt_files import load_prompts
@@ -25,6 +22,7 @@ from redraft.protocols.messages import Draft, DraftRequest, Task, decode_as, enc
 from redraft.run import RunConfig
 from redraft.run.driver import identity
 from redraft.rundir import fingerprint
+from tests.support.replies import PLEASE
 
 OVERRIDE = f'[draft_task]\nversion = 7\ntext = """{PLEASE} The task is between its fence lines.\n$task"""\n'
 
@@ -107,33 +105,3 @@ def test_the_drafter_renders_the_override(tmp_path: Path) -> None:
         draft = decode_as(asyncio.run(drafter.draft(request)), Draft)
         assert (PLEASE in draft.text) is said
         assert fenced(draft.text) == [task.prompt]  # the task is still fenced
-
-
-@pytest.mark.ray
-def test_an_arm_s_prompts_reach_its_drafters_on_ray(ray_cluster: Any, tmp_path: Path) -> None:
-    from redraft.compare.command import make_plan
-    from redraft.compare.runner import run_comparison
-
-    arms = arms_with(tmp_path, OVERRIDE)
-    model = "scripted:replies:prompt_follower"
-    settings = {
-        "drafter": model,
-        "critic": model,
-        "samples": 1,
-        "max_rounds": 2,
-        "limit": 3,
-        "out": str(tmp_path / "c"),
-    }
-    plan = make_plan("arithmetic", settings, None, arms, 2, 1)
-    run_comparison(plan)
-    passed = {}
-    for arm in ("plain", "nice"):
-        records = [
-            json.loads(line) for line in (tmp_path / "c" / "arms" / arm / "results.jsonl").read_text().splitlines()
-        ]
-        passed[arm] = [r["graded_pass"] for r in records]
-    assert passed == {"plain": [False] * 3, "nice": [True] * 3}
-    manifests = {a: json.loads((tmp_path / "c" / "arms" / a / "manifest.json").read_text()) for a in ("plain", "nice")}
-    assert manifests["nice"]["identity"]["prompts"]["draft_task"] == 7
-    assert manifests["nice"]["fingerprint"] != manifests["plain"]["fingerprint"]
-    assert manifests["nice"]["config"]["prompts"] == str(tmp_path / "mine.toml")

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replies import coin
 
 from redraft.compare.analysis import Comparison
 from redraft.compare.arms import arms_from_names
 from redraft.compare.report import build
 from redraft.compare.runner import BASELINE, ComparePlan, run_comparison
 from redraft.run import RunConfig
+from tests.support.replies import coin
 
 pytestmark = pytest.mark.ray
 
@@ -65,8 +65,8 @@ def comparison(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> tu
     out = tmp_path_factory.mktemp("compare")
     base = RunConfig.build(
         scenario="arithmetic",
-        drafter="scripted:replies:coin",
-        critic="scripted:replies:coin",
+        drafter="scripted:tests.support.replies:coin",
+        critic="scripted:tests.support.replies:coin",
         samples=1,
         max_rounds=ROUNDS,
         threshold=1.0,

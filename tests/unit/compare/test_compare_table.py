@@ -5,10 +5,10 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
-from test_compare_browser import arm, curve, difference
 
 from redraft.compare.analysis import Comparison
 from redraft.compare.command import _print
+from tests.integration.test_compare_browser import arm, curve, difference
 
 
 def comparison(budget: float) -> Comparison:
