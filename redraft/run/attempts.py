@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import msgspec
+
 from redraft.errors import ClusterError, InfrastructureError
 from redraft.protocols.messages import Result, Task, Usage
 
@@ -71,9 +73,8 @@ class TaskAttempts:
         self.number += 1
 
 
-def poison_result(task: Task, attempts: TaskAttempts) -> Result:
-    """The record of a task stopped as a poison task: every attempt ended with the machinery failing."""
-    counted = ", ".join(f"{cause} x{n}" for cause, n in Counter(attempts.causes).items())
+def error_result(task: Task, error: str, error_type: str) -> Result:
+    """The record of a task that ended with nothing to show: stop reason ``error``, its cause typed."""
     return Result(
         task_id=task.task_id,
         scenario=task.scenario,
@@ -87,11 +88,17 @@ def poison_result(task: Task, attempts: TaskAttempts) -> Result:
         stop_reason="error",
         usage=Usage(),
         wall_s=0.0,
-        error=f"PoisonTaskError: each of its {len(attempts.causes)} attempts ended with the machinery failing "
-        f"({counted})",
-        error_type="PoisonTaskError",
-        attempts=len(attempts.causes),
-        retried_for=attempts.causes,
+        error=error,
+        error_type=error_type,
+    )
+
+
+def poison_result(task: Task, attempts: TaskAttempts) -> Result:
+    """The record of a task stopped as a poison task: every attempt ended with the machinery failing."""
+    counted = ", ".join(f"{cause} x{n}" for cause, n in Counter(attempts.causes).items())
+    error = f"PoisonTaskError: each of its {len(attempts.causes)} attempts ended with the machinery failing ({counted})"
+    return msgspec.structs.replace(
+        error_result(task, error, "PoisonTaskError"), attempts=len(attempts.causes), retried_for=attempts.causes
     )
 
 

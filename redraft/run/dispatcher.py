@@ -46,7 +46,7 @@ from redraft.actors.failures import infrastructure_failure, member_failure
 from redraft.actors.metrics import RunMetrics
 from redraft.errors import AuthenticationError, InfrastructureError, cause_of, describe, error_type
 from redraft.protocols.messages import Grade, Result, StopLimit, Task, Usage, decode_as, encode
-from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, poison_result
+from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
 from redraft.run.fleet import Fleet
 from redraft.run.grading import grade_request, graded_frames
 from redraft.rundir import RunStore
@@ -349,19 +349,4 @@ class Dispatcher:
 
 def failed_result(task: Task, exc: BaseException) -> Result:
     """The result of a task whose arbiter call failed outright: stop reason ``error``, its cause typed."""
-    return Result(
-        task_id=task.task_id,
-        scenario=task.scenario,
-        answer=None,
-        text="",
-        score=0.0,
-        passed=False,
-        initial_score=0.0,
-        initial_passed=False,
-        rounds=0,
-        stop_reason="error",
-        usage=Usage(),
-        wall_s=0.0,
-        error=describe(exc),
-        error_type=error_type(exc),
-    )
+    return error_result(task, describe(exc), error_type(exc))

@@ -5,8 +5,8 @@ run directory had one reader) and is kept as it was written: later versions must
 still read it (``tests/unit/rundir/test_fixture_run.py``). Re-make it only on purpose (a new
 fixture for a new writer), never to make a failing reader pass:
 
-    git worktree add /tmp/redraft-2bb053f 2bb053f
-    cd /tmp/redraft-2bb053f && PYTHONPATH=.:<this repository> python -m tests.support.fixture_run tests/fixtures/run-v2
+    git worktree add ../redraft-2bb053f 2bb053f
+    cd ../redraft-2bb053f && PYTHONPATH=.:<this repository> python -m tests.support.fixture_run tests/fixtures/run-v2
 
 (``redraft`` comes from that commit, ``tests.support`` from this repository; the maker
 imports that commit's modules, ``redraft.batch`` and ``redraft.store``, inside
