@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.chaos import children
+
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -119,7 +121,7 @@ class RealCluster:
                     continue
         todo = list(mine)
         while todo:
-            for child in _children(todo.pop()):
+            for child in children(todo.pop()):
                 if child not in mine:
                     mine.add(child)
                     todo.append(child)
@@ -129,14 +131,3 @@ class RealCluster:
         for pid in self.pids():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                found += [int(c) for c in f.read().split()]
-    except OSError:
-        pass
-    return found
