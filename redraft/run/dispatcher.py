@@ -14,6 +14,10 @@ backend stayed unreachable), the task is not written but redone
 (`redraft.run.attempts`): with the replies of its finished rounds, on a live
 arbiter, within a bounded number of attempts. The loop streams a checkpoint per
 finished round (`redraft.actors.arbiter.Arbiter.stream`) to keep those replies.
+A task whose own timeout stopped it while a role member was killed, died or
+restarted (`redraft.run.fleet.Fleet.disturbances`) may have spent its time
+waiting on that member: it is redone too, while it has attempts left (the last
+one is written as it ended), so a timeout in the record is the task's own time.
 
 Every wait is bounded. Each task out has a watchdog deadline (its timeout plus
 `WATCHDOG_GRACE_S`, or the run's ``task_watchdog``, or `DEFAULT_WATCHDOG_S`):
@@ -101,6 +105,8 @@ class Pending:
     arbiter: Any
     deadline: float
     attempts: TaskAttempts
+    disturbances: int = 0
+    """`Fleet.disturbances` when the task was sent."""
     frames: list[bytes] = field(default_factory=list)
     pairs: list[tuple[int, int]] = field(default_factory=list)
     grading: bool = False
@@ -196,7 +202,9 @@ class Dispatcher:
             arbiter = self.fleet.arbiters[slot]
         replay = list(attempts.replay.items()) or None
         stream = arbiter.stream.options(num_returns="streaming").remote(encode(seen), timeout, limit, replay)
-        self.in_flight[stream] = Pending(task, slot, arbiter, self._deadline(timeout), attempts)
+        self.in_flight[stream] = Pending(
+            task, slot, arbiter, self._deadline(timeout), attempts, disturbances=self.fleet.disturbances
+        )
         self.metrics.in_flight(len(self.in_flight))
 
     def _deadline(self, timeout: float | None) -> float:
@@ -274,9 +282,15 @@ class Dispatcher:
 
     def _done(self, pending: Pending, frames: list[bytes]) -> None:
         """The loop finished: stamp its attempts on the result, then grade it or write it."""
-        self.fleet.release(pending.arbiter)
         attempts = pending.attempts
         result = decode_as(frames[-1], Result)
+        if self._timed_out_on_the_machinery(pending, result):
+            waited = InfrastructureError(
+                "the task's time ran out while a role member was killed, died or restarted", cause="CallTimeoutError"
+            )
+            self._failed(pending, waited)
+            return
+        self.fleet.release(pending.arbiter)
         if attempts.causes:
             result = msgspec.structs.replace(result, attempts=attempts.number, retried_for=attempts.causes)
             frames = [*frames[:-1], encode(result)]
@@ -287,6 +301,15 @@ class Dispatcher:
             return
         pending.frames, pending.grading = frames, True
         self._send_grade(pending)
+
+    def _timed_out_on_the_machinery(self, pending: Pending, result: Result) -> bool:
+        """Whether ``result`` is a stop at the task's own timeout that may have been spent waiting on a member
+        the fleet saw killed, dead or restarted meanwhile (and the task has an attempt left to redo it)."""
+        return (
+            result.stop_limit == "task_timeout"
+            and self.fleet.disturbances > pending.disturbances
+            and pending.attempts.number < self.policy.max_attempts
+        )
 
     def _send_grade(self, pending: Pending) -> None:
         request = grade_request(self.scenario, pending.task, pending.frames)

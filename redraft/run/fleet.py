@@ -20,6 +20,12 @@ one arbiter per live node, then keeps them so while the run lasts:
   member left anywhere stops the run (`ClusterError`, exit 1).
 - **Quarantine.** A task suspected of killing its arbiter runs alone on an arbiter
   of its own (`quarantine`), so a death there is its own doing.
+- **Disturbances.** `disturbances` counts what happened to role members: kills,
+  deaths, replacements, restarts Ray did in place and heartbeats at which a member
+  was not serving (read from the control store on each heartbeat, since Ray
+  re-sends a restarted member's calls unseen and queues new ones until it is back). A task
+  whose time ran out while that count moved may have spent it waiting on the
+  machinery; the dispatcher redoes it (`redraft.run.dispatcher`).
 
 Nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with
 no timeout) and is called from the dispatcher's loop.
@@ -85,6 +91,10 @@ class Fleet:
         self._last_beat = clock()
         self.replaced = 0
         """Actors rebuilt or killed by the fleet (deaths and hangs it handled)."""
+        self.disturbances = 0
+        """Role members killed, dead, replaced or restarted so far (see the module docstring)."""
+        self._restarts: dict[int, int] = {}
+        """Each member actor's restart count at the last heartbeat, by ``id`` of its handle."""
 
     # ------------------------------------------------------------ arbiters
 
@@ -133,6 +143,20 @@ class Fleet:
             for kind, index, handle in self._actors():
                 if handle is not None and id(handle) not in pinged:
                     self._pings[handle.__ray_ready__.remote()] = _Ping(kind, index, handle, now)
+            self._count_restarts()
+
+    def _count_restarts(self) -> None:
+        """Add to `disturbances` the role members' restarts since the last heartbeat, and one for each member
+        not serving now (restarting, or still starting: its callers wait)."""
+        for kind, _index, handle in self._actors():
+            if handle is None or kind in ("grader", "arbiter"):
+                continue
+            state, restarts = actor_state(handle)
+            before = self._restarts.get(id(handle))
+            self._restarts[id(handle)] = restarts
+            if before is not None and restarts > before:
+                self.disturbances += restarts - before
+            self.disturbances += state != "ALIVE"
 
     def _frozen(self, ping: _Ping, now: float) -> bool:
         """Whether an overdue ping means a frozen actor: ALIVE, and not restarted since the ping was first
@@ -160,6 +184,8 @@ class Fleet:
         import ray.exceptions as rex
 
         cause = cause_of(exc)
+        if ping.kind != "arbiter":
+            self.disturbances += 1
         if isinstance(cause, rex.ActorUnavailableError) and not ping.placing:
             return  # restarting in place: Ray re-sends its calls
         log.warning("redraft: %s %d died (%s); replacing it", ping.kind, ping.index, describe(exc))
@@ -183,6 +209,7 @@ class Fleet:
             ray.kill(ping.handle, no_restart=True)
             self.arbiter_lost(ping.index, ping.handle)
         else:  # Ray restarts it in place and re-sends the calls it held
+            self.disturbances += 1
             ray.kill(ping.handle, no_restart=False)
 
     def _current(self, ping: _Ping) -> Any:

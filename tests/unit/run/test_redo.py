@@ -13,12 +13,14 @@ import pytest
 
 from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
+from redraft.actors.grader import Grader
 from redraft.actors.pools import RolePool
 from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import BackendUnavailableError, ClusterError, InfrastructureError
 from redraft.protocols.messages import Result, Usage, decode_as, encode
 from redraft.run import failed_result
 from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, poison_result
+from redraft.run.dispatcher import Dispatcher, Pending, RunClock
 from redraft.rundir import RunReader, RunStore
 from redraft.scenarios import get_scenario
 from tests.support.replies import LateLearner
@@ -142,3 +144,61 @@ def test_resume_redoes_a_record_of_the_machinerys_failure_and_the_later_record_w
     assert [e.task_id for e in entries] == [TASKS[1].task_id, TASKS[0].task_id]
     assert entries[1].result.passed and len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
     assert json.loads((tmp_path / "summary.json").read_text())["tasks"] == 2
+
+
+class StubFleet:
+    """What the dispatcher asks of a fleet when a task lands: how disturbed it has been, and a grader."""
+
+    def __init__(self) -> None:
+        self.disturbances = 0
+        self.graders = RolePool([Grader("arithmetic")], role="grader")
+
+    def release(self, handle: object) -> None:
+        pass
+
+
+class Written:
+    def __init__(self) -> None:
+        self.results: list[Result] = []
+
+    def append(self, frames: list[bytes], result: Result) -> None:
+        self.results.append(result)
+
+
+def timed_out(task_id: str) -> list[bytes]:
+    task = next(t for t in TASKS if t.task_id == task_id)
+    result = failed_result(task, ValueError("x"))
+    result = msgspec.structs.replace(
+        result, stop_reason="budget", stop_limit="task_timeout", error=None, error_type=None
+    )
+    return [encode(task.without_gold()), encode(result)]
+
+
+@pytest.mark.parametrize("disturbed", [False, True])
+def test_a_timeout_while_a_member_was_restarted_is_redone_until_the_last_attempt(disturbed: bool) -> None:
+    fleet, store = StubFleet(), Written()
+    dispatcher = Dispatcher(
+        fleet,  # type: ignore[arg-type]
+        store,  # type: ignore[arg-type]
+        scenario=get_scenario("arithmetic"),
+        max_in_flight=1,
+        clock=RunClock(started=0.0),
+    )
+    task = TASKS[0]
+    pending = Pending(task, 0, None, deadline=1e9, attempts=TaskAttempts(), disturbances=fleet.disturbances)
+    fleet.disturbances += disturbed  # a member killed, dead or restarted while the task was out
+    dispatcher._done(pending, timed_out(task.task_id))
+    if not disturbed:  # the task's own time, spent: written as it ended
+        assert [r.stop_limit for r in store.results] == ["task_timeout"] and not dispatcher.retries
+        return
+    assert store.results == [] and len(dispatcher.retries) == 1  # back in the queue, not written
+    _at, _seq, again, attempts = dispatcher.retries[0]
+    assert again is task and attempts.causes == ["CallTimeoutError"]
+    for _ in range(AttemptPolicy().max_attempts - 1):  # disturbed on every attempt: the last one is written
+        dispatcher.retries.clear()
+        pending = Pending(task, 0, None, deadline=1e9, attempts=attempts, disturbances=fleet.disturbances)
+        fleet.disturbances += 1
+        dispatcher._done(pending, timed_out(task.task_id))
+    assert [r.stop_limit for r in store.results] == ["task_timeout"]  # a budget stop, not a poison task
+    assert store.results[0].attempts == AttemptPolicy().max_attempts
+    assert store.results[0].retried_for == ["CallTimeoutError"] * (AttemptPolicy().max_attempts - 1)
