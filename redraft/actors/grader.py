@@ -46,8 +46,8 @@ class Grader:
         texts = _distinct_texts(request)
         try:
             verdicts = await asyncio.gather(*(self._grade_one(request.task, text) for text in texts))
-        except Exception as exc:  # a broken grade is no evidence about the candidates: grades are missing
-            return encode(Grade(task_id=request.task.task_id, gold=request.task.gold, error=describe(exc)))
+        except Exception as exc:
+            return _missing(request, exc)
         return _reply(request, dict(zip(texts, verdicts, strict=True)))
 
     def grade_here(self, payload: bytes) -> bytes:
@@ -57,8 +57,8 @@ class Grader:
         texts = _distinct_texts(request)
         try:
             verdicts = [_clamped(grade_of(self._scenario, request.task, text)) for text in texts]
-        except Exception as exc:  # as in `grade`
-            return encode(Grade(task_id=request.task.task_id, gold=request.task.gold, error=describe(exc)))
+        except Exception as exc:
+            return _missing(request, exc)
         return _reply(request, dict(zip(texts, verdicts, strict=True)))
 
     async def _grade_one(self, task: Task, text: str) -> Verdict | None:
@@ -83,6 +83,11 @@ def _reply(request: GradeRequest, by_text: dict[str, Verdict | None]) -> bytes:
     task = request.task
     grades = [_graded(c, by_text[c.text]) for c in request.candidates if by_text[c.text] is not None]
     return encode(Grade(task_id=task.task_id, gold=task.gold, grades=grades))
+
+
+def _missing(request: GradeRequest, exc: BaseException) -> bytes:
+    """The reply when grading itself broke: no evidence about the candidates, so their grades are missing."""
+    return encode(Grade(task_id=request.task.task_id, gold=request.task.gold, error=describe(exc)))
 
 
 def _graded(candidate: CandidateText, verdict: Verdict | None) -> CandidateGrade:

@@ -198,10 +198,9 @@ class TaskLoop:
         if fatal or (failures and (not partial_ok or len(failures) == len(replies))):
             raise (fatal or failures)[0]
         decoded: list[R] = []
-        for k, got in enumerate(replies):
-            if not isinstance(got, bytes):
+        for k, reply in enumerate(replies):
+            if not isinstance(reply, bytes):
                 continue
-            reply = got
             self.pairs.append((first + k, len(self.frames)))
             self.frames.append(reply)
             message = decode_as(reply, kind)  # type: ignore[type-var]

@@ -19,7 +19,7 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import BackendUnavailableError, ClusterError, InfrastructureError
 from redraft.protocols.messages import Result, Usage, decode_as, encode
 from redraft.run import failed_result
-from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, poison_result
+from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
 from redraft.run.dispatcher import Dispatcher, Pending, RunClock
 from redraft.rundir import RunReader, RunStore
 from redraft.scenarios import get_scenario
@@ -165,13 +165,15 @@ class Written:
         self.results.append(result)
 
 
-def timed_out(task_id: str) -> list[bytes]:
-    task = next(t for t in TASKS if t.task_id == task_id)
-    result = failed_result(task, ValueError("x"))
-    result = msgspec.structs.replace(
-        result, stop_reason="budget", stop_limit="task_timeout", error=None, error_type=None
+def land_timed_out(dispatcher: Dispatcher, fleet: StubFleet, attempts: TaskAttempts, *, disturbed: bool) -> None:
+    """One attempt of a task that its own timeout stopped lands, with a member disturbed meanwhile or not."""
+    task = TASKS[0]
+    pending = Pending(task, 0, None, deadline=1e9, attempts=attempts, disturbances=fleet.disturbances)
+    fleet.disturbances += disturbed  # a member killed, dead or restarted while the task was out
+    stopped = msgspec.structs.replace(
+        error_result(task, "", ""), stop_reason="budget", stop_limit="task_timeout", error=None, error_type=None
     )
-    return [encode(task.without_gold()), encode(result)]
+    dispatcher._done(pending, [encode(task.without_gold()), encode(stopped)])
 
 
 @pytest.mark.parametrize("disturbed", [False, True])
@@ -184,21 +186,17 @@ def test_a_timeout_while_a_member_was_restarted_is_redone_until_the_last_attempt
         max_in_flight=1,
         clock=RunClock(started=0.0),
     )
-    task = TASKS[0]
-    pending = Pending(task, 0, None, deadline=1e9, attempts=TaskAttempts(), disturbances=fleet.disturbances)
-    fleet.disturbances += disturbed  # a member killed, dead or restarted while the task was out
-    dispatcher._done(pending, timed_out(task.task_id))
     if not disturbed:  # the task's own time, spent: written as it ended
+        land_timed_out(dispatcher, fleet, TaskAttempts(), disturbed=False)
         assert [r.stop_limit for r in store.results] == ["task_timeout"] and not dispatcher.retries
         return
-    assert store.results == [] and len(dispatcher.retries) == 1  # back in the queue, not written
-    _at, _seq, again, attempts = dispatcher.retries[0]
-    assert again is task and attempts.causes == ["CallTimeoutError"]
-    for _ in range(AttemptPolicy().max_attempts - 1):  # disturbed on every attempt: the last one is written
-        dispatcher.retries.clear()
-        pending = Pending(task, 0, None, deadline=1e9, attempts=attempts, disturbances=fleet.disturbances)
-        fleet.disturbances += 1
-        dispatcher._done(pending, timed_out(task.task_id))
+    attempts, last = TaskAttempts(), AttemptPolicy().max_attempts
+    for number in range(1, last):  # disturbed on every attempt: each but the last goes back to the queue
+        land_timed_out(dispatcher, fleet, attempts, disturbed=True)
+        assert store.results == [] and len(dispatcher.retries) == 1  # not written
+        _at, _seq, again, attempts = dispatcher.retries.pop()
+        assert again is TASKS[0] and attempts.causes == ["CallTimeoutError"] * number
+    land_timed_out(dispatcher, fleet, attempts, disturbed=True)
     assert [r.stop_limit for r in store.results] == ["task_timeout"]  # a budget stop, not a poison task
-    assert store.results[0].attempts == AttemptPolicy().max_attempts
-    assert store.results[0].retried_for == ["CallTimeoutError"] * (AttemptPolicy().max_attempts - 1)
+    assert store.results[0].attempts == last
+    assert store.results[0].retried_for == ["CallTimeoutError"] * (last - 1)
