@@ -17,7 +17,7 @@ Invariants kept here, each fault a `UserError` naming the file and the entry:
 - its text uses exactly the built-in entry's ``$placeholders``: one dropped would
   lose what the role must say (the task, the candidate), one added cannot be filled;
 - a text that differs from the built-in one carries another version, so the
-  versions in the run's fingerprint say which text a run used (`identity` adds a
+  versions in the run's fingerprint say which text a run used (`overrides` adds a
   hash of each overriding text too, so two files that both call their text
   version 2 are not one configuration).
 """
@@ -65,11 +65,10 @@ def _load(path: str) -> Prompts:
     return Prompts(templates)
 
 
-def identity(path: str | None) -> dict[str, str] | None:
-    """Each overriding entry's text hash (part of the run's fingerprint), or None without a prompts file."""
-    if path is None:
-        return None
-    prompts, base = load_prompts(path), built_in()
+def overrides(prompts: Prompts) -> dict[str, str]:
+    """Each entry of ``prompts`` that differs from the built-in one, by its text's hash (part of the run's
+    fingerprint when a prompts file is given)."""
+    base = built_in()
     return {
         name: hashlib.sha256(t.text.template.encode()).hexdigest()[:16]
         for name, t in sorted(prompts.templates.items())

@@ -34,8 +34,7 @@ import msgspec
 
 from redraft.actors.factory import RoleSetup, verifier_backend
 from redraft.actors.metrics import RunMetrics
-from redraft.actors.prompt_files import identity as prompts_identity
-from redraft.actors.prompt_files import load_prompts
+from redraft.actors.prompt_files import load_prompts, overrides
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
 from redraft.run.attempts import Breaker
@@ -62,10 +61,10 @@ def identity(config: RunConfig) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input): the experiment, every prompt template's
     version (a prompts file's text hashes too), and a task file's path and content hash."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
-    data["prompts"] = load_prompts(config.experiment.prompts).versions()  # the versions, not the file's path
-    overrides = prompts_identity(config.experiment.prompts)
-    if overrides is not None:  # absent without a prompts file: the fingerprints of earlier runs stay as they were
-        data["prompt_overrides"] = overrides
+    prompts = load_prompts(config.experiment.prompts)
+    data["prompts"] = prompts.versions()  # the versions, not the file's path
+    if config.experiment.prompts is not None:  # absent without one: the fingerprints of earlier runs stay as they were
+        data["prompt_overrides"] = overrides(prompts)
     if config.experiment.tasks is not None:
         data["tasks"] = task_file_identity(config.experiment.tasks)
     return data
