@@ -1,0 +1,308 @@
+"""Continuous batching for llama.cpp: one scheduler thread owns the context, callers wait on futures.
+
+`BatchScheduler` decodes up to ``parallel`` sequences in one ``llama_decode`` per
+step. A request that arrives while others decode takes a free sequence slot at
+the next step; its prompt is evaluated in the same batch as the others' next tokens.
+
+Invariants this module keeps:
+
+- Only the scheduler thread touches the llama.cpp context, the batch and the
+  samplers. Callers only tokenize (read-only on the vocabulary) and wait on a
+  `concurrent.futures.Future`.
+- A sequence id belongs to at most one request at a time, and its KV cells are
+  removed before the id is handed to the next request.
+- Every sequence has its own KV stream (``kv_unified`` off, ``ctx_per_seq``
+  cells each) and its own sampler chain seeded with its own seed, so its logits
+  and its draws do not depend on which other sequences share a batch: the same
+  (prompt, seed, temperature) gives the same tokens alone or batched.
+- A request whose prompt is identical to an active sequence's does not
+  evaluate it again: if the twin's prompt is still being evaluated it waits and
+  samples from the same logits; if it is done, its KV stream is copied and only
+  the last prompt token is evaluated again. Either way the logits are bitwise
+  what the request would have computed itself. Only identical prompts are
+  shared, not common prefixes.
+- A request that cannot fit its context fails alone with `BackendError`, at
+  submission; a failed decode fails only the requests in that batch. The
+  scheduler thread keeps serving.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from redraft.backends.llama_sampling import SamplerChain, token_piece
+from redraft.errors import BackendError
+
+DEFAULT_PARALLEL = 8
+BATCH_TOKENS = 1024
+"""The most tokens one decode step evaluates; longer prompts are evaluated over several steps."""
+
+
+def llama_module() -> Any:
+    """llama-cpp-python's ctypes bindings, imported on first use (an optional dependency)."""
+    try:
+        return importlib.import_module("llama_cpp")
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise BackendError(f"the local backend needs llama-cpp-python: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One sampling request, already tokenized."""
+
+    prompt: tuple[int, ...]
+    max_tokens: int
+    temperature: float
+    seed: int | None
+    stop: tuple[bytes, ...] = ()
+    grammar: str | None = None
+    """GBNF text (root rule ``root``) that every sampled token must keep satisfiable."""
+
+
+@dataclass(frozen=True)
+class Generated:
+    """What a `Generation` produced."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+
+
+@dataclass
+class _Sequence:
+    request: Generation
+    future: Future[Generated]
+    slot: int = -1
+    sampler: SamplerChain | None = None
+    pending: list[int] = field(default_factory=list)
+    """Tokens still to evaluate: the rest of the prompt, then the last sampled token."""
+    position: int = 0
+    followers: list[_Sequence] = field(default_factory=list)
+    """Sequences with the same prompt that copy this one's KV stream instead of evaluating it."""
+    tokens: list[int] = field(default_factory=list)
+    text: bytes = b""
+    max_tokens: int = 0
+
+
+class BatchScheduler:
+    """Serves `Generation` requests from one llama.cpp context, many sequences at once."""
+
+    def __init__(self, model_path: str, *, parallel: int, ctx_per_seq: int, threads: int) -> None:
+        self.parallel = parallel
+        self.ctx_per_seq = ctx_per_seq
+        self._lib = llama_module()
+        # llama.cpp logs every graph it builds; at the default level that is a line per step on stderr.
+        importlib.import_module("llama_cpp._logger").set_verbose(False)
+        internals = importlib.import_module("llama_cpp._internals")
+        model_params = self._lib.llama_model_default_params()
+        self.model: Any = internals.LlamaModel(path_model=model_path, params=model_params, verbose=False)
+        params = self._lib.llama_context_default_params()
+        params.n_ctx = ctx_per_seq * parallel
+        params.n_batch = min(BATCH_TOKENS, params.n_ctx)
+        params.n_ubatch = min(params.n_ubatch, params.n_batch)
+        params.n_seq_max = parallel
+        params.kv_unified = False  # one KV stream per sequence: see the module docstring
+        params.n_threads = params.n_threads_batch = threads
+        params.flash_attn_type = self._lib.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as the sequential path
+        self._context: Any = internals.LlamaContext(model=self.model, params=params, verbose=False)
+        self._batch: Any = self._lib.llama_batch_init(params.n_batch, 0, 1)
+        self._memory = self._context.memory
+        self._waiting: deque[_Sequence] = deque()
+        self._free_slots = list(range(parallel - 1, -1, -1))
+        self._active: list[_Sequence] = []
+        self._wake = threading.Condition()
+        self._closing = False
+        self.prompts_shared = 0
+        """Requests whose prompt was copied from a twin's KV stream instead of evaluated (read by benchmarks)."""
+        self._thread = threading.Thread(target=self._serve, name="llama-batch-scheduler", daemon=True)
+        self._thread.start()
+
+    # -- callers' side -------------------------------------------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        tokens: list[int] = self.model.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        return tokens
+
+    def submit(self, request: Generation) -> Future[Generated]:
+        future: Future[Generated] = Future()
+        if len(request.prompt) >= self.ctx_per_seq:
+            future.set_exception(
+                BackendError(
+                    f"the prompt has {len(request.prompt)} tokens; the context holds {self.ctx_per_seq} per sequence"
+                )
+            )
+            return future
+        with self._wake:
+            if self._closing:
+                raise BackendError("the model host is closed")
+            self._waiting.append(_Sequence(request=request, future=future))
+            self._wake.notify()
+        return future
+
+    def close(self) -> None:
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+        self._thread.join()
+        self._lib.llama_batch_free(self._batch)
+        self._context.close()
+        self.model.close()
+
+    # -- the scheduler thread ------------------------------------------------
+
+    def _serve(self) -> None:
+        while self._admit():
+            self._step()
+        for sequence in self._active:
+            _fail(sequence, BackendError("the model host closed during the request"))
+
+    def _admit(self) -> bool:
+        """Move waiting requests into free slots; block while there is nothing to do. False: stop."""
+        with self._wake:
+            while not self._active and not self._waiting and not self._closing:
+                self._wake.wait()
+            if self._closing:
+                for sequence in self._waiting:
+                    _fail(sequence, BackendError("the model host closed before the request ran"))
+                self._waiting.clear()
+                return False
+            while self._waiting and self._free_slots:
+                sequence = self._waiting.popleft()
+                if sequence.future.set_running_or_notify_cancel():
+                    self._start(sequence)
+        return True
+
+    def _start(self, sequence: _Sequence) -> None:
+        request = sequence.request
+        sequence.slot = self._free_slots.pop()
+        room = self.ctx_per_seq - len(request.prompt)
+        # As llama-cpp-python: no positive max_tokens means "until the context is full".
+        sequence.max_tokens = min(request.max_tokens, room) if request.max_tokens > 0 else room
+        try:
+            sequence.sampler = SamplerChain(self._lib, self.model, request.temperature, request.seed, request.grammar)
+        except BackendError as exc:
+            self._release(sequence, exc)
+            return
+        if not self._share_prompt(sequence):
+            sequence.pending = list(request.prompt)
+        self._active.append(sequence)
+
+    def _share_prompt(self, sequence: _Sequence) -> bool:
+        """Reuse the prompt evaluation of an active sequence with the same prompt, if there is one."""
+        prompt = sequence.request.prompt
+        for twin in self._active:
+            if twin.request.prompt != prompt:
+                continue
+            if twin.position >= len(prompt):
+                # Its stream holds the prompt: copy it, drop what follows, and evaluate only the
+                # last prompt token again, for the logits of the first draw.
+                self._lib.llama_memory_seq_cp(self._memory, twin.slot, sequence.slot, -1, -1)
+                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, len(prompt) - 1, -1)
+                sequence.position, sequence.pending = len(prompt) - 1, [prompt[-1]]
+            elif twin.pending:
+                twin.followers.append(sequence)  # its prompt is being evaluated: copy it when done
+            else:
+                continue  # itself a follower, with nothing in its stream yet
+            self.prompts_shared += 1
+            return True
+        return False
+
+    def _step(self) -> None:
+        outputs = self._fill_batch()
+        if not outputs:
+            return
+        code = self._lib.llama_decode(self._context.ctx, self._batch)
+        if code != 0:
+            for sequence, _ in outputs:
+                self._release(sequence, BackendError(f"llama_decode failed with code {code}"))
+            return
+        for sequence, index in outputs:
+            for follower in sequence.followers:
+                self._lib.llama_memory_seq_cp(self._memory, sequence.slot, follower.slot, -1, -1)
+                follower.position = sequence.position
+                self._sample(follower, index)
+            sequence.followers.clear()
+            self._sample(sequence, index)
+
+    def _fill_batch(self) -> list[tuple[_Sequence, int]]:
+        """Put each sequence's next tokens in the batch; return the sequences to sample and their logits rows."""
+        batch, budget = self._batch, self._batch_capacity()
+        batch.n_tokens = 0
+        outputs: list[tuple[_Sequence, int]] = []
+        # Sequences that are generating need one token each; prompts share what is left.
+        for sequence in sorted((s for s in self._active if s.pending), key=lambda s: len(s.pending)):
+            take = sequence.pending[: max(0, budget - batch.n_tokens)]
+            if not take:
+                break
+            for token in take:
+                i = batch.n_tokens
+                batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, sequence.position, 1
+                batch.seq_id[i][0], batch.logits[i] = sequence.slot, False
+                batch.n_tokens += 1
+                sequence.position += 1
+            del sequence.pending[: len(take)]
+            if not sequence.pending:
+                batch.logits[batch.n_tokens - 1] = True
+                outputs.append((sequence, batch.n_tokens - 1))
+        return outputs
+
+    def _batch_capacity(self) -> int:
+        return int(self._context.params.n_batch)
+
+    def _sample(self, sequence: _Sequence, index: int) -> None:
+        assert sequence.sampler is not None
+        token = sequence.sampler.sample(self._context.ctx, index)
+        finish = self._accept(sequence, token)
+        if finish is None:
+            sequence.pending = [token]
+            return
+        text = sequence.text.decode("utf-8", errors="ignore")
+        result = Generated(text, len(sequence.request.prompt), len(sequence.tokens), finish)
+        self._release(sequence, None)
+        sequence.future.set_result(result)
+
+    def _accept(self, sequence: _Sequence, token: int) -> str | None:
+        """Record a sampled token; the finish reason if the sequence is done ('stop' or 'length')."""
+        if self._lib.llama_vocab_is_eog(self.model.vocab, token):
+            return "stop"
+        sequence.tokens.append(token)
+        seen = len(sequence.text)
+        sequence.text += token_piece(self._lib, self.model.vocab, token)
+        # Only a stop string that ends in the new piece can be new.
+        tail_start = max(0, seen - max((len(s) for s in sequence.request.stop), default=0))
+        hits = [sequence.text.find(s, tail_start) for s in sequence.request.stop]
+        hits = [h for h in hits if h >= 0]
+        if hits:
+            sequence.text = sequence.text[: min(hits)]
+            return "stop"
+        if len(sequence.tokens) >= sequence.max_tokens:
+            return "length"
+        return None
+
+    def _release(self, sequence: _Sequence, error: BackendError | None) -> None:
+        """Free the sequence's slot, KV cells and sampler; fail its followers and itself if `error`."""
+        for follower in sequence.followers:
+            self._release(follower, error or BackendError("the shared prompt was not evaluated"))
+        sequence.followers.clear()
+        if sequence in self._active:
+            self._active.remove(sequence)
+        if sequence.sampler is not None:
+            sequence.sampler.close()
+            sequence.sampler = None
+        if sequence.slot >= 0:
+            self._lib.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
+            self._free_slots.append(sequence.slot)
+            sequence.slot = -1
+        if error is not None:
+            _fail(sequence, error)
+
+
+def _fail(sequence: _Sequence, error: BackendError) -> None:
+    if not sequence.future.done():
+        sequence.future.set_exception(error)
