@@ -8,8 +8,11 @@ GGUF file. Under Ray, every role actor on a node shares that node's
 Outside Ray (unit tests, the Python API without a cluster) the host lives
 in-process, one per model file.
 
-JSON-schema requests (the critic's) are constrained by a llama.cpp grammar made
-from the schema, so the model can only emit JSON of that shape.
+The host decodes many calls at once (continuous batching, one KV stream and one
+seeded sampler per sequence: `redraft.backends.llama_batch`), so a call's text
+depends only on its own prompt, seed and temperature, never on what else ran
+beside it. JSON-schema requests (the critic's) are constrained by a llama.cpp
+grammar made from the schema, so the model can only emit JSON of that shape.
 
 Only the file's base name is ever reported as the model name: a machine path
 must not reach a trace or a log.
@@ -31,6 +34,8 @@ from typing import Any
 import msgspec
 
 from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends.llama_batch import DEFAULT_PARALLEL, BatchScheduler, llama_module
+from redraft.backends.llama_chat import ChatPrompts
 from redraft.backends.registry import backend
 from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Usage
@@ -38,6 +43,7 @@ from redraft.runtime import call, in_process_services, node_service
 
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 4096
+"""Context per sequence: the longest prompt plus reply one call may have."""
 
 
 def embedded_model_path() -> Path:
@@ -52,34 +58,84 @@ def embedded_model_path() -> Path:
 
 
 class LocalModelHost:
-    """Owns one llama.cpp model; serialises calls to it off the event loop.
+    """Owns one llama.cpp model and serves many calls to it at once, off the event loop.
 
-    llama.cpp contexts are not thread-safe, so calls queue on a lock while the
-    actor's event loop stays free to accept more.
+    Requests go to a `BatchScheduler`: up to `parallel` sequences decode together,
+    each in its own KV stream of `ctx_per_seq` tokens with its own seed. With
+    ``batched=False`` (or a model whose chat format llama-cpp-python does not take
+    from a Jinja template) calls instead queue on a lock in front of one
+    ``Llama`` object, one at a time: the sequential path.
     """
 
-    def __init__(self, model_path: str, *, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        threads: int | None = None,
+        parallel: int = DEFAULT_PARALLEL,
+        ctx_per_seq: int = CONTEXT_TOKENS,
+        batched: bool = True,
+    ) -> None:
         self._path = model_path
         self._threads = threads or max(1, os.cpu_count() or 1)
+        self._parallel = parallel
+        self._ctx_per_seq = ctx_per_seq
+        self._batched = batched
         self._llama: Any = None
-        # A thread lock, not an asyncio one: the in-process host may serve several event loops.
+        self._engine: tuple[BatchScheduler, ChatPrompts] | None = None
+        # Thread locks, not asyncio ones: the in-process host may serve several event loops.
         self._lock = threading.Lock()
+        self._engine_lock = threading.Lock()
         self.model_name = Path(model_path).name
 
     def _load(self) -> Any:
         if self._llama is None:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:  # pragma: no cover - depends on the install
-                raise BackendError(f"the local backend needs llama-cpp-python: {exc}") from None
-            self._llama = Llama(model_path=self._path, n_ctx=CONTEXT_TOKENS, n_threads=self._threads, verbose=False)
+            Llama = llama_module().Llama
+            self._llama = Llama(model_path=self._path, n_ctx=self._ctx_per_seq, n_threads=self._threads, verbose=False)
         return self._llama
 
+    def _load_engine(self) -> tuple[BatchScheduler, ChatPrompts] | None:
+        with self._engine_lock:
+            if self._engine is None and self._batched:
+                scheduler = BatchScheduler(
+                    self._path, parallel=self._parallel, ctx_per_seq=self._ctx_per_seq, threads=self._threads
+                )
+                prompts = ChatPrompts.for_model(scheduler.model, scheduler.tokenize)
+                if prompts is None:  # the sequential path formats this model's chats its own way
+                    scheduler.close()
+                    self._batched = False
+                else:
+                    self._engine = (scheduler, prompts)
+            return self._engine
+
+    def prompts_shared(self) -> int:
+        """How many calls reused a twin's prompt evaluation so far (0 on the sequential path)."""
+        return self._engine[0].prompts_shared if self._engine is not None else 0
+
     def close(self) -> None:
+        with self._engine_lock:
+            if self._engine is not None:
+                self._engine[0].close()
+                self._engine = None
         with self._lock:
             if self._llama is not None:
                 self._llama.close()
                 self._llama = None
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        engine = self._engine or (await asyncio.to_thread(self._load_engine) if self._batched else None)
+        if engine is None:
+            return await asyncio.to_thread(self._run, request)
+        scheduler, prompts = engine
+        started = time.perf_counter()
+        generated = await asyncio.wrap_future(scheduler.submit(prompts.generation(request)))
+        return Completion(
+            text=generated.text,
+            usage=Usage(input_tokens=generated.prompt_tokens, output_tokens=generated.completion_tokens, calls=1),
+            model=self.model_name,
+            finish_reason=generated.finish_reason,
+            latency_s=time.perf_counter() - started,
+        )
 
     def _run(self, request: ChatRequest) -> Completion:
         with self._lock:
@@ -115,9 +171,6 @@ class LocalModelHost:
             finish_reason=str(choice.get("finish_reason") or ""),
             latency_s=time.perf_counter() - started,
         )
-
-    async def complete(self, request: ChatRequest) -> Completion:
-        return await asyncio.to_thread(self._run, request)
 
     async def chat(self, request: bytes) -> bytes:
         """The actor entry point: a MessagePack `ChatRequest` in, a `Completion` out."""
