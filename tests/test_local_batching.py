@@ -1,0 +1,181 @@
+"""The embedded model's batched path: same text alone or batched, same prompt as llama-cpp-python, limits kept."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+import msgspec
+import pytest
+
+from redraft.actors.answers import critique_json_schema, parse_report
+from redraft.actors.prompts import critique_messages
+from redraft.backends.base import ChatRequest, Completion
+from redraft.backends.llama_chat import ChatPrompts, grammar_for_schema
+from redraft.backends.local import LocalModelHost, embedded_model_path
+from redraft.errors import BackendError
+from redraft.protocols.messages import ChatMessage, Task
+
+pytestmark = pytest.mark.model
+
+PARALLEL = 4
+CTX_PER_SEQ = 1024
+
+
+def ask(content: str, *, seed: int | None = 7, max_tokens: int = 24, **extra: Any) -> ChatRequest:
+    return ChatRequest(messages=[ChatMessage(role="user", content=content)], max_tokens=max_tokens, seed=seed, **extra)
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[LocalModelHost]:
+    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=PARALLEL, ctx_per_seq=CTX_PER_SEQ)
+    yield host
+    host.close()
+
+
+def run_together(host: LocalModelHost, requests: list[ChatRequest]) -> list[Completion]:
+    async def together() -> list[Completion]:
+        return list(await asyncio.gather(*(host.complete(r) for r in requests)))
+
+    return asyncio.run(together())
+
+
+def outcome(completion: Completion) -> tuple[str, str, int, int]:
+    return (completion.text, completion.finish_reason, completion.usage.input_tokens, completion.usage.output_tokens)
+
+
+def test_a_request_gives_the_same_text_alone_or_batched(host: LocalModelHost) -> None:
+    request = ask("Write a Python function that adds two numbers.", seed=11, temperature=0.9, max_tokens=32)
+    [alone] = run_together(host, [request])
+    shared_before = host.prompts_shared()
+    others = [
+        ask("Name three colors.", seed=1, max_tokens=40),
+        ask("What is 17 + 25?", seed=2, temperature=0.3),
+        msgspec.structs.replace(request, seed=12),  # same prompt, another seed: shares the prompt evaluation
+        ask("Tell me a joke about cats.", seed=3, max_tokens=8),
+        ask("Say hello.", seed=4),
+    ]
+    # Twice the same request among others (more than the slots): the second copies the first's prompt.
+    batched = run_together(host, [request, *others[:2], request, *others[2:]])
+    assert outcome(batched[0]) == outcome(alone)
+    assert outcome(batched[3]) == outcome(alone)
+    assert host.prompts_shared() > shared_before
+    assert alone.usage.output_tokens > 0 and alone.text
+
+
+def test_the_batched_path_reproduces_the_sequential_path() -> None:
+    request = ask("What is the capital of France?", seed=5, temperature=0.8, max_tokens=24)
+    sequential = LocalModelHost(str(embedded_model_path()), threads=2, ctx_per_seq=CTX_PER_SEQ, batched=False)
+    try:
+        [expected] = run_together(sequential, [request])
+    finally:
+        sequential.close()
+    batched = LocalModelHost(str(embedded_model_path()), threads=2, parallel=2, ctx_per_seq=CTX_PER_SEQ)
+    try:
+        [got] = run_together(batched, [request])
+    finally:
+        batched.close()
+    assert outcome(got) == outcome(expected)
+
+
+def test_prompt_tokens_and_grammar_match_create_chat_completion() -> None:
+    from llama_cpp import Llama
+
+    llama = Llama(model_path=str(embedded_model_path()), n_ctx=CTX_PER_SEQ, n_threads=2, verbose=False)
+    captured: dict[str, Any] = {}
+
+    def capture(**kwargs: Any) -> Any:
+        captured.update(kwargs)
+        raise LookupError("captured")  # stop before any decoding
+
+    llama.create_completion = capture  # type: ignore[method-assign]
+    prompts = ChatPrompts.for_model(llama._model, lambda text: llama.tokenize(text.encode(), False, True))
+    assert prompts is not None
+    conversations = [
+        [ChatMessage(role="user", content="Hi <there> {{ braces }} ü")],
+        [ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content="2+2?")],
+        critique_messages("adversarial", Task(task_id="t", scenario="arithmetic", prompt="1+1?"), "Answer: 2"),
+    ]
+    for messages in conversations:
+        request = ChatRequest(messages=messages, stop=["###"], json_schema=critique_json_schema())
+        with pytest.raises(LookupError):
+            llama.create_chat_completion(
+                messages=[{"role": m.role, "content": m.content} for m in messages],
+                stop=request.stop,
+                response_format={"type": "json_object", "schema": request.json_schema},
+            )
+        generation = prompts.generation(request)
+        assert list(generation.prompt) == captured["prompt"]
+        assert [s.decode() for s in generation.stop] == captured["stop"]
+        assert generation.grammar == captured["grammar"]._grammar
+    assert grammar_for_schema(json.dumps(critique_json_schema())) == generation.grammar
+    llama.close()
+
+
+def test_stop_strings_cut_the_text_and_end_with_stop(host: LocalModelHost) -> None:
+    [free] = run_together(host, [ask("Count from 1 to 20, separated by commas.", temperature=0.0, max_tokens=40)])
+    words = free.text.split()
+    assert len(words) >= 3, free.text
+    stop = words[2]
+    [stopped] = run_together(
+        host, [ask("Count from 1 to 20, separated by commas.", temperature=0.0, max_tokens=40, stop=[stop])]
+    )
+    assert stopped.finish_reason == "stop"
+    assert stopped.text == free.text[: free.text.index(stop)]
+
+
+def test_max_tokens_ends_with_length(host: LocalModelHost) -> None:
+    [reply] = run_together(host, [ask("Write a long story about a dragon.", max_tokens=5)])
+    assert reply.finish_reason == "length"
+    assert reply.usage.output_tokens == 5
+    assert reply.usage.input_tokens > 10
+
+
+def test_json_schema_requests_stay_grammar_bound_in_a_batch(host: LocalModelHost) -> None:
+    task = Task(task_id="t", scenario="arithmetic", prompt="Leo has 14 stickers and gets 21 more. How many now?")
+    schema = critique_json_schema()
+    requests = [
+        ChatRequest(
+            messages=critique_messages("adversarial", task, "14 + 21 = 32\nAnswer: 32"),
+            max_tokens=384,
+            temperature=0.7,
+            seed=seed,
+            json_schema=schema,
+        )
+        for seed in range(3)
+    ]
+    replies = run_together(host, [*requests, ask("Name three fruits.")])
+    for reply in replies[:3]:
+        if reply.finish_reason == "length":  # a 135M model may ramble past the limit inside a string
+            continue
+        jsonschema.validate(json.loads(reply.text), schema)
+        parse_report(reply.text)
+
+
+def test_a_prompt_too_long_for_the_context_fails_alone(host: LocalModelHost) -> None:
+    too_long = ask("word " * (CTX_PER_SEQ + 50))
+
+    async def mixed() -> list[Completion | BaseException]:
+        requests = [ask("Say hi.", seed=1), too_long, ask("Say bye.", seed=2)]
+        return list(await asyncio.gather(*(host.complete(r) for r in requests), return_exceptions=True))
+
+    short1, failed, short2 = asyncio.run(mixed())
+    assert isinstance(failed, BackendError) and "context" in str(failed)
+    assert isinstance(short1, Completion) and isinstance(short2, Completion)
+    assert short1.usage.output_tokens > 0 and short2.usage.output_tokens > 0
+
+
+def test_more_requests_than_slots_all_complete(host: LocalModelHost) -> None:
+    requests = [
+        ask(f"Give me a word that rhymes with {word}.", seed=i, max_tokens=12)
+        for i, word in enumerate(
+            ["cat", "dog", "sun", "tree", "blue", "red", "sky", "car", "moon", "star", "rain", "snow"]
+        )
+    ]
+    replies = run_together(host, requests)
+    assert len(replies) == 3 * PARALLEL
+    assert all(r.finish_reason in ("stop", "length") and r.usage.calls == 1 for r in replies)
+    assert all(0 < r.usage.output_tokens <= 12 for r in replies)
