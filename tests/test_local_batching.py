@@ -14,6 +14,7 @@ import pytest
 from redraft.actors.answers import critique_json_schema, parse_report
 from redraft.actors.prompts import critique_messages
 from redraft.backends.base import ChatRequest, Completion
+from redraft.backends.llama_batch import BATCH_TOKENS
 from redraft.backends.llama_chat import ChatPrompts, grammar_for_schema
 from redraft.backends.local import LocalModelHost, embedded_model_path
 from redraft.errors import BackendError
@@ -140,7 +141,7 @@ def test_json_schema_requests_stay_grammar_bound_in_a_batch(host: LocalModelHost
     requests = [
         ChatRequest(
             messages=critique_messages("adversarial", task, "14 + 21 = 32\nAnswer: 32"),
-            max_tokens=384,
+            max_tokens=256,
             temperature=0.7,
             seed=seed,
             json_schema=schema,
@@ -166,6 +167,20 @@ def test_a_prompt_too_long_for_the_context_fails_alone(host: LocalModelHost) -> 
     assert isinstance(failed, BackendError) and "context" in str(failed)
     assert isinstance(short1, Completion) and isinstance(short2, Completion)
     assert short1.usage.output_tokens > 0 and short2.usage.output_tokens > 0
+
+
+def test_a_prompt_longer_than_one_batch_is_evaluated_over_several_steps() -> None:
+    long_text = "The quick brown fox jumps over the lazy dog. " * 130  # about 1,300 tokens: more than a batch
+    request = ask(long_text + "\nHow many foxes?", seed=3, max_tokens=8)
+    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=2, ctx_per_seq=2 * BATCH_TOKENS)
+    try:
+        [alone] = run_together(host, [request])
+        [batched, short] = run_together(host, [request, ask("Say hi.", seed=1, max_tokens=8)])
+    finally:
+        host.close()
+    assert alone.usage.input_tokens > BATCH_TOKENS
+    assert outcome(batched) == outcome(alone)
+    assert short.usage.output_tokens > 0
 
 
 def test_more_requests_than_slots_all_complete(host: LocalModelHost) -> None:

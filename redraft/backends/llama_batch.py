@@ -158,9 +158,13 @@ class BatchScheduler:
 
     def _serve(self) -> None:
         while self._admit():
-            self._step()
-        for sequence in self._active:
-            _fail(sequence, BackendError("the model host closed during the request"))
+            try:
+                self._step()
+            except Exception as exc:  # a bug here must fail the calls, not leave them waiting forever
+                for sequence in list(self._active):
+                    self._release(sequence, BackendError(f"the batched decode failed: {exc!r}"))
+        for sequence in list(self._active):
+            self._release(sequence, BackendError("the model host closed during the request"))
 
     def _admit(self) -> bool:
         """Move waiting requests into free slots; block while there is nothing to do. False: stop."""
@@ -214,12 +218,12 @@ class BatchScheduler:
         return False
 
     def _step(self) -> None:
-        outputs = self._fill_batch()
-        if not outputs:
+        members, outputs = self._fill_batch()
+        if not members:
             return
         code = self._lib.llama_decode(self._context.ctx, self._batch)
         if code != 0:
-            for sequence, _ in outputs:
+            for sequence in members:
                 self._release(sequence, BackendError(f"llama_decode failed with code {code}"))
             return
         for sequence, index in outputs:
@@ -230,10 +234,15 @@ class BatchScheduler:
             sequence.followers.clear()
             self._sample(sequence, index)
 
-    def _fill_batch(self) -> list[tuple[_Sequence, int]]:
-        """Put each sequence's next tokens in the batch; return the sequences to sample and their logits rows."""
+    def _fill_batch(self) -> tuple[list[_Sequence], list[tuple[_Sequence, int]]]:
+        """Put each sequence's next tokens in the batch.
+
+        Returns the sequences in the batch, and those to sample after it with their logits rows
+        (a prompt longer than the batch gets its logits only with its last part).
+        """
         batch, budget = self._batch, self._batch_capacity()
         batch.n_tokens = 0
+        members: list[_Sequence] = []
         outputs: list[tuple[_Sequence, int]] = []
         # Sequences that are generating need one token each; prompts share what is left.
         for sequence in sorted((s for s in self._active if s.pending), key=lambda s: len(s.pending)):
@@ -247,10 +256,11 @@ class BatchScheduler:
                 batch.n_tokens += 1
                 sequence.position += 1
             del sequence.pending[: len(take)]
+            members.append(sequence)
             if not sequence.pending:
                 batch.logits[batch.n_tokens - 1] = True
                 outputs.append((sequence, batch.n_tokens - 1))
-        return outputs
+        return members, outputs
 
     def _batch_capacity(self) -> int:
         return int(self._context.params.n_batch)
