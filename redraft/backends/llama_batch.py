@@ -1,8 +1,9 @@
 """Continuous batching for llama.cpp: one scheduler thread owns the context, callers wait on futures.
 
-`BatchScheduler` decodes up to ``parallel`` sequences in one ``llama_decode`` per
-step. A request that arrives while others decode takes a free sequence slot at
-the next step; its prompt is evaluated in the same batch as the others' next tokens.
+`BatchScheduler` decodes the next token of up to ``parallel`` sequences in one
+``llama_decode`` per step. A request that arrives while others decode takes a
+free sequence slot at the next step; its prompt is evaluated on its own, between
+two steps of the others (see `BatchScheduler._step` for why not with them).
 
 Invariants this module keeps:
 
@@ -218,12 +219,25 @@ class BatchScheduler:
         return False
 
     def _step(self) -> None:
-        members, outputs = self._fill_batch()
-        if not members:
+        """One decode of every generating sequence's next token, then one of the oldest waiting prompt.
+
+        Prompts are never evaluated in the same decode as other sequences' tokens: llama.cpp
+        splits a mixed batch into per-sequence chunks whose sizes depend on the others, and a
+        prompt evaluated in such chunks can come out with other logits than alone (seen with
+        8 short prompts in one batch). One token per sequence was identical in every mix tried.
+        """
+        self._decode([s for s in self._active if len(s.pending) == 1])
+        prompts = [s for s in self._active if len(s.pending) > 1]
+        if prompts:
+            self._decode(prompts[:1])
+
+    def _decode(self, sequences: list[_Sequence]) -> None:
+        outputs = self._fill_batch(sequences)
+        if not sequences:
             return
         code = self._lib.llama_decode(self._context.ctx, self._batch)
         if code != 0:
-            for sequence in members:
+            for sequence in sequences:
                 self._release(sequence, BackendError(f"llama_decode failed with code {code}"))
             return
         for sequence, index in outputs:
@@ -234,21 +248,17 @@ class BatchScheduler:
             sequence.followers.clear()
             self._sample(sequence, index)
 
-    def _fill_batch(self) -> tuple[list[_Sequence], list[tuple[_Sequence, int]]]:
-        """Put each sequence's next tokens in the batch.
+    def _fill_batch(self, sequences: list[_Sequence]) -> list[tuple[_Sequence, int]]:
+        """Put the sequences' pending tokens in the batch, as many as fit.
 
-        Returns the sequences in the batch, and those to sample after it with their logits rows
-        (a prompt longer than the batch gets its logits only with its last part).
+        Returns the sequences to sample after the decode, with their logits rows (a prompt
+        longer than the batch gets its logits only with its last part).
         """
         batch, budget = self._batch, self._batch_capacity()
         batch.n_tokens = 0
-        members: list[_Sequence] = []
         outputs: list[tuple[_Sequence, int]] = []
-        # Sequences that are generating need one token each; prompts share what is left.
-        for sequence in sorted((s for s in self._active if s.pending), key=lambda s: len(s.pending)):
-            take = sequence.pending[: max(0, budget - batch.n_tokens)]
-            if not take:
-                break
+        for sequence in sequences:
+            take = sequence.pending[: budget - batch.n_tokens]
             for token in take:
                 i = batch.n_tokens
                 batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, sequence.position, 1
@@ -256,11 +266,10 @@ class BatchScheduler:
                 batch.n_tokens += 1
                 sequence.position += 1
             del sequence.pending[: len(take)]
-            members.append(sequence)
             if not sequence.pending:
                 batch.logits[batch.n_tokens - 1] = True
                 outputs.append((sequence, batch.n_tokens - 1))
-        return members, outputs
+        return outputs
 
     def _batch_capacity(self) -> int:
         return int(self._context.params.n_batch)
