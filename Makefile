@@ -26,5 +26,6 @@ bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_engine.py
 	.venv/bin/python benchmarks/bench_engine_throughput.py
 	.venv/bin/python benchmarks/bench_backends.py
+	.venv/bin/python benchmarks/bench_local_batching.py
 	.venv/bin/python benchmarks/bench_batch.py
 	.venv/bin/python benchmarks/chaos.py
