@@ -18,10 +18,18 @@ Invariants this module keeps:
   (prompt, seed, temperature) gives the same tokens alone or batched.
 - A request whose prompt is identical to an active sequence's does not
   evaluate it again: if the twin's prompt is still being evaluated it waits and
-  samples from the same logits; if it is done, its KV stream is copied and only
-  the last prompt token is evaluated again. Either way the logits are bitwise
-  what the request would have computed itself. Only identical prompts are
-  shared, not common prefixes.
+  samples from the same logits; if it is done, the twin's KV stream is copied
+  (what followed the prompt dropped) and the first token is drawn from the
+  logits the twin's prompt gave, kept for that (`_Sequence.first_logits`).
+- A finished sequence's slot keeps its prompt's KV cells and first logits until
+  the slot is needed: a later request with the same prompt (a sample that waited
+  for a slot while its twins finished) takes that slot and draws its first token
+  from those logits. A request without such a match takes an empty slot first,
+  then the least recently kept one.
+- Either way a shared prompt gives bitwise the logits and KV cells the request
+  would have computed itself (evaluating only the last prompt token again would
+  not: a one-token decode rounds differently from the prompt's). Only identical
+  prompts are shared, not common prefixes.
 - A request that cannot fit its context fails alone with `BackendError`, at
   submission; a failed decode fails only the requests in that batch. The
   scheduler thread keeps serving.
@@ -29,12 +37,15 @@ Invariants this module keeps:
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import threading
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from redraft.backends.llama_sampling import SamplerChain, token_piece
 from redraft.errors import BackendError
@@ -86,6 +97,8 @@ class _Sequence:
     position: int = 0
     followers: list[_Sequence] = field(default_factory=list)
     """Sequences with the same prompt that copy this one's KV stream instead of evaluating it."""
+    first_logits: Any = None
+    """The logits row (a numpy array) the first draw was made from: a twin with the same prompt draws from it."""
     tokens: list[int] = field(default_factory=list)
     text: bytes = b""
     max_tokens: int = 0
@@ -116,6 +129,10 @@ class BatchScheduler:
         self._memory = self._context.memory
         self._waiting: deque[_Sequence] = deque()
         self._free_slots = list(range(parallel - 1, -1, -1))
+        self._kept: dict[int, tuple[tuple[int, ...], Any]] = {}
+        """Free slots whose KV stream still holds a finished sequence's prompt, with its first logits, oldest
+        first."""
+        self._n_vocab = int(self.model.n_vocab())
         self._active: list[_Sequence] = []
         self._wake = threading.Condition()
         self._closing = False
@@ -185,7 +202,7 @@ class BatchScheduler:
 
     def _start(self, sequence: _Sequence) -> None:
         request = sequence.request
-        sequence.slot = self._free_slots.pop()
+        sequence.slot, kept = self._take_slot(request.prompt)
         room = self.ctx_per_seq - len(request.prompt)
         # As llama-cpp-python: no positive max_tokens means "until the context is full".
         sequence.max_tokens = min(request.max_tokens, room) if request.max_tokens > 0 else room
@@ -194,29 +211,53 @@ class BatchScheduler:
         except BackendError as exc:
             self._release(sequence, exc)
             return
-        if not self._share_prompt(sequence):
-            sequence.pending = list(request.prompt)
         self._active.append(sequence)
+        if kept is not None:  # the slot still holds this prompt: draw the first token from its logits
+            self.prompts_shared += 1
+            self._draw_first(sequence, kept)
+        elif not self._share_prompt(sequence):
+            sequence.pending = list(request.prompt)
+
+    def _take_slot(self, prompt: tuple[int, ...]) -> tuple[int, Any]:
+        """A free slot for the next sequence, and the first logits of ``prompt`` if the slot kept it: one that
+        did, else an empty one, else the least recently kept (emptied first)."""
+        slot = next((slot for slot, (kept, _) in self._kept.items() if kept == prompt), None)
+        if slot is None:
+            empty = [slot for slot in self._free_slots if slot not in self._kept]
+            slot = empty[-1] if empty else next(iter(self._kept))
+        self._free_slots.remove(slot)
+        kept, logits = self._kept.pop(slot, ((), None))
+        if kept != prompt:
+            if kept:
+                self._lib.llama_memory_seq_rm(self._memory, slot, -1, -1)
+            return slot, None
+        return slot, logits
 
     def _share_prompt(self, sequence: _Sequence) -> bool:
         """Reuse the prompt evaluation of an active sequence with the same prompt, if there is one."""
         prompt = sequence.request.prompt
         for twin in self._active:
-            if twin.request.prompt != prompt:
+            if twin is sequence or twin.request.prompt != prompt:
                 continue
-            if twin.position >= len(prompt):
-                # Its stream holds the prompt: copy it, drop what follows, and evaluate only the
-                # last prompt token again, for the logits of the first draw.
+            if twin.first_logits is not None:
+                # Its stream holds the prompt: copy it, drop what follows, draw from the prompt's logits.
                 self._lib.llama_memory_seq_cp(self._memory, twin.slot, sequence.slot, -1, -1)
-                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, len(prompt) - 1, -1)
-                sequence.position, sequence.pending = len(prompt) - 1, [prompt[-1]]
+                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, len(prompt), -1)
+                self.prompts_shared += 1
+                self._draw_first(sequence, twin.first_logits)
             elif twin.pending:
                 twin.followers.append(sequence)  # its prompt is being evaluated: copy it when done
+                self.prompts_shared += 1
             else:
                 continue  # itself a follower, with nothing in its stream yet
-            self.prompts_shared += 1
             return True
         return False
+
+    def _draw_first(self, sequence: _Sequence, logits: Any) -> None:
+        """The first token of a sequence whose stream holds its whole prompt, from the prompt's logits."""
+        assert sequence.sampler is not None
+        sequence.position, sequence.first_logits = len(sequence.request.prompt), logits
+        self._take(sequence, sequence.sampler.sample_logits(logits))
 
     def _step(self) -> None:
         """One decode of every generating sequence's next token, then one of the oldest waiting prompt.
@@ -276,7 +317,15 @@ class BatchScheduler:
 
     def _sample(self, sequence: _Sequence, index: int) -> None:
         assert sequence.sampler is not None
-        token = sequence.sampler.sample(self._context.ctx, index)
+        if sequence.first_logits is None:  # its prompt's: kept for twins of the prompt
+            row = self._lib.llama_get_logits_ith(self._context.ctx, index)
+            sequence.first_logits = np.ctypeslib.as_array(
+                ctypes.cast(row, ctypes.POINTER(ctypes.c_float)), (self._n_vocab,)
+            ).copy()
+        self._take(sequence, sequence.sampler.sample(self._context.ctx, index))
+
+    def _take(self, sequence: _Sequence, token: int) -> None:
+        """Record a drawn token: the sequence goes on (the token is its next to evaluate) or ends."""
         finish = self._accept(sequence, token)
         if finish is None:
             sequence.pending = [token]
@@ -315,7 +364,12 @@ class BatchScheduler:
             sequence.sampler.close()
             sequence.sampler = None
         if sequence.slot >= 0:
-            self._lib.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
+            prompt = sequence.request.prompt
+            if error is None and sequence.first_logits is not None:  # keep the prompt for a later twin
+                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, len(prompt), -1)
+                self._kept[sequence.slot] = (prompt, sequence.first_logits)
+            else:
+                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
             self._free_slots.append(sequence.slot)
             sequence.slot = -1
         if error is not None:

@@ -13,7 +13,12 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+import numpy as np
+
 from redraft.errors import BackendError
+
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+"""llama.cpp's ``llama_token_data``, as a numpy record (12 bytes, no padding)."""
 
 TOP_K = 40
 TOP_P = 0.95
@@ -55,6 +60,29 @@ class SamplerChain:
     def sample(self, context: Any, index: int) -> int:
         """Draw (and accept) a token from the logits of batch row `index`."""
         return int(self._lib.llama_sampler_sample(self._chain, context, index))
+
+    def sample_logits(self, logits: Any) -> int:
+        """Draw (and accept) a token from a logits row kept from an earlier decode (a float32 numpy array).
+
+        What `llama_sampler_sample` does with a row of the context (llama.h spells it out): every token
+        with its logit and p 0, unsorted, through the chain, then the selected token accepted.
+        """
+        lib = self._lib
+        candidates = np.zeros(len(logits), dtype=_TOKEN_DATA)
+        candidates["id"] = np.arange(len(logits), dtype=np.int32)
+        candidates["logit"] = logits
+        array = lib.llama_token_data_array(
+            data=candidates.ctypes.data_as(ctypes.POINTER(lib.llama_token_data)),
+            size=len(candidates),
+            selected=-1,
+            sorted=False,
+        )
+        lib.llama_sampler_apply(self._chain, ctypes.byref(array))
+        if not 0 <= array.selected < array.size:
+            raise BackendError("llama.cpp's sampler chain selected no token")
+        token = int(array.data[array.selected].id)
+        lib.llama_sampler_accept(self._chain, token)
+        return token
 
     def close(self) -> None:
         if self._chain is not None:

@@ -67,6 +67,41 @@ def test_a_request_gives_the_same_text_alone_or_batched(host: LocalModelHost) ->
     assert alone.usage.output_tokens > 0 and alone.text
 
 
+def test_a_twin_arriving_while_its_twin_generates_copies_its_prompt_and_gives_the_same_text(
+    host: LocalModelHost,
+) -> None:
+    request = ask("Write a short poem about autumn leaves.", seed=31, temperature=0.9, max_tokens=40)
+    [alone] = run_together(host, [request])
+    host.close()  # a fresh host: nothing kept from the call above
+
+    async def late_twin() -> tuple[Completion, Completion]:
+        first = asyncio.ensure_future(host.complete(request))
+        await host.complete(ask("Say yes.", seed=1, max_tokens=1))  # evaluated after the first's prompt
+        shared = host.prompts_shared()
+        twin = await host.complete(msgspec.structs.replace(request))  # the first still generates
+        assert host.prompts_shared() == shared + 1
+        return await first, twin
+
+    first, twin = asyncio.run(late_twin())
+    assert outcome(first) == outcome(alone)
+    assert outcome(twin) == outcome(alone)
+
+
+def test_a_prompt_kept_from_a_finished_call_is_reused_until_its_slot_is_needed(host: LocalModelHost) -> None:
+    request = ask("Describe a red bicycle in one sentence.", seed=21, temperature=0.9, max_tokens=24)
+    [first] = run_together(host, [request])
+    shared = host.prompts_shared()
+    [again] = run_together(host, [request])  # its slot kept the prompt: only the last token is evaluated again
+    assert host.prompts_shared() == shared + 1
+    assert outcome(again) == outcome(first)
+    # PARALLEL other prompts, one after another, take every slot: the oldest kept prompt goes first.
+    run_together(host, [ask(f"Name a city in country number {i}.", seed=i, max_tokens=4) for i in range(PARALLEL)])
+    shared = host.prompts_shared()
+    [evaluated] = run_together(host, [request])
+    assert host.prompts_shared() == shared
+    assert outcome(evaluated) == outcome(first)
+
+
 def test_short_prompts_arriving_together_give_the_same_text_as_alone() -> None:
     # The mix that once broke it: eight short prompts evaluated in one batch gave the seventh
     # other logits than alone. Prompts are now evaluated one at a time.
