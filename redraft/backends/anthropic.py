@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from redraft.backends.base import Backend, ChatRequest, Completion, valid_text
+from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop, valid_text
 from redraft.backends.registry import backend
 from redraft.backends.retrying import RetryPolicy, sdk_error, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
@@ -72,7 +72,14 @@ class AnthropicChat:
             raise UserError(f"{spec.spec} needs {KEY_ENV} set where the model calls run (the Ray workers too)")
         self._spec = spec
         self._key = key
-        self._client = anthropic.AsyncAnthropic(api_key=key, max_retries=0, timeout=spec.timeout_s)
+        self._clients = PerLoop(
+            lambda: anthropic.AsyncAnthropic(
+                api_key=key,
+                max_retries=0,
+                timeout=spec.timeout_s,
+                http_client=anthropic.DefaultAioHttpClient(timeout=spec.timeout_s),
+            )
+        )
 
     async def complete(self, request: ChatRequest) -> Completion:
         return await with_retries(lambda: self._complete_once(request), policy=self._spec.retry, what=self._spec.spec)
@@ -101,7 +108,7 @@ class AnthropicChat:
         arguments = self._arguments(request)
         started = time.perf_counter()
         try:
-            response = await self._client.messages.create(**arguments)
+            response = await self._clients.get().messages.create(**arguments)
         # A 200 with a cut-short JSON body reaches us as the decoder's own error, not the SDK's.
         except (anthropic.AnthropicError, json.JSONDecodeError) as exc:
             raise self._backend_error(exc) from None

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from redraft.backends.base import Backend, ChatRequest, Completion, valid_text
+from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop, valid_text
 from redraft.backends.registry import backend
 from redraft.backends.retrying import RetryPolicy, redact, sdk_error, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
@@ -88,7 +88,15 @@ class OpenAIChat:
             raise UserError(f"{spec.spec} needs {KEY_ENV} set where the model calls run (the Ray workers too)")
         self._spec = spec
         self._key = key
-        self._client = openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=spec.timeout_s)
+        self._clients = PerLoop(
+            lambda: openai.AsyncOpenAI(
+                api_key=key,
+                base_url=spec.base_url,
+                max_retries=0,
+                timeout=spec.timeout_s,
+                http_client=openai.DefaultAioHttpClient(timeout=spec.timeout_s),
+            )
+        )
         self._format = 0
         """How structured output is asked for: an index into `_FORMATS`. A compatible server that
         refuses one form moves the client to the next, for good."""
@@ -140,7 +148,7 @@ class OpenAIChat:
         arguments = self._arguments(request)
         started = time.perf_counter()
         try:
-            response = await self._client.chat.completions.create(**arguments)
+            response = await self._clients.get().chat.completions.create(**arguments)
         # A 200 with a cut-short JSON body reaches us as the decoder's own error, not the SDK's.
         except (openai.OpenAIError, json.JSONDecodeError) as exc:
             # Servers refuse a response_format they do not know with 400, 422, or (llama.cpp's) 500.
