@@ -65,10 +65,12 @@ keep as many requests out at one in-flight setting: a hand or redraft task has
 about 2.6 out, a DSPy task 1, so ``x hand`` is the rate at the same setting and
 ``% ideal`` what each made of its own concurrency.
 
-Run: ``python benchmarks/bench_peers.py`` (about 10 minutes; the first run adds the
-virtualenv, about a minute). ``--only hand,dspy`` picks systems, ``--in-flight 16 64``
-the levels, ``--latency`` the server's seconds per request, ``--zero-latency-at 0``
-drops the no-latency row, ``--tasks-per-slot`` the run length.
+Run: ``python benchmarks/bench_peers.py`` (6 minutes on 2 quiet cores, more when
+they are busy; the first run adds the virtualenv, about a minute). ``--only
+hand,dspy`` picks systems, ``--in-flight 16 64`` the levels, ``--latency`` the
+server's seconds per request, ``--zero-latency-at 0`` drops the no-latency row,
+``--tasks-per-slot`` the run length: IN_FLIGHT times it (4) tasks per level, at most
+the scenario's 1,000.
 """
 
 from __future__ import annotations
@@ -235,7 +237,7 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, nargs="+", default=[16, 64, 256])
     parser.add_argument("--latency", type=float, default=0.2, help="the server's seconds per request")
     parser.add_argument("--zero-latency-at", type=int, default=64, help="one more level with a latency of 0 (0: none)")
-    parser.add_argument("--tasks-per-slot", type=int, default=2, help="tasks per task in flight (run length)")
+    parser.add_argument("--tasks-per-slot", type=int, default=4, help="tasks per task in flight (run length)")
     parser.add_argument("--sequential-tasks", type=int, default=3, help="tasks for the sequential floor")
     args = parser.parse_args()
     systems = [s.strip() for s in args.only.split(",") if s.strip()]
