@@ -14,8 +14,10 @@ chat payload to ``URL/v1/chat/completions``. How IN_FLIGHT requests get out at o
   concurrency, and at ``batch_size=1`` it would only add a 1/qps wait before each
   request, so it is left unset (no pacing);
 - ``concurrency`` is the number of actors, each a process; IN_FLIGHT actors do not fit
-  on 2 cores (a fixed pool of 16 never started its work here), so there are
-  ``ACTORS`` = 2, ``num_cpus=0.5`` each (the pre- and post-processing tasks keep a core);
+  on 2 cores (tried at 16: a pool growing to 16 actors of 0.1 CPU made 8 calls/s of
+  the 80 allowed, a fixed pool of 16 had sent no request after 5 minutes), so there
+  are ``ACTORS`` = 2, ``num_cpus=0.5`` each (the pre- and post-processing tasks keep
+  a core);
 - an actor runs up to ``RAY_DATA_DEFAULT_ASYNC_BATCH_UDF_MAX_CONCURRENCY`` batches of
   its task at once (4 by default: 8 in flight with 2 actors); it is set to
   IN_FLIGHT / ACTORS, with ``batch_size=1``, and the rows are in ``ACTORS`` blocks so
