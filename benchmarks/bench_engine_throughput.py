@@ -79,14 +79,16 @@ def hand_loop(url: str, tasks: list[Any], in_flight: int) -> float:
     system = scenario.system_prompt()
 
     async def go() -> None:
-        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0, timeout=600)
-        gate = asyncio.Semaphore(in_flight)
+        # Closed in its own loop: left to the garbage collector, its connections close after the loop has,
+        # each with an "Event loop is closed" traceback.
+        async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0, timeout=600) as client:
+            gate = asyncio.Semaphore(in_flight)
 
-        async def one(task: Any) -> None:
-            async with gate:
-                await _hand_task(client, system, task.prompt, scenario, task)
+            async def one(task: Any) -> None:
+                async with gate:
+                    await _hand_task(client, system, task.prompt, scenario, task)
 
-        await asyncio.gather(*(one(t) for t in tasks))
+            await asyncio.gather(*(one(t) for t in tasks))
 
     cpu = time.process_time()
     asyncio.run(go())

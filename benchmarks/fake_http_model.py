@@ -5,7 +5,17 @@ does not share its interpreter. Every ``POST /v1/chat/completions`` waits
 ``latency_s`` and answers ``Answer: 7`` (a critique request, one with
 ``response_format``, gets an empty critique); ``GET /stats`` tells how many model
 requests it answered and when the first and last arrived (wall clock), and
-``POST /reset`` zeroes that. Standard library only: the load is the client's, not
+``POST /reset`` zeroes that.
+
+A request whose messages ask for DSPy's chat format (they name the end marker
+``[[ ## completed ## ]]``) is answered in that format, as a model following the
+prompt would: each output field the system message lists gets a ``[[ ## name ## ]]``
+section (``7`` for plain fields, ``{}`` or ``[]`` for dict and list fields, and for
+a ``dict`` field next to a ``module_names`` input one short piece of advice per
+module named), then the end marker. Nothing else asks for it, so every other client
+gets the answers above unchanged. It exists for ``bench_peers.py``: DSPy's
+adapter cannot parse ``Answer: 7``, and Refine's feedback call needs fields of
+its own. Standard library only: the load is the client's, not
 the server's (a threaded server with a small backlog measures itself instead).
 """
 
@@ -14,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+import re
 import socket
 import time
 import urllib.request
@@ -23,6 +34,9 @@ from typing import Any
 
 DRAFT_TEXT = "Answer: 7"
 CRITIQUE_TEXT = '{"issues": []}'
+DSPY_END = "[[ ## completed ## ]]"
+_DSPY_OUTPUT_FIELD = re.compile(r"^\d+\. `(\w+)` \(([^)]*)\)", re.MULTILINE)
+_DSPY_MODULE_NAMES = re.compile(r"\[\[ ## module_names ## \]\]\n(\[.*?\])", re.DOTALL)
 
 
 class _Stats:
@@ -32,8 +46,28 @@ class _Stats:
         self.last = 0.0
 
 
+def _dspy_answer(system: str, user: str) -> str:
+    """The answer in DSPy's chat format to the output fields ``system`` lists (after "Your output fields are")."""
+    _, _, outputs = system.partition("Your output fields are:")
+    names = _DSPY_MODULE_NAMES.search(user)
+    sections = []
+    for name, kind in _DSPY_OUTPUT_FIELD.findall(outputs.split("All interactions", 1)[0]):
+        if kind.startswith("dict"):
+            modules = json.loads(names.group(1)) if names else []
+            value = json.dumps({m: "Write each step as an equation before the answer." for m in modules})
+        else:
+            value = "[]" if kind.startswith("list") else "7"
+        sections.append(f"[[ ## {name} ## ]]\n{value}")
+    return "\n\n".join([*sections, DSPY_END])
+
+
 def _completion(body: dict[str, Any]) -> bytes:
-    text = CRITIQUE_TEXT if "response_format" in body else DRAFT_TEXT
+    messages = body.get("messages") or [{}]
+    contents = [m.get("content") if isinstance(m.get("content"), str) else "" for m in messages]
+    if any(DSPY_END in c for c in contents):
+        text = _dspy_answer(contents[0], contents[-1])
+    else:
+        text = CRITIQUE_TEXT if "response_format" in body else DRAFT_TEXT
     return json.dumps(
         {
             "id": "chatcmpl-fake",
