@@ -25,6 +25,8 @@ clean:
 bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_engine.py
 	.venv/bin/python benchmarks/bench_engine_throughput.py
+	.venv/bin/python benchmarks/bench_peers.py
+	.venv/bin/python benchmarks/bench_http_clients.py
 	.venv/bin/python benchmarks/bench_backends.py
 	.venv/bin/python benchmarks/bench_local_batching.py
 	.venv/bin/python benchmarks/bench_batch.py
