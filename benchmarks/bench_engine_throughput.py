@@ -95,20 +95,23 @@ def hand_loop(url: str, tasks: list[Any], in_flight: int) -> float:
     return time.process_time() - cpu
 
 
+def process_stat(pid: int) -> tuple[int, float]:
+    """(parent pid, CPU seconds so far) of process ``pid``, from /proc; OSError if it is gone."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_seconds(skip: int) -> float:
     """CPU seconds of this process and all its descendants (a local Ray's), but the process ``skip``."""
-    tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     used: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            parents[int(entry.name)], used[int(entry.name)] = process_stat(int(entry.name))
         except OSError:
             continue
-        parents[int(entry.name)] = int(fields[1])
-        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
     mine, todo = {os.getpid()}, [os.getpid()]
     while todo:
         parent = todo.pop()

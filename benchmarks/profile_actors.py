@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import fake_http_model
+from bench_engine_throughput import process_stat
 
 ROLES = ("Arbiter", "Drafter", "Critic", "Verifier", "Grader", "LocalModelHost")
 AREAS = {
@@ -62,11 +63,6 @@ def _processes() -> dict[str, list[int]]:
     return found
 
 
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _fold(raw: str) -> tuple[Counter[str], Counter[str], int]:
     """Leaf functions and areas of py-spy's collapsed stacks (``frame;frame;... count``)."""
     leaves: Counter[str] = Counter()
@@ -79,7 +75,7 @@ def _fold(raw: str) -> tuple[Counter[str], Counter[str], int]:
         count = int(count_text)
         frames = stack.split(";")
         total += count
-        leaves[frames[-1].split(" (")[0] + " (" + frames[-1].split(" (")[-1]] += count
+        leaves[frames[-1]] += count
         # The area is that of the innermost frame that belongs to a named area.
         for frame in reversed(frames):
             area = next((name for name, marks in AREAS.items() if any(m in frame for m in marks)), None)
@@ -166,7 +162,7 @@ def main() -> None:
 def _sample_window(url: str, seconds: float, top: int, tmp: Path) -> list[str]:
     """Sample every redraft process for ``seconds``; the report's lines."""
     pids = _processes()
-    before = {pid: _cpu_s(pid) for group in pids.values() for pid in group}
+    before = {pid: process_stat(pid)[1] for group in pids.values() for pid in group}
     calls_before = fake_http_model.stats(url)["count"]
     spies = {pid: (_record(pid, seconds, tmp / f"{pid}.txt"), role) for role, group in pids.items() for pid in group}
     for spy, _ in spies.values():
@@ -175,7 +171,7 @@ def _sample_window(url: str, seconds: float, top: int, tmp: Path) -> list[str]:
     lines = [f"{calls:.0f} model calls in the {seconds:g} s window ({calls / seconds:.0f}/s)"]
     grand = 0.0
     for pid, (_spy, role) in spies.items():
-        used = _cpu_s(pid) - before[pid]
+        used = process_stat(pid)[1] - before[pid]
         grand += used
         samples = tmp / f"{pid}.txt"
         leaves, areas, total = _fold(samples.read_text() if samples.exists() else "")

@@ -74,7 +74,7 @@ class BackendSpec(Protocol):
 class PerLoop(Generic[C]):
     """One SDK client per running event loop, made on first use in that loop.
 
-    The clients send over aiohttp (the SDKs' ``DefaultAioHttpClient``: about a third of the
+    The clients send over aiohttp (the SDKs' ``DefaultAioHttpClient``: about half the
     CPU per call of their default httpx transport, measured in ``benchmarks/bench_http_clients.py``),
     and an aiohttp session belongs to the loop that opened it. An actor has one loop for its
     life, so one client; in-process callers that run several loops get one each.
