@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from redraft.backends.llama_sampling import SamplerChain, token_piece
+from redraft.backends.llama_sampling import SamplerChain, TokenTree, token_piece
 from redraft.errors import BackendError
 
 DEFAULT_PARALLEL = 8
@@ -134,10 +134,15 @@ class BatchScheduler:
         first."""
         self._n_vocab = int(self.model.n_vocab())
         self._active: list[_Sequence] = []
+        self._tree: TokenTree | None = None
+        """The vocabulary as a tree, for grammar-bound draws: built on the first."""
         self._wake = threading.Condition()
         self._closing = False
         self.prompts_shared = 0
         """Requests whose prompt was copied from a twin's KV stream instead of evaluated (read by benchmarks)."""
+        self.grammar_draws = [0, 0]
+        """Grammar-bound draws of finished sequences: settled on the shortlist, and matched against the whole
+        vocabulary (`llama_sampling.SHORTLIST`; read by tests and benchmarks)."""
         self._thread = threading.Thread(target=self._serve, name="llama-batch-scheduler", daemon=True)
         self._thread.start()
 
@@ -207,7 +212,10 @@ class BatchScheduler:
         # As llama-cpp-python: no positive max_tokens means "until the context is full".
         sequence.max_tokens = min(request.max_tokens, room) if request.max_tokens > 0 else room
         try:
-            sequence.sampler = SamplerChain(self._lib, self.model, request.temperature, request.seed, request.grammar)
+            tree = self._token_tree() if request.grammar is not None else None
+            sequence.sampler = SamplerChain(
+                self._lib, self.model, request.temperature, request.seed, request.grammar, tree
+            )
         except BackendError as exc:
             self._release(sequence, exc)
             return
@@ -217,6 +225,11 @@ class BatchScheduler:
             self._draw_first(sequence, kept)
         elif not self._share_prompt(sequence):
             sequence.pending = list(request.prompt)
+
+    def _token_tree(self) -> TokenTree:
+        if self._tree is None:
+            self._tree = TokenTree(self._lib, self.model.vocab, self._n_vocab)
+        return self._tree
 
     def _take_slot(self, prompt: tuple[int, ...]) -> tuple[int, Any]:
         """A free slot for the next sequence, and the first logits of ``prompt`` if the slot kept it: one that
@@ -361,6 +374,8 @@ class BatchScheduler:
         if sequence in self._active:
             self._active.remove(sequence)
         if sequence.sampler is not None:
+            self.grammar_draws[0] += sequence.sampler.shortlisted
+            self.grammar_draws[1] += sequence.sampler.full_matches
             sequence.sampler.close()
             sequence.sampler = None
         if sequence.slot >= 0:

@@ -9,6 +9,7 @@ from typing import Any
 
 import jsonschema
 import msgspec
+import numpy as np
 import pytest
 
 from redraft.actors.answers import critique_json_schema, parse_report
@@ -16,6 +17,7 @@ from redraft.actors.prompts import critique_messages
 from redraft.backends.base import ChatRequest, Completion
 from redraft.backends.llama_batch import BATCH_TOKENS
 from redraft.backends.llama_chat import ChatPrompts, grammar_for_schema
+from redraft.backends.llama_sampling import SamplerChain
 from redraft.backends.local import LocalModelHost, embedded_model_path
 from redraft.errors import BackendError
 from redraft.protocols.messages import ChatMessage, Task
@@ -138,6 +140,79 @@ def test_the_batched_path_reproduces_the_sequential_path() -> None:
     finally:
         batched.close()
     assert outcome(got) == outcome(expected)
+
+
+def test_grammar_bound_draws_on_the_shortlist_reproduce_the_whole_vocabulary_match() -> None:
+    """The batched host settles most grammar-bound draws on the highest-logit tokens; llama-cpp-python's
+    sequential path matches the grammar against the whole vocabulary at every draw. Same text."""
+    task = Task(task_id="t", scenario="arithmetic", prompt="Leo has 14 stickers and gets 21 more. How many now?")
+    requests = [
+        ChatRequest(
+            messages=critique_messages("adversarial", task, "14 + 21 = 32\nAnswer: 32"),
+            max_tokens=96,
+            temperature=temperature,
+            seed=seed,
+            json_schema=critique_json_schema(),
+        )
+        for temperature, seed in [(0.7, 0), (0.7, 1), (1.2, 2), (0.0, 3)]
+    ]
+    sequential = LocalModelHost(str(embedded_model_path()), threads=2, ctx_per_seq=CTX_PER_SEQ, batched=False)
+    try:
+        expected = [run_together(sequential, [request])[0] for request in requests]
+    finally:
+        sequential.close()
+    batched = LocalModelHost(str(embedded_model_path()), threads=2, parallel=PARALLEL, ctx_per_seq=CTX_PER_SEQ)
+    try:
+        got = run_together(batched, requests)
+        assert batched._engine is not None
+        shortlisted, full_matches = batched._engine[0].grammar_draws
+    finally:
+        batched.close()
+    assert [outcome(c) for c in got] == [outcome(c) for c in expected]
+    tokens = sum(c.usage.output_tokens for c in got)
+    assert tokens <= shortlisted + full_matches <= tokens + len(requests)  # and the end-of-text draws
+    assert shortlisted > full_matches  # the shortlist is the common case, and it did run
+
+
+def test_the_token_tree_finds_every_token_the_grammar_allows(
+    host: LocalModelHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At every grammar-bound draw of real generations, the tree walk and a match against the whole
+    vocabulary allow the same tokens (the prefix closure the walk relies on, checked)."""
+    checked: list[bool] = []
+    sample_logits = SamplerChain.sample_logits
+
+    def checking(self: SamplerChain, logits: Any) -> int:
+        if self._grammar is not None:
+            everywhere = self._allowed(np.arange(len(logits)), logits)["id"]
+            checked.append(sorted(self._allowed_down_tree(logits)["id"]) == sorted(everywhere))
+        return sample_logits(self, logits)
+
+    monkeypatch.setattr(SamplerChain, "sample_logits", checking)
+    varied = {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "ok": {"type": "boolean"},
+            "kind": {"enum": ["sum", "product", "état"]},
+            "notes": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+        },
+        "required": ["count", "ratio", "ok", "kind", "notes"],
+    }
+    task = Task(task_id="t", scenario="arithmetic", prompt="Leo has 14 stickers and gets 21 more. How many now?")
+    requests = [
+        ChatRequest(
+            messages=critique_messages("adversarial", task, "14 + 21 = 32\nAnswer: 32"),
+            max_tokens=64,
+            temperature=1.3,
+            seed=seed,
+            json_schema=critique_json_schema() if seed % 2 else varied,
+        )
+        for seed in range(4)
+    ]
+    run_together(host, requests)
+    assert len(checked) > 100 and all(checked)
 
 
 def test_prompt_tokens_and_grammar_match_create_chat_completion() -> None:
