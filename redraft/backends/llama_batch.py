@@ -27,9 +27,14 @@ Invariants this module keeps:
   from those logits. A request without such a match takes an empty slot first,
   then the least recently kept one.
 - Either way a shared prompt gives bitwise the logits and KV cells the request
-  would have computed itself (evaluating only the last prompt token again would
-  not: a one-token decode rounds differently from the prompt's). Only identical
-  prompts are shared, not common prefixes.
+  would have computed itself.
+- A request without such a twin starts from the longest common prefix (at least
+  `MIN_PREFIX` tokens) that any slot's stream holds, an active sequence's or a
+  kept prompt's: the stream is copied, cut after the prefix, and only the rest of
+  the prompt is evaluated. A prompt's logits and KV cells do not depend on how its
+  evaluation is split across decodes (measured: whole, in chunks of 32 to 512, the
+  last token alone, after a copied prefix, all bitwise equal), so a reused prefix
+  changes no text.
 - A request that cannot fit its context fails alone with `BackendError`, at
   submission; a failed decode fails only the requests in that batch. The
   scheduler thread keeps serving.
@@ -53,6 +58,8 @@ from redraft.errors import BackendError
 DEFAULT_PARALLEL = 8
 BATCH_TOKENS = 1024
 """The most tokens one decode step evaluates; longer prompts are evaluated over several steps."""
+MIN_PREFIX = 16
+"""The shortest common prefix worth copying a KV stream for (a copy moves the whole stream)."""
 
 
 def llama_module() -> Any:
@@ -95,6 +102,8 @@ class _Sequence:
     pending: list[int] = field(default_factory=list)
     """Tokens still to evaluate: the rest of the prompt, then the last sampled token."""
     position: int = 0
+    held: tuple[int, ...] | None = None
+    """What its slot's stream holds while its prompt waits for its turn; None once `_reuse_prefix` placed it."""
     followers: list[_Sequence] = field(default_factory=list)
     """Sequences with the same prompt that copy this one's KV stream instead of evaluating it."""
     first_logits: Any = None
@@ -102,6 +111,13 @@ class _Sequence:
     tokens: list[int] = field(default_factory=list)
     text: bytes = b""
     max_tokens: int = 0
+
+    def evaluated(self) -> tuple[int, ...]:
+        """The tokens its KV stream holds: the first `position` of its prompt and what it generated."""
+        prompt = self.request.prompt
+        if self.position <= len(prompt):
+            return prompt[: self.position]
+        return prompt + tuple(self.tokens[: self.position - len(prompt)])
 
 
 class BatchScheduler:
@@ -123,7 +139,7 @@ class BatchScheduler:
         params.n_seq_max = parallel
         params.kv_unified = False  # one KV stream per sequence: see the module docstring
         params.n_threads = params.n_threads_batch = threads
-        params.flash_attn_type = self._lib.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as the sequential path
+        params.flash_attn_type = self._lib.LLAMA_FLASH_ATTN_TYPE_DISABLED  # its logits depend on how a prompt is split
         self._context: Any = internals.LlamaContext(model=self.model, params=params, verbose=False)
         self._batch: Any = self._lib.llama_batch_init(params.n_batch, 0, 1)
         self._memory = self._context.memory
@@ -140,6 +156,8 @@ class BatchScheduler:
         self._closing = False
         self.prompts_shared = 0
         """Requests whose prompt was copied from a twin's KV stream instead of evaluated (read by benchmarks)."""
+        self.prefix_tokens_reused = 0
+        """Prompt tokens not evaluated because a slot's stream held them (`_reuse_prefix`; read by benchmarks)."""
         self.grammar_draws = [0, 0]
         """Grammar-bound draws of finished sequences: settled on the shortlist, and matched against the whole
         vocabulary (`llama_sampling.SHORTLIST`; read by tests and benchmarks)."""
@@ -207,7 +225,7 @@ class BatchScheduler:
 
     def _start(self, sequence: _Sequence) -> None:
         request = sequence.request
-        sequence.slot, kept = self._take_slot(request.prompt)
+        sequence.slot, kept, held = self._take_slot(request.prompt)
         room = self.ctx_per_seq - len(request.prompt)
         # As llama-cpp-python: no positive max_tokens means "until the context is full".
         sequence.max_tokens = min(request.max_tokens, room) if request.max_tokens > 0 else room
@@ -224,27 +242,51 @@ class BatchScheduler:
             self.prompts_shared += 1
             self._draw_first(sequence, kept)
         elif not self._share_prompt(sequence):
-            sequence.pending = list(request.prompt)
+            sequence.held, sequence.pending = held, list(request.prompt)  # `_step` places it when its turn comes
 
     def _token_tree(self) -> TokenTree:
         if self._tree is None:
             self._tree = TokenTree(self._lib, self.model.vocab, self._n_vocab)
         return self._tree
 
-    def _take_slot(self, prompt: tuple[int, ...]) -> tuple[int, Any]:
-        """A free slot for the next sequence, and the first logits of ``prompt`` if the slot kept it: one that
-        did, else an empty one, else the least recently kept (emptied first)."""
+    def _take_slot(self, prompt: tuple[int, ...]) -> tuple[int, Any, tuple[int, ...]]:
+        """A free slot for the next sequence: one that kept ``prompt`` (with its first logits), else an empty
+        one, else the least recently kept. Returns the slot, the logits if it kept ``prompt``, and otherwise
+        the tokens its stream still holds (for `_reuse_prefix`)."""
         slot = next((slot for slot, (kept, _) in self._kept.items() if kept == prompt), None)
         if slot is None:
             empty = [slot for slot in self._free_slots if slot not in self._kept]
             slot = empty[-1] if empty else next(iter(self._kept))
         self._free_slots.remove(slot)
         kept, logits = self._kept.pop(slot, ((), None))
-        if kept != prompt:
-            if kept:
+        if kept == prompt:
+            return slot, logits, kept
+        return slot, None, kept
+
+    def _reuse_prefix(self, slot: int, held: tuple[int, ...], prompt: tuple[int, ...]) -> int:
+        """Fill ``slot``'s stream with the longest prefix of ``prompt`` any stream holds; its length (0: none).
+
+        ``held`` is what the slot's own stream holds. Another donor's stream is copied whole
+        and cut after the prefix. At least the prompt's last token is left to evaluate: its
+        logits give the first draw.
+        """
+        donor, best = slot, _common_prefix(held, prompt)
+        streams = [(s, kept) for s, (kept, _) in self._kept.items()]
+        streams += [(s.slot, s.evaluated()) for s in self._active if s.slot != slot and s.position > 0]
+        for other, tokens in streams:
+            length = _common_prefix(tokens, prompt)
+            if length > best:
+                donor, best = other, length
+        best = min(best, len(prompt) - 1)
+        if best < MIN_PREFIX:
+            if held:
                 self._lib.llama_memory_seq_rm(self._memory, slot, -1, -1)
-            return slot, None
-        return slot, logits
+            return 0
+        if donor != slot:
+            self._lib.llama_memory_seq_cp(self._memory, donor, slot, -1, -1)
+        self._lib.llama_memory_seq_rm(self._memory, slot, best, -1)
+        self.prefix_tokens_reused += best
+        return best
 
     def _share_prompt(self, sequence: _Sequence) -> bool:
         """Reuse the prompt evaluation of an active sequence with the same prompt, if there is one."""
@@ -279,11 +321,19 @@ class BatchScheduler:
         splits a mixed batch into per-sequence chunks whose sizes depend on the others, and a
         prompt evaluated in such chunks can come out with other logits than alone (seen with
         8 short prompts in one batch). One token per sequence was identical in every mix tried.
+
+        A prompt's prefix is looked up when its evaluation starts, not when it is admitted:
+        prompts that arrive together with a common prefix (a task's K critiques) then find it
+        in the stream of the first.
         """
-        self._decode([s for s in self._active if len(s.pending) == 1])
-        prompts = [s for s in self._active if len(s.pending) > 1]
+        self._decode([s for s in self._active if len(s.pending) == 1 and s.held is None])
+        prompts = [s for s in self._active if len(s.pending) > 1 or s.held is not None]
         if prompts:
-            self._decode(prompts[:1])
+            first = prompts[0]
+            if first.held is not None:  # its turn: start from what any stream holds now (the prompts before it)
+                first.position = self._reuse_prefix(first.slot, first.held, first.request.prompt)
+                first.pending, first.held = list(first.request.prompt[first.position :]), None
+            self._decode([first])
 
     def _decode(self, sequences: list[_Sequence]) -> None:
         outputs = self._fill_batch(sequences)
@@ -389,6 +439,21 @@ class BatchScheduler:
             sequence.slot = -1
         if error is not None:
             _fail(sequence, error)
+
+
+def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    low, high = 0, n  # a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _fail(sequence: _Sequence, error: BackendError) -> None:

@@ -112,6 +112,11 @@ class LocalModelHost:
         """How many calls reused a twin's prompt evaluation so far (0 on the sequential path)."""
         return self._engine[0].prompts_shared if self._engine is not None else 0
 
+    def prefix_tokens_reused(self) -> int:
+        """How many prompt tokens calls took from a stream that held them instead of evaluating (0 on the
+        sequential path)."""
+        return self._engine[0].prefix_tokens_reused if self._engine is not None else 0
+
     def close(self) -> None:
         with self._engine_lock:
             if self._engine is not None:

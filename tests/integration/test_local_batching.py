@@ -104,6 +104,73 @@ def test_a_prompt_kept_from_a_finished_call_is_reused_until_its_slot_is_needed(h
     assert outcome(evaluated) == outcome(first)
 
 
+RULES = " ".join(f"Rule {i}: answer rule {i} questions with care and name the rule you used." for i in range(12))
+
+
+def with_rules(question: str, *, seed: int) -> ChatRequest:
+    """A request whose prompt shares a long prefix (the rules) with every other such request."""
+    messages = [ChatMessage(role="system", content=RULES), ChatMessage(role="user", content=question)]
+    return ChatRequest(messages=messages, max_tokens=24, seed=seed, temperature=0.9)
+
+
+def fresh_outcome(request: ChatRequest) -> tuple[str, str, int, int]:
+    """The request's outcome on a host that holds nothing: its whole prompt evaluated."""
+    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=2, ctx_per_seq=CTX_PER_SEQ)
+    try:
+        [completion] = run_together(host, [request])
+    finally:
+        host.close()
+    return outcome(completion)
+
+
+@pytest.mark.parametrize(
+    ("parallel", "donor"),
+    [(2, "a kept prompt in another slot"), (1, "the slot's own kept prompt"), (2, "a sequence still generating")],
+)
+def test_a_prompt_sharing_a_prefix_evaluates_only_the_rest_and_gives_the_same_text(parallel: int, donor: str) -> None:
+    first = with_rules("Which rule covers colors?", seed=3)
+    second = with_rules("Which rule covers numbers, and why?", seed=4)
+    expected = fresh_outcome(second)
+    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=parallel, ctx_per_seq=CTX_PER_SEQ)
+    try:
+        if donor == "a sequence still generating":
+
+            async def while_first_generates() -> Completion:
+                running = asyncio.ensure_future(host.complete(msgspec.structs.replace(first, max_tokens=200)))
+                await host.complete(ask("Say yes.", seed=1, max_tokens=1))  # the first's prompt is evaluated
+                assert not running.done()
+                got = await host.complete(second)
+                running.cancel()
+                return got
+
+            got = asyncio.run(while_first_generates())
+        else:
+            run_together(host, [first])
+            [got] = run_together(host, [second])
+        prompt_tokens = got.usage.input_tokens
+        assert outcome(got) == expected
+        # The rules and the chat template before the question: at least a hundred tokens not evaluated again.
+        assert 100 < host.prefix_tokens_reused() < prompt_tokens
+    finally:
+        host.close()
+
+
+def test_prompts_arriving_together_with_a_common_prefix_evaluate_it_once() -> None:
+    requests = [with_rules(f"Which rule covers question {i}?", seed=40 + i) for i in range(3)]
+    expected = [fresh_outcome(r) for r in requests]
+    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=4, ctx_per_seq=CTX_PER_SEQ)
+    try:
+        run_together(host, [ask("Say yes.", seed=1, max_tokens=1)])
+        before = host.prefix_tokens_reused()
+        together = run_together(host, requests)
+        prefix = host.prefix_tokens_reused() - before
+    finally:
+        host.close()
+    assert [outcome(c) for c in together] == expected
+    # The second and third each took the rules from the first's stream, evaluated just before them.
+    assert prefix > 2 * 100
+
+
 def test_short_prompts_arriving_together_give_the_same_text_as_alone() -> None:
     # The mix that once broke it: eight short prompts evaluated in one batch gave the seventh
     # other logits than alone. Prompts are now evaluated one at a time.
