@@ -18,8 +18,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import random
 import sqlite3
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -37,13 +40,25 @@ def cache_dir() -> Path:
 class ResponseCache:
     """A SQLite table of completions by request key; safe to share between threads."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, open_timeout_s: float = 30.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")  # several actors on a node share the file
-        self._db.execute("PRAGMA busy_timeout=10000")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion BLOB)")
+        self._db = sqlite3.connect(path, timeout=10.0, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
+        # Several actors on a node open the file at once (they start in parallel). Switching a new
+        # file to WAL takes an exclusive lock, and SQLite answers "database is locked" to the losers
+        # at once instead of calling the busy handler, so the set-up is retried until it holds.
+        deadline = time.monotonic() + open_timeout_s
+        for pause in _backoff():
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion BLOB)")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() + pause > deadline:
+                    raise sqlite3.OperationalError(f"{exc} (the response cache {path} stayed locked)") from exc
+            time.sleep(pause)
 
     @staticmethod
     def key(spec: str, request: ChatRequest) -> str:
@@ -77,6 +92,14 @@ class CachedBackend:
         completion = await self._inner.complete(request)
         await asyncio.to_thread(self._cache.put, key, completion)
         return completion
+
+
+def _backoff() -> Iterator[float]:
+    """Pauses between attempts: 10 ms doubling to 0.5 s, jittered so contenders do not retry in step."""
+    pause = 0.01
+    while True:
+        yield pause * random.uniform(0.5, 1.5)
+        pause = min(pause * 2, 0.5)
 
 
 _OPEN: dict[Path, ResponseCache] = {}

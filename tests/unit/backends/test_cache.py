@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from redraft.backends.base import ChatRequest
+from redraft.backends.base import ChatRequest, Completion
 from redraft.backends.cache import ResponseCache
-from redraft.protocols.messages import ChatMessage
+from redraft.protocols.messages import ChatMessage, Usage
 from redraft.run import RunConfig, refine
 from redraft.scenarios import get_scenario
 from tests.support.replies import CountingSpec, LateLearner
@@ -82,3 +84,31 @@ def test_scripted_doubles_are_never_cached() -> None:
 
     assert not isinstance(cached(ScriptedBackend(["x"]), "scripted", enabled=True), CachedBackend)
     assert isinstance(cached(ScriptedBackend(["x"]), "local", enabled=True), CachedBackend)
+
+
+def _open_after(barrier: Any, path: str, errors: Any) -> None:
+    barrier.wait()
+    try:
+        cache = ResponseCache(Path(path))
+        cache.put("k", Completion(text="x", usage=Usage(calls=1), model="m", finish_reason="stop", latency_s=0.0))
+        assert cache.get("k") is not None
+    except Exception as exc:  # reported to the parent, which asserts there are none
+        errors.put(repr(exc))
+
+
+def test_actors_opening_a_new_cache_at_once_all_get_it(tmp_path: Path) -> None:
+    # Role actors start in parallel, so on a fresh node a dozen processes create the file together;
+    # SQLite refuses the WAL switch to all but one without waiting (seen in CI as an actor that
+    # could not start). Without the retry, about one trial in three here loses an opener.
+    context = multiprocessing.get_context("fork")
+    errors = context.Queue()
+    for trial in range(40):
+        barrier = context.Barrier(12)
+        path = str(tmp_path / f"trial{trial}" / "responses.sqlite")
+        openers = [context.Process(target=_open_after, args=(barrier, path, errors)) for _ in range(12)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join()
+        assert [opener.exitcode for opener in openers] == [0] * 12
+    assert errors.empty(), errors.get()
