@@ -52,13 +52,22 @@ def test_local_spec_rejects_missing_or_non_gguf_files(tmp_path: Path) -> None:
         resolve(f"local:{tmp_path / 'model.bin'}")
 
 
+def model_hosts() -> dict[str, str]:
+    """Every model host actor the cluster has had, alive or dead: its node, by actor id."""
+    from ray._private.state import actors
+
+    table: dict[str, dict[str, Any]] = actors()
+    return {
+        actor: info["Address"]["NodeID"] for actor, info in table.items() if info["ActorClassName"] == "LocalModelHost"
+    }
+
+
 @pytest.mark.ray
 def test_refines_arithmetic_on_ray_with_one_model_host_per_node(
     ray_cluster: Any, node_ids: list[str], tmp_path: Path
 ) -> None:
-    import ray
-
     out = tmp_path / "run"
+    hosts_before = model_hosts()
     outcome = run(RunConfig.build(limit=3, samples=2, max_rounds=2, out=str(out), max_tokens=64))
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 3 and outcome.summary.tasks == 3
@@ -72,6 +81,8 @@ def test_refines_arithmetic_on_ray_with_one_model_host_per_node(
     assert {d.node_id for d in drafts} == set(node_ids)
     critiques = [m for m in trace if isinstance(m, Critique)]
     assert all(c.error is None for c in critiques), [c.error for c in critiques]
-    hosts = [a for a in ray.util.list_named_actors(all_namespaces=True) if "redraft-model-host" in a["name"]]
-    assert len(hosts) == len(node_ids)  # the weights are loaded once per node, shared by the roles
+    # The weights are loaded once per node, shared by the roles. Read from the control store's actor
+    # table, which keeps the hosts the run's shutdown is already tearing down.
+    hosts = {actor: node for actor, node in model_hosts().items() if actor not in hosts_before}
+    assert sorted(hosts.values()) == node_ids
     assert "/" not in (out / "manifest.json").read_text().split('"versions"')[0].replace('"/', "")
