@@ -50,6 +50,20 @@ def outcome(completion: Completion) -> tuple[str, str, int, int]:
     return (completion.text, completion.finish_reason, completion.usage.input_tokens, completion.usage.output_tokens)
 
 
+STICKERS = Task(task_id="t", scenario="arithmetic", prompt="Leo has 14 stickers and gets 21 more. How many now?")
+
+
+def critique(*, seed: int, temperature: float, max_tokens: int, schema: dict[str, Any] | None = None) -> ChatRequest:
+    """An adversarial critique of a wrong answer to STICKERS, bound to ``schema`` (the critique's by default)."""
+    return ChatRequest(
+        messages=critique_messages("adversarial", STICKERS, "14 + 21 = 32\nAnswer: 32"),
+        max_tokens=max_tokens,
+        temperature=temperature,
+        seed=seed,
+        json_schema=schema or critique_json_schema(),
+    )
+
+
 def test_a_request_gives_the_same_text_alone_or_batched(host: LocalModelHost) -> None:
     request = ask("Write a Python function that adds two numbers.", seed=11, temperature=0.9, max_tokens=32)
     [alone] = run_together(host, [request])
@@ -212,15 +226,8 @@ def test_the_batched_path_reproduces_the_sequential_path() -> None:
 def test_grammar_bound_draws_on_the_shortlist_reproduce_the_whole_vocabulary_match() -> None:
     """The batched host settles most grammar-bound draws on the highest-logit tokens; llama-cpp-python's
     sequential path matches the grammar against the whole vocabulary at every draw. Same text."""
-    task = Task(task_id="t", scenario="arithmetic", prompt="Leo has 14 stickers and gets 21 more. How many now?")
     requests = [
-        ChatRequest(
-            messages=critique_messages("adversarial", task, "14 + 21 = 32\nAnswer: 32"),
-            max_tokens=96,
-            temperature=temperature,
-            seed=seed,
-            json_schema=critique_json_schema(),
-        )
+        critique(seed=seed, temperature=temperature, max_tokens=96)
         for temperature, seed in [(0.7, 0), (0.7, 1), (1.2, 2), (0.0, 3)]
     ]
     sequential = LocalModelHost(str(embedded_model_path()), threads=2, ctx_per_seq=CTX_PER_SEQ, batched=False)
@@ -267,16 +274,8 @@ def test_the_token_tree_finds_every_token_the_grammar_allows(
         },
         "required": ["count", "ratio", "ok", "kind", "notes"],
     }
-    task = Task(task_id="t", scenario="arithmetic", prompt="Leo has 14 stickers and gets 21 more. How many now?")
     requests = [
-        ChatRequest(
-            messages=critique_messages("adversarial", task, "14 + 21 = 32\nAnswer: 32"),
-            max_tokens=64,
-            temperature=1.3,
-            seed=seed,
-            json_schema=critique_json_schema() if seed % 2 else varied,
-        )
-        for seed in range(4)
+        critique(seed=seed, temperature=1.3, max_tokens=64, schema=None if seed % 2 else varied) for seed in range(4)
     ]
     run_together(host, requests)
     assert len(checked) > 100 and all(checked)
@@ -336,18 +335,8 @@ def test_max_tokens_ends_with_length(host: LocalModelHost) -> None:
 
 
 def test_json_schema_requests_stay_grammar_bound_in_a_batch(host: LocalModelHost) -> None:
-    task = Task(task_id="t", scenario="arithmetic", prompt="Leo has 14 stickers and gets 21 more. How many now?")
     schema = critique_json_schema()
-    requests = [
-        ChatRequest(
-            messages=critique_messages("adversarial", task, "14 + 21 = 32\nAnswer: 32"),
-            max_tokens=256,
-            temperature=0.7,
-            seed=seed,
-            json_schema=schema,
-        )
-        for seed in range(3)
-    ]
+    requests = [critique(seed=seed, temperature=0.7, max_tokens=256) for seed in range(3)]
     replies = run_together(host, [*requests, ask("Name three fruits.")])
     for reply in replies[:3]:
         if reply.finish_reason == "length":  # a 135M model may ramble past the limit inside a string
