@@ -4,7 +4,8 @@ The key is a hash of the backend spec and the whole request: messages, sampling
 parameters, the JSON schema, and the seed, which the arbiter derives from (run
 seed, task, round, sample), so distinct samples stay distinct while a retried or
 resumed call finds its answer. Entries live in SQLite on each node's disk, in
-``$REDRAFT_CACHE_DIR`` or ``~/.cache/redraft`` (``responses.sqlite``); a node
+``$REDRAFT_CACHE_DIR`` or ``~/.cache/redraft`` (``responses.sqlite``, beside an
+empty ``responses.sqlite.lock`` that processes opening it take turns on); a node
 only sees its own entries, so a call retried on another node may be paid again.
 
 A hit returns the completion with the usage it had when it was paid for, and
@@ -16,13 +17,11 @@ test double is never cached (its replies are not a function of the request).
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import hashlib
 import os
-import random
 import sqlite3
 import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -40,25 +39,17 @@ def cache_dir() -> Path:
 class ResponseCache:
     """A SQLite table of completions by request key; safe to share between threads."""
 
-    def __init__(self, path: Path, *, open_timeout_s: float = 30.0) -> None:
+    def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, timeout=10.0, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
-        # Several actors on a node open the file at once (they start in parallel). Switching a new
-        # file to WAL takes an exclusive lock, and SQLite answers "database is locked" to the losers
-        # at once instead of calling the busy handler, so the set-up is retried until it holds.
-        deadline = time.monotonic() + open_timeout_s
-        for pause in _backoff():
-            try:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion BLOB)")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-                if time.monotonic() + pause > deadline:
-                    raise sqlite3.OperationalError(f"{exc} (the response cache {path} stayed locked)") from exc
-            time.sleep(pause)
+        # Several actors on a node open the file at once (they start in parallel). Switching a new file
+        # to WAL takes an exclusive lock, and SQLite answers "database is locked" to the losers at once
+        # instead of waiting, so the processes take turns at the set-up, through a lock file beside it.
+        with open(path.with_name(path.name + ".lock"), "a") as turn:
+            fcntl.flock(turn, fcntl.LOCK_EX)  # released when the file closes
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion BLOB)")
 
     @staticmethod
     def key(spec: str, request: ChatRequest) -> str:
@@ -92,14 +83,6 @@ class CachedBackend:
         completion = await self._inner.complete(request)
         await asyncio.to_thread(self._cache.put, key, completion)
         return completion
-
-
-def _backoff() -> Iterator[float]:
-    """Pauses between attempts: 10 ms doubling to 0.5 s, jittered so contenders do not retry in step."""
-    pause = 0.01
-    while True:
-        yield pause * random.uniform(0.5, 1.5)
-        pause = min(pause * 2, 0.5)
 
 
 _OPEN: dict[Path, ResponseCache] = {}

@@ -99,7 +99,7 @@ def _open_after(barrier: Any, path: str, errors: Any) -> None:
 def test_actors_opening_a_new_cache_at_once_all_get_it(tmp_path: Path) -> None:
     # Role actors start in parallel, so on a fresh node a dozen processes create the file together;
     # SQLite refuses the WAL switch to all but one without waiting (seen in CI as an actor that
-    # could not start). Without the retry, about one trial in three here loses an opener.
+    # could not start). Without taking turns, about one trial in three here loses an opener.
     context = multiprocessing.get_context("fork")
     errors = context.Queue()
     for trial in range(40):
