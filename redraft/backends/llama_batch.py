@@ -259,9 +259,7 @@ class BatchScheduler:
             slot = empty[-1] if empty else next(iter(self._kept))
         self._free_slots.remove(slot)
         kept, logits = self._kept.pop(slot, ((), None))
-        if kept == prompt:
-            return slot, logits, kept
-        return slot, None, kept
+        return slot, logits if kept == prompt else None, kept
 
     def _reuse_prefix(self, slot: int, held: tuple[int, ...], prompt: tuple[int, ...]) -> int:
         """Fill ``slot``'s stream with the longest prefix of ``prompt`` any stream holds; its length (0: none).
@@ -443,17 +441,7 @@ class BatchScheduler:
 
 def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     """How many leading tokens ``a`` and ``b`` share."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    low, high = 0, n  # a[:low] == b[:low] and a[:high] != b[:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle
-    return low
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def _fail(sequence: _Sequence, error: BackendError) -> None:
