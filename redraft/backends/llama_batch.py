@@ -35,6 +35,11 @@ Invariants this module keeps:
   evaluation is split across decodes (measured: whole, in chunks of 32 to 512, the
   last token alone, after a copied prefix, all bitwise equal), so a reused prefix
   changes no text.
+- A step's generating rows go to ``llama_decode`` in slot order, and a request takes
+  the free slot beside the most taken ones (a kept prompt that a waiting request has
+  is not given away): llama.cpp decodes sequences of separate KV streams in one graph
+  only when their ids follow one another, and each graph reads every weight (see
+  `_step`). Which slot a sequence has changes none of its tokens.
 - A request that cannot fit its context fails alone with `BackendError`, at
   submission; a failed decode fails only the requests in that batch. The
   scheduler thread keeps serving.
@@ -45,7 +50,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import threading
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,6 +163,9 @@ class BatchScheduler:
         """Requests whose prompt was copied from a twin's KV stream instead of evaluated (read by benchmarks)."""
         self.prefix_tokens_reused = 0
         """Prompt tokens not evaluated because a slot's stream held them (`_reuse_prefix`; read by benchmarks)."""
+        self.step_graphs: Counter[tuple[int, int]] = Counter()
+        """Generation steps by (sequences, graphs llama.cpp decoded them in): see `_step` (read by tests and
+        benchmarks)."""
         self.grammar_draws = [0, 0]
         """Grammar-bound draws of finished sequences: settled on the shortlist, and matched against the whole
         vocabulary (`llama_sampling.SHORTLIST`; read by tests and benchmarks)."""
@@ -251,12 +259,18 @@ class BatchScheduler:
 
     def _take_slot(self, prompt: tuple[int, ...]) -> tuple[int, Any, tuple[int, ...]]:
         """A free slot for the next sequence: one that kept ``prompt`` (with its first logits), else an empty
-        one, else the least recently kept. Returns the slot, the logits if it kept ``prompt``, and otherwise
-        the tokens its stream still holds (for `_reuse_prefix`)."""
+        one, else a kept one whose prompt no waiting request has. Among those it takes the slot next to the
+        most taken ones (see `_step`: a step decodes one run of consecutive slots per graph), then the lowest
+        empty or the least recently kept. Returns the slot, the logits if it kept ``prompt``, and otherwise the
+        tokens its stream still holds (for `_reuse_prefix`)."""
         slot = next((slot for slot, (kept, _) in self._kept.items() if kept == prompt), None)
         if slot is None:
-            empty = [slot for slot in self._free_slots if slot not in self._kept]
-            slot = empty[-1] if empty else next(iter(self._kept))
+            wanted = {sequence.request.prompt for sequence in self._waiting}
+            empty = sorted(slot for slot in self._free_slots if slot not in self._kept)
+            spare = [slot for slot, (kept, _) in self._kept.items() if kept not in wanted]
+            candidates = empty or spare or list(self._kept)
+            taken = {sequence.slot for sequence in self._active}
+            slot = max(candidates, key=lambda s: ((s - 1) in taken) + ((s + 1) in taken))  # first of the best
         self._free_slots.remove(slot)
         kept, logits = self._kept.pop(slot, ((), None))
         return slot, logits if kept == prompt else None, kept
@@ -323,8 +337,17 @@ class BatchScheduler:
         A prompt's prefix is looked up when its evaluation starts, not when it is admitted:
         prompts that arrive together with a common prefix (a task's K critiques) then find it
         in the stream of the first.
+
+        The generating rows go in slot order. With a KV stream per sequence, llama.cpp puts
+        in one graph only sequences whose ids follow one another (``split_equal`` with
+        ``sequential``): rows in admission order, or taken slots with gaps, cost one graph
+        per run of consecutive ids, each reading every weight (4 short sequences in reverse
+        order: about twice the time of one run). `_take_slot` keeps the taken slots together.
         """
-        self._decode([s for s in self._active if len(s.pending) == 1 and s.held is None])
+        generating = sorted((s for s in self._active if len(s.pending) == 1 and s.held is None), key=lambda s: s.slot)
+        if generating:
+            self.step_graphs[len(generating), graphs([s.slot for s in generating])] += 1
+        self._decode(generating)
         prompts = [s for s in self._active if len(s.pending) > 1 or s.held is not None]
         if prompts:
             first = prompts[0]
@@ -437,6 +460,24 @@ class BatchScheduler:
             sequence.slot = -1
         if error is not None:
             _fail(sequence, error)
+
+
+def graphs(slots: list[int]) -> int:
+    """How many graphs llama.cpp decodes one token of each of these sequences in, rows in this order.
+
+    With a KV stream per sequence it fills a graph with the first row's sequence and each
+    later row whose id is one more than the last taken, then starts again from the first row
+    left (``llama_batch_allocr::split_equal``).
+    """
+    left, count = list(slots), 0
+    while left:
+        run = [left[0]]
+        for slot in left[1:]:
+            if slot == run[-1] + 1:
+                run.append(slot)
+        left = [slot for slot in left if slot not in run]
+        count += 1
+    return count
 
 
 def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:

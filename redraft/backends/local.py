@@ -27,6 +27,7 @@ import importlib.util
 import os
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,11 @@ class LocalModelHost:
         """How many prompt tokens calls took from a stream that held them instead of evaluating (0 on the
         sequential path)."""
         return self._engine[0].prefix_tokens_reused if self._engine is not None else 0
+
+    def step_graphs(self) -> Counter[tuple[int, int]]:
+        """Generation steps so far by (sequences, graphs llama.cpp decoded them in); empty on the sequential
+        path."""
+        return Counter(self._engine[0].step_graphs) if self._engine is not None else Counter()
 
     def close(self) -> None:
         with self._engine_lock:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import jsonschema
@@ -383,3 +385,85 @@ def test_more_requests_than_slots_all_complete(host: LocalModelHost) -> None:
     assert len(replies) == 3 * PARALLEL
     assert all(r.finish_reason in ("stop", "length") and r.usage.calls == 1 for r in replies)
     assert all(0 < r.usage.output_tokens <= 12 for r in replies)
+
+
+@contextmanager
+def warm_host(parallel: int) -> Iterator[LocalModelHost]:
+    """A host whose slot 0 keeps a one-token call's prompt; the others are empty."""
+    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=parallel, ctx_per_seq=CTX_PER_SEQ)
+    try:
+        run_together(host, [ask("Say yes.", seed=1, max_tokens=1)])
+        yield host
+    finally:
+        host.close()
+
+
+def story(number: int, *, max_tokens: int) -> ChatRequest:
+    """A call that goes on for ``max_tokens`` (the model does not end a long story by itself that soon)."""
+    return ask(f"Write a long story about dragon number {number}.", seed=number, max_tokens=max_tokens)
+
+
+def test_a_step_decodes_its_sequences_in_slot_order_in_one_graph() -> None:
+    # Slot 0 keeps the warm-up prompt, so the three calls take slots 1, 2 and then 0: admitted out of slot order.
+    with warm_host(parallel=3) as host:
+        replies = run_together(host, [story(i, max_tokens=30) for i in range(3)])
+        steps = host.step_graphs()
+    assert all(r.finish_reason == "length" for r in replies)
+    three = {graphs: n for (rows, graphs), n in steps.items() if rows == 3}
+    assert three.get(1, 0) > 0
+    assert set(three) == {1}, f"steps of 3 sequences decoded in {three} graphs"
+
+
+def test_a_new_call_takes_the_kept_slot_between_the_generating_ones() -> None:
+    with warm_host(parallel=4) as host:
+
+        async def scenario() -> tuple[Counter[tuple[int, int]], Counter[tuple[int, int]]]:
+            # Slots 1, 2, 3, 0 in turn. The one-token call (slot 0) ends first, the four-token one (slot 2)
+            # next: the least recently kept is slot 0, beside one generating slot; slot 2 is between two.
+            first = asyncio.ensure_future(host.complete(story(1, max_tokens=80)))
+            four = asyncio.ensure_future(host.complete(story(2, max_tokens=4)))
+            second = asyncio.ensure_future(host.complete(story(3, max_tokens=80)))
+            one = asyncio.ensure_future(host.complete(story(4, max_tokens=1)))
+            await asyncio.gather(four, one)
+            before = host.step_graphs()
+            late = await host.complete(story(5, max_tokens=20))
+            after = host.step_graphs()
+            assert late.finish_reason == "length" and not first.done() and not second.done()
+            await asyncio.gather(first, second)
+            return before, after
+
+        before, after = asyncio.run(scenario())
+    while_late = {graphs: n for (rows, graphs), n in (after - before).items() if rows == 3}
+    assert while_late.get(1, 0) > 0
+    assert set(while_late) == {1}, f"steps of 3 sequences decoded in {while_late} graphs"
+
+
+@contextmanager
+def admitted_together(host: LocalModelHost) -> Iterator[None]:
+    """Holds the host's scheduler before its next admission: calls made meanwhile are admitted in one pass."""
+    assert host._engine is not None
+    with host._engine[0]._wake:  # a re-entrant lock: `submit` takes it again from this thread
+        yield
+
+
+def test_a_kept_prompt_that_a_waiting_call_has_is_not_given_to_another() -> None:
+    again = ask("Name a color.", seed=5, max_tokens=6)
+    with warm_host(parallel=3) as host:
+
+        async def scenario() -> tuple[Completion, Completion, int]:
+            first = await host.complete(again)  # slot 1, kept after it; slot 0 keeps the warm-up's
+            running = asyncio.ensure_future(host.complete(story(1, max_tokens=80)))  # slot 2
+            await asyncio.sleep(0.3)
+            shared = host.prompts_shared()
+            with admitted_together(host):
+                # Slot 1 is beside the generating slot 2, but `again` waits for what it keeps: the new call
+                # takes slot 0.
+                other = asyncio.ensure_future(host.complete(ask("Name a tree.", seed=6, max_tokens=6)))
+                twin = asyncio.ensure_future(host.complete(again))
+                await asyncio.sleep(0)
+            await asyncio.gather(other, running)
+            return first, await twin, host.prompts_shared() - shared
+
+        first, twin, shared = asyncio.run(scenario())
+    assert shared == 1
+    assert outcome(twin) == outcome(first)
