@@ -107,7 +107,7 @@ def requests_for(level: int, *, first: int, shared: bool = False) -> list[ChatRe
 
 
 class RawBatched:
-    """llama.cpp's C API with nothing around it: the floor redraft's batched host is measured against.
+    """llama.cpp's C API with nothing around it: the baseline redraft's batched host is measured against.
 
     One context with the host's settings (a KV stream of `CONTEXT_TOKENS` per sequence, flash
     attention off, `THREADS` threads) and a plain loop: while a slot is free, the next prompt is
