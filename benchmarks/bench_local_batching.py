@@ -38,7 +38,6 @@ Run: `.venv/bin/python benchmarks/bench_local_batching.py` (about 2 minutes; a t
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import subprocess
@@ -52,7 +51,7 @@ import msgspec
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from redraft.backends.base import ChatRequest, Completion
-from redraft.backends.llama_batch import BATCH_TOKENS, DEFAULT_PARALLEL, llama_module
+from redraft.backends.llama_batch import BATCH_TOKENS, DEFAULT_PARALLEL, llama_module, load, tokenize
 from redraft.backends.llama_chat import ChatPrompts
 from redraft.backends.llama_sampling import SamplerChain, token_piece
 from redraft.backends.local import CONTEXT_TOKENS, LocalClient, LocalModelHost, embedded_model_path
@@ -109,8 +108,8 @@ def requests_for(level: int, *, first: int, shared: bool = False) -> list[ChatRe
 class RawBatched:
     """llama.cpp's C API with nothing around it: the baseline redraft's batched host is measured against.
 
-    One context with the host's settings (a KV stream of `CONTEXT_TOKENS` per sequence, flash
-    attention off, `THREADS` threads) and a plain loop: while a slot is free, the next prompt is
+    One context with the host's settings (`llama_batch.load`: a KV stream of `CONTEXT_TOKENS` per
+    sequence, flash attention off; `THREADS` threads) and a plain loop: while a slot is free, the next prompt is
     evaluated alone; then one decode gives every started sequence its next token. Sequences draw
     with the same sampler chains as the host (`SamplerChain`, llama.cpp's samplers), so every
     call's text must equal the host's; what the loop leaves out is everything the host adds:
@@ -123,24 +122,9 @@ class RawBatched:
 
     def __init__(self, path: str, parallel: int) -> None:
         self.lib = llama_module()
-        importlib.import_module("llama_cpp._logger").set_verbose(False)  # else a line per graph node on stderr
-        internals = importlib.import_module("llama_cpp._internals")
-        self.model: Any = internals.LlamaModel(
-            path_model=path, params=self.lib.llama_model_default_params(), verbose=False
-        )
-        params = self.lib.llama_context_default_params()
-        params.n_ctx, params.n_seq_max, params.kv_unified = CONTEXT_TOKENS * parallel, parallel, False
-        params.n_batch = BATCH_TOKENS
-        params.n_ubatch = min(params.n_ubatch, params.n_batch)
-        params.n_threads = params.n_threads_batch = THREADS
-        params.flash_attn_type = self.lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        self.context: Any = internals.LlamaContext(model=self.model, params=params, verbose=False)
+        self.model, self.context = load(path, parallel=parallel, ctx_per_seq=CONTEXT_TOKENS, threads=THREADS)
         self.batch: Any = self.lib.llama_batch_init(BATCH_TOKENS, 0, 1)
-        self.prompts = ChatPrompts.for_model(self.model, self._tokenize)
-
-    def _tokenize(self, text: str) -> list[int]:
-        tokens: list[int] = self.model.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-        return tokens
+        self.prompts = ChatPrompts.for_model(self.model, lambda text: tokenize(self.model, text))
 
     def _decode(self, rows: list[tuple[int, int, int]]) -> None:
         """One decode of (slot, token, position) rows, logits for the last row of each slot."""

@@ -24,8 +24,8 @@ Invariants this module keeps:
 - A finished sequence's slot keeps its prompt's KV cells and first logits until
   the slot is needed: a later request with the same prompt (a sample that waited
   for a slot while its twins finished) takes that slot and draws its first token
-  from those logits. A request without such a match takes an empty slot first,
-  then the least recently kept one.
+  from those logits. A request without such a match takes another free slot (see
+  the slot-order invariant below for which).
 - Either way a shared prompt gives bitwise the logits and KV cells the request
   would have computed itself.
 - A request without such a twin starts from the longest common prefix (at least
@@ -73,6 +73,31 @@ def llama_module() -> Any:
         return importlib.import_module("llama_cpp")
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise BackendError(f"the local backend needs llama-cpp-python: {exc}") from None
+
+
+def load(model_path: str, *, parallel: int, ctx_per_seq: int, threads: int) -> tuple[Any, Any]:
+    """The model and a llama.cpp context for `parallel` sequences, each with a KV stream of `ctx_per_seq`
+    cells (llama-cpp-python's ``LlamaModel`` and ``LlamaContext``): the settings the invariants above need."""
+    lib = llama_module()
+    # llama.cpp logs every graph it builds; at the default level that is a line per step on stderr.
+    importlib.import_module("llama_cpp._logger").set_verbose(False)
+    internals = importlib.import_module("llama_cpp._internals")
+    model = internals.LlamaModel(path_model=model_path, params=lib.llama_model_default_params(), verbose=False)
+    params = lib.llama_context_default_params()
+    params.n_ctx = ctx_per_seq * parallel
+    params.n_batch = min(BATCH_TOKENS, params.n_ctx)
+    params.n_ubatch = min(params.n_ubatch, params.n_batch)
+    params.n_seq_max = parallel
+    params.kv_unified = False  # one KV stream per sequence: see the module docstring
+    params.n_threads = params.n_threads_batch = threads
+    params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED  # its logits depend on how a prompt is split
+    return model, internals.LlamaContext(model=model, params=params, verbose=False)
+
+
+def tokenize(model: Any, text: str) -> list[int]:
+    """A prompt's tokens, special tokens parsed and no BOS added (the chat template writes its own)."""
+    tokens: list[int] = model.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+    return tokens
 
 
 @dataclass(frozen=True)
@@ -132,21 +157,8 @@ class BatchScheduler:
         self.parallel = parallel
         self.ctx_per_seq = ctx_per_seq
         self._lib = llama_module()
-        # llama.cpp logs every graph it builds; at the default level that is a line per step on stderr.
-        importlib.import_module("llama_cpp._logger").set_verbose(False)
-        internals = importlib.import_module("llama_cpp._internals")
-        model_params = self._lib.llama_model_default_params()
-        self.model: Any = internals.LlamaModel(path_model=model_path, params=model_params, verbose=False)
-        params = self._lib.llama_context_default_params()
-        params.n_ctx = ctx_per_seq * parallel
-        params.n_batch = min(BATCH_TOKENS, params.n_ctx)
-        params.n_ubatch = min(params.n_ubatch, params.n_batch)
-        params.n_seq_max = parallel
-        params.kv_unified = False  # one KV stream per sequence: see the module docstring
-        params.n_threads = params.n_threads_batch = threads
-        params.flash_attn_type = self._lib.LLAMA_FLASH_ATTN_TYPE_DISABLED  # its logits depend on how a prompt is split
-        self._context: Any = internals.LlamaContext(model=self.model, params=params, verbose=False)
-        self._batch: Any = self._lib.llama_batch_init(params.n_batch, 0, 1)
+        self.model, self._context = load(model_path, parallel=parallel, ctx_per_seq=ctx_per_seq, threads=threads)
+        self._batch: Any = self._lib.llama_batch_init(self._context.params.n_batch, 0, 1)
         self._memory = self._context.memory
         self._waiting: deque[_Sequence] = deque()
         self._free_slots = list(range(parallel - 1, -1, -1))
@@ -175,8 +187,7 @@ class BatchScheduler:
     # -- callers' side -------------------------------------------------------
 
     def tokenize(self, text: str) -> list[int]:
-        tokens: list[int] = self.model.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-        return tokens
+        return tokenize(self.model, text)
 
     def submit(self, request: Generation) -> Future[Generated]:
         future: Future[Generated] = Future()
