@@ -34,9 +34,13 @@ def ask(content: str, *, seed: int | None = 7, max_tokens: int = 24, **extra: An
     return ChatRequest(messages=[ChatMessage(role="user", content=content)], max_tokens=max_tokens, seed=seed, **extra)
 
 
+def new_host(parallel: int) -> LocalModelHost:
+    return LocalModelHost(str(embedded_model_path()), threads=2, parallel=parallel, ctx_per_seq=CTX_PER_SEQ)
+
+
 @pytest.fixture(scope="module")
 def host() -> Iterator[LocalModelHost]:
-    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=PARALLEL, ctx_per_seq=CTX_PER_SEQ)
+    host = new_host(PARALLEL)
     yield host
     host.close()
 
@@ -131,7 +135,7 @@ def with_rules(question: str, *, seed: int) -> ChatRequest:
 
 def fresh_outcome(request: ChatRequest) -> tuple[str, str, int, int]:
     """The request's outcome on a host that holds nothing: its whole prompt evaluated."""
-    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=2, ctx_per_seq=CTX_PER_SEQ)
+    host = new_host(2)
     try:
         [completion] = run_together(host, [request])
     finally:
@@ -147,7 +151,7 @@ def test_a_prompt_sharing_a_prefix_evaluates_only_the_rest_and_gives_the_same_te
     first = with_rules("Which rule covers colors?", seed=3)
     second = with_rules("Which rule covers numbers, and why?", seed=4)
     expected = fresh_outcome(second)
-    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=parallel, ctx_per_seq=CTX_PER_SEQ)
+    host = new_host(parallel)
     try:
         if donor == "a sequence still generating":
 
@@ -174,7 +178,7 @@ def test_a_prompt_sharing_a_prefix_evaluates_only_the_rest_and_gives_the_same_te
 def test_prompts_arriving_together_with_a_common_prefix_evaluate_it_once() -> None:
     requests = [with_rules(f"Which rule covers question {i}?", seed=40 + i) for i in range(3)]
     expected = [fresh_outcome(r) for r in requests]
-    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=4, ctx_per_seq=CTX_PER_SEQ)
+    host = new_host(4)
     try:
         run_together(host, [ask("Say yes.", seed=1, max_tokens=1)])
         before = host.prefix_tokens_reused()
@@ -201,7 +205,7 @@ def test_short_prompts_arriving_together_give_the_same_text_as_alone() -> None:
         "Write a haiku about the sea.",
     ]
     requests = [ask(q, seed=1000 + i, temperature=0.7, max_tokens=16) for i, q in enumerate(questions)]
-    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=8, ctx_per_seq=CTX_PER_SEQ)
+    host = new_host(8)
     try:
         alone = [run_together(host, [r])[0] for r in requests]
         together = run_together(host, requests)
@@ -217,7 +221,7 @@ def test_the_batched_path_reproduces_the_sequential_path() -> None:
         [expected] = run_together(sequential, [request])
     finally:
         sequential.close()
-    batched = LocalModelHost(str(embedded_model_path()), threads=2, parallel=2, ctx_per_seq=CTX_PER_SEQ)
+    batched = new_host(2)
     try:
         [got] = run_together(batched, [request])
     finally:
@@ -237,7 +241,7 @@ def test_grammar_bound_draws_on_the_shortlist_reproduce_the_whole_vocabulary_mat
         expected = [run_together(sequential, [request])[0] for request in requests]
     finally:
         sequential.close()
-    batched = LocalModelHost(str(embedded_model_path()), threads=2, parallel=PARALLEL, ctx_per_seq=CTX_PER_SEQ)
+    batched = new_host(PARALLEL)
     try:
         got = run_together(batched, requests)
         assert batched._engine is not None
@@ -390,7 +394,7 @@ def test_more_requests_than_slots_all_complete(host: LocalModelHost) -> None:
 @contextmanager
 def warm_host(parallel: int) -> Iterator[LocalModelHost]:
     """A host whose slot 0 keeps a one-token call's prompt; the others are empty."""
-    host = LocalModelHost(str(embedded_model_path()), threads=2, parallel=parallel, ctx_per_seq=CTX_PER_SEQ)
+    host = new_host(parallel)
     try:
         run_together(host, [ask("Say yes.", seed=1, max_tokens=1)])
         yield host
@@ -403,15 +407,20 @@ def story(number: int, *, max_tokens: int) -> ChatRequest:
     return ask(f"Write a long story about dragon number {number}.", seed=number, max_tokens=max_tokens)
 
 
+def assert_one_graph_per_step(steps: Counter[tuple[int, int]], *, sequences: int) -> None:
+    """There were steps of `sequences` sequences, each decoded in one graph."""
+    by_graphs = {graphs: n for (rows, graphs), n in steps.items() if rows == sequences}
+    assert by_graphs.get(1, 0) > 0
+    assert set(by_graphs) == {1}, f"steps of {sequences} sequences decoded in {by_graphs} graphs"
+
+
 def test_a_step_decodes_its_sequences_in_slot_order_in_one_graph() -> None:
     # Slot 0 keeps the warm-up prompt, so the three calls take slots 1, 2 and then 0: admitted out of slot order.
     with warm_host(parallel=3) as host:
         replies = run_together(host, [story(i, max_tokens=30) for i in range(3)])
         steps = host.step_graphs()
     assert all(r.finish_reason == "length" for r in replies)
-    three = {graphs: n for (rows, graphs), n in steps.items() if rows == 3}
-    assert three.get(1, 0) > 0
-    assert set(three) == {1}, f"steps of 3 sequences decoded in {three} graphs"
+    assert_one_graph_per_step(steps, sequences=3)
 
 
 def test_a_new_call_takes_the_kept_slot_between_the_generating_ones() -> None:
@@ -433,9 +442,7 @@ def test_a_new_call_takes_the_kept_slot_between_the_generating_ones() -> None:
             return before, after
 
         before, after = asyncio.run(scenario())
-    while_late = {graphs: n for (rows, graphs), n in (after - before).items() if rows == 3}
-    assert while_late.get(1, 0) > 0
-    assert set(while_late) == {1}, f"steps of 3 sequences decoded in {while_late} graphs"
+    assert_one_graph_per_step(after - before, sequences=3)
 
 
 @contextmanager
