@@ -116,7 +116,7 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     max_tasks_in_flight: Annotated[
         Count | None,
         _help(
-            "Tasks dispatched at once (default: 4 per node with a local model, else 64).", aliases=["--max-in-flight"]
+            "Tasks dispatched at once (default: 10 per node with a local model, else 64).", aliases=["--max-in-flight"]
         ),
     ] = None
     out: Annotated[str | None, _help("Run directory (default runs/<run-id>).")] = None
