@@ -276,10 +276,10 @@ class BatchScheduler:
         tokens its stream still holds (for `_reuse_prefix`)."""
         slot = next((slot for slot, (kept, _) in self._kept.items() if kept == prompt), None)
         if slot is None:
-            wanted = {sequence.request.prompt for sequence in self._waiting}
-            empty = sorted(slot for slot in self._free_slots if slot not in self._kept)
-            spare = [slot for slot, (kept, _) in self._kept.items() if kept not in wanted]
-            candidates = empty or spare or list(self._kept)
+            candidates = sorted(slot for slot in self._free_slots if slot not in self._kept)
+            if not candidates:  # only then the waiting prompts matter (hashing each is a pass over its tokens)
+                wanted = {sequence.request.prompt for sequence in self._waiting}
+                candidates = [slot for slot, (kept, _) in self._kept.items() if kept not in wanted] or list(self._kept)
             taken = {sequence.slot for sequence in self._active}
             slot = max(candidates, key=lambda s: ((s - 1) in taken) + ((s + 1) in taken))  # first of the best
         self._free_slots.remove(slot)
