@@ -20,7 +20,7 @@ from redraft.backends.scripted import ScriptedBackend
 from redraft.cli import EXIT_BUDGET, main
 from redraft.protocols.messages import Decision, Draft, DraftRequest, Result, iter_frames
 from redraft.run import RunConfig, run
-from tests.support.replies import CRITIQUE, is_critique, round_of
+from tests.support.replies import CRITIQUE, STUCK_TASK, is_critique, round_of
 
 pytestmark = pytest.mark.ray
 
@@ -83,7 +83,8 @@ def test_a_spent_time_budget_stops_dispatch_cuts_tasks_in_flight_and_exits_3(
     ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    argv = ["run", "arithmetic", "--model", "scripted:tests.support.replies:slow_seven", "--strategy", "none"]
+    model = "scripted:tests.support.replies:slow_seven_one_stuck"
+    argv = ["run", "arithmetic", "--model", model, "--strategy", "none"]
     argv += ["--limit", "40", "--max-tasks-in-flight", "2", "--budget-seconds", "12", "--out", str(out)]
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
@@ -93,11 +94,12 @@ def test_a_spent_time_budget_stops_dispatch_cuts_tasks_in_flight_and_exits_3(
     assert summary["stopped_by"].startswith("run budget: ") and " of 12 seconds spent" in summary["stopped_by"]
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert summary["tasks"] == len(records) < 40
-    # Each call blocks its actor for a second, so tasks were in flight at the deadline: they
-    # stopped there (no round finished), were recorded, and the run says how many.
+    # Each call blocks its actor for a second, and task 3's for longer than the run, so tasks were in
+    # flight at the deadline: they stopped there (no round finished), were recorded, and the run says how many.
     trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
     cut = {m.task_id for m in trace if isinstance(m, Decision) and m.limit == "run_deadline"}
-    assert cut and f"; {len(cut)} task(s) in flight stopped at the deadline" in summary["stopped_by"]
+    assert f"arithmetic-{STUCK_TASK:04d}" in cut
+    assert f"; {len(cut)} task(s) in flight stopped at the deadline" in summary["stopped_by"]
     for record in records:
         if record["task_id"] in cut:
             assert record["stop_reason"] == "budget" and record["rounds"] == 0

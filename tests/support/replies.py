@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import random
 import re
@@ -270,6 +272,27 @@ def slow_seven(request: ChatRequest) -> str:
     """`always_seven` at one second a call, blocking its role actor: tasks outlast short time budgets."""
     time.sleep(1.0)
     return always_seven(request)
+
+
+STUCK_TASK = 3
+"""The arithmetic task (of seed 0) whose draft `slow_seven_one_stuck` holds for `STUCK_S`."""
+STUCK_S = 20.0
+
+
+def slow_seven_one_stuck(request: ChatRequest) -> str:
+    """`slow_seven`, but the draft of arithmetic task `STUCK_TASK` takes `STUCK_S`: with two tasks in flight it
+    goes out within seconds, so a run time budget of about ten seconds finds it in flight. With one-second
+    calls alone, the calls of both slots could all end a hair before the deadline and no task be cut."""
+    if not is_critique(request) and task_of(request) == _stuck_prompt():
+        time.sleep(STUCK_S)
+    return slow_seven(request)
+
+
+@functools.cache
+def _stuck_prompt() -> str:
+    from redraft.scenarios import get_scenario
+
+    return next(itertools.islice(get_scenario("arithmetic").tasks(seed=0), STUCK_TASK, None)).prompt
 
 
 @dataclass(frozen=True)
