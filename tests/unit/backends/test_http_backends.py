@@ -272,6 +272,36 @@ async def test_openai_compatible_falls_back_step_by_step_when_response_format_is
         assert parse_report(completion.text).issues[0].quote == "2+2=5"
 
 
+async def test_openai_requests_go_over_the_wire_as_the_typed_sdk_call_would_send_them(
+    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend posts its body as built, skipping `chat.completions.create`'s walk of it against the SDK's
+    parameter types: every form it sends (plain, each structured form, OpenAI's and a compatible server's
+    token limit) must come out of that walk unchanged, on the wire, headers included."""
+    import openai
+
+    server.reply_text = CRITIQUE
+    await make("openai").complete(REQUEST)
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    server.reject_response_format = True  # json_schema, then json_object refused: all three forms sent
+    compatible = replace(parse_openai_compatible(f"local-model@{server.openai_base_url}"), retry=FAST, timeout_s=5.0)
+    await compatible.create().complete(STRUCTURED)
+    await compatible.create().complete(REQUEST)
+    posted = list(server.requests)
+    assert len(posted) == 5 and {"max_tokens", "max_completion_tokens"} <= {k for r in posted for k in r.body}
+
+    server.reject_response_format = False
+    async with openai.AsyncOpenAI(api_key=KEY, base_url=server.openai_base_url, max_retries=0) as sdk:
+        for request in posted:
+            await sdk.chat.completions.create(**request.body)
+    typed = server.requests[len(posted) :]
+    assert [r.body for r in typed] == [r.body for r in posted]
+    varying = {"idempotency-key", "authorization", "user-agent", "x-stainless-async", "content-length"}
+    for ours, theirs in zip(posted, typed, strict=True):
+        assert {k for k in ours.headers if k not in varying} == {k for k in theirs.headers if k not in varying}
+        assert ours.headers["content-type"] == theirs.headers["content-type"] == "application/json"
+
+
 async def test_openai_proper_does_not_fall_back(server: FakeLLMServer) -> None:
     server.reject_response_format = True
     with pytest.raises(PermanentBackendError, match="response_format"):
