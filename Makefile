@@ -29,5 +29,6 @@ bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_http_clients.py
 	.venv/bin/python benchmarks/bench_backends.py
 	.venv/bin/python benchmarks/bench_local_batching.py
+	.venv/bin/python benchmarks/bench_quantization.py
 	.venv/bin/python benchmarks/bench_batch.py
 	.venv/bin/python benchmarks/chaos.py

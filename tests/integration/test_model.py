@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,8 @@ import pytest
 from redraft.actors.answers import critique_json_schema, parse_report
 from redraft.actors.prompts import critique_messages
 from redraft.backends.base import ChatRequest
-from redraft.backends.local import EMBEDDED_MODEL_FILE
+from redraft.backends.llama_batch import load
+from redraft.backends.local import EMBEDDED_MODEL_FILE, SHIPPED_MODEL_FILE, embedded_model_path, shipped_model_path
 from redraft.backends.registry import resolve
 from redraft.errors import UserError
 from redraft.protocols.messages import Critique, Draft, Task, iter_frames
@@ -50,6 +54,47 @@ def test_local_spec_rejects_missing_or_non_gguf_files(tmp_path: Path) -> None:
     (tmp_path / "model.bin").write_bytes(b"x")
     with pytest.raises(UserError, match=r"\.gguf"):
         resolve(f"local:{tmp_path / 'model.bin'}")
+
+
+def model_description(path: Path) -> str:
+    """llama.cpp's own description of a GGUF file once loaded, e.g. ``llama ?B Q8_0``."""
+    import ctypes
+
+    import llama_cpp
+
+    model, _ = load(str(path), parallel=1, ctx_per_seq=64, threads=1)
+    text = ctypes.create_string_buffer(128)
+    llama_cpp.llama_model_desc(model.model, text, len(text))
+    return text.value.decode()
+
+
+def test_the_embedded_model_runs_as_a_q8_0_copy_made_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REDRAFT_CACHE_DIR", str(tmp_path))
+    made: list[Path] = []
+    racers = [threading.Thread(target=lambda: made.append(embedded_model_path())) for _ in range(3)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join()
+    [path] = set(made)  # racing makers each leave a whole file under the one name
+    assert path.name == EMBEDDED_MODEL_FILE and path.is_relative_to(tmp_path / "models")
+    assert os.listdir(path.parent) == [EMBEDDED_MODEL_FILE]  # no partial file left behind
+    assert model_description(path).endswith("Q8_0")
+    assert model_description(shipped_model_path()).endswith("Q4_1")
+    made_at = path.stat().st_mtime_ns
+    assert embedded_model_path() == path and path.stat().st_mtime_ns == made_at  # made once, then found
+
+
+def test_an_unwritable_cache_dir_runs_the_model_as_shipped_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_bytes(b"")
+    monkeypatch.setenv("REDRAFT_CACHE_DIR", str(blocker))
+    with caplog.at_level(logging.WARNING, logger="redraft.backends.local"):
+        assert embedded_model_path() == shipped_model_path()
+    assert shipped_model_path().name == SHIPPED_MODEL_FILE
+    assert "as shipped" in caplog.text and "Q8_0" in caplog.text
 
 
 def model_hosts() -> dict[str, str]:
