@@ -68,19 +68,21 @@ MIN_PREFIX = 16
 
 
 def llama_module() -> Any:
-    """llama-cpp-python's ctypes bindings, imported on first use (an optional dependency)."""
+    """llama-cpp-python's ctypes bindings, imported on first use (an optional dependency), with llama.cpp's
+    own logging off: at its default level it writes a line per graph it builds (each decode step) and per
+    tensor it quantizes."""
     try:
-        return importlib.import_module("llama_cpp")
+        lib = importlib.import_module("llama_cpp")
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise BackendError(f"the local backend needs llama-cpp-python: {exc}") from None
+    importlib.import_module("llama_cpp._logger").set_verbose(False)
+    return lib
 
 
 def load(model_path: str, *, parallel: int, ctx_per_seq: int, threads: int) -> tuple[Any, Any]:
     """The model and a llama.cpp context for `parallel` sequences, each with a KV stream of `ctx_per_seq`
     cells (llama-cpp-python's ``LlamaModel`` and ``LlamaContext``): the settings the invariants above need."""
     lib = llama_module()
-    # llama.cpp logs every graph it builds; at the default level that is a line per step on stderr.
-    importlib.import_module("llama_cpp._logger").set_verbose(False)
     internals = importlib.import_module("llama_cpp._internals")
     model = internals.LlamaModel(path_model=model_path, params=lib.llama_model_default_params(), verbose=False)
     params = lib.llama_context_default_params()

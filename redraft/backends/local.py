@@ -111,7 +111,6 @@ def embedded_model_path() -> Path:
 
 def _requantize(source: Path, target: Path) -> None:
     lib = llama_module()
-    importlib.import_module("llama_cpp._logger").set_verbose(False)  # a line per tensor otherwise
     params = lib.llama_model_quantize_default_params()
     params.ftype = _LLAMA_FTYPE_MOSTLY_Q8_0
     params.allow_requantize = True
@@ -140,9 +139,8 @@ class LocalModelHost:
         ctx_per_seq: int = CONTEXT_TOKENS,
         batched: bool = True,
     ) -> None:
-        self._given_path = model_path
-        """None: the embedded model, whose file is found (or made) where the host loads it."""
-        self._path = ""
+        self._path = model_path
+        """None until the first load for the embedded model, whose file is found (or made) on this node."""
         self._threads = threads or max(1, os.cpu_count() or 1)
         self._parallel = parallel
         self._ctx_per_seq = ctx_per_seq
@@ -152,20 +150,24 @@ class LocalModelHost:
         # Thread locks, not asyncio ones: the in-process host may serve several event loops.
         self._lock = threading.Lock()
         self._engine_lock = threading.Lock()
-        self.model_name = Path(model_path).name if model_path else EMBEDDED_MODEL_FILE
 
     def _resolve(self) -> str:
-        """The file to load (under the engine or the sequential lock; the name reported follows it)."""
-        if not self._path:
-            self._path = self._given_path or str(embedded_model_path())
-            self.model_name = Path(self._path).name
+        """The file to load (called under the engine or the sequential lock, once loading starts)."""
+        if self._path is None:
+            self._path = str(embedded_model_path())
         return self._path
+
+    @property
+    def model_name(self) -> str:
+        """The loaded file's base name, as completions report it (never a machine path)."""
+        return Path(self._resolve()).name
 
     def _load(self) -> Any:
         if self._llama is None:
-            self._resolve()
             Llama = llama_module().Llama
-            self._llama = Llama(model_path=self._path, n_ctx=self._ctx_per_seq, n_threads=self._threads, verbose=False)
+            self._llama = Llama(
+                model_path=self._resolve(), n_ctx=self._ctx_per_seq, n_threads=self._threads, verbose=False
+            )
         return self._llama
 
     def _load_engine(self) -> tuple[BatchScheduler, ChatPrompts] | None:

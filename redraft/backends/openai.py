@@ -155,10 +155,7 @@ class OpenAIChat:
         arguments = self._arguments(request)
         started = time.perf_counter()
         try:
-            # The SDK's public `post`, as `chat.completions.create` ends up calling it, minus the walk of
-            # the body against the SDK's parameter types: that walk leaves these arguments as they are
-            # (a test holds it) but cost ~0.5 ms of CPU a call, a third of the client's share
-            # (benchmarks/bench_http_clients.py).
+            # `post`, not `chat.completions.create`: the body as built (see the module docstring).
             response = await self._clients.get().post("/chat/completions", body=arguments, cast_to=ChatCompletion)
         # A 200 with a cut-short JSON body reaches us as the decoder's own error, not the SDK's.
         except (openai.OpenAIError, json.JSONDecodeError) as exc:
