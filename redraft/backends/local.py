@@ -44,7 +44,7 @@ import msgspec
 
 from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.cache import cache_dir
-from redraft.backends.llama_batch import DEFAULT_PARALLEL, BatchScheduler, llama_module
+from redraft.backends.llama_batch import DEFAULT_PARALLEL, BatchScheduler, key_type, llama_module
 from redraft.backends.llama_chat import ChatPrompts
 from redraft.backends.registry import backend
 from redraft.errors import BackendError, UserError
@@ -164,9 +164,13 @@ class LocalModelHost:
 
     def _load(self) -> Any:
         if self._llama is None:
-            Llama = llama_module().Llama
-            self._llama = Llama(
-                model_path=self._resolve(), n_ctx=self._ctx_per_seq, n_threads=self._threads, verbose=False
+            lib = llama_module()
+            self._llama = lib.Llama(
+                model_path=self._resolve(),
+                n_ctx=self._ctx_per_seq,
+                n_threads=self._threads,
+                type_k=key_type(lib),
+                verbose=False,
             )
         return self._llama
 

@@ -85,6 +85,27 @@ def test_the_embedded_model_runs_as_a_q8_0_copy_made_once(tmp_path: Path, monkey
     assert embedded_model_path() == path and path.stat().st_mtime_ns == made_at  # made once, then found
 
 
+def sequence_state_bytes(keys: int | None) -> int:
+    """Bytes of llama.cpp's saved state for one sequence after a 200-token prompt, with keys of type ``keys``
+    (None: what the host uses)."""
+    import llama_cpp
+
+    model, context = load(str(embedded_model_path()), parallel=1, ctx_per_seq=256, threads=1, keys=keys)
+    tokens = (llama_cpp.llama_token * 200)(*model.tokenize(b"one two three " * 100, add_bos=False, special=False)[:200])
+    assert llama_cpp.llama_decode(context.ctx, llama_cpp.llama_batch_get_one(tokens, 200)) == 0
+    return int(llama_cpp.llama_state_seq_get_size(context.ctx, 0))
+
+
+def test_the_host_keeps_attention_keys_as_q8_0() -> None:
+    """A Q8_0 key is 34 bytes per 32 numbers against F16's 64: the cache the host fills is that much smaller.
+    (That both of the host's paths use these keys, the batched path reproducing the sequential one holds.)"""
+    import llama_cpp
+
+    host, f16 = sequence_state_bytes(None), sequence_state_bytes(llama_cpp.GGML_TYPE_F16)
+    # Half of the F16 state is keys, half values; the values stay F16.
+    assert host == pytest.approx(f16 / 2 + f16 / 2 * 34 / 64, rel=0.01)
+
+
 def test_an_unwritable_cache_dir_runs_the_model_as_shipped_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
