@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 
 from redraft.protocols.messages import ChatMessage, Usage
 
-C = TypeVar("C")
+C = TypeVar("C", bound="Closable")
 
 
 class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,22 +71,44 @@ class BackendSpec(Protocol):
     def create(self) -> Backend: ...
 
 
+class Closable(Protocol):
+    """A client with an async ``close``: the SDKs' clients and aiohttp's session."""
+
+    async def close(self) -> None: ...
+
+
 class PerLoop(Generic[C]):
-    """One SDK client per running event loop, made on first use in that loop.
+    """One client per running event loop, made on first use in that loop and closed when the loop shuts down.
 
     The clients send over aiohttp (the SDKs' ``DefaultAioHttpClient``: about half the
-    CPU per call of their default httpx transport, measured in ``benchmarks/bench_http_clients.py``),
-    and an aiohttp session belongs to the loop that opened it. An actor has one loop for its
-    life, so one client; in-process callers that run several loops get one each.
+    CPU per call of their default httpx transport, measured in ``benchmarks/bench_http_clients.py``;
+    or aiohttp itself, `redraft.backends.chat_wire`), and an aiohttp session belongs to the loop
+    that opened it. An actor has one loop for its life, so one client; in-process callers that
+    run several loops get one each.
+
+    A loop that ``asyncio.run`` drives closes its async generators before it closes
+    (``shutdown_asyncgens``). Each client is watched by one such generator, whose ``finally``
+    closes it, so a caller that runs a loop per call (`redraft.run.refine`) leaves no session
+    and no connection open behind it.
     """
 
     def __init__(self, make: Callable[[], C]) -> None:
         self._make = make
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, C] = weakref.WeakKeyDictionary()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[C, Any]] = weakref.WeakKeyDictionary()
 
     def get(self) -> C:
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = self._make()
-        return client
+        held = self._clients.get(loop)
+        if held is None:
+            client = self._make()
+            watcher = _closed_at_shutdown(client)
+            started = asyncio.ensure_future(watcher.asend(None))  # runs it to its yield: the loop now tracks it
+            held = self._clients[loop] = (client, (watcher, started))  # the loop holds its generators weakly
+        return held[0]
+
+
+async def _closed_at_shutdown(client: Closable) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.close()

@@ -22,11 +22,14 @@ Every request goes through `with_retries`; the SDK's own retries are off (see
 JSON, no choices) is treated as a transient proxy fault and retried: a server
 that always sends one fails after ``retry.max_attempts`` requests.
 
-The body is built here as plain JSON and sent with the SDK's public ``post``,
-the call ``chat.completions.create`` makes after walking its arguments against
-the SDK's parameter types. That walk changes nothing in a body built this way
-(a unit test holds it for every form of request), and against a fast server it
-was a third of the client's CPU per call.
+The body is built here as plain JSON, one way for both. ``openai:`` sends it
+with the SDK's public ``post``, the call ``chat.completions.create`` makes after
+walking its arguments against the SDK's parameter types: that walk changes
+nothing in a body built this way (a unit test holds it for every form of
+request). ``openai-compatible:`` posts it over plain aiohttp
+(`redraft.backends.chat_wire`): a compatible server answers in milliseconds,
+so the client's CPU bounds the calls an actor makes per second, and the SDK's
+layers were most of it.
 """
 
 from __future__ import annotations
@@ -41,19 +44,22 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop, valid_text
+from redraft.backends.chat_wire import ChatWire, StatusError, WireReply
 from redraft.backends.registry import backend
-from redraft.backends.retrying import RetryPolicy, redact, sdk_error, with_retries
+from redraft.backends.retrying import RetryPolicy, error_for_status, sdk_error, server_detail, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import Usage
 
 if TYPE_CHECKING:
+    from openai import AsyncOpenAI
     from openai.types.chat import ChatCompletion
 
 log = logging.getLogger(__name__)
 
 KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "not-needed"
-"""Sent to OpenAI-compatible servers when no key is set: the SDK requires one, most local servers ignore it."""
+"""Sent to OpenAI-compatible servers when no key is set: a bearer header is what servers that check keys expect,
+and most local servers ignore it."""
 DEFAULT_TIMEOUT_S = 60.0
 SCHEMA_NAME = "critique"
 """The ``json_schema.name`` sent with a structured request; the critic is the only role that makes one."""
@@ -85,24 +91,18 @@ class OpenAIChat:
     """A Chat Completions client for one spec; lives in the actor that created it."""
 
     def __init__(self, spec: OpenAISpec) -> None:
-        try:
-            import openai
-        except ImportError:  # pragma: no cover - openai is a dependency of redraft
-            raise UserError("the openai backend needs the openai package (pip install openai)") from None
         key = os.environ.get(KEY_ENV) or (PLACEHOLDER_KEY if spec.compatible else None)
         if key is None:
             raise UserError(f"{spec.spec} needs {KEY_ENV} set where the model calls run (the Ray workers too)")
         self._spec = spec
         self._key = key
-        self._clients = PerLoop(
-            lambda: openai.AsyncOpenAI(
-                api_key=key,
-                base_url=spec.base_url,
-                max_retries=0,
-                timeout=spec.timeout_s,
-                http_client=openai.DefaultAioHttpClient(timeout=spec.timeout_s),
-            )
-        )
+        self._wire: ChatWire | None = None
+        """The compatible server's client; None for OpenAI proper, which goes through the SDK (`_sdk`)."""
+        self._sdk: PerLoop[AsyncOpenAI] | None = None
+        if spec.compatible and spec.base_url:
+            self._wire = ChatWire(spec.base_url, key, timeout_s=spec.timeout_s, spec=spec.spec)
+        else:
+            self._sdk = PerLoop(lambda: _sdk_client(spec, key))
         self._format = 0
         """How structured output is asked for: an index into `_FORMATS`. A compatible server that
         refuses one form moves the client to the next, for good."""
@@ -149,29 +149,37 @@ class OpenAIChat:
         return arguments
 
     async def _complete_once(self, request: ChatRequest) -> Completion:
-        import openai  # already loaded by __init__; imported lazily to keep the CLI's start fast
-        from openai.types.chat import ChatCompletion
-
         arguments = self._arguments(request)
         started = time.perf_counter()
-        try:
-            # `post`, not `chat.completions.create`: the body as built (see the module docstring).
-            response = await self._clients.get().post("/chat/completions", body=arguments, cast_to=ChatCompletion)
-        # A 200 with a cut-short JSON body reaches us as the decoder's own error, not the SDK's.
-        except (openai.OpenAIError, json.JSONDecodeError) as exc:
-            # Servers refuse a response_format they do not know with 400, 422, or (llama.cpp's) 500.
-            if (
-                isinstance(exc, openai.APIStatusError)
-                and exc.status_code in (400, 422, 500)
-                and "response_format" in arguments
-                and self._spec.compatible
-                and _mentions_response_format(exc.body)
-            ):
-                raise _ResponseFormatRejected(redact(str(exc), self._key)) from None
-            raise self._backend_error(exc) from None
+        response = await (self._post_sdk(arguments) if self._wire is None else self._post_wire(self._wire, arguments))
         return self._completion(response, time.perf_counter() - started)
 
-    def _completion(self, response: ChatCompletion, latency_s: float) -> Completion:
+    async def _post_wire(self, wire: ChatWire, arguments: dict[str, Any]) -> WireReply:
+        try:
+            return await wire.post(arguments)
+        except StatusError as exc:
+            if "response_format" in arguments and _refuses_response_format(exc):
+                raise _ResponseFormatRejected(f"HTTP {exc.status}: {server_detail(exc.body, self._key)}") from None
+            raise error_for_status(
+                exc.status, exc.body, exc.headers, spec=self._spec.spec, key_env=KEY_ENV, secret=self._key
+            ) from None
+
+    async def _post_sdk(self, arguments: dict[str, Any]) -> ChatCompletion:
+        import openai  # loaded with the client; imported lazily to keep the CLI's start fast
+        from openai.types.chat import ChatCompletion
+
+        assert self._sdk is not None
+        try:
+            # `post`, not `chat.completions.create`: the body as built (see the module docstring).
+            response: ChatCompletion = await self._sdk.get().post(
+                "/chat/completions", body=arguments, cast_to=ChatCompletion
+            )
+        # A 200 with a cut-short JSON body reaches us as the decoder's own error, not the SDK's.
+        except (openai.OpenAIError, json.JSONDecodeError) as exc:
+            raise self._backend_error(exc) from None
+        return response
+
+    def _completion(self, response: ChatCompletion | WireReply, latency_s: float) -> Completion:
         try:
             choice = response.choices[0]
             usage = response.usage
@@ -207,13 +215,30 @@ class OpenAIChat:
         )
 
 
+def _sdk_client(spec: OpenAISpec, key: str) -> AsyncOpenAI:
+    """The openai SDK's client for OpenAI proper: its retries off (ours retry), over aiohttp."""
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a dependency of redraft
+        raise UserError("the openai backend needs the openai package (pip install openai)") from None
+    return openai.AsyncOpenAI(
+        api_key=key,
+        base_url=spec.base_url,
+        max_retries=0,
+        timeout=spec.timeout_s,
+        http_client=openai.DefaultAioHttpClient(timeout=spec.timeout_s),
+    )
+
+
 _FORMATS = ("json_schema", "json_object", "prompt")
 """Structured-output forms, tried in this order on compatible servers."""
 
 
-def _mentions_response_format(body: object) -> bool:
-    text = json.dumps(body, default=str)
-    return "response_format" in text or "json_schema" in text
+def _refuses_response_format(error: StatusError) -> bool:
+    """Whether an error answer refuses ``response_format``: servers that do not know it say so with 400, 422,
+    or (llama.cpp's) 500, naming it."""
+    text = json.dumps(error.body, default=str)
+    return error.status in (400, 422, 500) and ("response_format" in text or "json_schema" in text)
 
 
 def _with_schema_instruction(messages: list[dict[str, str]], schema: dict[str, Any]) -> list[dict[str, str]]:

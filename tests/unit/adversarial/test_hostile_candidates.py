@@ -217,12 +217,12 @@ def test_the_template_fields_are_parsed_as_the_renderer_sees_them() -> None:
 # ---------------------------------------------------------------- a model's reply that no frame can carry
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", ["openai", "openai-compatible", "anthropic"])
 async def test_a_reply_with_a_lone_surrogate_costs_a_character_not_the_task(
     kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from redraft.backends.anthropic import parse_anthropic
-    from redraft.backends.openai import parse_openai
+    from redraft.backends.openai import parse_openai, parse_openai_compatible
     from redraft.protocols.messages import Draft, decode, encode
     from tests.support.fake_llm_servers import FakeLLMServer
 
@@ -232,7 +232,12 @@ async def test_a_reply_with_a_lone_surrogate_costs_a_character_not_the_task(
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
         server.reply_text = "Answer: 7\ud800 and \udfff"  # sent as the JSON escapes "\ud800", "\udfff"
-        spec = parse_openai("gpt-test") if kind == "openai" else parse_anthropic("claude-test")
+        specs = {
+            "openai": lambda: parse_openai("gpt-test"),
+            "openai-compatible": lambda: parse_openai_compatible(f"local@{server.openai_base_url}"),
+            "anthropic": lambda: parse_anthropic("claude-test"),
+        }
+        spec = specs[kind]()
         message = ChatMessage(role="user", content="What is 3 + 4?")
         completion = await spec.create().complete(ChatRequest(messages=[message], max_tokens=8))
     assert completion.text == "Answer: 7\ufffd and \ufffd"

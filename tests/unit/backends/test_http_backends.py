@@ -8,6 +8,7 @@ error each fault became. No Ray, no network, no real key.
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
 from collections.abc import Awaitable, Callable, Iterator
@@ -29,7 +30,9 @@ from tests.support.fake_llm_servers import FakeLLMServer, Fault
 KEY = "sk-test-SECRET-123"
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.02, jitter=False)
 CRITIQUE = '{"issues": [{"severity": "major", "quote": "2+2=5", "reason": "arithmetic", "fix": "2+2=4"}]}'
-KINDS = ["openai", "anthropic"]
+KINDS = ["openai", "openai-compatible", "anthropic"]
+"""OpenAI through the openai SDK, a compatible server through redraft's own aiohttp client, Anthropic through
+the anthropic SDK."""
 
 REQUEST = ChatRequest(
     messages=[
@@ -64,8 +67,16 @@ def anthropic_spec(**changes: Any) -> AnthropicSpec:
     return replace(parse_anthropic("claude-test"), **{"timeout_s": 5.0, "retry": FAST, **changes})
 
 
+def compatible_spec(**changes: Any) -> OpenAISpec:
+    """A compatible server at the fake's address (the `server` fixture's ``OPENAI_BASE_URL``, which the
+    compatible backend itself never reads: its URL is in its spec)."""
+    spec = parse_openai_compatible(f"local-model@{os.environ['OPENAI_BASE_URL']}")
+    return replace(spec, **{"timeout_s": 5.0, "retry": FAST, **changes})
+
+
 def make(kind: str, **changes: Any) -> Backend:
-    return (openai_spec if kind == "openai" else anthropic_spec)(**changes).create()
+    specs = {"openai": openai_spec, "openai-compatible": compatible_spec, "anthropic": anthropic_spec}
+    return specs[kind](**changes).create()
 
 
 # ---------------------------------------------------------------- normal replies
@@ -275,9 +286,11 @@ async def test_openai_compatible_falls_back_step_by_step_when_response_format_is
 async def test_openai_requests_go_over_the_wire_as_the_typed_sdk_call_would_send_them(
     server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The backend posts its body as built, skipping `chat.completions.create`'s walk of it against the SDK's
-    parameter types: every form it sends (plain, each structured form, OpenAI's and a compatible server's
-    token limit) must come out of that walk unchanged, on the wire, headers included."""
+    """Both backends build their body themselves: OpenAI's goes out through the SDK's ``post``, skipping
+    `chat.completions.create`'s walk of it against the SDK's parameter types, and a compatible server's over
+    redraft's own aiohttp client. Every form they send (plain, each structured form, OpenAI's and a compatible
+    server's token limit) must be the body the typed call sends; OpenAI's request must carry the SDK's headers
+    too, and a compatible server's a JSON body with the bearer key."""
     import openai
 
     server.reply_text = CRITIQUE
@@ -297,9 +310,10 @@ async def test_openai_requests_go_over_the_wire_as_the_typed_sdk_call_would_send
     typed = server.requests[len(posted) :]
     assert [r.body for r in typed] == [r.body for r in posted]
     varying = {"idempotency-key", "authorization", "user-agent", "x-stainless-async", "content-length"}
-    for ours, theirs in zip(posted, typed, strict=True):
-        assert {k for k in ours.headers if k not in varying} == {k for k in theirs.headers if k not in varying}
-        assert ours.headers["content-type"] == theirs.headers["content-type"] == "application/json"
+    assert {k for k in posted[0].headers if k not in varying} == {k for k in typed[0].headers if k not in varying}
+    for ours in posted:
+        assert ours.headers["content-type"] == "application/json"
+        assert ours.headers["authorization"] == f"Bearer {KEY}"
 
 
 async def test_openai_proper_does_not_fall_back(server: FakeLLMServer) -> None:
