@@ -117,6 +117,8 @@ class Arbiter:
                 loop.stop_early(limit, f"{_LIMIT_NAMES.get(limit, limit)} after {timeout_s:g} s")
                 going = False
             frames, pairs = loop.checkpoint()
+            if not going:
+                self.metrics.flush()  # the task's calls are recorded before its result is
             yield frames, pairs, not going
 
     def replace_member(self, role: str, index: int, member: Any) -> None:

@@ -172,6 +172,7 @@ class Dispatcher:
                         exhausted = True
                         break
                     self._send(task, TaskAttempts())
+                self.metrics.in_flight(len(self.in_flight))  # once a turn: each change cost a record
                 if not self.in_flight and not self.retries:
                     break
                 self._turn()
@@ -205,7 +206,6 @@ class Dispatcher:
         self.in_flight[stream] = Pending(
             task, slot, arbiter, self._deadline(timeout), attempts, disturbances=self.fleet.disturbances
         )
-        self.metrics.in_flight(len(self.in_flight))
 
     def _deadline(self, timeout: float | None) -> float:
         if self.task_watchdog is not None:
@@ -235,7 +235,6 @@ class Dispatcher:
         import ray
 
         pending = self.in_flight.pop(key)
-        self.metrics.in_flight(len(self.in_flight))
         if pending.grading:
             self._land_grade(key, pending)
             return
