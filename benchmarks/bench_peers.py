@@ -47,9 +47,10 @@ Columns (one JSON line per row as it ends, then a table):
   times the requests a task has out at once, over the latency. A task of the shape
   above makes 13 calls in 5 waits (3 drafts, 2 critiques, 3 drafts, 2 critiques, 3
   drafts): 2.6 at once on average; a DSPy task and a Ray Data row have 1. redraft
-  is counted with the shape it is asked for, though against this fake it stops
-  after 2 rounds as stable (10 calls in 4 waits, 2.5 at once: its ideal is some 4%
-  lower than shown). Blank with no latency;
+  decides its own rounds (against this fake most tasks stop after 2 as stable: 10
+  calls in 4 waits), so its requests out at once are counted from its trace: each
+  run of draft or critique requests in a row went out together. Blank with no
+  latency;
 - ``% ideal``: calls/s over ideal/s. A short run can read a little above 100%: the
   span leaves out the last request's own wait;
 - ``tasks``: tasks given (for ray_data: rows, one request each); ``calls``: requests
@@ -96,7 +97,8 @@ HERE = Path(__file__).resolve().parent
 SYSTEMS = ("sequential", "hand", "redraft", "dspy", "ray_data")
 CALLS_PER_TASK = K * ROUNDS + CRITIQUED * (ROUNDS - 1)
 WAITS_PER_TASK = ROUNDS + (ROUNDS - 1)  # drafts, then critiques, one wait each, in turn
-AT_ONCE = {"sequential": 1.0, "hand": CALLS_PER_TASK / WAITS_PER_TASK, "redraft": CALLS_PER_TASK / WAITS_PER_TASK}
+AT_ONCE = {"sequential": 1.0, "hand": CALLS_PER_TASK / WAITS_PER_TASK}
+"""Requests out at once per task, by the shape each system runs; redraft's is read from its trace."""
 VENV = HERE / ".peers-venv"
 REQUIREMENTS = HERE / "peers" / "requirements.txt"
 WORKER_TIMEOUT_S = 1800
@@ -201,6 +203,7 @@ def measure(
 
     fake_http_model.reset(url)
     size = len(tasks)
+    at_once = AT_ONCE.get(system, 1.0)
     if system == "sequential":
         sequential_loop(url, tasks)
     elif system == "hand":
@@ -208,8 +211,10 @@ def measure(
     elif system == "redraft":
         import ray
 
-        through_redraft(url, size, in_flight, str(tmp / f"redraft-{in_flight}-{latency}"), False, server_pid)
+        out = tmp / f"redraft-{in_flight}-{latency}"
+        through_redraft(url, size, in_flight, str(out), False, server_pid)
         ray.shutdown()
+        at_once = requests_at_once(out / "trace.msgpack")
     else:
         spec = _tasks_file(tasks, get_scenario("arithmetic").system_prompt(), tmp / "tasks.json")
         log = VENV / "logs" / f"{system}-{in_flight}-{int(latency * 1000)}ms.log"
@@ -228,7 +233,24 @@ def measure(
         "calls": calls,
         "calls_per_s": round(rate, 1),
         "span_s": round(seen["last"] - seen["first"], 2),
+        "at_once": round(at_once, 3),
     }
+
+
+def requests_at_once(trace: Path) -> float:
+    """The model requests a redraft task had out at once on average, from its run's trace: each run of draft or
+    critique requests in a row was one batch, sent together."""
+    from redraft.protocols.messages import CritiqueRequest, DraftRequest, iter_frames
+
+    calls = waits = 0
+    previous: type | None = None
+    for message in iter_frames(trace.read_bytes()):
+        kind = type(message)
+        if kind in (DraftRequest, CritiqueRequest):
+            calls += 1
+            waits += kind is not previous
+        previous = kind
+    return calls / max(waits, 1)
 
 
 def main() -> None:
@@ -273,7 +295,7 @@ def main() -> None:
                     if "calls_per_s" in row:
                         base = hand_rate.get(level) if system != "sequential" else None
                         row["vs_hand"] = round(row["calls_per_s"] / base, 3) if base else None
-                        ideal = AT_ONCE.get(system, 1.0) * level / latency if latency > 0 else None
+                        ideal = row["at_once"] * level / latency if latency > 0 else None
                         row["ideal_calls_per_s"] = round(ideal, 1) if ideal else None
                         row["share_of_ideal"] = round(row["calls_per_s"] / ideal, 3) if ideal else None
                         row["mean_out"] = round(row["calls_per_s"] * latency, 1) if latency > 0 else None
