@@ -96,13 +96,12 @@ class OpenAIChat:
             raise UserError(f"{spec.spec} needs {KEY_ENV} set where the model calls run (the Ray workers too)")
         self._spec = spec
         self._key = key
-        self._wire: ChatWire | None = None
-        """The compatible server's client; None for OpenAI proper, which goes through the SDK (`_sdk`)."""
-        self._sdk: PerLoop[AsyncOpenAI] | None = None
-        if spec.compatible and spec.base_url:
-            self._wire = ChatWire(spec.base_url, key, timeout_s=spec.timeout_s, spec=spec.spec)
-        else:
-            self._sdk = PerLoop(lambda: _sdk_client(spec, key))
+        self._client: ChatWire | PerLoop[AsyncOpenAI] = (
+            ChatWire(spec.base_url, key, timeout_s=spec.timeout_s, spec=spec.spec)
+            if spec.compatible and spec.base_url
+            else PerLoop(lambda: _sdk_client(spec, key))
+        )
+        """A compatible server's own client, or the openai SDK's (one per event loop) for OpenAI proper."""
         self._format = 0
         """How structured output is asked for: an index into `_FORMATS`. A compatible server that
         refuses one form moves the client to the next, for good."""
@@ -151,7 +150,10 @@ class OpenAIChat:
     async def _complete_once(self, request: ChatRequest) -> Completion:
         arguments = self._arguments(request)
         started = time.perf_counter()
-        response = await (self._post_sdk(arguments) if self._wire is None else self._post_wire(self._wire, arguments))
+        client = self._client
+        response = await (
+            self._post_wire(client, arguments) if isinstance(client, ChatWire) else self._post_sdk(client, arguments)
+        )
         return self._completion(response, time.perf_counter() - started)
 
     async def _post_wire(self, wire: ChatWire, arguments: dict[str, Any]) -> WireReply:
@@ -164,14 +166,13 @@ class OpenAIChat:
                 exc.status, exc.body, exc.headers, spec=self._spec.spec, key_env=KEY_ENV, secret=self._key
             ) from None
 
-    async def _post_sdk(self, arguments: dict[str, Any]) -> ChatCompletion:
+    async def _post_sdk(self, clients: PerLoop[AsyncOpenAI], arguments: dict[str, Any]) -> ChatCompletion:
         import openai  # loaded with the client; imported lazily to keep the CLI's start fast
         from openai.types.chat import ChatCompletion
 
-        assert self._sdk is not None
         try:
             # `post`, not `chat.completions.create`: the body as built (see the module docstring).
-            response: ChatCompletion = await self._sdk.get().post(
+            response: ChatCompletion = await clients.get().post(
                 "/chat/completions", body=arguments, cast_to=ChatCompletion
             )
         # A 200 with a cut-short JSON body reaches us as the decoder's own error, not the SDK's.

@@ -67,10 +67,10 @@ def anthropic_spec(**changes: Any) -> AnthropicSpec:
     return replace(parse_anthropic("claude-test"), **{"timeout_s": 5.0, "retry": FAST, **changes})
 
 
-def compatible_spec(**changes: Any) -> OpenAISpec:
-    """A compatible server at the fake's address (the `server` fixture's ``OPENAI_BASE_URL``, which the
-    compatible backend itself never reads: its URL is in its spec)."""
-    spec = parse_openai_compatible(f"local-model@{os.environ['OPENAI_BASE_URL']}")
+def compatible_spec(base_url: str | None = None, **changes: Any) -> OpenAISpec:
+    """A compatible server at ``base_url``, by default the fake's address (the `server` fixture's
+    ``OPENAI_BASE_URL``, which the compatible backend itself never reads: its URL is in its spec)."""
+    spec = parse_openai_compatible(f"local-model@{base_url or os.environ['OPENAI_BASE_URL']}")
     return replace(spec, **{"timeout_s": 5.0, "retry": FAST, **changes})
 
 
@@ -261,7 +261,7 @@ async def test_openai_compatible_falls_back_step_by_step_when_response_format_is
     monkeypatch.delenv("OPENAI_BASE_URL")
     server.reply_text = CRITIQUE
     server.reject_response_format = True
-    spec = replace(parse_openai_compatible(f"local-model@{server.openai_base_url}"), retry=FAST, timeout_s=5.0)
+    spec = compatible_spec(server.openai_base_url)
     backend = spec.create()
 
     first = await backend.complete(STRUCTURED)
@@ -297,7 +297,7 @@ async def test_openai_requests_go_over_the_wire_as_the_typed_sdk_call_would_send
     await make("openai").complete(REQUEST)
     monkeypatch.delenv("OPENAI_BASE_URL")
     server.reject_response_format = True  # json_schema, then json_object refused: all three forms sent
-    compatible = replace(parse_openai_compatible(f"local-model@{server.openai_base_url}"), retry=FAST, timeout_s=5.0)
+    compatible = compatible_spec(server.openai_base_url)
     await compatible.create().complete(STRUCTURED)
     await compatible.create().complete(REQUEST)
     posted = list(server.requests)
