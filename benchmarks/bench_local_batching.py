@@ -51,10 +51,10 @@ import msgspec
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from redraft.backends.base import ChatRequest, Completion
-from redraft.backends.llama_batch import BATCH_TOKENS, DEFAULT_PARALLEL, llama_module, load, tokenize
+from redraft.backends.llama_batch import BATCH_TOKENS, llama_module, load, tokenize
 from redraft.backends.llama_chat import ChatPrompts
 from redraft.backends.llama_sampling import SamplerChain, token_piece
-from redraft.backends.local import CONTEXT_TOKENS, LocalClient, LocalModelHost, embedded_model_path
+from redraft.backends.local import CONTEXT_TOKENS, DEFAULT_PARALLEL, LocalClient, LocalModelHost, embedded_model_path
 from redraft.protocols.messages import ChatMessage
 
 LEVELS = (1, 4, 8, 16)

@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import msgspec
 
 from redraft.backends.base import PerLoop
 from redraft.backends.retrying import redact
 from redraft.errors import RetryableBackendError
+
+if TYPE_CHECKING:
+    import aiohttp
 
 CONNECTIONS = 1000
 """Connections open at once per client, as the openai SDK allows: a drafter serving 64 tasks of K=3 has 192
@@ -100,6 +102,9 @@ class ChatWire:
     """Posts Chat Completions bodies to ``base_url``; one aiohttp session per event loop (`PerLoop`)."""
 
     def __init__(self, base_url: str, key: str, *, timeout_s: float, spec: str) -> None:
+        import aiohttp  # with the first client, not the module: registering the backends stays light (driver, actors)
+
+        self._client_error: type[Exception] = aiohttp.ClientError
         self._url = f"{base_url.rstrip('/')}/chat/completions"
         self._key = key
         self._timeout_s = timeout_s
@@ -113,6 +118,8 @@ class ChatWire:
         self._sessions = PerLoop(self._session)
 
     def _session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         return aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=CONNECTIONS),
             timeout=aiohttp.ClientTimeout(total=self._timeout_s),
@@ -126,7 +133,7 @@ class ChatWire:
                 status, headers = response.status, response.headers
         except TimeoutError:
             raise RetryableBackendError(f"{self._spec}: no reply within {self._timeout_s:g}s") from None
-        except (aiohttp.ClientError, OSError) as exc:
+        except (self._client_error, OSError) as exc:
             detail = redact(str(exc) or type(exc).__name__, self._key)
             raise RetryableBackendError(f"{self._spec}: connection failed: {detail}") from None
         if not 200 <= status < 300:

@@ -60,7 +60,6 @@ import numpy as np
 from redraft.backends.llama_sampling import SamplerChain, TokenTree, token_piece
 from redraft.errors import BackendError
 
-DEFAULT_PARALLEL = 8
 BATCH_TOKENS = 1024
 """The most tokens one decode step evaluates; longer prompts are evaluated over several steps."""
 MIN_PREFIX = 16

@@ -38,18 +38,20 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.cache import cache_dir
-from redraft.backends.llama_batch import DEFAULT_PARALLEL, BatchScheduler, key_type, llama_module
-from redraft.backends.llama_chat import ChatPrompts
 from redraft.backends.registry import backend
 from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Usage
 from redraft.runtime import call, in_process_services, node_service
+
+if TYPE_CHECKING:  # llama.cpp's modules (and numpy) load with the model host, not with the backend's registration
+    from redraft.backends.llama_batch import BatchScheduler
+    from redraft.backends.llama_chat import ChatPrompts
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,8 @@ EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q8_0.gguf"
 _LLAMA_FTYPE_MOSTLY_Q8_0 = 7
 CONTEXT_TOKENS = 4096
 """Context per sequence: the longest prompt plus reply one call may have."""
+DEFAULT_PARALLEL = 8
+"""Sequences the model host decodes together."""
 
 
 def shipped_model_path() -> Path:
@@ -110,6 +114,8 @@ def embedded_model_path() -> Path:
 
 
 def _requantize(source: Path, target: Path) -> None:
+    from redraft.backends.llama_batch import llama_module
+
     lib = llama_module()
     params = lib.llama_model_quantize_default_params()
     params.ftype = _LLAMA_FTYPE_MOSTLY_Q8_0
@@ -164,6 +170,8 @@ class LocalModelHost:
 
     def _load(self) -> Any:
         if self._llama is None:
+            from redraft.backends.llama_batch import key_type, llama_module
+
             lib = llama_module()
             self._llama = lib.Llama(
                 model_path=self._resolve(),
@@ -175,6 +183,9 @@ class LocalModelHost:
         return self._llama
 
     def _load_engine(self) -> tuple[BatchScheduler, ChatPrompts] | None:
+        from redraft.backends.llama_batch import BatchScheduler
+        from redraft.backends.llama_chat import ChatPrompts
+
         with self._engine_lock:
             if self._engine is None and self._batched:
                 scheduler = BatchScheduler(
