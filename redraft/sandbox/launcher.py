@@ -6,24 +6,24 @@ but the standard library, and importing it does nothing (``-I`` also keeps this 
 off ``sys.path``, so the candidate cannot import its neighbours by accident). All three processes
 are forks of that one interpreter:
 
-- *launcher* (stays privileged): with namespaces.py (loaded from beside this file, by path),
-  enters new network, mount and PID namespaces (a non-root caller gets them inside a new user
-  namespace), masks the world-writable directories (/tmp, /var/tmp, /dev/shm) with small tmpfs
-  mounts, mounts a size-capped tmpfs as the work directory and, when the interpreter lives in a
-  directory uid 65534 cannot enter (pyenv under /root), hides that directory behind a tmpfs with
-  only ``sys.path`` bound back in; then it forks the keeper and waits. It SIGKILLs the keeper's
-  process group on SIGTERM from the caller, when the caller is gone (the lifeline pipe, whose
-  write end only the caller holds, closes) and at its own deadline (the timeout plus a grace),
-  so the tree keeps its own time and dies with its caller, even a frozen or killed one. It is a
-  child subreaper and reaps everything, so no zombie is left behind (this machine's PID 1 does not
-  reap), and holds the work directory's lock until it exits (see workdirs.py).
+- *launcher* (stays privileged): with namespaces.py (loaded from beside this file, by path), loads
+  the modules a harnessed run asks for (``preload``, beside this file too), enters new network,
+  mount and PID namespaces (a non-root caller gets them inside a new user namespace), masks the
+  world-writable directories (/tmp, /var/tmp, /dev/shm) with small tmpfs mounts, mounts a
+  size-capped tmpfs as the work directory and, when the interpreter lives in a directory uid 65534
+  cannot enter (pyenv under /root), hides that directory behind a tmpfs with only ``sys.path`` bound
+  back in; then it forks the keeper and waits. It SIGKILLs the keeper's process group on SIGTERM
+  from the caller, when the caller is gone (the lifeline pipe, whose write end only the caller
+  holds, closes) and at its own deadline (the timeout plus a grace), so the tree keeps its own time
+  and dies with its caller, even a frozen or killed one. It is a child subreaper and reaps
+  everything, so no zombie is left behind (this machine's PID 1 does not reap), and holds the work
+  directory's lock until it exits (see workdirs.py).
 - *keeper* (PID 1 of the new PID namespace, still privileged so the candidate cannot signal it):
   forks the candidate and reports its exit status and CPU time. When it exits the kernel kills
   every process left in the namespace, including ones that escaped the process group with ``setsid``.
-- *candidate*: loads the modules a harnessed run asks for (``preload``, beside this file), sets
-  rlimits (CPU, AS, NPROC, FSIZE, NOFILE, CORE=0), drops to uid/gid 65534 when running as root
-  (``RLIMIT_NPROC`` does not bind root), sets ``no_new_privs``, clears capabilities, installs the
-  audit hook (audithook.py), closes the status pipe, moves a harnessed run's pipes
+- *candidate*: sets rlimits (CPU, AS, NPROC, FSIZE, NOFILE, CORE=0), drops to uid/gid 65534 when
+  running as root (``RLIMIT_NPROC`` does not bind root), sets ``no_new_privs``, clears capabilities,
+  installs the audit hook (audithook.py), closes the status pipe, moves a harnessed run's pipes
   (``channel_fds``) to fds 3, 4, ... and only then compiles and runs the source.
 
 Invariants: no candidate code runs unless every mandatory layer (rlimits, the uid drop,
@@ -116,8 +116,8 @@ class Config:
     """Pipes for the candidate's program (a harnessed run, see harness.py), handed to it as fds 3, 4, ...
     in this order; the launcher and keeper close their copies, so the far end sees EOF when it ends."""
     preload: list[str] = field(default_factory=list)
-    """Modules beside this file (standard library only) the candidate process loads, still privileged,
-    as ``redraft_sandbox_<name>`` in ``sys.modules``, in this order, before its source runs."""
+    """Modules beside this file (standard library only) the launcher loads before any mount, privileged, as
+    ``redraft_sandbox_<name>`` in ``sys.modules``, in this order: the candidate has them when its source runs."""
     root: bool = False
     """Whether the launcher started as root (fixed before the candidate drops its uid)."""
 
@@ -166,6 +166,10 @@ def main(argv: list[str]) -> NoReturn:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     with open(cfg.source_path, "rb") as f:
         source = f.read()
+    # Loaded now, privileged and before the mounts: the package may be out of the uid's reach, or under a
+    # directory a tmpfs is about to hide (a checkout in /tmp). The candidate inherits them through the fork.
+    for name in cfg.preload:
+        sys.modules[f"redraft_sandbox_{name}"] = load_sibling(name)
     layers: list[str] = []
     entered = namespaces.enter_namespaces(cfg.root, layers) if cfg.namespaces else set()
     if "mountns" in entered:
@@ -352,8 +356,6 @@ def candidate(cfg: Config, source: bytes) -> NoReturn:
             with contextlib.suppress(ImportError):
                 __import__(name)
         layers.append("preimported")
-    for name in cfg.preload:  # read while privileged: the package may be out of the uid's reach
-        sys.modules[f"redraft_sandbox_{name}"] = load_sibling(name)
     drop_privileges(cfg, layers)
     if cfg.audit_hook:
         audithook.install_audit_hook(cfg.workdir)

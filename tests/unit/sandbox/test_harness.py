@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
 from redraft.errors import CheckError
-from redraft.sandbox import Case, HarnessResult, SandboxLimits, harness, plaindata, run_tests
+from redraft.sandbox import Case, HarnessResult, SandboxLimits, harness, plaindata, run_tests, supervisor
 
 ROOT = os.geteuid() == 0
 SETUP = "def double(x):\n    '''Twice x.'''\n"
@@ -272,3 +275,15 @@ def test_a_candidate_that_outlives_its_tests_is_cancelled_at_once() -> None:
     assert result.passed
     assert result.candidate.killed_by == "cancelled" and result.candidate.kill_description == "cancelled"
     assert time.monotonic() - started < 10
+
+
+def test_the_harness_runs_from_a_package_under_tmp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox hides /tmp behind a tmpfs: a checkout there must still hand the candidate its modules."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as where:
+        copy = Path(where) / "sandbox"
+        shutil.copytree(Path(supervisor.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        monkeypatch.setattr(supervisor, "LAUNCHER", copy / "launcher.py")
+        result = run(HONEST)
+    assert result.passed and result.completed, result.detail
+    if ROOT:
+        assert "tmpfs" in result.candidate.layers
