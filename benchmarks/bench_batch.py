@@ -102,7 +102,7 @@ def child(size: int, address: str, out: str) -> None:
     """One size in this (fresh) driver process; prints one JSON line of figures."""
     import ray
 
-    from redraft.run import RunConfig, run
+    from redraft import RunConfig, run
 
     register()
     ray.init(address=address, runtime_env={"worker_process_setup_hook": register}, log_to_driver=False)

@@ -24,12 +24,13 @@ from tempfile import TemporaryDirectory
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-from redraft.actors.arbiter import Arbiter
+from redraft import RunConfig, run
 from redraft.actors.factory import local_roles
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
+from redraft.engine.arbiter import Arbiter
+from redraft.engine.setup import arbiter_settings, role_setup
 from redraft.protocols.messages import ChatMessage, encode
-from redraft.run import RunConfig, arbiter_settings, role_setup, run
 from redraft.scenarios import get_scenario
 from tests.support.replies import LateLearner
 

@@ -126,7 +126,7 @@ def through_redraft(
 ) -> tuple[float, float, float]:
     """Run redraft; (seconds from `run` to the first request, seconds from the last request to `run` returning,
     CPU seconds from the first request to the last task's end)."""
-    from redraft.run import RunConfig, run
+    from redraft import RunConfig, run
 
     spec = f"openai-compatible:fake@{url}/v1"
     config = RunConfig.build(

@@ -41,8 +41,8 @@ import fake_http_model
 import openai
 from openai.types.chat import ChatCompletion
 
-from redraft.actors.answers import critique_json_schema
 from redraft.backends.chat_wire import ChatWire
+from redraft.engine.answers import critique_json_schema
 
 PATHS = ("httpx, create", "aiohttp, create", "aiohttp, post", "wire")
 SCHEMA = critique_json_schema()

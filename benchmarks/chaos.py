@@ -70,7 +70,7 @@ def judge(out: Path, reference: dict[str, Any], requests: int, wall: float, task
 def disturbed(
     cluster: Any, server: Any, settings: dict[str, Any], fault: Callable[[], None], at: int
 ) -> tuple[float, int]:
-    from redraft.run import RunConfig, run
+    from redraft import RunConfig, run
 
     out = Path(settings["out"])
     before, started = len(server.requests), time.monotonic()
@@ -93,8 +93,8 @@ def main() -> None:
     import ray
     from ray.cluster_utils import Cluster
 
+    from redraft import RunConfig, run
     from redraft.errors import ClusterError
-    from redraft.run import RunConfig, run
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     worker = cluster.add_node(num_cpus=1)

@@ -119,7 +119,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=8)
     args = parser.parse_args()
 
-    from redraft.run import RunConfig, run
+    from redraft import RunConfig, run
     from redraft.scenarios import get_scenario
 
     with fake_http_model.serve_in_background(args.latency) as (url, _server), tempfile.TemporaryDirectory() as tmp:

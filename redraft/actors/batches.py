@@ -2,7 +2,7 @@
 
 A hop between processes costs far more CPU than the work of routing a frame, so
 the arbiter sends every request of a round bound for the same member together
-(`redraft.actors.pools.RolePool.call_many`), and the member serves them
+(`redraft.engine.pools.RolePool.call_many`), and the member serves them
 concurrently, exactly as it would serve them one by one. Each request keeps its
 own frames and its own fate: one reply or one exception per request, in order.
 An exception travels back inside the reply list, so one that cannot be pickled

@@ -17,7 +17,7 @@ fails, and the task is redone and, at worst, stopped as a poison task). A member
 pinned to a node that died cannot restart: its calls fail at once
 (``ActorUnschedulableError``), the arbiter routes them to the next member, and
 the driver builds one replacement on a live node (`ray_member`,
-`redraft.run.fleet`). Arbiters are not restarted by Ray (their constructor holds
+`redraft.actors.fleet`). Arbiters are not restarted by Ray (their constructor holds
 actor handles, which Ray cannot replay safely); the driver replaces a dead one.
 """
 
@@ -27,14 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redraft.actors.arbiter import Arbiter, ArbiterSettings
-from redraft.actors.critic import Critic
-from redraft.actors.drafter import Drafter
-from redraft.actors.grader import Grader
-from redraft.actors.pools import RolePool, Roles
-from redraft.actors.prompts import Prompts
-from redraft.actors.verifier import Verifier
 from redraft.backends.base import BackendSpec
+from redraft.engine.arbiter import Arbiter, ArbiterSettings
+from redraft.engine.critic import Critic
+from redraft.engine.drafter import Drafter
+from redraft.engine.grader import Grader
+from redraft.engine.pools import RolePool, Roles
+from redraft.engine.prompts import Prompts
+from redraft.engine.verifier import Verifier
 from redraft.errors import BackendError, describe
 from redraft.runtime import alive_nodes, is_actor, on_node
 from redraft.scenarios import checks_cheaply, get_scenario

@@ -1,6 +1,6 @@
 """The arms of a comparison: named variants of one experiment, from the command line or a TOML file.
 
-An arm changes what decides results (`redraft.run.config.Experiment`): a strategy,
+An arm changes what decides results (`redraft.config.Experiment`): a strategy,
 K, rounds, a model per role, ``patch``, a prompts file. Everything else (the
 scenario or task file, budgets, runtime) is the comparison's, shared by every
 arm, so the arms run the same tasks under the same limits.
@@ -35,9 +35,9 @@ from typing import Any
 
 import msgspec
 
+from redraft.config import Experiment, check_bounds
+from redraft.engine.setup import check_prompts
 from redraft.errors import UserError
-from redraft.run.config import Experiment, check_bounds
-from redraft.run.roles import check_prompts
 
 SHARED = frozenset({"scenario", "tasks", "repeat"})
 """Experiment fields an arm may not change: the comparison's tasks, and its repeats."""
@@ -105,7 +105,7 @@ def _arm(path: Path, name: str, table: Any) -> Arm:
 
 
 def _prompts_file(arms_file: Path, where: str, given: str) -> str:
-    """An arm's prompts file, relative to the arms file, checked entry by entry (`redraft.actors.prompt_files`)."""
+    """An arm's prompts file, relative to the arms file, checked entry by entry (`redraft.engine.prompt_files`)."""
     resolved = str(arms_file.parent / given)
     try:
         check_prompts(resolved)

@@ -23,9 +23,9 @@ from redraft.compare.arms import Arm, arms_from_file, arms_from_names
 from redraft.compare.html import TERMINAL_HEADER, write_html
 from redraft.compare.report import build, read_json, regressions, write_json
 from redraft.compare.runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
+from redraft.config import RunConfig
 from redraft.errors import UserError
 from redraft.protocols.messages import Result
-from redraft.run.config import RunConfig
 from redraft.views.report import write_report
 
 MATCHES = ("calls", "tokens", "usd")

@@ -22,12 +22,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from redraft.actors.driver import RunOutcome, ensure_ray, run
 from redraft.compare.arms import Arm
+from redraft.config import RunConfig
+from redraft.engine.setup import BackendOverrides, check_prompts
 from redraft.errors import UserError
 from redraft.protocols.messages import Result
-from redraft.run.config import RunConfig
-from redraft.run.driver import RunOutcome, ensure_ray, run
-from redraft.run.roles import BackendOverrides, check_prompts
 
 BASELINE = "baseline"
 DEFAULT_BASELINE_SAMPLES = 16

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from redraft import RunConfig, run
 from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.scripted import ScriptedBackend
 from redraft.cli import EXIT_BUDGET, main
 from redraft.protocols.messages import Decision, Draft, DraftRequest, Result, iter_frames
-from redraft.run import RunConfig, run
 from tests.support.replies import CRITIQUE, STUCK_TASK, is_critique, round_of
 
 pytestmark = pytest.mark.ray

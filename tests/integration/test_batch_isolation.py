@@ -99,7 +99,7 @@ def drive(address: str, out: str) -> None:
     """The driver: join the cluster with the setup hook, run every task, print the summary."""
     import ray
 
-    from redraft.run import RunConfig, run
+    from redraft import RunConfig, run
 
     register()
     ray.init(address=address, runtime_env={"worker_process_setup_hook": register}, log_to_driver=False)

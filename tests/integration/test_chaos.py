@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from redraft import RunConfig, run
 from redraft.errors import ClusterError
-from redraft.run import RunConfig, run
 from tests.support.chaos import (
     Killer,
     arithmetic_server,
@@ -187,10 +187,10 @@ def test_a_member_restarted_in_place_unseen_by_its_callers_moves_the_fleets_dist
 ) -> None:
     import ray
 
-    from redraft.actors.arbiter import ArbiterSettings
     from redraft.actors.factory import RoleSetup
+    from redraft.actors.fleet import Fleet
     from redraft.backends.scripted import ScriptedSpec
-    from redraft.run.fleet import Fleet
+    from redraft.engine.arbiter import ArbiterSettings
     from redraft.runtime import actor_state
 
     spec = ScriptedSpec(script=["Answer: 1"])

@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
+from redraft import RunConfig
 from redraft.compare.analysis import Comparison
 from redraft.compare.arms import arms_from_names
 from redraft.compare.report import build
 from redraft.compare.runner import BASELINE, ComparePlan, run_comparison
-from redraft.run import RunConfig
 from tests.support.replies import coin
 
 pytestmark = pytest.mark.ray

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from redraft import RunConfig, run
 from redraft.protocols.messages import Critique, Draft, iter_frames
-from redraft.run import RunConfig, run
 from tests.conftest import SESSION_API_KEY
 from tests.support.fake_llm_servers import FakeLLMServer
 

@@ -7,7 +7,7 @@ from itertools import islice
 
 import pytest
 
-from redraft.run import RunConfig, refine
+from redraft import RunConfig, refine
 from redraft.scenarios import get_scenario
 
 TASK = next(islice(get_scenario("arithmetic").tasks(seed=0), 1))

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from redraft import RunConfig, run
 from redraft.backends.local import embedded_model_path
 from redraft.protocols.messages import Critique, Draft, iter_frames
-from redraft.run import RunConfig, run
 
 pytestmark = [pytest.mark.model, pytest.mark.ray]
 

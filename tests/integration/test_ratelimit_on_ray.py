@@ -17,8 +17,8 @@ from tests.support.fake_llm_servers import FakeLLMServer
 
 @pytest.mark.ray
 def test_the_limit_holds_across_two_nodes(ray_cluster: Any, node_ids: list[str], tmp_path: Path) -> None:
+    from redraft import RunConfig, run
     from redraft.protocols.messages import Draft, iter_frames
-    from redraft.run import RunConfig, run
 
     limit, window = 3, 1.0
     with FakeLLMServer() as server:

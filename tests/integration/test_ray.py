@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from redraft import RunConfig, run
 from redraft.actors.factory import RoleSetup, ray_roles
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Grade, Result, Verification, decode, encode, iter_frames
-from redraft.run import RunConfig, run
 from redraft.scenarios import get_scenario
 from tests.support.replies import Clocked, HumanEvalOracle, LateLearner, Unstartable
 

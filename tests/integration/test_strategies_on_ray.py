@@ -26,7 +26,7 @@ K = 2
 def test_new_strategies_run_on_ray_actors(ray_cluster: Any, tmp_path: Any, strategy: str, patch: bool) -> None:
     import json
 
-    from redraft.run import RunConfig, run
+    from redraft import RunConfig, run
 
     spec = ScriptedSpec(script=Tutor.for_tasks(TASKS, fix_at=1))
     out = tmp_path / "run"

@@ -127,8 +127,8 @@ def make_fixture_run(root: Path) -> Path:
     from redraft.batch import failed_result, manifest_for  # type: ignore[import-not-found]
     from redraft.store import RunStore  # type: ignore[import-not-found]
 
-    from redraft.actors.arbiter import Arbiter
     from redraft.actors.factory import RoleSetup, local_roles
+    from redraft.engine.arbiter import Arbiter
     from redraft.protocols.messages import Result, Task, decode_as, encode
 
     if root.exists():

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from redraft.actors.arbiter import Arbiter, ArbiterSettings
 from redraft.actors.factory import RoleSetup, local_roles
 from redraft.backends.scripted import Reply, ScriptedSpec
+from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Message, Task, encode, iter_frames
 

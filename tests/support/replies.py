@@ -18,7 +18,7 @@ CRITIQUE = {"issues": [{"severity": "critical", "quote": "Answer", "reason": "th
 
 def task_of(request: ChatRequest) -> str:
     """The task text a draft request asks about: the first fenced text of its user message."""
-    from redraft.actors.prompts import fenced
+    from redraft.engine.prompts import fenced
 
     return fenced(request.messages[-1].content)[0]
 
@@ -175,7 +175,7 @@ class CountingSpec:
 
 def request_kind(request: ChatRequest) -> str:
     """Which role asked: ``draft``, ``critique``, ``questions``, ``answer`` or ``reflect``."""
-    from redraft.actors.prompts import render
+    from redraft.engine.prompts import render
 
     if request.json_schema is not None:
         return "questions" if "questions" in request.json_schema.get("properties", {}) else "critique"
@@ -219,7 +219,7 @@ class Tutor:
         return cls(gold={t.prompt: int(t.gold["answer"]) for t in tasks}, **kwargs)  # type: ignore[arg-type]
 
     def __call__(self, request: ChatRequest) -> str:
-        from redraft.actors.prompts import fenced
+        from redraft.engine.prompts import fenced
 
         kind = request_kind(request)
         user = request.messages[-1].content

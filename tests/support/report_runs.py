@@ -20,10 +20,14 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from redraft.actors.grader import Grader
+from redraft import RunConfig
+from redraft.actors.dispatcher import failed_result
+from redraft.actors.driver import manifest_for
 from redraft.backends.base import ChatRequest
+from redraft.engine.grader import Grader
+from redraft.engine.refine import refine_frames
+from redraft.engine.setup import arbiter_settings
 from redraft.protocols.messages import Result, Task, decode_as, encode
-from redraft.run import RunConfig, arbiter_settings, failed_result, manifest_for, refine_frames
 from redraft.rundir import RunStore
 from tests.support.harness import scripted_arbiter
 from tests.support.paths import REPO_ROOT

@@ -187,7 +187,7 @@ def test_what_redraft_needs_on_every_pod(name: str) -> None:
 
 
 def test_the_jobs_entrypoint_is_a_redraft_run_that_joins_its_cluster_and_writes_to_the_volume() -> None:
-    from redraft.run import RunConfig
+    from redraft import RunConfig
 
     words = shlex.split(load("rayjob.yaml")["spec"]["entrypoint"])
     assert words[:2] == ["redraft", "run"]

@@ -23,23 +23,58 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": set(),
     "plugins": {"errors"},
     "protocols": {"errors"},
+    "config": {"errors", "protocols"},
     "strategies": {"errors", "plugins", "protocols"},
     "sandbox": {"errors"},
     "backends": {"errors", "plugins", "protocols", "runtime"},
     "scenarios": {"errors", "plugins", "protocols", "sandbox"},
-    "actors": {"errors", "plugins", "protocols", "runtime", "strategies", "backends", "scenarios", "sandbox"},
+    "engine": {
+        "errors",
+        "plugins",
+        "protocols",
+        "config",
+        "runtime",
+        "strategies",
+        "backends",
+        "scenarios",
+        "sandbox",
+        "actors",
+    },
     "rundir": {"errors", "protocols"},
     "views": {"errors", "protocols", "rundir"},
-    "run": {"errors", "plugins", "protocols", "runtime", "strategies", "backends", "scenarios", "actors", "rundir"},
-    "compare": {"errors", "protocols", "run", "rundir", "views"},
-    "cli": {"errors", "protocols", "strategies", "scenarios", "run", "rundir", "views", "compare"},
-    "__init__": {"protocols", "run"},
+    "actors": {
+        "errors",
+        "plugins",
+        "protocols",
+        "config",
+        "runtime",
+        "strategies",
+        "backends",
+        "scenarios",
+        "sandbox",
+        "engine",
+        "rundir",
+    },
+    "compare": {"errors", "protocols", "config", "engine", "actors", "rundir", "views"},
+    "cli": {
+        "errors",
+        "protocols",
+        "config",
+        "strategies",
+        "scenarios",
+        "engine",
+        "actors",
+        "rundir",
+        "views",
+        "compare",
+    },
+    "__init__": {"protocols", "config", "engine", "actors"},
 }
 """Room -> the rooms it may import from (besides itself)."""
 
 
 def room_of(module: str) -> str:
-    """``redraft.actors.arbiter`` -> ``actors``; ``redraft.cli`` -> ``cli``; ``redraft`` -> ``__init__``."""
+    """``redraft.engine.arbiter`` -> ``actors``; ``redraft.cli`` -> ``cli``; ``redraft`` -> ``__init__``."""
     parts = module.split(".")
     if parts == ["redraft"]:
         return "__init__"

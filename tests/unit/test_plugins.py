@@ -82,7 +82,7 @@ def test_a_plugin_strategy_runs_a_task(tmp_path: Path) -> None:
     root = install_plugin(tmp_path)
     script = (
         "import asyncio, itertools\n"
-        "from redraft.run import RunConfig, refine\n"
+        "from redraft import RunConfig, refine\n"
         "from redraft.backends.scripted import ScriptedSpec\n"
         "from redraft.scenarios import get_scenario\n"
         "task = next(iter(get_scenario('plugin_sums').tasks(seed=0)))\n"

@@ -7,7 +7,7 @@ import json
 import msgspec
 import pytest
 
-from redraft.actors.answers import (
+from redraft.engine.answers import (
     MAX_ISSUES,
     MAX_QUESTIONS,
     CritiqueReport,

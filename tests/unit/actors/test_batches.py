@@ -9,10 +9,10 @@ import pytest
 
 from redraft.actors.batches import Batching
 from redraft.actors.factory import RoleSetup, ray_grader, ray_member, verifies_in_arbiter
-from redraft.actors.grader import Grader
-from redraft.actors.pools import RolePool
-from redraft.actors.verifier import Verifier
 from redraft.backends.scripted import ScriptedSpec
+from redraft.engine.grader import Grader
+from redraft.engine.pools import RolePool
+from redraft.engine.verifier import Verifier
 from redraft.errors import ModelError
 from redraft.protocols.messages import (
     CandidateText,

@@ -6,6 +6,7 @@ from itertools import islice
 
 import pytest
 
+from redraft import RunConfig, refine
 from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import ScriptExhaustedError
 from redraft.protocols.messages import (
@@ -17,7 +18,6 @@ from redraft.protocols.messages import (
     Result,
     Task,
 )
-from redraft.run import RunConfig, refine
 from redraft.scenarios import get_scenario
 from redraft.strategies import agreement, get_strategy, strategy_names
 from tests.support.harness import run_task

@@ -11,14 +11,16 @@ from typing import Any
 import msgpack
 import pytest
 
-from redraft.actors.arbiter import Arbiter
+from redraft import RunConfig, refine
 from redraft.actors.batches import Batching
 from redraft.actors.factory import local_graders, local_roles
-from redraft.actors.pools import RolePool, Roles
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
+from redraft.engine.arbiter import Arbiter
+from redraft.engine.pools import RolePool, Roles
+from redraft.engine.refine import refine_frames
+from redraft.engine.setup import arbiter_settings, role_setup
 from redraft.protocols.messages import Decision, Grade, Result, Task, Verification, decode
-from redraft.run import RunConfig, arbiter_settings, refine, refine_frames, role_setup
 from redraft.scenarios import get_scenario
 from redraft.scenarios.arithmetic import Arithmetic, check_steps
 from tests.support.replies import request_kind, worked

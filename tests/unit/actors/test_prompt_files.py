@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from redraft.actors.drafter import Drafter
-from redraft.actors.prompt_files import load_prompts
-from redraft.actors.prompts import built_in, fenced
+from redraft import RunConfig
+from redraft.actors.driver import identity
 from redraft.backends.scripted import ScriptedSpec
 from redraft.compare.arms import arms_from_file
+from redraft.engine.drafter import Drafter
+from redraft.engine.prompt_files import load_prompts
+from redraft.engine.prompts import built_in, fenced
 from redraft.errors import UserError
 from redraft.protocols.messages import Draft, DraftRequest, Task, decode_as, encode
-from redraft.run import RunConfig
-from redraft.run.driver import identity
 from redraft.rundir import fingerprint
 from tests.support.replies import PLEASE
 

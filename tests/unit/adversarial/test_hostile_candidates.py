@@ -16,8 +16,11 @@ from typing import Any
 
 import pytest
 
-from redraft.actors import prompts
-from redraft.actors.prompts import (
+from redraft import RunConfig, refine
+from redraft.backends.base import ChatRequest
+from redraft.backends.scripted import ScriptedSpec
+from redraft.engine import prompts
+from redraft.engine.prompts import (
     MAX_DETAIL_CHARS,
     MAX_FEEDBACK_CHARS,
     answer_messages,
@@ -28,8 +31,6 @@ from redraft.actors.prompts import (
     question_messages,
     reflect_messages,
 )
-from redraft.backends.base import ChatRequest
-from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import (
     Attempt,
     ChatMessage,
@@ -40,7 +41,6 @@ from redraft.protocols.messages import (
     Task,
     VerificationQuestion,
 )
-from redraft.run import RunConfig, refine
 
 MARK = "PWNED-7c1"
 """Words only a hostile text holds: they must never be found outside a fence."""

@@ -27,7 +27,7 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(address: object) -> None:
         raise AssertionError("Ray was started: the input got past validation")
 
-    monkeypatch.setattr(importlib.import_module("redraft.run.driver"), "ensure_ray", refuse)
+    monkeypatch.setattr(importlib.import_module("redraft.actors.driver"), "ensure_ray", refuse)
 
 
 # ---------------------------------------------------------------- hostile task files

@@ -88,7 +88,7 @@ def test_a_hostile_program_has_its_outcome_and_leaves_nothing(path: Path) -> Non
 
 VERIFIER = """
 import asyncio
-from redraft.actors.verifier import Verifier
+from redraft.engine.verifier import Verifier
 from redraft.protocols.messages import Draft, VerifyRequest, encode
 from redraft.scenarios import get_scenario
 
@@ -110,6 +110,6 @@ def test_a_verifier_killed_mid_check_leaves_no_process_and_the_next_one_sweeps_i
     assert leftover_processes(marker, wait_s=10) == []  # the sandbox died with its caller
     left = workdirs_of(caller.pid)
     assert 1 <= len(left) <= 2, left  # the harness runs the candidate and the tests in a sandbox each
-    code = "from redraft.actors.verifier import Verifier\nVerifier('humaneval')"
+    code = "from redraft.engine.verifier import Verifier\nVerifier('humaneval')"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)  # a verifier starts on this node
     assert not any(path.exists() for path in left) and workdirs_of(caller.pid) == []

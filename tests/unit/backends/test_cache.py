@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from redraft import RunConfig, refine
 from redraft.backends.base import ChatRequest, Completion
 from redraft.backends.cache import ResponseCache
 from redraft.protocols.messages import ChatMessage, Usage
-from redraft.run import RunConfig, refine
 from redraft.scenarios import get_scenario
 from tests.support.replies import CountingSpec, LateLearner
 

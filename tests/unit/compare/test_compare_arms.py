@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from redraft import RunConfig
 from redraft.compare.arms import arms_from_file, arms_from_names
 from redraft.compare.runner import BASELINE, ComparePlan
 from redraft.errors import UserError
-from redraft.run import RunConfig
 
 
 def write(tmp_path: Path, text: str) -> Path:

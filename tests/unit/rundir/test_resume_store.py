@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from redraft.actors.dispatcher import failed_result
 from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Result, Task, Usage, encode, iter_frames
-from redraft.run import failed_result
 from redraft.rundir import RunStore, fingerprint
 from redraft.rundir.layout import RESULTS, TRACE
 

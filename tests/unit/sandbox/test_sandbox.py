@@ -507,7 +507,7 @@ def test_the_verifier_sweeps_once_per_process_when_it_starts() -> None:
     stale = tempfile.mkdtemp(prefix=f"{workdirs.PREFIX}{2**22 + 2}-")
     code = f"""
 import os, tempfile
-from redraft.actors.verifier import Verifier
+from redraft.engine.verifier import Verifier
 Verifier("arithmetic")
 print(os.path.exists({stale!r}))
 later = tempfile.mkdtemp(prefix={workdirs.PREFIX!r} + "{2**22 + 3}-")

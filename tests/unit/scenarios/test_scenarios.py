@@ -429,10 +429,10 @@ def test_checks_never_raise_for_bad_text(name: str) -> None:
 
 def test_sql_execution_errors_reach_the_drafter_and_the_loop_fixes_the_query() -> None:
     """Plan, execute, observe, revise: round 0's SQLite error is in round 1's prompt, which then passes."""
+    from redraft import RunConfig, refine
     from redraft.backends.base import ChatRequest
     from redraft.backends.scripted import ScriptedSpec
     from redraft.protocols.messages import DraftRequest
-    from redraft.run import RunConfig, refine
 
     task = SQL_TASKS[3]  # units sold: a three-table join
     prompts: list[str] = []

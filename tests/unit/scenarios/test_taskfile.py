@@ -12,10 +12,12 @@ from typing import Any
 import numpy
 import pytest
 
+from redraft import RunConfig
+from redraft.actors.driver import identity, plan
 from redraft.cli import main
+from redraft.engine.setup import role_setup
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
-from redraft.run import RunConfig, identity, plan, role_setup
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
 from redraft.scenarios.user_check import UserCheck, to_check_result

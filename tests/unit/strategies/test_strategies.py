@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from redraft.actors.prompts import fenced
+from redraft.engine.prompts import fenced
 from redraft.protocols.messages import (
     CheckResult,
     Critique,
@@ -285,8 +285,9 @@ def test_the_readme_strategy_example_registers_and_runs() -> None:
 
 
 def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
-    from redraft.actors import prompts
-    from redraft.run import RunConfig, identity
+    from redraft import RunConfig
+    from redraft.actors.driver import identity
+    from redraft.engine import prompts
     from redraft.rundir import fingerprint
 
     versions = prompts.prompt_versions()

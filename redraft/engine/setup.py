@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from redraft.actors.arbiter import ArbiterSettings
 from redraft.actors.factory import RoleSetup
-from redraft.actors.prompt_files import load_prompts
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
-from redraft.run.config import RunConfig
+from redraft.config import RunConfig
+from redraft.engine.arbiter import ArbiterSettings
+from redraft.engine.prompt_files import load_prompts
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.strategies import get_strategy
@@ -45,7 +45,7 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
 
 
 def check_prompts(path: str | None) -> None:
-    """A prompts file's entries checked (`redraft.actors.prompt_files`), for callers outside the actors' room."""
+    """A prompts file's entries checked (`redraft.engine.prompt_files`), for callers outside the actors' room."""
     load_prompts(path)
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import msgspec
 
-from redraft.actors.answers import critique_json_schema, parse_report
 from redraft.actors.batches import Batching
-from redraft.actors.prompts import Prompts, critique_messages
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
+from redraft.engine.answers import critique_json_schema, parse_report
+from redraft.engine.prompts import Prompts, critique_messages
 from redraft.protocols.messages import Critique, CritiqueRequest, decode_as, encode
 from redraft.runtime import die_with_raylet
 

@@ -11,16 +11,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from redraft.actors.arbiter import Arbiter, ArbiterSettings
+from redraft.actors.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
+from redraft.actors.dispatcher import Dispatcher, Pending, RunClock, failed_result
 from redraft.actors.factory import RoleSetup, local_roles
-from redraft.actors.grader import Grader
-from redraft.actors.pools import RolePool
 from redraft.backends.scripted import ScriptedSpec
+from redraft.engine.arbiter import Arbiter, ArbiterSettings
+from redraft.engine.grader import Grader
+from redraft.engine.pools import RolePool
 from redraft.errors import BackendUnavailableError, ClusterError, InfrastructureError
 from redraft.protocols.messages import Result, Usage, decode_as, encode
-from redraft.run import failed_result
-from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
-from redraft.run.dispatcher import Dispatcher, Pending, RunClock
 from redraft.rundir import RunReader, RunStore
 from redraft.scenarios import get_scenario
 from tests.support.replies import LateLearner

@@ -1,13 +1,13 @@
 """``run``: a scenario's tasks refined on Ray, written to a run directory, resumable.
 
 The driver only dispatches and writes: tasks are read lazily, at most
-``max_tasks_in_flight`` are out at once (`redraft.run.dispatcher`), and each
+``max_tasks_in_flight`` are out at once (`redraft.actors.dispatcher`), and each
 finished task's frames and result are appended to the run directory as it lands
 (the driver is its single writer). It keeps nothing per task beyond the ones in
 flight, so its memory stays flat however long the run
 (``benchmarks/bench_batch.py`` measures it).
 
-The run's actors are a `redraft.run.fleet.Fleet`, kept whole while the run lasts
+The run's actors are a `redraft.actors.fleet.Fleet`, kept whole while the run lasts
 and killed when it ends, however it ends, so no call of the run goes on after it.
 A driver killed outright takes them with it: on a cluster Ray ends a dead job's
 actors at once; a local Ray started here dies with this process, and its workers
@@ -32,16 +32,16 @@ from typing import Any
 
 import msgspec
 
+from redraft.actors.attempts import Breaker
+from redraft.actors.dispatcher import Dispatcher, ProgressHook, RunClock
 from redraft.actors.factory import RoleSetup, verifier_backend
+from redraft.actors.fleet import Fleet
 from redraft.actors.metrics import RunMetrics
-from redraft.actors.prompt_files import load_prompts, overrides
+from redraft.config import RunConfig
+from redraft.engine.prompt_files import load_prompts, overrides
+from redraft.engine.setup import BackendOverrides, arbiter_settings, role_setup
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
-from redraft.run.attempts import Breaker
-from redraft.run.config import RunConfig
-from redraft.run.dispatcher import Dispatcher, ProgressHook, RunClock
-from redraft.run.fleet import Fleet
-from redraft.run.roles import BackendOverrides, arbiter_settings, role_setup
 from redraft.rundir import RunStore, Summary, fingerprint
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from redraft.actors.failures import infrastructure_failure
-from redraft.actors.pools import Reply, RolePool
+from redraft.engine.pools import Reply, RolePool
 from redraft.errors import AuthenticationError, describe, error_type
 from redraft.protocols.convergence import Candidate, ConvergenceProtocol, Verdict
 from redraft.protocols.messages import (
@@ -53,7 +53,7 @@ from redraft.protocols.stages import Stage
 from redraft.strategies import CriticRole, RoundOutcome, Scored, attempt_of, rank, revision_of
 
 if TYPE_CHECKING:
-    from redraft.actors.arbiter import Arbiter
+    from redraft.engine.arbiter import Arbiter
 
 R = TypeVar("R", bound=msgspec.Struct)
 

@@ -11,7 +11,7 @@ around a dead member instead of losing the sample. The request is the same bytes
 (its seed included), so another member gives the answer the first would have.
 Only when every member failed does the call fail, as an `InfrastructureError`
 (the task is then redone by the driver). The driver replaces members that died
-for good (`redraft.run.fleet`) and tells each arbiter with `replace`; a slot that
+for good (`redraft.actors.fleet`) and tells each arbiter with `replace`; a slot that
 could not be refilled holds None and is skipped.
 """
 

@@ -3,7 +3,7 @@
 A task whose attempt ended with an `InfrastructureError` (an actor, worker or node
 died, a call hung, a backend stayed unreachable) is not written: it goes back to
 the queue for another attempt, after a short backoff, with the replies of its
-finished rounds (`redraft.actors.arbiter`). The attempts and their causes end up
+finished rounds (`redraft.engine.arbiter`). The attempts and their causes end up
 in its `Result` (``attempts``, ``retried_for``) and in the summary.
 
 Bounds, so nothing loops forever:

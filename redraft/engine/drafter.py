@@ -1,7 +1,7 @@
 """The drafter role: writes candidates, fresh or revised from the arbiter's feedback.
 
 A revision in ``patch`` mode asks the model for search/replace edits and applies
-them to the best candidate so far (`redraft.actors.patches`); the Draft carries
+them to the best candidate so far (`redraft.engine.patches`); the Draft carries
 the patched text and why each refused edit did not apply. The drafter also
 reflects on a failed attempt when asked (Reflexion's verbal memory).
 
@@ -12,10 +12,10 @@ call is); any other text, however wrong, is a candidate for the verifier to judg
 from __future__ import annotations
 
 from redraft.actors.batches import Batching
-from redraft.actors.patches import apply_edits
-from redraft.actors.prompts import Prompts, draft_messages, reflect_messages
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.backends.cache import cached
+from redraft.engine.patches import apply_edits
+from redraft.engine.prompts import Prompts, draft_messages, reflect_messages
 from redraft.errors import ModelError
 from redraft.protocols.messages import Draft, DraftRequest, Reflection, ReflectRequest, decode_as, encode
 from redraft.runtime import die_with_raylet, node_id

@@ -32,7 +32,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from redraft.actors.prompts import Prompts, built_in
+from redraft.engine.prompts import Prompts, built_in
 from redraft.errors import UserError
 
 ENTRY_FIELDS = frozenset({"version", "text"})

@@ -1,7 +1,7 @@
 """The verifier role: runs the scenario's feedback checks on one draft.
 
 Feedback is what a user has at inference time (`Scenario.check`); the held-out
-grade is not the verifier's (`redraft.actors.grader`). Only in an oracle-feedback
+grade is not the verifier's (`redraft.engine.grader`). Only in an oracle-feedback
 run (``oracle``) does the verifier feed the grade back, as an upper bound for
 studies, and every `Verification` it writes then says ``oracle``.
 
@@ -29,12 +29,12 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors.answers import parse_plan, question_json_schema
 from redraft.actors.batches import Batching
-from redraft.actors.prompts import Prompts, answer_messages, question_messages
-from redraft.actors.workers import Workers
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.cache import cached
+from redraft.engine.answers import parse_plan, question_json_schema
+from redraft.engine.prompts import Prompts, answer_messages, question_messages
+from redraft.engine.workers import Workers
 from redraft.errors import CheckError, RedraftError
 from redraft.protocols.messages import (
     CheckResult,

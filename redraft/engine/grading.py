@@ -2,7 +2,7 @@
 
 The loop ends with a `Result` scored by feedback alone. Then, and only then, the
 driver sends the task *with* its gold and the candidates the loop wrote to a
-grader (`redraft.actors.grader`), and the task's record gets the grades of its
+grader (`redraft.engine.grader`), and the task's record gets the grades of its
 final answer and of round 0's leader. A task with nothing to grade against (no
 gold, and a feedback that is not its grade) keeps null grades: unknown, not 0.
 

@@ -70,7 +70,8 @@ def list_strategies() -> None:
 
 def run_command(scenario: str | None, check: str | None, grade: str | None, model: str | None, **settings: Any) -> None:
     """Refine a scenario's tasks and write a run directory. Rerun with the same --out to resume."""
-    from redraft.run import RunConfig, run
+    from redraft.actors.driver import run
+    from redraft.config import RunConfig
 
     given = {name: value for name, value in settings.items() if value is not None}  # the rest: the config's defaults
     if model is not None:
@@ -92,11 +93,11 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
 def _run_parameters() -> list[inspect.Parameter]:
     """The options of ``redraft run``: the scenario, --check and --model, then one per config field.
 
-    Each config field's option is made from the field (`redraft.run.config`): its flag, help,
+    Each config field's option is made from the field (`redraft.config`): its flag, help,
     type and shown default; its CLI default is None, meaning "not given", so the config's own
     default applies and is said once.
     """
-    from redraft.run.config import GROUPS, description, flag
+    from redraft.config import GROUPS, description, flag
 
     keyword = inspect.Parameter.KEYWORD_ONLY
     scenario_help = "Scenario name (see `redraft scenarios`); leave out with --check."
@@ -401,7 +402,3 @@ def _usage_message(exc: TyperException) -> str:
     if context is None:
         return exc.format_message()
     return f"{exc.format_message()} (see `{context.command_path} --help`)"
-
-
-if __name__ == "__main__":
-    main()

@@ -51,7 +51,7 @@ class _Template:
 @dataclass(frozen=True)
 class Prompts:
     """A set of templates: the built-in ones (`built_in`), or those with a prompts file's entries over them
-    (`redraft.actors.prompt_files`). Plain data, so it travels to the role actors with their setup."""
+    (`redraft.engine.prompt_files`). Plain data, so it travels to the role actors with their setup."""
 
     templates: dict[str, _Template]
 
@@ -71,7 +71,7 @@ class Prompts:
 @functools.cache
 def built_in() -> Prompts:
     """The templates of ``prompts.toml``."""
-    data = tomllib.loads(resources.files("redraft.actors").joinpath("prompts.toml").read_text(encoding="utf-8"))
+    data = tomllib.loads(resources.files("redraft.engine").joinpath("prompts.toml").read_text(encoding="utf-8"))
     return Prompts(
         {
             name: _Template(int(entry["version"]), Template(entry["text"]), frozenset(entry.get("data", [])))

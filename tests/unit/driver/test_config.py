@@ -7,9 +7,10 @@ import math
 import msgspec
 import pytest
 
+from redraft import RunConfig
+from redraft.actors.driver import identity
+from redraft.config import GROUPS, Budgets, Experiment, Runtime, flag
 from redraft.errors import UserError
-from redraft.run import Budgets, Experiment, RunConfig, Runtime, identity
-from redraft.run.config import GROUPS, flag
 from redraft.rundir import fingerprint
 
 
@@ -27,7 +28,7 @@ def test_every_setting_has_one_name_in_one_group_and_help() -> None:
     names = [name for struct in GROUPS.values() for name in struct.__struct_fields__]
     assert len(names) == len(set(names))  # a flat setting names one field
     assert set(RunConfig().flat()) == set(names)
-    from redraft.run.config import description
+    from redraft.config import description
 
     for struct in GROUPS.values():
         for name in struct.__struct_fields__:

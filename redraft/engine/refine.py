@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from redraft.actors.arbiter import Arbiter
 from redraft.actors.factory import local_graders, local_roles
-from redraft.actors.grader import Grader
+from redraft.config import RunConfig
+from redraft.engine.arbiter import Arbiter
+from redraft.engine.grader import Grader
+from redraft.engine.grading import grade_request, graded_frames
+from redraft.engine.setup import BackendOverrides, arbiter_settings, role_setup
 from redraft.protocols.messages import Message, Result, Task, encode, iter_frames
-from redraft.run.config import RunConfig
-from redraft.run.grading import grade_request, graded_frames
-from redraft.run.roles import BackendOverrides, arbiter_settings, role_setup
 from redraft.scenarios import get_scenario
 
 

@@ -2,7 +2,7 @@
 
 A task goes through two stages: its loop on an arbiter (which gets the task
 without its gold, unless the run uses oracle feedback), then, when it has gold to
-be graded against, its held-out grade on a grader (`redraft.run.grading`). Only
+be graded against, its held-out grade on a grader (`redraft.engine.grading`). Only
 then is it written, trace and result together.
 
 Every dispatched task is recorded exactly once, and ``error`` only ever means
@@ -11,20 +11,20 @@ refused this request): such a task ends alone with stop reason ``error`` and its
 cause typed in ``error_type``, and the run goes on. When the machinery fails
 under a task instead (its arbiter, a role actor or a node died, a call hung, a
 backend stayed unreachable), the task is not written but redone
-(`redraft.run.attempts`): with the replies of its finished rounds, on a live
+(`redraft.actors.attempts`): with the replies of its finished rounds, on a live
 arbiter, within a bounded number of attempts. The loop streams a checkpoint per
-finished round (`redraft.actors.arbiter.Arbiter.stream`) to keep those replies.
+finished round (`redraft.engine.arbiter.Arbiter.stream`) to keep those replies.
 A task whose own timeout stopped it while a role member was killed, died or
-restarted (`redraft.run.fleet.Fleet.disturbances`) may have spent its time
+restarted (`redraft.actors.fleet.Fleet.disturbances`) may have spent its time
 waiting on that member: it is redone too, while it has attempts left (the last
 one is written as it ended), so a timeout in the record is the task's own time.
 
 Every wait is bounded. Each task out has a watchdog deadline (its timeout plus
 `WATCHDOG_GRACE_S`, or the run's ``task_watchdog``, or `DEFAULT_WATCHDOG_S`):
 past it, the task's call is cancelled and the task redone as hung. The fleet's
-heartbeat (`redraft.run.fleet`), checked on every turn of the loop, kills frozen
+heartbeat (`redraft.actors.fleet`), checked on every turn of the loop, kills frozen
 actors and replaces dead ones. Refused credentials, an endpoint down for good
-(`redraft.run.attempts.Breaker`) and a role no node can host stop the run: the
+(`redraft.actors.attempts.Breaker`) and a role no node can host stop the run: the
 tasks in flight are cancelled and not written, so a rerun resumes them.
 
 Run budgets (tokens, calls, USD, seconds) are checked before each dispatch
@@ -46,13 +46,13 @@ from typing import Any
 
 import msgspec
 
+from redraft.actors.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
 from redraft.actors.failures import infrastructure_failure, member_failure
+from redraft.actors.fleet import Fleet
 from redraft.actors.metrics import RunMetrics
+from redraft.engine.grading import grade_request, graded_frames
 from redraft.errors import AuthenticationError, InfrastructureError, cause_of, describe, error_type
 from redraft.protocols.messages import Grade, Result, StopLimit, Task, Usage, decode_as, encode
-from redraft.run.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
-from redraft.run.fleet import Fleet
-from redraft.run.grading import grade_request, graded_frames
 from redraft.rundir import RunStore
 from redraft.runtime import is_actor
 from redraft.scenarios import Scenario

@@ -1,6 +1,6 @@
 """The grader: scores a finished task's candidates against its held-out gold. Never part of the loop.
 
-The driver calls it after a task's loop has ended (`redraft.run.grading`), with
+The driver calls it after a task's loop has ended (`redraft.engine.grading`), with
 the task *including* its gold and the candidates the loop wrote. No role of the
 loop calls it, and nothing it returns goes back into a loop: a grade scores what
 refinement produced, it never steers it. Grades run in worker threads (a grade
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
-from redraft.actors.workers import Workers
+from redraft.engine.workers import Workers
 from redraft.errors import describe
 from redraft.protocols.messages import (
     CandidateGrade,

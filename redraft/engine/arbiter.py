@@ -1,7 +1,7 @@
 """The arbiter role: owns each task's loop, ranks candidates, applies the convergence protocol.
 
 One arbiter runs many task loops at once (each `run` call is one task, a
-`redraft.actors.task_loop.TaskLoop`, on the actor's event loop). It returns every
+`redraft.engine.task_loop.TaskLoop`, on the actor's event loop). It returns every
 frame of the task's trace with the `Result` last, so the driver can write a
 task's trace and result together, and a task that failed still has both.
 
@@ -27,9 +27,9 @@ from typing import Any
 import msgspec
 
 from redraft.actors.metrics import ModelMetrics
-from redraft.actors.pools import Roles
-from redraft.actors.task_loop import TaskLoop
 from redraft.backends.pricing import PriceTable, default_prices
+from redraft.engine.pools import Roles
+from redraft.engine.task_loop import TaskLoop
 from redraft.errors import InfrastructureError
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import RevisionMode, StopLimit, Task, decode_as

@@ -12,7 +12,7 @@ one arbiter per live node, then keeps them so while the run lasts:
   a killed arbiter's tasks fail and the driver redoes them.
 - **Replacement.** A member that died for good (its node is gone, so its hard
   node affinity cannot be met) is rebuilt on a live node, once per death, and
-  every arbiter is told (`redraft.actors.arbiter.Arbiter.replace_member`); until
+  every arbiter is told (`redraft.engine.arbiter.Arbiter.replace_member`); until
   then the arbiters route its calls to the next member. An arbiter that died is
   replaced when the first of its tasks reports it (the handle is compared, so a
   death is replaced once, however many tasks it took). A replacement that cannot
@@ -25,7 +25,7 @@ one arbiter per live node, then keeps them so while the run lasts:
   was not serving (read from the control store on each heartbeat, since Ray
   re-sends a restarted member's calls unseen and queues new ones until it is back). A task
   whose time ran out while that count moved may have spent it waiting on the
-  machinery; the dispatcher redoes it (`redraft.run.dispatcher`).
+  machinery; the dispatcher redoes it (`redraft.actors.dispatcher`).
 
 Nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with
 no timeout) and is called from the dispatcher's loop.
@@ -39,9 +39,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from redraft.actors.arbiter import ArbiterSettings
 from redraft.actors.factory import RoleSetup, ray_arbiter, ray_grader, ray_member, ray_roles, wait_ready
-from redraft.actors.pools import RolePool, Roles
+from redraft.engine.arbiter import ArbiterSettings
+from redraft.engine.pools import RolePool, Roles
 from redraft.errors import ClusterError, cause_of, describe
 from redraft.runtime import actor_state, alive_nodes, is_actor
 

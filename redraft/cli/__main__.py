@@ -1,0 +1,5 @@
+"""``python -m redraft.cli``: the ``redraft`` command."""
+
+from redraft.cli import main
+
+main()
