@@ -14,11 +14,17 @@
 - `ClusterError`: the run cannot go on on this cluster (a role that no live node can host, a backend
   that is down for good); the CLI prints it as one line, exit 1, and a rerun resumes.
 
+Whose fault an exception is, the task's (recorded as its result) or the machinery's
+(the task is redone), is decided by one table, `MACHINERY`, which every place that
+decides asks (`machinery_failure`, `member_failure`, `recorded_as_machinery`).
+
 Errors raised inside Ray actors are pickled back to the caller, so every class
 with extra constructor arguments defines `__reduce__`.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 
 class RedraftError(Exception):
@@ -121,26 +127,42 @@ class SandboxError(RedraftError):
     """The sandbox could not be set up on this machine (a deployment problem, not the candidate's)."""
 
 
+MachineryFault = Literal["died", "hung", "unreachable"]
+"""How the machinery failed under a task: a process, node or object died (redo it elsewhere at once); a call
+hung past its deadline, or a backend stayed unreachable (redo it after a backoff: the same may still hold)."""
+
+
 class InfrastructureError(RedraftError):
     """The machinery failed while a task ran, not the task: the driver redoes it, and never records this.
 
     ``cause`` is the class name of what failed (``ActorDiedError``, ``CallTimeoutError``,
-    ``BackendUnavailableError``...); ``role`` the role whose call failed, when one did; ``endpoint``
-    the backend spec that stayed unreachable, when that was the cause.
+    ``BackendUnavailableError``...); ``fault`` how it failed; ``role`` the role whose call failed, when one
+    did; ``endpoint`` the backend spec that stayed unreachable, when that was the cause.
     """
 
-    def __init__(self, message: str, *, cause: str, role: str | None = None, endpoint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        cause: str,
+        fault: MachineryFault = "died",
+        role: str | None = None,
+        endpoint: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.cause = cause
+        self.fault: MachineryFault = fault
         self.role = role
         self.endpoint = endpoint
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_infrastructure, (str(self), self.cause, self.role, self.endpoint))
+        return (_rebuild_infrastructure, (str(self), self.cause, self.fault, self.role, self.endpoint))
 
 
-def _rebuild_infrastructure(message: str, cause: str, role: str | None, endpoint: str | None) -> InfrastructureError:
-    return InfrastructureError(message, cause=cause, role=role, endpoint=endpoint)
+def _rebuild_infrastructure(
+    message: str, cause: str, fault: MachineryFault, role: str | None, endpoint: str | None
+) -> InfrastructureError:
+    return InfrastructureError(message, cause=cause, fault=fault, role=role, endpoint=endpoint)
 
 
 class CallTimeoutError(RedraftError):
@@ -155,31 +177,93 @@ class PoisonTaskError(RedraftError):
     """A task whose every attempt ended with the machinery failing under it: it is taken to be the cause."""
 
 
-INFRASTRUCTURE_CAUSES = frozenset(
-    {
-        "InfrastructureError",
-        "CallTimeoutError",
-        "BackendUnavailableError",
-        # Written by versions before the machinery's failures were retried: a resume redoes these tasks.
-        "RetryableBackendError",
-        "RayActorError",
-        "ActorDiedError",
-        "ActorUnavailableError",
-        "ActorUnschedulableError",
-        "TaskUnschedulableError",
-        "WorkerCrashedError",
-        "NodeDiedError",
-        "LocalRayletDiedError",
-        "ObjectLostError",
-        "OwnerDiedError",
-        "ObjectFetchTimedOutError",
-        "ObjectStoreFullError",
-        "OutOfMemoryError",
-        "GetTimeoutError",
-        "RaySystemError",
-    }
-)
-"""The ``error_type`` of a result that records the machinery's failure, not the task's: redone on resume."""
+# ---------------------------------------------------------------- whose fault: the one table
+
+MACHINERY: dict[str, dict[str, MachineryFault]] = {
+    "ray.exceptions": {
+        "RayActorError": "died",
+        "ActorDiedError": "died",
+        "ActorUnavailableError": "died",
+        "ActorUnschedulableError": "died",
+        "TaskUnschedulableError": "died",
+        "WorkerCrashedError": "died",
+        "NodeDiedError": "died",
+        "LocalRayletDiedError": "died",
+        "ObjectLostError": "died",
+        "ObjectFreedError": "died",
+        "ObjectReconstructionFailedError": "died",
+        "OwnerDiedError": "died",
+        "ReferenceCountingAssertionError": "died",
+        "ObjectFetchTimedOutError": "hung",
+        "ObjectStoreFullError": "died",
+        "OutOfMemoryError": "died",
+        "GetTimeoutError": "hung",
+        "TaskCancelledError": "hung",
+        "RaySystemError": "died",
+        "RayCgraphCapacityExceeded": "died",
+        "RayChannelError": "died",
+        "RayChannelTimeoutError": "hung",
+        "RayDirectTransportError": "died",
+        "StreamingGeneratorReplayInconsistentError": "died",
+    },
+    "redraft.errors": {
+        "InfrastructureError": "died",
+        "CallTimeoutError": "hung",
+        "BackendUnavailableError": "unreachable",
+    },
+}
+"""The exceptions that are the machinery's failure, not the task's, by module and class name, with how each
+failed (subclasses included; each is named too, because a record names its leaf class). A task that ends with
+one is redone, never recorded. Every other exception is the task's own (a check that raised, a model that
+answered nothing, a request the server refused).
+
+Named, not imported: the code below the actor system never imports Ray, yet classifies Ray's errors by this
+table, and a result record is classified by its ``error_type`` with the same names."""
+
+_RECORDED_BY_OLDER_VERSIONS = frozenset({"RetryableBackendError"})
+"""An ``error_type`` that versions before the machinery's failures were redone wrote for one: a resume redoes
+these tasks too."""
+
+
+def _fault_of(exc: BaseException) -> MachineryFault | None:
+    """How ``exc`` is the machinery's failure (through its class's ancestry), or None when it is not."""
+    for cls in type(exc).__mro__:
+        fault = MACHINERY.get(cls.__module__, {}).get(cls.__name__)
+        if fault is not None:
+            return fault
+    return None
+
+
+def machinery_failure(exc: BaseException, *, role: str | None = None) -> InfrastructureError | None:
+    """``exc`` as the machinery's failure (``role``: whose call failed), or None when it is the task's own.
+
+    Ray's task-error wrapper is looked through: the wrapped cause decides, and the wrapper itself counts
+    when Ray raised it for its own failure.
+    """
+    cause = cause_of(exc)
+    if isinstance(cause, InfrastructureError):
+        return cause
+    fault = _fault_of(cause) or _fault_of(exc)
+    if fault is None:
+        return None
+    endpoint = cause.endpoint if isinstance(cause, BackendUnavailableError) else None
+    return InfrastructureError(describe(cause), cause=type(cause).__name__, fault=fault, role=role, endpoint=endpoint)
+
+
+def member_failure(exc: BaseException) -> bool:
+    """Whether a call failed because of the member that served it (dead, gone, hung): another member may answer.
+
+    A backend that is down is not such a failure: every member calls the same server.
+    """
+    failure = machinery_failure(exc)
+    return failure is not None and failure.fault != "unreachable"
+
+
+def recorded_as_machinery(error_type: str | None) -> bool:
+    """Whether a result record's ``error_type`` names the machinery's failure (so a resume redoes the task)."""
+    if error_type is None:
+        return False
+    return error_type in _RECORDED_BY_OLDER_VERSIONS or any(error_type in names for names in MACHINERY.values())
 
 
 def cause_of(exc: BaseException) -> BaseException:

@@ -24,6 +24,7 @@ Bounds, so nothing loops forever:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import msgspec
@@ -46,7 +47,7 @@ class AttemptPolicy:
     def backoff_s(self, failures: int, failure: InfrastructureError) -> float:
         """The wait before attempt ``failures + 1``: none after a death (the task goes elsewhere at once),
         exponential after a hang or an unreachable backend (the same thing may still be wrong)."""
-        if failure.cause not in ("CallTimeoutError", "BackendUnavailableError"):
+        if failure.fault == "died":
             return 0.0
         return float(min(self.max_backoff_s, self.base_backoff_s * 2 ** min(failures, 16)))
 
@@ -105,7 +106,7 @@ def poison_result(task: Task, attempts: TaskAttempts) -> Result:
 class Breaker:
     """Trips when an endpoint failed whole calls for `trip_after` distinct tasks with no answer in between."""
 
-    def __init__(self, endpoints_by_role: dict[str, str], *, trip_after: int = 3) -> None:
+    def __init__(self, endpoints_by_role: Mapping[str, str], *, trip_after: int = 3) -> None:
         self.endpoints_by_role = endpoints_by_role
         self.trip_after = trip_after
         self._failed: dict[str, dict[str, str]] = {}
@@ -124,7 +125,7 @@ class Breaker:
                 f"(first: {first}); finished tasks are kept: rerun with the same --out once it is back"
             )
 
-    def answered(self, usage_by_role: dict[str, Usage]) -> None:
+    def answered(self, usage_by_role: Mapping[str, Usage]) -> None:
         """A task finished with these calls: every endpoint it really reached (not from a cache) is up."""
         for role, usage in usage_by_role.items():
             endpoint = self.endpoints_by_role.get(role)

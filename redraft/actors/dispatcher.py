@@ -46,15 +46,22 @@ from typing import Any
 
 import msgspec
 
+from redraft.actors._ray import is_actor
 from redraft.actors.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
-from redraft.actors.failures import infrastructure_failure, member_failure
 from redraft.actors.fleet import Fleet
 from redraft.actors.metrics import RunMetrics
-from redraft.engine.grading import grade_request, graded_frames
-from redraft.errors import AuthenticationError, InfrastructureError, cause_of, describe, error_type
-from redraft.protocols.messages import Grade, Result, StopLimit, Task, Usage, decode_as, encode
+from redraft.engine.grading import grade_request, graded
+from redraft.errors import (
+    AuthenticationError,
+    InfrastructureError,
+    cause_of,
+    describe,
+    error_type,
+    machinery_failure,
+    member_failure,
+)
+from redraft.protocols.messages import Grade, GradeRequest, Result, StopLimit, Task, Usage, decode, decode_as, encode
 from redraft.rundir import RunStore
-from redraft.runtime import is_actor
 from redraft.scenarios import Scenario
 
 ProgressHook = Callable[[Result], None]
@@ -100,8 +107,8 @@ class Pending:
 
     task: Task
     """The whole task, gold included (the driver's copy)."""
-    slot: int
-    """The arbiter slot it went to; -1 for a quarantine arbiter of its own."""
+    slot: int | None
+    """The arbiter slot it went to; None for a quarantine arbiter of its own."""
     arbiter: Any
     deadline: float
     attempts: TaskAttempts
@@ -109,7 +116,8 @@ class Pending:
     """`Fleet.disturbances` when the task was sent."""
     frames: list[bytes] = field(default_factory=list)
     pairs: list[tuple[int, int]] = field(default_factory=list)
-    grading: bool = False
+    grading: GradeRequest | None = None
+    """Set once its loop finished: what its grader is asked."""
     grade_tries: int = 0
 
 
@@ -197,7 +205,7 @@ class Dispatcher:
         timeout, limit = self.clock.task_limit(self.task_timeout)
         seen = task if self.oracle else task.without_gold()  # the loop never sees the gold
         if attempts.arbiter_deaths >= self.policy.quarantine_after:
-            slot, arbiter = -1, self.fleet.quarantine()
+            slot, arbiter = None, self.fleet.quarantine()
         else:
             slot = next(self._seq) % len(self.fleet.arbiters)
             arbiter = self.fleet.arbiters[slot]
@@ -235,7 +243,7 @@ class Dispatcher:
         import ray
 
         pending = self.in_flight.pop(key)
-        if pending.grading:
+        if pending.grading is not None:
             self._land_grade(key, pending)
             return
         try:
@@ -248,7 +256,7 @@ class Dispatcher:
             # tasks are kept and a rerun with the same --out resumes after the fix.
             raise AuthenticationError(describe(exc)) from None
         except Exception as exc:
-            failure = infrastructure_failure(exc)
+            failure = machinery_failure(exc)
             if failure is None:  # the arbiter's own code failed on this task: its error, recorded
                 self._done(pending, [encode(pending.task.without_gold()), encode(failed_result(pending.task, exc))])
                 return
@@ -285,7 +293,9 @@ class Dispatcher:
         result = decode_as(frames[-1], Result)
         if self._timed_out_on_the_machinery(pending, result):
             waited = InfrastructureError(
-                "the task's time ran out while a role member was killed, died or restarted", cause="CallTimeoutError"
+                "the task's time ran out while a role member was killed, died or restarted",
+                cause="CallTimeoutError",
+                fault="hung",
             )
             self._failed(pending, waited)
             return
@@ -294,11 +304,11 @@ class Dispatcher:
             result = msgspec.structs.replace(result, attempts=attempts.number, retried_for=attempts.causes)
             frames = [*frames[:-1], encode(result)]
         self.breaker.answered(result.usage_by_role)
-        request = grade_request(self.scenario, pending.task, frames)
+        request = grade_request(self.scenario, pending.task, [decode(f) for f in frames])
         if request is None:
             self._write(frames, result)
             return
-        pending.frames, pending.grading = frames, True
+        pending.frames, pending.grading = frames, request
         self._send_grade(pending)
 
     def _timed_out_on_the_machinery(self, pending: Pending, result: Result) -> bool:
@@ -311,29 +321,34 @@ class Dispatcher:
         )
 
     def _send_grade(self, pending: Pending) -> None:
-        request = grade_request(self.scenario, pending.task, pending.frames)
+        request = pending.grading
         assert request is not None
-        members = [m for m in self.fleet.graders.members if m is not None]
-        member = members[(pending.slot + pending.grade_tries) % len(members)]
-        if not is_actor(member):  # a cheap grade: the driver's own (`redraft.actors.factory.ray_grader`)
-            self._write(*graded_frames(pending.frames, member.grade_here(encode(request))))
+        members = [m for m in self.fleet.graders if m is not None]
+        member = members[((pending.slot or 0) + pending.grade_tries) % len(members)]
+        if not is_actor(member):  # an instant grade: the driver's own (`redraft.actors.placement`)
+            self._write_graded(pending, member.grade_here(request))
             return
         pending.grade_tries += 1
         pending.deadline = self.clock.now() + DEFAULT_WATCHDOG_S / 6
-        self.in_flight[member.grade.remote(encode(request))] = pending
+        self.in_flight[member.serve.remote(encode(request))] = pending
 
     def _land_grade(self, ref: Any, pending: Pending) -> None:
         """The grader's reply; a grader that died or hung is asked again elsewhere, else the grades are missing."""
         import ray
 
         try:
-            reply: bytes = ray.get(ref)
+            grade = decode_as(ray.get(ref), Grade)
         except Exception as exc:
             if member_failure(exc) and pending.grade_tries < GRADE_TRIES:
                 self._send_grade(pending)
                 return
-            reply = encode(Grade(task_id=pending.task.task_id, error=describe(exc)))
-        self._write(*graded_frames(pending.frames, reply))
+            grade = Grade(task_id=pending.task.task_id, error=describe(exc))
+        self._write_graded(pending, grade)
+
+    def _write_graded(self, pending: Pending, grade: Grade) -> None:
+        """Write a graded task: its loop's frames, the `Grade`, the graded `Result` last."""
+        ending, result = graded(decode_as(pending.frames[-1], Result), grade)
+        self._write([*pending.frames[:-1], *(encode(m) for m in ending)], result)
 
     def _watchdog(self) -> None:
         """Cancel what passed its deadline and redo it as hung (a frozen arbiter, the heartbeat kills)."""
@@ -343,15 +358,15 @@ class Dispatcher:
         for key, pending in [(k, p) for k, p in self.in_flight.items() if p.deadline <= now]:
             del self.in_flight[key]
             ray.cancel(key)
-            if pending.grading:
+            if pending.grading is not None:
                 if pending.grade_tries < GRADE_TRIES:
                     self._send_grade(pending)
                 else:
-                    self._write(
-                        *graded_frames(pending.frames, encode(Grade(task_id=pending.task.task_id, error="hung")))
-                    )
+                    self._write_graded(pending, Grade(task_id=pending.task.task_id, error="hung"))
                 continue
-            hung = InfrastructureError("the task passed its watchdog deadline (hung)", cause="CallTimeoutError")
+            hung = InfrastructureError(
+                "the task passed its watchdog deadline (hung)", cause="CallTimeoutError", fault="hung"
+            )
             self._failed(pending, hung)
 
     def _write(self, frames: list[bytes], result: Result) -> None:

@@ -11,7 +11,7 @@ The run's actors are a `redraft.actors.fleet.Fleet`, kept whole while the run la
 and killed when it ends, however it ends, so no call of the run goes on after it.
 A driver killed outright takes them with it: on a cluster Ray ends a dead job's
 actors at once; a local Ray started here dies with this process, and its workers
-stop as their raylet goes (`redraft.runtime.die_with_raylet`).
+stop as their raylet goes (`redraft.actors._ray.die_with_raylet`).
 """
 
 from __future__ import annotations
@@ -34,12 +34,11 @@ import msgspec
 
 from redraft.actors.attempts import Breaker
 from redraft.actors.dispatcher import Dispatcher, ProgressHook, RunClock
-from redraft.actors.factory import RoleSetup, verifier_backend
 from redraft.actors.fleet import Fleet
 from redraft.actors.metrics import RunMetrics
 from redraft.config import RunConfig
 from redraft.engine.prompt_files import load_prompts, overrides
-from redraft.engine.setup import BackendOverrides, arbiter_settings, role_setup
+from redraft.engine.setup import BackendOverrides, RoleSetup, arbiter_settings, endpoints_by_role, role_setup
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
 from redraft.rundir import RunStore, Summary, fingerprint
@@ -98,7 +97,7 @@ def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]]]:
     """Where the run writes, and a way to stream its tasks."""
     experiment, limit = config.experiment, config.runtime.limit
     scenario = get_scenario(experiment.scenario)
-    if experiment.tasks is None and getattr(scenario, "needs_task_file", False):
+    if experiment.tasks is None and scenario.needs_task_file:
         raise UserError(f"the scenario {experiment.scenario!r} has no tasks of its own: give --tasks FILE.jsonl")
 
     def tasks() -> Iterator[Task]:
@@ -184,15 +183,6 @@ def run(
         fleet.shutdown()
         summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
-
-
-def endpoints_by_role(setup: RoleSetup, strategy: str) -> dict[str, str]:
-    """The backend spec each role's calls go to (what `Breaker` names when one is down)."""
-    endpoints = {"drafter": setup.drafter.spec, "critic": setup.critic.spec, "self_critic": setup.drafter.spec}
-    verifier = verifier_backend(setup, strategy)
-    if verifier is not None:
-        endpoints["verifier"] = verifier.spec
-    return endpoints
 
 
 def _default_in_flight(setup: RoleSetup, nodes: int) -> int:

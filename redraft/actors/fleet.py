@@ -37,21 +37,25 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from redraft.actors.factory import RoleSetup, ray_arbiter, ray_grader, ray_member, ray_roles, wait_ready
+from redraft.actors import factory
+from redraft.actors._ray import actor_state, alive_nodes, is_actor
 from redraft.engine.arbiter import ArbiterSettings
-from redraft.engine.pools import RolePool, Roles
+from redraft.engine.setup import RoleSetup
 from redraft.errors import ClusterError, cause_of, describe
-from redraft.runtime import actor_state, alive_nodes, is_actor
+from redraft.protocols.messages import RoleName
 
 log = logging.getLogger(__name__)
 
 
+Kind = RoleName | Literal["arbiter"]
+
+
 @dataclass
 class _Ping:
-    kind: str
-    """A role's name, ``grader`` or ``arbiter``."""
+    kind: Kind
+    """A role's name (``grader`` included) or ``arbiter``."""
     index: int
     handle: Any
     sent: float
@@ -78,12 +82,12 @@ class Fleet:
     ) -> None:
         self.setup, self.strategy, self.settings, self.clock = setup, strategy, settings, clock
         nodes = alive_nodes()
-        self.roles: Roles = ray_roles(setup, strategy, nodes)
-        self.graders = RolePool([ray_grader(setup, node) for node in nodes], role="grader")
+        self.members: factory.Members = factory.members(setup, strategy, nodes)
+        self.graders: list[Any] = [factory.grader(setup, node) for node in nodes]
         # Every actor starts at once (each is a process of its own) and readiness is awaited once: an arbiter
         # needs only its members' handles, not the members themselves, to be built.
-        self.arbiters: list[Any] = [ray_arbiter(self.roles, settings, node) for node in nodes]
-        wait_ready(self.roles, self.graders, actors=self.arbiters)
+        self.arbiters: list[Any] = [factory.arbiter(self.members, settings, node) for node in nodes]
+        factory.wait_ready([*(m for ms in self.members.values() for m in ms), *self.graders, *self.arbiters])
         self._nodes = list(nodes)
         """The node each arbiter slot was placed on (a replacement goes there while it lives)."""
         self._quarantined: list[Any] = []
@@ -98,15 +102,16 @@ class Fleet:
 
     # ------------------------------------------------------------ arbiters
 
-    def arbiter_lost(self, slot: int, handle: Any) -> None:
-        """The arbiter ``handle`` in ``slot`` died (a task of it says so): replace it, once per death."""
-        if 0 <= slot < len(self.arbiters) and self.arbiters[slot] is handle:
-            self.arbiters[slot] = ray_arbiter(self.roles, self.settings, self._live_node(self._nodes[slot]))
+    def arbiter_lost(self, slot: int | None, handle: Any) -> None:
+        """The arbiter ``handle`` in ``slot`` died (a task of it says so): replace it, once per death (a
+        quarantine arbiter, in no slot, is not replaced)."""
+        if slot is not None and self.arbiters[slot] is handle:
+            self.arbiters[slot] = factory.arbiter(self.members, self.settings, self._live_node(self._nodes[slot]))
             self.replaced += 1
 
     def quarantine(self) -> Any:
         """A fresh arbiter for one suspect task alone; `release` it when that task is done."""
-        handle = ray_arbiter(self.roles, self.settings, self._live_node(None))
+        handle = factory.arbiter(self.members, self.settings, self._live_node(None))
         self._quarantined.append(handle)
         return handle
 
@@ -169,16 +174,16 @@ class Fleet:
         ping.sent, ping.restarts = now, restarts if state == "ALIVE" else -1
         return False
 
-    def _actors(self) -> list[tuple[str, int, Any]]:
+    def _actors(self) -> list[tuple[Kind, int, Any]]:
         """Every actor of the run (a role member that is a plain object, run by the arbiters, is none)."""
-        found = [
-            (name, i, m)
-            for name, pool in self.roles.by_name().items()
-            for i, m in enumerate(pool.members)
-            if m is None or is_actor(m)
+        found: list[tuple[Kind, int, Any]] = [
+            (name, i, m) for name, ms in self._slots().items() for i, m in enumerate(ms) if m is None or is_actor(m)
         ]
-        found += [("grader", i, m) for i, m in enumerate(self.graders.members) if m is None or is_actor(m)]
         return found + [("arbiter", i, a) for i, a in enumerate(self.arbiters)]
+
+    def _slots(self) -> dict[RoleName, list[Any]]:
+        """Every role's member slots, the graders' included."""
+        return {**self.members, "grader": self.graders}
 
     def _died(self, ping: _Ping, exc: BaseException) -> None:
         import ray.exceptions as rex
@@ -199,7 +204,7 @@ class Fleet:
 
         if self._current(ping) is not ping.handle:
             return
-        if ping.placing:  # a replacement that never started: give its slot up
+        if ping.placing and ping.kind != "arbiter":  # a replacement that never started: give its slot up
             ray.kill(ping.handle, no_restart=True)
             self._replace_member(ping.kind, ping.index, failed_placement=True)
             return
@@ -215,27 +220,26 @@ class Fleet:
     def _current(self, ping: _Ping) -> Any:
         if ping.kind == "arbiter":
             return self.arbiters[ping.index]
-        return self._pool(ping.kind).members[ping.index]
+        return self._slots()[ping.kind][ping.index]
 
-    def _pool(self, kind: str) -> RolePool:
-        return self.graders if kind == "grader" else self.roles.by_name()[kind]
-
-    def _replace_member(self, kind: str, index: int, *, failed_placement: bool) -> None:
+    def _replace_member(self, kind: RoleName, index: int, *, failed_placement: bool) -> None:
         """Rebuild member ``index`` of ``kind`` on a live node, or give its slot up when that failed already."""
-        pool = self._pool(kind)
+        slots = self._slots()[kind]
         member: Any = None
         if not failed_placement:
             node = self._live_node(None, avoid=index)
             member = (
-                ray_grader(self.setup, node) if kind == "grader" else ray_member(self.setup, self.strategy, kind, node)
+                factory.grader(self.setup, node)
+                if kind == "grader"
+                else factory.member(self.setup, self.strategy, kind, node)
             )
             self._pings[member.__ray_ready__.remote()] = _Ping(kind, index, member, self.clock(), placing=True)
             self.replaced += 1
-        pool.replace(index, member)
+        slots[index] = member
         if kind != "grader":
             for arbiter in [*self.arbiters, *self._quarantined]:
                 arbiter.replace_member.remote(kind, index, member)
-        if all(m is None for m in pool.members):
+        if all(m is None for m in slots):
             raise ClusterError(
                 f"the {kind} role cannot be placed on any live node (the last replacement did not start within "
                 f"{self.place_timeout_s:g} s); finished tasks are kept: rerun with the same --out once the cluster "

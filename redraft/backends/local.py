@@ -9,7 +9,7 @@ the Q4_1 weights almost exactly.
 
 Under Ray, every role actor on a node shares that node's
 `LocalModelHost` (a named actor per model and node, created on first use:
-`redraft.runtime.node_service`), so the weights are loaded once per node.
+`redraft.services`), so the weights are loaded once per node.
 Outside Ray (unit tests, the Python API without a cluster) the host lives
 in-process, one per model file.
 
@@ -47,7 +47,7 @@ from redraft.backends.cache import cache_dir
 from redraft.backends.registry import backend
 from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Usage
-from redraft.runtime import call, in_process_services, node_service
+from redraft.services import IN_PROCESS, current
 
 if TYPE_CHECKING:  # llama.cpp's modules (and numpy) load with the model host, not with the backend's registration
     from redraft.backends.llama_batch import BatchScheduler
@@ -288,7 +288,8 @@ class LocalClient:
 
     def __init__(self, model_path: str | None) -> None:
         digest = hashlib.sha1((model_path or EMBEDDED_MODEL_FILE).encode()).hexdigest()[:10]
-        self._host = node_service(
+        self._services = current()
+        self._host = self._services.shared(
             LocalModelHost,
             f"redraft-model-host-{digest}",
             model_path,
@@ -299,7 +300,7 @@ class LocalClient:
         )
 
     async def complete(self, request: ChatRequest) -> Completion:
-        reply: bytes = await call(self._host, "chat", msgspec.msgpack.encode(request))
+        reply: bytes = await self._services.call(self._host, "chat", msgspec.msgpack.encode(request))
         return _completion_decoder.decode(reply)
 
 
@@ -307,7 +308,7 @@ class LocalClient:
 def _close_in_process_hosts() -> None:
     # Free the models while llama.cpp's module globals still exist; left to the
     # garbage collector at interpreter exit, Llama.__del__ fails noisily.
-    for service in in_process_services().values():
+    for service in IN_PROCESS.objects.values():
         if isinstance(service, LocalModelHost):
             service.close()
 

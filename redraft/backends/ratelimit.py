@@ -25,7 +25,7 @@ import msgspec
 
 from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
 from redraft.errors import UserError
-from redraft.runtime import call, node_service
+from redraft.services import Services, current
 
 
 class RateLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -101,26 +101,27 @@ class RateLimiter:
 class RateLimitedBackend:
     """Asks the endpoint's limiter before every call of ``inner``."""
 
-    def __init__(self, inner: Backend, limiter: Any) -> None:
+    def __init__(self, inner: Backend, limiter: Any, services: Services) -> None:
         self._inner = inner
         self._limiter = limiter
+        self._services = services
 
     async def complete(self, request: ChatRequest) -> Completion:
         estimate = sum(len(m.content) for m in request.messages) // 4 + request.max_tokens
-        ticket = await call(self._limiter, "acquire", estimate)
+        ticket = await self._services.call(self._limiter, "acquire", estimate)
         used = estimate
         try:
             completion = await self._inner.complete(request)
             used = completion.usage.total_tokens
             return completion
         finally:
-            await call(self._limiter, "release", ticket, used)
+            await self._services.call(self._limiter, "release", ticket, used)
 
 
-def _limiter_for(endpoint: str, limits: RateLimits) -> Any:
-    """The endpoint's one limiter: a named actor shared by the whole cluster, or an object outside Ray."""
+def _limiter_for(services: Services, endpoint: str, limits: RateLimits) -> Any:
+    """The endpoint's one limiter: shared by the whole cluster (a named actor), or an object of a plain process."""
     digest = hashlib.sha1(endpoint.encode()).hexdigest()[:12]
-    return node_service(
+    return services.shared(
         RateLimiter, f"redraft-ratelimit-{digest}", limits, per_node=False, num_cpus=0, max_concurrency=10_000
     )
 
@@ -138,7 +139,9 @@ class LimitedSpec:
         return self.inner.spec
 
     def create(self) -> Backend:
-        return RateLimitedBackend(self.inner.create(), _limiter_for(self.endpoint or self.spec, self.limits))
+        services = current()
+        limiter = _limiter_for(services, self.endpoint or self.spec, self.limits)
+        return RateLimitedBackend(self.inner.create(), limiter, services)
 
 
 _QUERY_KEYS = {"rpm": "requests", "tpm": "tokens", "inflight": "max_in_flight"}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-import time
 import typing
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,7 +19,6 @@ from typing import Annotated, Any
 import msgspec
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 from typer import Abort, Exit
@@ -29,8 +27,8 @@ from typer import Abort, Exit
 # them) derives from this public class: they are printed as one line.
 from typer.exceptions import TyperException
 
+from redraft.cli._progress import RunProgress
 from redraft.errors import RedraftError, UserError
-from redraft.protocols.messages import Result
 
 app = typer.Typer(
     name="redraft",
@@ -78,7 +76,7 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
         given.setdefault("drafter", model)
         given.setdefault("critic", model)
     config = RunConfig.build(scenario=_scenario_name(scenario, given.get("tasks"), check, grade), **given)
-    progress = _RunProgress()
+    progress = RunProgress()
     with progress:
         outcome = run(config, on_start=progress.start, on_result=progress.advance)
     _print_summary(outcome, oracle=config.experiment.oracle_feedback)
@@ -179,7 +177,7 @@ def compare_command(
         match=match,
         repeats=repeats,
         previous=baseline,
-        progress=_RunProgress(),
+        progress=RunProgress(),
         console=out,
     )
     for line in lines:  # said even without --fail-if-worse, which only decides the exit code
@@ -237,75 +235,6 @@ def _scenario_name(scenario: str | None, tasks: str | None, check: str | None, g
     if scenario is not None:
         raise UserError(f"give a SCENARIO or --check, not both (got {scenario!r} and --check {check})")
     return user_scenario_name(check, grade)
-
-
-class _RateColumn(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("" if speed is None else f"{speed:.2f} tasks/s")
-
-
-class _RunProgress:
-    """The live bar: tasks done of total, pass rate so far, rate, ETA.
-
-    When stderr is not a terminal (``ray job submit`` logs, CI), the same figures
-    are printed as a plain line at most every `LOG_EVERY_S` seconds, and at the end.
-    """
-
-    LOG_EVERY_S = 10.0
-
-    def __init__(self) -> None:
-        self._plain = not err.is_terminal
-        self._started = self._last_log = 0.0
-        self._total = 0
-        self._bar = Progress(
-            TextColumn("[bold]refining"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("pass {task.fields[pass_rate]}"),
-            _RateColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=err,
-        )
-        self._id: Any = None
-        self._done = self._passed = 0
-
-    def __enter__(self) -> _RunProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._id is not None:  # started: the run got past validation
-            self._bar.stop()
-
-    def start(self, total: int, already_done: int, what: str = "") -> None:
-        """A run (or one lane of a comparison, ``what``) opened: its tasks join the bar's total."""
-        if already_done:
-            err.print(f"resuming{' ' + what if what else ''}: {already_done} of {total} tasks already done")
-        self._total += total - already_done
-        if self._id is not None:  # another lane of a comparison
-            self._bar.update(self._id, total=self._total)
-            return
-        if not self._plain:
-            self._bar.start()
-        self._id = self._bar.add_task("run", total=self._total, pass_rate="-")
-        self._started = self._last_log = time.monotonic()
-
-    def advance(self, result: Result) -> None:
-        self._done += 1
-        self._passed += result.passed
-        self._bar.update(self._id, advance=1, pass_rate=f"{self._passed / self._done:.0%}")
-        now = time.monotonic()
-        if self._plain and (now - self._last_log >= self.LOG_EVERY_S or self._done == self._total):
-            self._last_log = now
-            rate = self._done / max(now - self._started, 1e-9)
-            eta = (self._total - self._done) / rate
-            print(
-                f"refining: {self._done}/{self._total} tasks, pass {self._passed / self._done:.0%}, "
-                f"{rate:.2f} tasks/s, ETA {eta:.0f} s",
-                file=sys.stderr,
-                flush=True,
-            )
 
 
 def _print_summary(outcome: Any, *, oracle: bool = False) -> None:

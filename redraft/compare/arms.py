@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 
 from redraft.config import Experiment, check_bounds
-from redraft.engine.setup import check_prompts
+from redraft.engine.prompt_files import load_prompts
 from redraft.errors import UserError
 
 SHARED = frozenset({"scenario", "tasks", "repeat"})
@@ -108,7 +108,7 @@ def _prompts_file(arms_file: Path, where: str, given: str) -> str:
     """An arm's prompts file, relative to the arms file, checked entry by entry (`redraft.engine.prompt_files`)."""
     resolved = str(arms_file.parent / given)
     try:
-        check_prompts(resolved)
+        load_prompts(resolved)
     except UserError as exc:
         raise UserError(f"{where}: field 'prompts': {exc}") from None
     return resolved

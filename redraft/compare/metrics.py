@@ -127,17 +127,23 @@ def _messages(frames: list[Frame]) -> list[Message]:
     return [f.message for f in frames if isinstance(f, KnownFrame)]
 
 
-def _grades(messages: list[Message]) -> dict[tuple[int, int], bool]:
+Grades = dict[tuple[int | None, int | None], bool]
+"""Each candidate's held-out verdict by (round, sample); a (None, None) key is never in it."""
+
+
+def _grades(messages: list[Message]) -> Grades:
     return {(g.round, g.sample): g.passed for m in messages if isinstance(m, Grade) for g in m.grades}
 
 
-def _by_round(messages: list[Message], grades: dict[tuple[int, int], bool]) -> list[bool | None]:
+def _by_round(messages: list[Message], grades: Grades) -> list[bool | None]:
     return [
-        grades.get((d.best_round, d.best_sample)) for d in messages if isinstance(d, Decision) and d.best_round >= 0
+        grades.get((d.best_round, d.best_sample))
+        for d in messages
+        if isinstance(d, Decision) and d.best_round is not None
     ]
 
 
-def _behaviour(messages: list[Message], grades: dict[tuple[int, int], bool], into: Behaviour) -> None:
+def _behaviour(messages: list[Message], grades: Grades, into: Behaviour) -> None:
     decisions = [m for m in messages if isinstance(m, Decision)]
     for before, decision in itertools.pairwise(decisions):
         entering = grades.get((before.best_round, before.best_sample))

@@ -25,7 +25,8 @@ from pathlib import Path
 from redraft.actors.driver import RunOutcome, ensure_ray, run
 from redraft.compare.arms import Arm
 from redraft.config import RunConfig
-from redraft.engine.setup import BackendOverrides, check_prompts
+from redraft.engine.prompt_files import load_prompts
+from redraft.engine.setup import BackendOverrides
 from redraft.errors import UserError
 from redraft.protocols.messages import Result
 
@@ -90,7 +91,7 @@ class ComparePlan:
         for lane in self.lanes():
             try:
                 lane.config.validate()
-                check_prompts(lane.config.experiment.prompts)
+                load_prompts(lane.config.experiment.prompts)
             except UserError as exc:
                 raise UserError(f"arm {lane.arm!r}: {exc}") from None
 

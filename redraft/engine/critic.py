@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import msgspec
 
-from redraft.actors.batches import Batching
 from redraft.backends.base import BackendSpec, ChatRequest
-from redraft.backends.cache import cached
+from redraft.engine._model_role import ModelRole
 from redraft.engine.answers import critique_json_schema, parse_report
+from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts, critique_messages
-from redraft.protocols.messages import Critique, CritiqueRequest, decode_as, encode
-from redraft.runtime import die_with_raylet
+from redraft.errors import ProtocolError
+from redraft.protocols.messages import Critique, CritiqueRequest
 
 
-class Critic(Batching):
+class Critic(ModelRole):
+    """`CritiqueRequest` in, `Critique` out."""
+
     def __init__(
         self,
         backend: BackendSpec,
@@ -29,15 +31,15 @@ class Critic(Batching):
         cache: bool = True,
         prompts: Prompts | None = None,
     ) -> None:
-        die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
-        self._backend = cached(backend.create(), backend.spec, enabled=cache)
+        super().__init__(backend, temperature=temperature, max_tokens=max_tokens, cache=cache, prompts=prompts)
         self._schema = critique_json_schema()
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._prompts = prompts
 
-    async def critique(self, payload: bytes) -> bytes:
-        request = decode_as(payload, CritiqueRequest)
+    async def serve(self, request: Request) -> Reply:
+        if isinstance(request, CritiqueRequest):
+            return await self.critique(request)
+        raise ProtocolError(f"the critic does not serve `{type(request).__name__}` requests")
+
+    async def critique(self, request: CritiqueRequest) -> Critique:
         draft = request.draft
         completion = await self._backend.complete(
             ChatRequest(
@@ -54,15 +56,13 @@ class Critic(Batching):
             issues = parse_report(completion.text).issues
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             error = f"critic reply is not a valid critique ({exc}); reply began {completion.text[:80]!r}"
-        return encode(
-            Critique(
-                task_id=draft.task_id,
-                round=draft.round,
-                sample=draft.sample,
-                issues=list(issues),
-                usage=completion.usage,
-                model=completion.model,
-                error=error,
-                stance=request.stance,
-            )
+        return Critique(
+            task_id=draft.task_id,
+            round=draft.round,
+            sample=draft.sample,
+            issues=list(issues),
+            usage=completion.usage,
+            model=completion.model,
+            error=error,
+            stance=request.stance,
         )

@@ -11,21 +11,21 @@ call is); any other text, however wrong, is a candidate for the verifier to judg
 
 from __future__ import annotations
 
-from redraft.actors.batches import Batching
 from redraft.backends.base import BackendSpec, ChatRequest
-from redraft.backends.cache import cached
+from redraft.engine._model_role import ModelRole
 from redraft.engine.patches import apply_edits
+from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts, draft_messages, reflect_messages
-from redraft.errors import ModelError
-from redraft.protocols.messages import Draft, DraftRequest, Reflection, ReflectRequest, decode_as, encode
-from redraft.runtime import die_with_raylet, node_id
+from redraft.errors import ModelError, ProtocolError
+from redraft.protocols.messages import Draft, DraftRequest, Reflection, ReflectRequest
 from redraft.scenarios import get_scenario
+from redraft.services import current
 
 REFLECTION_MAX_TOKENS = 96
 
 
-class Drafter(Batching):
-    """Bytes in (`DraftRequest`, `ReflectRequest`), bytes out (`Draft`, `Reflection`); one backend client per actor."""
+class Drafter(ModelRole):
+    """`DraftRequest` in, `Draft` out; `ReflectRequest` in, `Reflection` out."""
 
     def __init__(
         self,
@@ -37,16 +37,19 @@ class Drafter(Batching):
         cache: bool = True,
         prompts: Prompts | None = None,
     ) -> None:
-        die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
-        self._backend = cached(backend.create(), backend.spec, enabled=cache)
+        super().__init__(backend, temperature=temperature, max_tokens=max_tokens, cache=cache, prompts=prompts)
         self._system = get_scenario(scenario).system_prompt()
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._node = node_id()  # an actor never moves: ask Ray once, not per draft
-        self._prompts = prompts
+        self._node = current().node()  # a role never moves: ask once, not per draft
 
-    async def draft(self, payload: bytes) -> bytes:
-        request = decode_as(payload, DraftRequest)
+    async def serve(self, request: Request) -> Reply:
+        match request:
+            case DraftRequest():
+                return await self.draft(request)
+            case ReflectRequest():
+                return await self.reflect(request)
+        raise ProtocolError(f"the drafter does not serve `{type(request).__name__}` requests")
+
+    async def draft(self, request: DraftRequest) -> Draft:
         patch = request.mode == "patch" and request.revision is not None
         completion = await self._backend.complete(
             ChatRequest(
@@ -72,25 +75,22 @@ class Drafter(Batching):
             # Nothing to verify or revise: the model failed, the candidate is not merely wrong. The
             # sample is dropped like a failed call; a round left with no sample ends the task.
             raise ModelError(f"{completion.model} returned an empty draft (finish reason {completion.finish_reason!r})")
-        return encode(
-            Draft(
-                task_id=request.task.task_id,
-                round=request.round,
-                sample=request.sample,
-                text=text,
-                usage=completion.usage,
-                model=completion.model,
-                finish_reason=completion.finish_reason,
-                latency_s=completion.latency_s,
-                node_id=self._node,
-                stage=request.stage.name if request.stage else None,
-                edits_applied=applied,
-                edit_errors=errors,
-            )
+        return Draft(
+            task_id=request.task.task_id,
+            round=request.round,
+            sample=request.sample,
+            text=text,
+            usage=completion.usage,
+            model=completion.model,
+            finish_reason=completion.finish_reason,
+            latency_s=completion.latency_s,
+            node_id=self._node,
+            stage=request.stage.name if request.stage else None,
+            edits_applied=applied,
+            edit_errors=errors,
         )
 
-    async def reflect(self, payload: bytes) -> bytes:
-        request = decode_as(payload, ReflectRequest)
+    async def reflect(self, request: ReflectRequest) -> Reflection:
         draft = request.draft
         completion = await self._backend.complete(
             ChatRequest(
@@ -100,13 +100,11 @@ class Drafter(Batching):
                 seed=request.seed,
             )
         )
-        return encode(
-            Reflection(
-                task_id=draft.task_id,
-                round=draft.round,
-                sample=draft.sample,
-                text=" ".join(completion.text.split())[:500],
-                usage=completion.usage,
-                model=completion.model,
-            )
+        return Reflection(
+            task_id=draft.task_id,
+            round=draft.round,
+            sample=draft.sample,
+            text=" ".join(completion.text.split())[:500],
+            usage=completion.usage,
+            model=completion.model,
         )

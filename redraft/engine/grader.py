@@ -5,7 +5,7 @@ the task *including* its gold and the candidates the loop wrote. No role of the
 loop calls it, and nothing it returns goes back into a loop: a grade scores what
 refinement produced, it never steers it. Grades run in worker threads (a grade
 may execute code in the sandbox), at most one per CPU at once, like checks.
-A scenario whose grade is cheap (`Scenario.cheap_check`) has no grader actors: the
+A scenario whose grade is instant (`Scenario.check_cost`) has no grader actors: the
 driver grades its tasks itself, on its own thread (`Grader.grade_here`).
 
 A grade function that raises does not fail the task: its `Grade` carries the
@@ -16,33 +16,26 @@ from __future__ import annotations
 
 import asyncio
 
+from redraft.engine.pools import Reply, Request
 from redraft.engine.workers import Workers
-from redraft.errors import describe
-from redraft.protocols.messages import (
-    CandidateGrade,
-    CandidateText,
-    CheckResult,
-    Grade,
-    GradeRequest,
-    Task,
-    decode_as,
-    encode,
-)
-from redraft.runtime import die_with_raylet
+from redraft.errors import ProtocolError, describe
+from redraft.protocols.messages import CandidateGrade, CandidateText, CheckResult, Grade, GradeRequest, Task
 from redraft.scenarios import get_scenario
-from redraft.scenarios.base import grade_of
 
 
 class Grader:
-    """Bytes in (`GradeRequest`), bytes out (`Grade`); one scenario per grader."""
+    """`GradeRequest` in, `Grade` out; one scenario per grader."""
 
     def __init__(self, scenario: str, *, parallel: int | None = None) -> None:
-        die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._scenario = get_scenario(scenario)
         self._workers = Workers(parallel, name="redraft-grader")
 
-    async def grade(self, payload: bytes) -> bytes:
-        request = decode_as(payload, GradeRequest)
+    async def serve(self, request: Request) -> Reply:
+        if isinstance(request, GradeRequest):
+            return await self.grade(request)
+        raise ProtocolError(f"the grader does not serve `{type(request).__name__}` requests")
+
+    async def grade(self, request: GradeRequest) -> Grade:
         texts = _distinct_texts(request)
         try:
             verdicts = await asyncio.gather(*(self._grade_one(request.task, text) for text in texts))
@@ -50,19 +43,18 @@ class Grader:
             return _missing(request, exc)
         return _reply(request, dict(zip(texts, verdicts, strict=True)))
 
-    def grade_here(self, payload: bytes) -> bytes:
-        """`grade` on the caller's thread, for a scenario whose grade is cheap (`Scenario.cheap_check`): the
+    def grade_here(self, request: GradeRequest) -> Grade:
+        """`grade` on the caller's thread, for a scenario whose grade is instant (`Scenario.check_cost`): the
         driver grades such tasks itself rather than send them to a grader actor."""
-        request = decode_as(payload, GradeRequest)
         texts = _distinct_texts(request)
         try:
-            verdicts = [_clamped(grade_of(self._scenario, request.task, text)) for text in texts]
+            verdicts = [_clamped(self._scenario.grade(request.task, text)) for text in texts]
         except Exception as exc:
             return _missing(request, exc)
         return _reply(request, dict(zip(texts, verdicts, strict=True)))
 
     async def _grade_one(self, task: Task, text: str) -> Verdict | None:
-        return _clamped(await self._workers.run(grade_of, self._scenario, task, text))
+        return _clamped(await self._workers.run(self._scenario.grade, task, text))
 
 
 Verdict = tuple[float, bool, str]
@@ -79,15 +71,15 @@ def _clamped(verdict: CheckResult | None) -> Verdict | None:
     return min(max(verdict.score, 0.0), 1.0), verdict.passed, verdict.detail
 
 
-def _reply(request: GradeRequest, by_text: dict[str, Verdict | None]) -> bytes:
+def _reply(request: GradeRequest, by_text: dict[str, Verdict | None]) -> Grade:
     task = request.task
     grades = [_graded(c, by_text[c.text]) for c in request.candidates if by_text[c.text] is not None]
-    return encode(Grade(task_id=task.task_id, gold=task.gold, grades=grades))
+    return Grade(task_id=task.task_id, gold=task.gold, grades=grades)
 
 
-def _missing(request: GradeRequest, exc: BaseException) -> bytes:
+def _missing(request: GradeRequest, exc: BaseException) -> Grade:
     """The reply when grading itself broke: no evidence about the candidates, so their grades are missing."""
-    return encode(Grade(task_id=request.task.task_id, gold=request.task.gold, error=describe(exc)))
+    return Grade(task_id=request.task.task_id, gold=request.task.gold, error=describe(exc))
 
 
 def _graded(candidate: CandidateText, verdict: Verdict | None) -> CandidateGrade:

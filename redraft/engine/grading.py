@@ -6,43 +6,43 @@ grader (`redraft.engine.grader`), and the task's record gets the grades of its
 final answer and of round 0's leader. A task with nothing to grade against (no
 gold, and a feedback that is not its grade) keeps null grades: unknown, not 0.
 
-The trace of a graded task is the loop's frames, then the `Grade` frame (with the
+The trace of a graded task is the loop's messages, then the `Grade` (with the
 gold it was graded against), then the graded `Result`, last as always.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from redraft.protocols.messages import (
+    CandidateGrade,
     CandidateText,
     Draft,
     Grade,
     GradeRequest,
+    Message,
     Result,
     Task,
     Verification,
-    decode,
-    decode_as,
-    encode,
 )
 from redraft.scenarios import Scenario
 
 
-def grade_request(scenario: Scenario, task: Task, frames: list[bytes]) -> GradeRequest | None:
+def grade_request(scenario: Scenario, task: Task, trace: Sequence[Message]) -> GradeRequest | None:
     """What to ask the grader about a finished task, or None when it has nothing to be graded against."""
-    if not task.gold and not getattr(scenario, "feedback_is_grade", False):  # a plugin may not subclass Scenario
+    if not task.gold and not scenario.feedback_is_grade:
         return None
-    candidates = candidates_of(frames)
+    candidates = candidates_of(trace)
     return GradeRequest(task=task, candidates=candidates) if candidates else None
 
 
-def candidates_of(frames: list[bytes]) -> list[CandidateText]:
+def candidates_of(trace: Sequence[Message]) -> list[CandidateText]:
     """Every candidate answer of the loop: each draft the verifier judged as an answer (not a stage)."""
     latest: dict[tuple[int, int], str] = {}
     candidates: list[CandidateText] = []
-    for frame in frames:
-        message = decode(frame)
+    for message in trace:
         if isinstance(message, Draft):
             latest[(message.round, message.sample)] = message.text
         elif isinstance(message, Verification) and message.stage is None:
@@ -54,7 +54,7 @@ def candidates_of(frames: list[bytes]) -> list[CandidateText]:
 
 def with_grades(result: Result, grade: Grade) -> Result:
     """``result`` with the grades of its final answer and of round 0's leader (null where not graded)."""
-    by_candidate = {(g.round, g.sample): g for g in grade.grades}
+    by_candidate: dict[tuple[int | None, int | None], CandidateGrade] = {(g.round, g.sample): g for g in grade.grades}
     final = by_candidate.get((result.best_round, result.best_sample))
     initial = by_candidate.get((0, result.initial_sample))
     return msgspec.structs.replace(
@@ -66,7 +66,8 @@ def with_grades(result: Result, grade: Grade) -> Result:
     )
 
 
-def graded_frames(frames: list[bytes], reply: bytes) -> tuple[list[bytes], Result]:
-    """A task's trace with its grade: the loop's frames, the `Grade` frame, the graded `Result` last."""
-    graded = with_grades(decode_as(frames[-1], Result), decode_as(reply, Grade))
-    return [*frames[:-1], reply, encode(graded)], graded
+def graded(result: Result, grade: Grade) -> tuple[list[Message], Result]:
+    """What a task's trace ends with once graded: the `Grade`, then the graded `Result` (in place of the
+    loop's), and that result."""
+    with_grade = with_grades(result, grade)
+    return [grade, with_grade], with_grade

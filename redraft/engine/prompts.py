@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
-from redraft.protocols.messages import Attempt, ChatMessage, CheckResult, Issue, Revision, StageStep, Task
+from redraft.protocols.messages import Attempt, ChatMessage, CheckResult, Issue, Revision, StageStep, Stance, Task
 
 MAX_DETAIL_CHARS = 1_000
 """Characters of one check's detail in a prompt (the rest is cut, and the cut said)."""
@@ -112,11 +112,9 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]} [... {len(text) - limit:,} more characters cut]"
 
 
-def critic_system(stance: str, prompts: Prompts | None = None) -> str:
-    """The critic's instructions for ``stance`` (``adversarial``, ``self`` or ``skeptic``)."""
-    prompts = prompts or built_in()
-    name = f"critic_{stance}"
-    return prompts.render(name if name in prompts.templates else "critic_adversarial")
+def critic_system(stance: Stance, prompts: Prompts | None = None) -> str:
+    """The critic's instructions for ``stance``: the template ``critic_<stance>`` (every stance has one)."""
+    return (prompts or built_in()).render(f"critic_{stance}")
 
 
 def draft_messages(
@@ -178,7 +176,7 @@ def issue_line(issue: Issue) -> str:
 
 
 def critique_messages(
-    stance: str, task: Task, candidate: str, opponent: list[Issue] | None = None, prompts: Prompts | None = None
+    stance: Stance, task: Task, candidate: str, opponent: list[Issue] | None = None, prompts: Prompts | None = None
 ) -> list[ChatMessage]:
     """The critic's prompt for one candidate (with the other critic's last issues, in a debate)."""
     prompts = prompts or built_in()

@@ -1,17 +1,24 @@
-"""Refine one task in this process, with no Ray: for notebooks, scripts and tests."""
+"""Refine one task in this process, with no Ray: for notebooks, scripts and tests.
+
+The roles are plain objects of this process (`LocalMember`s), the loop runs on
+the caller's event loop (`refine_async`) or on one of its own (`refine`), and the
+held-out grade follows the loop exactly as it does on a cluster: the loop sees
+the task without its gold, the grader sees the candidates afterwards.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from dataclasses import dataclass
 
-from redraft.actors.factory import local_graders, local_roles
 from redraft.config import RunConfig
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader
-from redraft.engine.grading import grade_request, graded_frames
-from redraft.engine.setup import BackendOverrides, arbiter_settings, role_setup
-from redraft.protocols.messages import Message, Result, Task, encode, iter_frames
+from redraft.engine.grading import grade_request, graded
+from redraft.engine.pools import LocalMember, Roles
+from redraft.engine.setup import BackendOverrides, RoleSetup, arbiter_settings, role_constructors, role_setup
+from redraft.protocols.messages import Message, Result, Task
 from redraft.scenarios import get_scenario
 
 
@@ -24,31 +31,60 @@ class Refinement:
 
 
 def refine(task: Task, config: RunConfig | None = None, *, backends: BackendOverrides | None = None) -> Refinement:
-    """Refine one task in this process (no Ray), e.g. from a notebook: the task's scenario gives the feedback,
-    and its gold, if it has any, the held-out grade after the loop."""
+    """Refine one task in this process (no Ray): the task's scenario gives the feedback, and its gold, if it
+    has any, the held-out grade after the loop.
+
+    It may be called from inside a running event loop (a notebook): the loop then runs on a thread of its own.
+    """
+    work = refine_async(task, config, backends=backends)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="redraft-refine") as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+async def refine_async(
+    task: Task, config: RunConfig | None = None, *, backends: BackendOverrides | None = None
+) -> Refinement:
+    """`refine`, awaited on the caller's event loop."""
     config = (config or RunConfig()).replace(scenario=task.scenario)
     setup = role_setup(config, backends)
     arbiter = Arbiter(local_roles(setup, config.experiment.strategy), arbiter_settings(config))
-    grader = local_graders(setup).members[0]
-    frames = asyncio.run(
-        refine_frames(
-            arbiter, grader, task, oracle=config.experiment.oracle_feedback, timeout_s=config.budgets.task_timeout
-        )
+    trace = await refine_trace(
+        arbiter,
+        Grader(setup.scenario),
+        task,
+        oracle=config.experiment.oracle_feedback,
+        timeout_s=config.budgets.task_timeout,
     )
-    trace = list(iter_frames(b"".join(frames)))
     result = trace[-1]
     assert isinstance(result, Result)
     return Refinement(result=result, trace=trace)
 
 
-async def refine_frames(
+def local_roles(setup: RoleSetup, strategy: str) -> Roles:
+    """The roles as plain objects of this process."""
+    return Roles.of(
+        {
+            name: [LocalMember(cls(*args, **kwargs))]
+            for name, (cls, args, kwargs) in role_constructors(setup, strategy).items()
+        }
+    )
+
+
+async def refine_trace(
     arbiter: Arbiter, grader: Grader, task: Task, *, oracle: bool = False, timeout_s: float | None = None
-) -> list[bytes]:
-    """One task through an in-process arbiter and grader: the loop on the task without its gold (unless
-    ``oracle``), then the held-out grade; every frame of its trace, the graded `Result` last."""
+) -> list[Message]:
+    """One task through an arbiter and a grader of this process: the loop on the task without its gold (unless
+    ``oracle``), then the held-out grade; every message of its trace, the graded `Result` last."""
     seen = task if oracle else task.without_gold()  # the loop never sees the gold
-    frames = await arbiter.run(encode(seen), timeout_s)
-    request = grade_request(get_scenario(task.scenario), task, frames)
+    trace = await arbiter.run(seen, timeout_s)
+    request = grade_request(get_scenario(task.scenario), task, trace)
     if request is None:
-        return frames
-    return graded_frames(frames, await grader.grade(encode(request)))[0]
+        return trace
+    result = trace[-1]
+    assert isinstance(result, Result)
+    ending, _ = graded(result, await grader.grade(request))
+    return [*trace[:-1], *ending]

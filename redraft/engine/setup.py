@@ -1,21 +1,58 @@
-"""Resolving a config into what the roles and arbiters are built from: every name checked before anything starts."""
+"""A config resolved into what the roles and arbiters are built from, every name checked before anything starts.
+
+`role_setup` validates a `RunConfig` and resolves its names (scenario, strategy,
+backend specs, prompts file, task file): a bad one is a `UserError` here, on the
+caller's side, before any role exists. `role_constructors` then says which roles
+a strategy needs and how each is made; the same constructors build the roles in
+one process (`redraft.engine.refine`) and inside Ray actors (`redraft.actors`).
+"""
 
 from __future__ import annotations
 
-from redraft.actors.factory import RoleSetup
+from dataclasses import dataclass
+from typing import Any
+
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
 from redraft.engine.arbiter import ArbiterSettings
+from redraft.engine.critic import Critic
+from redraft.engine.drafter import Drafter
 from redraft.engine.prompt_files import load_prompts
+from redraft.engine.prompts import Prompts
+from redraft.engine.verifier import Verifier
+from redraft.protocols.messages import RoleName
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.strategies import get_strategy
 
-BackendOverrides = dict[str, BackendSpec]
+BackendOverrides = dict[RoleName, BackendSpec]
 """Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
 (the Python API and tests)."""
+
+Constructor = tuple[type, tuple[Any, ...], dict[str, Any]]
+"""How one role is made: its class, positional and keyword arguments (plain data, so it can travel)."""
+
+
+@dataclass(frozen=True)
+class RoleSetup:
+    """Everything needed to start the roles of one run."""
+
+    scenario: str
+    drafter: BackendSpec
+    critic: BackendSpec
+    verifier: BackendSpec | None = None
+    temperature: float = 0.8
+    draft_max_tokens: int = 128
+    critique_max_tokens: int = 512
+    critic_temperature: float = 0.3
+    cache: bool = True
+    """Answer repeated model calls from the node's response cache (`redraft.backends.cache`)."""
+    oracle: bool = False
+    """Feed the held-out grade back as feedback (an oracle-feedback run: upper-bound studies only)."""
+    prompts: Prompts | None = None
+    """The templates the roles render (a prompts file's over the built-in ones); None: the built-in ones."""
 
 
 def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> RoleSetup:
@@ -40,13 +77,8 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
         draft_max_tokens=experiment.max_tokens,
         cache=config.runtime.cache,
         oracle=experiment.oracle_feedback,
-        prompts=load_prompts(experiment.prompts),  # a bad prompts file fails here, before any actor starts
+        prompts=load_prompts(experiment.prompts),  # a bad prompts file fails here, before any role starts
     )
-
-
-def check_prompts(path: str | None) -> None:
-    """A prompts file's entries checked (`redraft.engine.prompt_files`), for callers outside the actors' room."""
-    load_prompts(path)
 
 
 def arbiter_settings(config: RunConfig) -> ArbiterSettings:
@@ -61,3 +93,56 @@ def arbiter_settings(config: RunConfig) -> ArbiterSettings:
         prices=load_prices(config.runtime.prices),
         revision_mode="patch" if experiment.patch else "rewrite",
     )
+
+
+def role_constructors(setup: RoleSetup, strategy: str) -> dict[RoleName, Constructor]:
+    """How each role the strategy needs is made, by role name (the grader is apart: it is not in the loop)."""
+    roles: dict[RoleName, Constructor] = {
+        "drafter": (
+            Drafter,
+            (setup.drafter, setup.scenario),
+            {
+                "temperature": setup.temperature,
+                "max_tokens": setup.draft_max_tokens,
+                "cache": setup.cache,
+                "prompts": setup.prompts,
+            },
+        ),
+        "verifier": (
+            Verifier,
+            (setup.scenario, verifier_backend(setup, strategy)),
+            {"cache": setup.cache, "oracle": setup.oracle, "prompts": setup.prompts},
+        ),
+    }
+    critic_role = get_strategy(strategy).critic_role
+    critic_kwargs = {
+        "temperature": setup.critic_temperature,
+        "max_tokens": setup.critique_max_tokens,
+        "cache": setup.cache,
+        "prompts": setup.prompts,
+    }
+    if critic_role == "critic":
+        roles["critic"] = (Critic, (setup.critic,), critic_kwargs)
+    elif critic_role == "self_critic":
+        roles["self_critic"] = (Critic, (setup.drafter,), critic_kwargs)
+    return roles
+
+
+def verifier_backend(setup: RoleSetup, strategy: str) -> BackendSpec | None:
+    """The verifier's model: only strategies that ask it questions get one (``--verifier``, else the drafter's)."""
+    if not get_strategy(strategy).verifier_model:
+        return None
+    return setup.verifier or setup.drafter
+
+
+def endpoints_by_role(setup: RoleSetup, strategy: str) -> dict[str, str]:
+    """The backend spec each role's calls go to, by `RoleName` (to say which endpoint is down)."""
+    endpoints: dict[str, str] = {
+        "drafter": setup.drafter.spec,
+        "critic": setup.critic.spec,
+        "self_critic": setup.drafter.spec,
+    }
+    verifier = verifier_backend(setup, strategy)
+    if verifier is not None:
+        endpoints["verifier"] = verifier.spec
+    return endpoints

@@ -1,18 +1,18 @@
 """One task's loop on an arbiter: the `RoundContext` a strategy is handed, and the rounds around it.
 
-Every request the loop sends and every reply it gets crosses as encoded bytes, is
-validated on decode, and is kept, in order, in ``frames``; the last frame is
-always the task's `Result`. The loop keeps what its finished rounds established
-on itself (the convergence protocol, the candidates seen, the memory), so a task
-cut short by a timeout ends from the same state as one that stopped by itself.
+Every request the loop sends and every reply it gets is kept, in order, in
+``trace``; the last message is always the task's `Result`. The loop keeps what its
+finished rounds established on itself (the convergence protocol, the candidates
+seen, the memory), so a task cut short by a timeout ends from the same state as
+one that stopped by itself.
 
-The machinery's failures (`redraft.actors.failures`) are not the task's: they
-leave the loop as `InfrastructureError` and the driver redoes the task. A redone
-task gets the role replies of its earlier attempt's finished rounds (``replay``,
-request frame -> reply frame): the loop sends the same requests again, since
+The machinery's failures (`redraft.errors.machinery_failure`) are not the task's:
+they leave the loop as `InfrastructureError` and the driver redoes the task. A
+redone task gets the role replies of its earlier attempt's finished rounds
+(``replay``, request -> reply): the loop sends the same requests again, since
 every seed and revision is a function of the task and the replies before it, and
 takes each answer from the replay instead of paying for it twice, on any node.
-``pairs`` lists, for each reply in ``frames``, the request it answers, so the
+``pairs`` lists, for each reply in ``trace``, the request it answers, so the
 finished rounds can be handed back as such a replay (`checkpoint`).
 """
 
@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from redraft.actors.failures import infrastructure_failure
-from redraft.engine.pools import Reply, RolePool
-from redraft.errors import AuthenticationError, describe, error_type
+from redraft.engine.pools import Member, Outcome, Reply, Request, RolePool
+from redraft.errors import AuthenticationError, ProtocolError, describe, error_type, machinery_failure
 from redraft.protocols.convergence import Candidate, ConvergenceProtocol, Verdict
 from redraft.protocols.messages import (
     Attempt,
@@ -36,18 +35,19 @@ from redraft.protocols.messages import (
     Draft,
     DraftRequest,
     Issue,
+    Message,
     Reflection,
     ReflectRequest,
     Result,
     Revision,
+    RoleName,
     StageStep,
+    Stance,
     StopLimit,
     Task,
     Usage,
     Verification,
     VerifyRequest,
-    decode_as,
-    encode,
 )
 from redraft.protocols.stages import Stage
 from redraft.strategies import CriticRole, RoundOutcome, Scored, attempt_of, rank, revision_of
@@ -55,22 +55,27 @@ from redraft.strategies import CriticRole, RoundOutcome, Scored, attempt_of, ran
 if TYPE_CHECKING:
     from redraft.engine.arbiter import Arbiter
 
-R = TypeVar("R", bound=msgspec.Struct)
+if TYPE_CHECKING:
+    from redraft.engine.arbiter import Arbiter
+
+R = TypeVar("R", bound=Reply)
+Replay = Sequence[tuple[Request, Reply]]
+"""The replies an earlier attempt of a task received in its finished rounds, each with its request."""
 
 
 class TaskLoop:
     """One task's state; it is the `RoundContext` the strategy sees."""
 
-    def __init__(self, arbiter: Arbiter, task: Task, replay: dict[bytes, bytes] | None = None) -> None:
+    def __init__(self, arbiter: Arbiter, task: Task, replay: Replay = ()) -> None:
         self.arbiter = arbiter
         self.task = task
-        self.replay = replay or {}
-        """Replies of an earlier attempt's finished rounds, by request frame."""
+        self.replay = list(replay)
+        """Replies of an earlier attempt's finished rounds, with their requests."""
         self.pairs: list[tuple[int, int]] = []
-        """(request index, reply index) in ``frames`` for every reply received."""
+        """(request index, reply index) in ``trace`` for every reply received."""
         self.sent = 0
-        """How many frames `checkpoint` has handed out already."""
-        self.waiting: list[Any] = []
+        """How many messages `checkpoint` has handed out already."""
+        self.waiting: list[Member] = []
         """The role members this task's calls are waiting on (a timeout's cut asks whether they still answer)."""
         self.round = 0
         self.samples = arbiter.samples
@@ -78,9 +83,10 @@ class TaskLoop:
         self.threshold = arbiter.convergence.threshold
         self.final_round = False
         self.state: dict[str, Any] = {}
-        self.frames: list[bytes] = []
+        self.trace: list[Message] = [task]
         self.spent = Usage()
         self.by_role: dict[str, Usage] = {}
+        """Usage by `RoleName` (keys as `Result.usage_by_role` has them)."""
         self.unpriced: set[str] = set()
         # What the finished rounds established (read by `_finish`, also when a timeout cuts a round short).
         self.protocol = ConvergenceProtocol(arbiter.convergence)
@@ -111,16 +117,14 @@ class TaskLoop:
             )
             for k in range(n)
         ]
-        return await self._exchange(
-            requests, Draft, self.arbiter.roles.drafter, "draft", role="drafter", partial_ok=True
-        )
+        return await self._exchange(requests, Draft, self.arbiter.roles.drafter, partial_ok=True)
 
     async def verify(self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0) -> list[Verification]:
         requests = [VerifyRequest(task=self.task, draft=d, stage=stage, questions=questions) for d in drafts]
-        return await self._exchange(requests, Verification, self.arbiter.roles.verifier, "verify", role="verifier")
+        return await self._exchange(requests, Verification, self.arbiter.roles.verifier)
 
     async def critique(
-        self, drafts: list[Draft], *, role: CriticRole, stance: str, opponent: list[Issue] | None = None
+        self, drafts: list[Draft], *, role: CriticRole, stance: Stance, opponent: list[Issue] | None = None
     ) -> list[Critique]:
         pool = self.arbiter.roles.critic if role == "critic" else self.arbiter.roles.self_critic
         if pool is None:
@@ -135,7 +139,7 @@ class TaskLoop:
             )
             for d in drafts
         ]
-        return await self._exchange(requests, Critique, pool, "critique", role=role, partial_ok=True)
+        return await self._exchange(requests, Critique, pool, partial_ok=True)
 
     async def reflect(self, candidate: Scored) -> Reflection:
         failed = [c for c in candidate.verification.checks if not c.passed]
@@ -145,9 +149,7 @@ class TaskLoop:
             failed_checks=failed,
             seed=self.seed(f"{self.round}:reflect", candidate.draft.sample),
         )
-        [reflection] = await self._exchange(
-            [request], Reflection, self.arbiter.roles.drafter, "reflect", role="drafter"
-        )
+        [reflection] = await self._exchange([request], Reflection, self.arbiter.roles.drafter)
         return reflection
 
     def stages(self) -> list[Stage]:
@@ -165,51 +167,41 @@ class TaskLoop:
         return int.from_bytes(hashlib.blake2b(key, digest_size=4).digest(), "big") & 0x7FFFFFFF
 
     async def _exchange(
-        self,
-        requests: Sequence[Any],
-        kind: type[R],
-        pool: RolePool,
-        method: str,
-        *,
-        role: str,
-        partial_ok: bool = False,
+        self, requests: Sequence[Request], kind: type[R], pool: RolePool, *, partial_ok: bool = False
     ) -> list[R]:
         """Send requests at once, request k to ``pool`` member offset + k (one call per member); keep every
-        frame; decode replies as ``kind``, priced as ``role``'s calls.
+        message; each reply must be a ``kind``, priced as the pool's role's calls.
 
         With ``partial_ok``, failed calls are dropped as long as one succeeded (a
         lost sample or critique weakens a round, it does not end the task).
         """
-        payloads = [encode(r) for r in requests]
-        first = len(self.frames)
-        self.frames.extend(payloads)
-        replies: list[Reply | None] = [self.replay.get(p) for p in payloads]
-        todo = [k for k, reply in enumerate(replies) if reply is None]
+        first = len(self.trace)
+        self.trace.extend(requests)
+        outcomes: list[Outcome | None] = [self._replayed(r) for r in requests]
+        todo = [k for k, outcome in enumerate(outcomes) if outcome is None]
         if todo:
-            sent = await pool.call_many(
-                method, [payloads[k] for k in todo], [self._offset + k for k in todo], self.waiting
-            )
-            for k, answer in zip(todo, sent, strict=True):
-                replies[k] = answer
-        failures = [r for r in replies if isinstance(r, BaseException)]
-        fatal: list[BaseException] = [f for f in failures if isinstance(f, AuthenticationError)]
-        # The machinery's failure is never a lost sample: the task is redone whole, so it ends as it would have.
-        fatal += [i for i in (infrastructure_failure(f, role=role) for f in failures) if i is not None]
-        if fatal or (failures and (not partial_ok or len(failures) == len(replies))):
-            raise (fatal or failures)[0]
-        decoded: list[R] = []
-        for k, reply in enumerate(replies):
-            if not isinstance(reply, bytes):
+            sent = await pool.call_many([requests[k] for k in todo], [self._offset + k for k in todo], self.waiting)
+            for k, got in zip(todo, sent, strict=True):
+                outcomes[k] = got
+        _raise_failures(outcomes, pool.role, partial_ok=partial_ok)
+        replies: list[R] = []
+        for k, outcome in enumerate(outcomes):
+            if isinstance(outcome, BaseException) or outcome is None:
                 continue
-            self.pairs.append((first + k, len(self.frames)))
-            self.frames.append(reply)
-            message = decode_as(reply, kind)  # type: ignore[type-var]
-            if isinstance(message, Draft | Critique | Verification | Reflection) and message.usage.calls:
-                self._account(role, message.model, message.usage, replayed=payloads[k] in self.replay)
-            decoded.append(message)
-        return decoded
+            if not isinstance(outcome, kind):
+                raise ProtocolError(f"expected a `{_tag(kind)}` reply, got `{_tag(type(outcome))}`")
+            self.pairs.append((first + k, len(self.trace)))
+            self.trace.append(outcome)
+            if isinstance(outcome, Draft | Critique | Verification | Reflection) and outcome.usage.calls:
+                self._account(pool.role, outcome.model, outcome.usage, replayed=k not in todo)
+            replies.append(outcome)
+        return replies
 
-    def _account(self, role: str, model: str, usage: Usage, *, replayed: bool = False) -> None:
+    def _replayed(self, request: Request) -> Reply | None:
+        """The reply an earlier attempt received for an equal request, if any."""
+        return next((reply for asked, reply in self.replay if asked == request), None)
+
+    def _account(self, role: RoleName, model: str, usage: Usage, *, replayed: bool = False) -> None:
         """Price one model call and add it to the task's totals, overall and by role (and to the metrics,
         unless an earlier attempt's reply was replayed: that call was counted when it was made)."""
         cost = self.arbiter.settings.prices.cost(model, usage)
@@ -219,7 +211,7 @@ class TaskLoop:
         self.spent = self.spent + priced
         self.by_role[role] = self.by_role.get(role, Usage()) + priced
         if not replayed:
-            self.arbiter.metrics.call(role, model, priced)
+            self.arbiter.on_call(role, model, priced)
 
     # ------------------------------------------------------------ the loop
 
@@ -241,7 +233,7 @@ class TaskLoop:
         except AuthenticationError:
             raise  # every task would fail the same way: the driver stops the run
         except Exception as exc:
-            failure = infrastructure_failure(exc)
+            failure = machinery_failure(exc)
             if failure is not None:
                 raise failure from None  # the machinery's fault: the driver redoes the task
             self.error_type = error_type(exc)  # a backend or check failure ends this task only
@@ -269,13 +261,13 @@ class TaskLoop:
         self.revision = revision_of(best, self.memory[-arbiter.settings.memory :], outcome.scored)
         return True
 
-    def checkpoint(self) -> tuple[list[bytes], list[tuple[int, int]]]:
-        """The frames added since the last checkpoint, and the (request, reply) index pairs among them.
+    def checkpoint(self) -> tuple[list[Message], list[tuple[int, int]]]:
+        """The messages added since the last checkpoint, and the (request, reply) index pairs among them.
 
-        Indices count from the task's first frame, so the driver can join checkpoints end to end.
+        Indices count from the task's first message, so the driver can join checkpoints end to end.
         """
-        start, self.sent = self.sent, len(self.frames)
-        return self.frames[start:], [(q, a) for q, a in self.pairs if a >= start]
+        start, self.sent = self.sent, len(self.trace)
+        return self.trace[start:], [(q, a) for q, a in self.pairs if a >= start]
 
     def stop_early(self, limit: StopLimit, detail: str) -> None:
         """End the task now, mid-round (a timeout): stop with ``budget``, keeping the best of its finished rounds."""
@@ -288,50 +280,61 @@ class TaskLoop:
         assert verdict.reason is not None
         final = self.seen.get((verdict.best.round, verdict.best.sample)) if verdict.best else None
         initial = self.initial
-        self.frames.append(
-            encode(
-                Result(
-                    task_id=self.task.task_id,
-                    scenario=self.task.scenario,
-                    answer=final.verification.answer if final else None,
-                    text=final.draft.text if final else "",
-                    score=final.verification.score if final else 0.0,
-                    passed=final.verification.passed if final else False,
-                    initial_score=initial.verification.score if initial else 0.0,
-                    initial_passed=initial.verification.passed if initial else False,
-                    rounds=len(self.memory),
-                    stop_reason=verdict.reason,
-                    usage=self.spent,
-                    wall_s=self.arbiter.clock() - self.started,
-                    error=verdict.detail if verdict.reason == "error" else None,
-                    usage_by_role=self.by_role,
-                    unpriced_models=sorted(self.unpriced),
-                    error_type=self.error_type if verdict.reason == "error" else None,
-                    stop_limit=verdict.limit,
-                    best_round=final.draft.round if final else -1,
-                    best_sample=final.draft.sample if final else -1,
-                    initial_sample=initial.draft.sample if initial else -1,
-                )
+        self.trace.append(
+            Result(
+                task_id=self.task.task_id,
+                scenario=self.task.scenario,
+                answer=final.verification.answer if final else None,
+                text=final.draft.text if final else "",
+                score=final.verification.score if final else 0.0,
+                passed=final.verification.passed if final else False,
+                initial_score=initial.verification.score if initial else 0.0,
+                initial_passed=initial.verification.passed if initial else False,
+                rounds=len(self.memory),
+                stop_reason=verdict.reason,
+                usage=self.spent,
+                wall_s=self.arbiter.clock() - self.started,
+                error=verdict.detail if verdict.reason == "error" else None,
+                usage_by_role=self.by_role,
+                unpriced_models=sorted(self.unpriced),
+                error_type=self.error_type if verdict.reason == "error" else None,
+                stop_limit=verdict.limit,
+                best_round=final.draft.round if final else None,
+                best_sample=final.draft.sample if final else None,
+                initial_sample=initial.draft.sample if initial else None,
             )
         )
 
     def _decide(self, verdict: Verdict, *, leader: Scored | None) -> None:
         best = verdict.best
-        self.frames.append(
-            encode(
-                Decision(
-                    task_id=self.task.task_id,
-                    round=self.round,
-                    action=verdict.action,
-                    reason=verdict.reason,
-                    best_round=best.round if best else -1,
-                    best_sample=best.sample if best else -1,
-                    best_score=best.score if best else 0.0,
-                    round_best_score=leader.verification.score if leader else 0.0,
-                    round_best_sample=leader.draft.sample if leader else -1,
-                    rolled_back=verdict.rolled_back,
-                    detail=verdict.detail,
-                    limit=verdict.limit,
-                )
+        self.trace.append(
+            Decision(
+                task_id=self.task.task_id,
+                round=self.round,
+                action=verdict.action,
+                reason=verdict.reason,
+                best_round=best.round if best else None,
+                best_sample=best.sample if best else None,
+                best_score=best.score if best else 0.0,
+                round_best_score=leader.verification.score if leader else 0.0,
+                round_best_sample=leader.draft.sample if leader else None,
+                rolled_back=verdict.rolled_back,
+                detail=verdict.detail,
+                limit=verdict.limit,
             )
         )
+
+
+def _raise_failures(outcomes: Sequence[Outcome | None], role: RoleName, *, partial_ok: bool) -> None:
+    """Raise what ends the round: refused credentials, the machinery's failure (the task is then redone whole,
+    so it ends as an undisturbed one would: such a sample is never merely dropped), or failures where none may
+    be dropped (``partial_ok`` False) or none succeeded."""
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    fatal: list[BaseException] = [f for f in failures if isinstance(f, AuthenticationError)]
+    fatal += [i for i in (machinery_failure(f, role=role) for f in failures) if i is not None]
+    if fatal or (failures and (not partial_ok or len(failures) == len(outcomes))):
+        raise (fatal or failures)[0]
+
+
+def _tag(kind: type[msgspec.Struct]) -> str:
+    return str(kind.__struct_config__.tag)

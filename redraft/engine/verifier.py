@@ -29,13 +29,13 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors.batches import Batching
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.cache import cached
 from redraft.engine.answers import parse_plan, question_json_schema
+from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts, answer_messages, question_messages
 from redraft.engine.workers import Workers
-from redraft.errors import CheckError, RedraftError
+from redraft.errors import CheckError, ProtocolError, RedraftError
 from redraft.protocols.messages import (
     CheckResult,
     Task,
@@ -43,13 +43,9 @@ from redraft.protocols.messages import (
     Verification,
     VerificationQuestion,
     VerifyRequest,
-    decode_as,
-    encode,
 )
-from redraft.runtime import die_with_raylet
 from redraft.sandbox import sweep_stale_workdirs
-from redraft.scenarios import check_stage, checks_cheaply, get_scenario, score_of
-from redraft.scenarios.base import grade_of
+from redraft.scenarios import get_scenario, score_of
 
 QUESTION_MAX_TOKENS = 256
 ANSWER_MAX_TOKENS = 96
@@ -57,7 +53,9 @@ ANSWER_MAX_TOKENS = 96
 _sweep_sandbox_workdirs_once = functools.cache(sweep_stale_workdirs)
 
 
-class Verifier(Batching):
+class Verifier:
+    """`VerifyRequest` in, `Verification` out."""
+
     def __init__(
         self,
         scenario: str,
@@ -68,11 +66,10 @@ class Verifier(Batching):
         oracle: bool = False,
         prompts: Prompts | None = None,
     ) -> None:
-        die_with_raylet()  # a driver-owned Ray whose driver died: stop, do not run paid calls on
         self._made_with = (scenario, backend, parallel, cache, oracle, prompts)
         self._scenario = get_scenario(scenario)
-        self._inline = checks_cheaply(self._scenario)
-        """Cheap checks run on the event loop: a worker thread would cost more than the check."""
+        self._inline = self._scenario.check_cost == "instant"
+        """Instant checks run on the event loop: a worker thread would cost more than the check."""
         _sweep_sandbox_workdirs_once()
         self._oracle = oracle
         self._prompts = prompts
@@ -84,32 +81,34 @@ class Verifier(Batching):
 
     def __reduce__(self) -> tuple[Any, ...]:
         """A verifier travels as its constructor's arguments (it holds threads): the in-arbiter verifier
-        of a scenario with cheap checks (`redraft.actors.factory`) is built again where it lands."""
+        of a scenario with instant checks (`redraft.actors.placement`) is built again where it lands."""
         return (_verifier, self._made_with)
 
-    async def verify(self, payload: bytes) -> bytes:
-        request = decode_as(payload, VerifyRequest)
+    async def serve(self, request: Request) -> Reply:
+        if isinstance(request, VerifyRequest):
+            return await self.verify(request)
+        raise ProtocolError(f"the verifier does not serve `{type(request).__name__}` requests")
+
+    async def verify(self, request: VerifyRequest) -> Verification:
         draft = request.draft
         if self._inline:
             checks, answer = self._check(request)
         else:
             checks, answer = await self._workers.run(self._check, request)
         questions, usage, model = await self._questions(request)
-        return encode(
-            Verification(
-                task_id=draft.task_id,
-                round=draft.round,
-                sample=draft.sample,
-                score=score_of(checks),
-                passed=bool(checks) and all(c.passed for c in checks),
-                answer=answer,
-                checks=checks,
-                stage=request.stage,
-                questions=questions,
-                usage=usage,
-                model=model,
-                oracle=self._oracle and request.stage is None,
-            )
+        return Verification(
+            task_id=draft.task_id,
+            round=draft.round,
+            sample=draft.sample,
+            score=score_of(checks),
+            passed=bool(checks) and all(c.passed for c in checks),
+            answer=answer,
+            checks=checks,
+            stage=request.stage,
+            questions=questions,
+            usage=usage,
+            model=model,
+            oracle=self._oracle and request.stage is None,
         )
 
     async def _questions(self, request: VerifyRequest) -> tuple[list[VerificationQuestion], Usage, str]:
@@ -154,7 +153,7 @@ class Verifier(Batching):
     def _check(self, request: VerifyRequest) -> tuple[list[CheckResult], str | None]:
         try:
             if request.stage is not None:
-                return check_stage(self._scenario, request.task, request.stage, request.draft.text), None
+                return self._scenario.check_stage(request.task, request.stage, request.draft.text), None
             checks = self._feedback(request.task, request.draft.text)
             answer = self._scenario.answer(request.draft.text)
         except RedraftError:
@@ -166,7 +165,7 @@ class Verifier(Batching):
     def _feedback(self, task: Task, text: str) -> list[CheckResult]:
         """The scenario's checks; in an oracle-feedback run, its held-out grade (the checks if it has none)."""
         if self._oracle:
-            graded = grade_of(self._scenario, task, text)
+            graded = self._scenario.grade(task, text)
             if graded is not None:
                 return [graded]
         return self._scenario.check(task, text)

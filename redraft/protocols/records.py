@@ -16,7 +16,13 @@ StopReason = Literal["threshold", "budget", "max_rounds", "stable", "no_improvem
 StopLimit = Literal["tokens", "calls", "usd", "task_timeout", "run_deadline"]
 """Which limit a ``budget`` stop hit: a per-task budget (tokens, calls, USD, the task timeout) or the run's deadline."""
 Severity = Literal["critical", "major", "minor"]
-Role = Literal["system", "user", "assistant"]
+ChatRole = Literal["system", "user", "assistant"]
+"""Who speaks one turn of a chat prompt (not to be confused with `RoleName`, the agents of the loop)."""
+RoleName = Literal["drafter", "critic", "self_critic", "verifier", "grader"]
+"""The agents of the loop: who writes, attacks, checks and (after the loop) grades a candidate."""
+Stance = Literal["adversarial", "self", "skeptic"]
+"""Which instructions a critic is given: a separate hostile critic, the drafter's own model, or a debate's
+second critic that doubts the first."""
 
 MAX_ISSUE_TEXT = 100
 """Characters in each text field of an `Issue`: bounds a grammar-constrained critique so it finishes
@@ -67,7 +73,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
 class ChatMessage(msgspec.Struct, frozen=True, kw_only=True):
     """One turn of a chat prompt."""
 
-    role: Role
+    role: ChatRole
     content: str
 
 

@@ -135,7 +135,7 @@ class TaskHistory:
 
     def best_of(self, decision: Decision) -> Candidate | None:
         """The candidate a decision names as the best so far."""
-        if decision.best_round < 0:
+        if decision.best_round is None or decision.best_sample is None:
             return None
         rnd = next((r for r in self.rounds if r.number == decision.best_round), None)
         return rnd.candidate(decision.best_sample) if rnd else None

@@ -15,7 +15,7 @@ the run's records are the lines before the first line that
 That line and every line after it are not part of the run: the writer cuts them
 off when it opens the directory (their tasks are redone), a reader stops there.
 
-A record whose ``error_type`` is the machinery's failure (`INFRASTRUCTURE_CAUSES`,
+A record whose ``error_type`` is the machinery's failure (`redraft.errors.recorded_as_machinery`,
 written by versions that did not redo such tasks) is not a finished task: a
 resume redoes it and appends a new line, and every reader takes a task's later
 line (`latest_results`; the writer's recovery keeps both lines on disk).
@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from redraft.errors import INFRASTRUCTURE_CAUSES
+from redraft.errors import recorded_as_machinery
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RESULTS, trace_size
 
@@ -104,7 +104,7 @@ def latest_results(root: Path) -> Iterator[TaskEntry]:
 
 def is_infrastructure_failure(result: Result) -> bool:
     """Whether a record holds the machinery's failure rather than the task's result (redone on resume)."""
-    return bool(result.error) and result.error_type in INFRASTRUCTURE_CAUSES
+    return bool(result.error) and recorded_as_machinery(result.error_type)
 
 
 def superseded(results: Iterable[Result]) -> set[int]:

@@ -1,26 +1,25 @@
-"""Task suites: tasks, the prompts that ask for them, and the checks that judge them."""
+"""Task suites: tasks, the prompts that ask for them, the feedback that steers and the grade that scores.
+
+A scenario subclasses `Scenario` and registers with `@scenario("name")`; `get_scenario` makes one by name.
+"""
 
 from redraft.protocols.stages import DEFAULT_STAGES, Stage
 from redraft.scenarios.base import (
+    CheckCost,
     Scenario,
-    check_stage,
-    checks_cheaply,
     get_scenario,
     scenario,
     scenario_names,
     score_of,
-    stages_of,
 )
 
 __all__ = [
     "DEFAULT_STAGES",
+    "CheckCost",
     "Scenario",
     "Stage",
-    "check_stage",
-    "checks_cheaply",
     "get_scenario",
     "scenario",
     "scenario_names",
     "score_of",
-    "stages_of",
 ]

@@ -197,7 +197,7 @@ def _fail(name: str, detail: str) -> CheckResult:
 class Arithmetic(Scenario):
     """Multi-step word problems; exact integer answers, steps checked by a calculator, the gold held out."""
 
-    cheap_check = True  # regular expressions and integer arithmetic on the text
+    check_cost = "instant"  # regular expressions and integer arithmetic on the text
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

@@ -14,59 +14,65 @@ Two kinds of evidence, kept apart by design:
 An oracle-feedback run (``--oracle-feedback``) feeds the grade to the loop
 instead of the check: an upper bound for studies, named as such everywhere.
 
-A scenario is a plain object registered by name with `@scenario("name")`; the
-verifier role runs its `check`, the drafter role asks its `system_prompt`, the
-grader its `grade`. Third parties register theirs through the
+A scenario is a subclass of `Scenario`, registered by name with
+`@scenario("name")`; the verifier role runs its `check`, the drafter role asks its
+`system_prompt`, the grader its `grade`. Every capability a scenario may have is
+declared on the base class with its default (stages, stage checks, the need for a
+task file, the cost of its checks), so the code that uses a scenario asks it
+directly and never probes. Third parties register theirs through the
 ``redraft.scenarios`` entry-point group (each entry point names a module;
 importing it runs the decorators).
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal
 
 from redraft.errors import UserError
 from redraft.plugins import Registry
 from redraft.protocols.messages import CheckResult, Task
 from redraft.protocols.stages import DEFAULT_STAGES, Stage
 
+CheckCost = Literal["instant", "blocking", "executes"]
+"""What one check (or grade) of a candidate costs: ``instant``, pure Python on the text that takes
+microseconds and never blocks; ``blocking``, it may wait (a database, a file, a user's function);
+``executes``, it runs the candidate as a program (a sandboxed process, a CPU while it runs)."""
 
-@runtime_checkable
-class Scenario(Protocol):
-    """A suite of tasks with feedback checks and a held-out grade. A class may subclass this to take its defaults."""
 
-    name: str
+class Scenario(abc.ABC):
+    """A suite of tasks with feedback checks and a held-out grade; subclass it and override what differs."""
+
+    name: str = ""
     """Registry name, e.g. ``arithmetic``: set by `@scenario("name")` (a family's instances set their own)."""
-    verifier_num_cpus: float = 0.0
-    """CPUs a verifier actor reserves: 0 for cheap checks, 1 for ones that execute code."""
-    cheap_check: ClassVar[bool] = False
-    """True when `check` (and `check_stage`, and the grade) take microseconds and never block: pure Python on
-    the text, no subprocess, no I/O. The arbiter then runs them itself instead of calling a verifier actor
-    (a hop costs a thousand times more than such a check)."""
+    check_cost: ClassVar[CheckCost] = "blocking"
+    """What `check`, `check_stage` and `grade` cost (the actor system places verifiers and graders by it)."""
     feedback_is_grade: ClassVar[bool] = False
     """True when the feedback is itself the grade: every rule is written in the task (`grade` returns the
     checks' verdict)."""
     feedback_keys: ClassVar[frozenset[str]] = frozenset()
     """Keys of a task file's ``reference`` that the feedback may read (a schema, the prompt's code); every
     other key is held-out gold, for the grade only (`Scenario.split_reference`)."""
+    needs_task_file: ClassVar[bool] = False
+    """True when the scenario has no tasks of its own: a run must give ``--tasks``."""
 
+    @abc.abstractmethod
     def tasks(self, *, seed: int) -> Iterator[Task]:
         """The scenario's tasks, in a stable order; generated ones depend only on ``seed``."""
-        ...
 
+    @abc.abstractmethod
     def system_prompt(self) -> str:
         """Instructions for the drafter (answer format included)."""
-        ...
 
+    @abc.abstractmethod
     def answer(self, text: str) -> str | None:
         """The candidate's final answer, normalised, for self-consistency agreement."""
-        ...
 
+    @abc.abstractmethod
     def check(self, task: Task, text: str) -> list[CheckResult]:
         """Feedback about ``text`` as an answer to ``task``, from what a user has (``task.reference``, the
         prompt), never gold. Must not raise for bad text."""
-        ...
 
     def split_reference(self, reference: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """A task file's ``reference`` as (what the feedback may read, the held-out gold): by
@@ -86,40 +92,22 @@ class Scenario(Protocol):
         passed = bool(checks) and not failed
         return CheckResult(name="grade", passed=passed, score=score_of(checks), detail="; ".join(failed)[:500])
 
-
-class StagedScenario(Protocol):
-    """A scenario that declares its own stages and the checks of its intermediate stages (optional)."""
-
     def stages(self) -> list[Stage]:
-        """The stages in order; the last one's output is the answer, checked by `Scenario.check`."""
-        ...
+        """The stages of a top-down (``stepwise``) solution, in order; the last one's output is the answer,
+        checked by `check`. The default: outline, draft, polish."""
+        return list(DEFAULT_STAGES)
 
     def check_stage(self, task: Task, stage: str, text: str) -> list[CheckResult]:
-        """Hard evidence about the output of intermediate stage ``stage``. Must not raise for bad text."""
-        ...
+        """Hard evidence about the output of intermediate stage ``stage``. Must not raise for bad text.
 
-
-def stages_of(scenario: Scenario) -> list[Stage]:
-    """The scenario's declared stages, else `DEFAULT_STAGES`."""
-    declared = getattr(scenario, "stages", None)
-    return list(declared()) if callable(declared) else list(DEFAULT_STAGES)
-
-
-def check_stage(scenario: Scenario, task: Task, stage: str, text: str) -> list[CheckResult]:
-    """Check the output of an intermediate stage: the scenario's `check_stage`, else a structural default.
-
-    The default accepts any non-empty output of at least two lines (an outline,
-    a first draft): what it cannot judge is left to the final stage's real check.
-    """
-    own = getattr(scenario, "check_stage", None)
-    if callable(own):
-        checks: list[CheckResult] = own(task, stage, text)
-        return checks
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) >= 2:
-        return [CheckResult(name=f"{stage}_present", passed=True, score=1.0, detail=f"{len(lines)} lines")]
-    detail = f"the {stage} is empty or a single line; write it out as several lines"
-    return [CheckResult(name=f"{stage}_present", passed=False, score=0.0, detail=detail)]
+        The default accepts any output of at least two non-empty lines (an outline, a first draft): what it
+        cannot judge is left to the final stage's real check.
+        """
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) >= 2:
+            return [CheckResult(name=f"{stage}_present", passed=True, score=1.0, detail=f"{len(lines)} lines")]
+        detail = f"the {stage} is empty or a single line; write it out as several lines"
+        return [CheckResult(name=f"{stage}_present", passed=False, score=0.0, detail=detail)]
 
 
 SCENARIOS: Registry[Callable[..., Scenario]] = Registry("scenario", "redraft.scenarios")
@@ -142,14 +130,23 @@ def get_scenario(name: str) -> Scenario:
     e.g. ``reasoning_gym:NAME``, is an ordinary, refused, parameter).
     """
     if ":" not in name:
-        return SCENARIOS.get(name)()
+        return _checked(name, SCENARIOS.get(name)())
     prefix, rest = name.split(":", 1)
     family = next((n for n in SCENARIOS.names() if n.startswith(prefix + ":")), None)
     if family is None:
         return SCENARIOS.get(name)()  # raises, listing the known names
     if not rest:
         raise UserError(f"scenario {name!r} needs a parameter after the colon, as in {family!r}")
-    return SCENARIOS.get(family)(rest)
+    return _checked(name, SCENARIOS.get(family)(rest))
+
+
+def _checked(name: str, made: object) -> Scenario:
+    """``made``, which must be a `Scenario`: a registration that makes anything else is refused by name."""
+    if not isinstance(made, Scenario):
+        raise UserError(
+            f"scenario {name!r} made a {type(made).__name__}, not a redraft.scenarios.Scenario: subclass it"
+        )
+    return made
 
 
 def score_of(checks: list[CheckResult]) -> float:
@@ -157,23 +154,3 @@ def score_of(checks: list[CheckResult]) -> float:
     if not checks:
         return 0.0
     return sum(c.score for c in checks) / len(checks)
-
-
-def split_reference(scenario: Scenario, reference: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`Scenario.split_reference`, for a scenario that does not subclass `Scenario`: all of it is gold."""
-    own = getattr(scenario, "split_reference", None)
-    if callable(own):
-        split: tuple[dict[str, Any], dict[str, Any]] = own(reference)
-        return split
-    return {}, dict(reference)
-
-
-def checks_cheaply(scenario: Scenario) -> bool:
-    """`Scenario.cheap_check`, for a scenario that does not subclass `Scenario` too (not said: not cheap)."""
-    return bool(getattr(scenario, "cheap_check", False))
-
-
-def grade_of(scenario: Scenario, task: Task, text: str) -> CheckResult | None:
-    """`Scenario.grade`, for a scenario that does not subclass `Scenario` too (no grade: None)."""
-    own = getattr(scenario, "grade", None)
-    return own(task, text) if callable(own) else None

@@ -140,7 +140,7 @@ class ConstrainedWriting(Scenario):
     """Short texts under exact rules: format, word count range, required and forbidden words."""
 
     feedback_is_grade = True  # every rule is written in the prompt: the feedback is the grade
-    cheap_check = True  # word counts and lookups on the text
+    check_cost = "instant"  # word counts and lookups on the text
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

@@ -109,7 +109,7 @@ def build_program(reference: dict[str, Any], code: str) -> str:
 class HumanEval(Scenario):
     """The 164 HumanEval problems: feedback from the prompt's examples, graded by the hidden unit tests."""
 
-    verifier_num_cpus = 1.0
+    check_cost = "executes"  # each check runs the candidate in the sandbox
     feedback_keys = frozenset({"prompt", "entry_point"})
 
     def __init__(self, limits: SandboxLimits = DEFAULT_LIMITS) -> None:

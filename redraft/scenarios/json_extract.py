@@ -222,7 +222,7 @@ class JsonExtract(Scenario):
     """Seeded short texts; extract the fields into a JSON object valid against the task's schema."""
 
     feedback_keys = frozenset({"schema"})
-    cheap_check = True  # a JSON parse and a schema walk
+    check_cost = "instant"  # a JSON parse and a schema walk
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

@@ -47,7 +47,7 @@ from typing import Any, BinaryIO
 
 from redraft.errors import ProtocolError, UserError
 from redraft.protocols.messages import Task, encode
-from redraft.scenarios.base import Scenario, get_scenario, split_reference
+from redraft.scenarios.base import Scenario, get_scenario
 
 FIELDS = ("id", "prompt", "reference")
 """Allowed keys of one task line."""
@@ -227,7 +227,7 @@ def _json_type(value: Any) -> str:
 
 def _task(where: str, record: dict[str, Any], scenario: str, owner: Scenario) -> Task:
     """The task a line makes, encoded once to know it can travel; `UserError` if it cannot or is too large."""
-    reference, gold = split_reference(owner, record.get("reference", {}))
+    reference, gold = owner.split_reference(record.get("reference", {}))
     task = Task(task_id=record["id"], scenario=scenario, prompt=record["prompt"], reference=reference, gold=gold)
     try:
         size = len(encode(task))

@@ -113,7 +113,7 @@ class UserCheck(Scenario):
     """Tasks from a task file (``--tasks``), steered by the check ``MODULE:FUNCTION`` (and graded by ``--grade``)."""
 
     needs_task_file = True
-    """Its tasks come only from ``--tasks`` (`redraft.run.role_setup` refuses a run without)."""
+    """Its tasks come only from ``--tasks`` (a run without them is refused before it starts)."""
 
     def __init__(self, target: str) -> None:
         check, _, grade = target.partition(GRADE_SEPARATOR)

@@ -31,6 +31,7 @@ from redraft.protocols.messages import (
     Reflection,
     Revision,
     StageStep,
+    Stance,
     Task,
     Verification,
 )
@@ -121,7 +122,7 @@ class RoundContext(Protocol):
         ...
 
     async def critique(
-        self, drafts: list[Draft], *, role: CriticRole, stance: str, opponent: list[Issue] | None = None
+        self, drafts: list[Draft], *, role: CriticRole, stance: Stance, opponent: list[Issue] | None = None
     ) -> list[Critique]:
         """A critique of each draft, in parallel (``opponent``: the other critic's last issues, in a debate)."""
         ...
@@ -242,7 +243,7 @@ def attach(scored: list[Scored], critiques: list[Critique]) -> list[Scored]:
     ]
 
 
-async def with_critiques(ctx: RoundContext, scored: list[Scored], role: CriticRole, stance: str) -> list[Scored]:
+async def with_critiques(ctx: RoundContext, scored: list[Scored], role: CriticRole, stance: Stance) -> list[Scored]:
     """Critique the contenders for first place, when a revision will read it (`needs_feedback`).
 
     Only the contenders are critiqued: severity only ranks candidates tied on

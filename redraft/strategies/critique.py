@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from redraft.protocols.messages import Stance
 from redraft.strategies.base import (
     RoundContext,
     RoundOutcome,
@@ -64,13 +65,13 @@ class Debate(Strategy):
     """
 
     critic_role = "critic"
-    stances = ("adversarial", "skeptic")
+    stances: tuple[Stance, Stance] = ("adversarial", "skeptic")
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:
         scored = await sample_and_verify(ctx, ctx.samples)
         if not needs_feedback(ctx, scored):
             return RoundOutcome(scored)
-        last: dict[str, Any] = ctx.state.setdefault("debate", {})  # stance -> its issues with the last leader
+        last: dict[str | None, Any] = ctx.state.setdefault("debate", {})  # stance -> issues with the last leader
         drafts = [s.draft for s in contenders(scored)]
         first, second = self.stances
         critiques = await asyncio.gather(

@@ -33,6 +33,7 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import BackendError
 from redraft.protocols.messages import CheckResult, Critique, Result, Task, Verification, iter_frames
 from redraft.sandbox import SandboxLimits, run_python
+from redraft.scenarios import Scenario
 from redraft.scenarios.arithmetic import extract_answer
 from tests.support.paths import REPO_ROOT
 
@@ -42,11 +43,10 @@ ERRORS = {"check": "CheckError", "garbage": "ModelError", "sandbox": "SandboxErr
 UNSETTABLE = SandboxLimits(max_open_files=2**31)
 
 
-class Faulty:
+class Faulty(Scenario):
     """One task per failure kind; the gold answer is 42."""
 
     name = "faulty"
-    verifier_num_cpus = 0.0
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         for kind in KINDS:

@@ -187,11 +187,11 @@ def test_a_member_restarted_in_place_unseen_by_its_callers_moves_the_fleets_dist
 ) -> None:
     import ray
 
+    from redraft.actors._ray import actor_state
     from redraft.actors.factory import RoleSetup
     from redraft.actors.fleet import Fleet
     from redraft.backends.scripted import ScriptedSpec
     from redraft.engine.arbiter import ArbiterSettings
-    from redraft.runtime import actor_state
 
     spec = ScriptedSpec(script=["Answer: 1"])
     fleet = Fleet(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial", ArbiterSettings())

@@ -87,9 +87,11 @@ def differences(run: dict[str, dict[str, Any]], reference: dict[str, dict[str, A
 
 
 def infrastructure_errors(run: dict[str, dict[str, Any]]) -> int:
-    from redraft.errors import INFRASTRUCTURE_CAUSES
+    from redraft.errors import recorded_as_machinery
 
-    return sum(r.get("error_type") in INFRASTRUCTURE_CAUSES | {"PoisonTaskError"} for r in run.values())
+    return sum(
+        (recorded_as_machinery(r.get("error_type")) or r.get("error_type") == "PoisonTaskError") for r in run.values()
+    )
 
 
 # ------------------------------------------------------------------ the cluster's processes

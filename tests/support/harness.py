@@ -1,7 +1,7 @@
 """One task through the real `Arbiter`, in this process, with the scripted backend: no Ray.
 
-Every role is a plain object (`local_roles`) and every frame is still encoded and validated,
-so a test reads the exact trace a run on Ray would write. The drafter and the critic answer
+Every role is a plain object (`local_roles`); the trace is encoded and decoded once at the end,
+so a test reads the exact frames a run on Ray would write, validated. The drafter and the critic answer
 from one script; the verifier, when a strategy asks it questions, may have its own.
 """
 
@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from redraft.actors.factory import RoleSetup, local_roles
 from redraft.backends.scripted import Reply, ScriptedSpec
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
+from redraft.engine.refine import local_roles
+from redraft.engine.setup import RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Message, Task, encode, iter_frames
 
@@ -64,5 +65,10 @@ def run_task(
     arbiter = scripted_arbiter(
         script, settings, scenario=task.scenario, model=model, delay_s=delay_s, verifier=verifier
     )
-    frames = asyncio.run(arbiter.run(encode(task.without_gold()), timeout_s))
-    return list(iter_frames(b"".join(frames)))
+    trace = asyncio.run(arbiter.run(task.without_gold(), timeout_s))
+    return wire(trace)
+
+
+def wire(trace: Sequence[Message]) -> list[Message]:
+    """``trace`` as a run directory holds it: each message encoded, then every frame decoded and validated."""
+    return list(iter_frames(b"".join(encode(m) for m in trace)))

@@ -25,7 +25,7 @@ from redraft.actors.dispatcher import failed_result
 from redraft.actors.driver import manifest_for
 from redraft.backends.base import ChatRequest
 from redraft.engine.grader import Grader
-from redraft.engine.refine import refine_frames
+from redraft.engine.refine import refine_trace
 from redraft.engine.setup import arbiter_settings
 from redraft.protocols.messages import Result, Task, decode_as, encode
 from redraft.rundir import RunStore
@@ -107,8 +107,8 @@ def make_run(root: Path, *, max_rounds: int = 4, copies: int = 1, strategy: str 
                 prompt=prompt_of(task_id, plan),
                 gold={"answer": plan.gold},
             )
-            frames = asyncio.run(refine_frames(arbiter, grader, task))
-            store.append(frames, decode_as(frames[-1], Result))
+            trace = asyncio.run(refine_trace(arbiter, grader, task))
+            store.append([encode(m) for m in trace], decode_as(encode(trace[-1]), Result))
         lost = Task(task_id=LOST + (f"#{copy}" if copies > 1 else ""), scenario="arithmetic", prompt="?")
         result = failed_result(lost, ArbiterDied("the arbiter died"))
         store.append([encode(lost), encode(result)], result)
@@ -240,7 +240,7 @@ def make_foreign_run(root: Path) -> Path:
             **t,
             "round": 0,
             "sample": 0,
-            "stance": "advocate",
+            "stance": "advocate",  # not a stance of this version: the frame reads as a generic one
             "model": "critic-a",
             "issues": [{"severity": "minor", "quote": "add", "reason": "terse", "fix": "explain"}],
         },

@@ -1,10 +1,11 @@
-"""The house's import rule, read from the code: each package imports only the rooms below it.
+"""The house's rules, read from the code: each package imports only the rooms below it, Ray is the actor
+system's alone, no module or function grows past what a reader holds at once, and nothing probes a scenario.
 
-The rule (also in docs/architecture.md): ``protocols`` imports nothing of redraft
-but ``errors``; ``strategies`` builds on ``protocols``; the roles (``actors``) on
-strategies, scenarios and backends; ``run`` drives the roles and writes the run
-directory; the views read the run directory and nothing that runs; only the
-CLI sees everything, and nothing imports the CLI.
+The rooms (also in docs/architecture.md): ``protocols`` imports nothing of redraft but ``errors``;
+``strategies`` builds on ``protocols``; ``engine`` (the loop and the roles, no Ray) on strategies,
+scenarios and backends; ``actors`` (the only room that imports Ray) makes the engine's roles actors
+and drives a run; the views read the run directory and nothing that runs; only the CLI sees
+everything, and nothing imports the CLI.
 """
 
 from __future__ import annotations
@@ -20,41 +21,31 @@ PACKAGE = REPO_ROOT / "redraft"
 
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
-    "runtime": set(),
+    "services": set(),
     "plugins": {"errors"},
     "protocols": {"errors"},
     "config": {"errors", "protocols"},
     "strategies": {"errors", "plugins", "protocols"},
     "sandbox": {"errors"},
-    "backends": {"errors", "plugins", "protocols", "runtime"},
+    "backends": {"errors", "plugins", "protocols", "services"},
     "scenarios": {"errors", "plugins", "protocols", "sandbox"},
     "engine": {
         "errors",
         "plugins",
         "protocols",
         "config",
-        "runtime",
+        "services",
         "strategies",
         "backends",
         "scenarios",
         "sandbox",
-        "actors",
+    },
+    "actors": {
+        *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),
+        *("engine", "rundir"),
     },
     "rundir": {"errors", "protocols"},
     "views": {"errors", "protocols", "rundir"},
-    "actors": {
-        "errors",
-        "plugins",
-        "protocols",
-        "config",
-        "runtime",
-        "strategies",
-        "backends",
-        "scenarios",
-        "sandbox",
-        "engine",
-        "rundir",
-    },
     "compare": {"errors", "protocols", "config", "engine", "actors", "rundir", "views"},
     "cli": {
         "errors",
@@ -126,3 +117,57 @@ def test_the_rule_can_fail() -> None:
     tree_with_lazy = "def f():\n    from redraft.run import run\n"
     names = {n.module for n in ast.walk(ast.parse(tree_with_lazy)) if isinstance(n, ast.ImportFrom) and n.module}
     assert {room_of(m) for m in names} == {"run"} and "run" not in ALLOWED["protocols"]
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every top-level package ``path`` imports, at any depth."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_only_the_actor_system_imports_ray() -> None:
+    outside = [str(p.relative_to(PACKAGE)) for p in MODULES if "ray" in imports_of(p) and p.parts[-2] != "actors"]
+    assert outside == []
+    assert any("ray" in imports_of(p) for p in (PACKAGE / "actors").glob("*.py"))  # the check sees an import
+
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 50
+
+
+def test_no_module_is_longer_than_a_reader_holds() -> None:
+    long = {
+        str(p.relative_to(PACKAGE)): n for p in MODULES if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_no_function_is_longer_than_a_reader_holds() -> None:
+    long = {}
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(PACKAGE)}:{node.name}"] = lines
+    assert long == {}
+
+
+def test_nothing_probes_a_scenario_for_what_its_contract_declares() -> None:
+    """The scenario contract declares every capability with a default: nobody asks ``getattr(s, "stages")``."""
+    from redraft.scenarios import Scenario
+
+    declared = {name for name in dir(Scenario) if not name.startswith("__")}
+    probes = []
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            probe = isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr")
+            named = probe and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+            if named and node.args[1].value in declared:
+                probes.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.args[1].value}")
+    assert probes == []

@@ -12,15 +12,14 @@ import msgpack
 import pytest
 
 from redraft import RunConfig, refine
-from redraft.actors.batches import Batching
-from redraft.actors.factory import local_graders, local_roles
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.arbiter import Arbiter
-from redraft.engine.pools import RolePool, Roles
-from redraft.engine.refine import refine_frames
+from redraft.engine.grader import Grader
+from redraft.engine.pools import Member, Outcome, Request, Roles
+from redraft.engine.refine import local_roles, refine_trace
 from redraft.engine.setup import arbiter_settings, role_setup
-from redraft.protocols.messages import Decision, Grade, Result, Task, Verification, decode
+from redraft.protocols.messages import Decision, Grade, Result, Task, Verification, decode, encode
 from redraft.scenarios import get_scenario
 from redraft.scenarios.arithmetic import Arithmetic, check_steps
 from tests.support.replies import request_kind, worked
@@ -151,21 +150,18 @@ def any_reply(request: ChatRequest) -> str:
     return "```python\ndef f():\n    return 1\n```\n```sql\nSELECT 1\n```\n1 + 1 = 2\n<answer>zz</answer>\nAnswer: 2"
 
 
-class Recording(Batching):
-    """A role member that records every frame it receives (a batch's frames one by one, as it serves them)."""
+class Recording:
+    """A role member that records every request it receives, as the frame a role actor would receive."""
 
-    def __init__(self, inner: Any, received: list[bytes]) -> None:
+    def __init__(self, inner: Member, received: list[bytes]) -> None:
         self._inner, self._received = inner, received
 
-    def __getattr__(self, method: str) -> Any:
-        bound = getattr(self._inner, method)
+    async def serve_many(self, requests: list[Request]) -> list[Outcome]:
+        self._received.extend(encode(r) for r in requests)
+        return await self._inner.serve_many(requests)
 
-        async def recorded(payload: bytes) -> bytes:
-            self._received.append(payload)
-            reply: bytes = await bound(payload)
-            return reply
-
-        return recorded
+    async def answers(self, within_s: float) -> bool:
+        return True
 
 
 def gold_markers(task: Task) -> list[str]:
@@ -189,15 +185,12 @@ def run_recorded(task: Task, strategy: str, oracle: bool) -> tuple[list[bytes], 
     setup = role_setup(config, {"drafter": spec, "critic": spec, "verifier": spec})
     received: list[bytes] = []
     roles = local_roles(setup, strategy)
-    recorded = Roles(
-        **{
-            name: RolePool([Recording(m, received) for m in pool.members]) if pool is not None else None
-            for name, pool in vars(roles).items()
-        }
+    recorded = Roles.of(
+        {pool.role: [Recording(m, received) for m in pool.members if m is not None] for pool in roles.pools()}
     )
     arbiter = Arbiter(recorded, arbiter_settings(config))
-    frames = asyncio.run(refine_frames(arbiter, local_graders(setup).members[0], task, oracle=oracle))
-    assert isinstance(decode(frames[-1]), Result)
+    trace = asyncio.run(refine_trace(arbiter, Grader(setup.scenario), task, oracle=oracle))
+    assert isinstance(trace[-1], Result)
     return received, prompts
 
 

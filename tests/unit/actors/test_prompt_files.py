@@ -20,7 +20,7 @@ from redraft.engine.drafter import Drafter
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.prompts import built_in, fenced
 from redraft.errors import UserError
-from redraft.protocols.messages import Draft, DraftRequest, Task, decode_as, encode
+from redraft.protocols.messages import DraftRequest, Task
 from redraft.rundir import fingerprint
 from tests.support.replies import PLEASE
 
@@ -99,9 +99,9 @@ def test_the_drafter_renders_the_override(tmp_path: Path) -> None:
     (tmp_path / "mine.toml").write_text(OVERRIDE)
     echo = ScriptedSpec(script=lambda request: request.messages[-1].content)
     task = Task(task_id="t", scenario="arithmetic", prompt="Mia has 3 apples.")
-    request = encode(DraftRequest(task=task, round=0, sample=0, seed=1))
+    request = DraftRequest(task=task, round=0, sample=0, seed=1)
     for prompts, said in ((load_prompts(str(tmp_path / "mine.toml")), True), (None, False)):
         drafter = Drafter(echo, "arithmetic", temperature=0.0, max_tokens=64, cache=False, prompts=prompts)
-        draft = decode_as(asyncio.run(drafter.draft(request)), Draft)
+        draft = asyncio.run(drafter.draft(request))
         assert (PLEASE in draft.text) is said
         assert fenced(draft.text) == [task.prompt]  # the task is still fenced

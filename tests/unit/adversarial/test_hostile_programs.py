@@ -89,13 +89,13 @@ def test_a_hostile_program_has_its_outcome_and_leaves_nothing(path: Path) -> Non
 VERIFIER = """
 import asyncio
 from redraft.engine.verifier import Verifier
-from redraft.protocols.messages import Draft, VerifyRequest, encode
+from redraft.protocols.messages import Draft, VerifyRequest
 from redraft.scenarios import get_scenario
 
 task = next(get_scenario("humaneval").tasks(seed=0)).without_gold()
 code = "```python\\ndef has_close_elements(numbers, threshold):\\n    return False\\n\\nwhile True:\\n    pass\\n```"
 draft = Draft(task_id=task.task_id, round=0, sample=0, text=code)
-asyncio.run(Verifier("humaneval").verify(encode(VerifyRequest(task=task, draft=draft))))
+asyncio.run(Verifier("humaneval").verify(VerifyRequest(task=task, draft=draft)))
 """
 
 

@@ -7,19 +7,21 @@ import asyncio
 import json
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
 from redraft.actors.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
 from redraft.actors.dispatcher import Dispatcher, Pending, RunClock, failed_result
-from redraft.actors.factory import RoleSetup, local_roles
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.grader import Grader
-from redraft.engine.pools import RolePool
+from redraft.engine.pools import Outcome, Request, RolePool
+from redraft.engine.refine import local_roles
+from redraft.engine.setup import RoleSetup
 from redraft.errors import BackendUnavailableError, ClusterError, InfrastructureError
-from redraft.protocols.messages import Result, Usage, decode_as, encode
+from redraft.protocols.messages import Draft, DraftRequest, Message, Result, Usage, encode
 from redraft.rundir import RunReader, RunStore
 from redraft.scenarios import get_scenario
 from tests.support.replies import LateLearner
@@ -27,16 +29,29 @@ from tests.support.replies import LateLearner
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
 
 
+REQUEST = DraftRequest(task=TASKS[0].without_gold(), round=0, sample=0, seed=1)
+
+
 class Member:
+    """A pool member that fails as a member (``fail``), hangs (``delay_s``), or drafts its own name."""
+
     def __init__(self, name: str, fail: BaseException | None = None, delay_s: float = 0.0) -> None:
         self.name, self.fail, self.delay_s, self.calls = name, fail, delay_s, 0
 
-    async def draft(self, payload: bytes) -> bytes:
+    async def serve_many(self, requests: list[Request]) -> list[Outcome]:
         self.calls += 1
         await asyncio.sleep(self.delay_s)
         if self.fail is not None:
             raise self.fail
-        return self.name.encode()
+        return [Draft(task_id="t", round=0, sample=0, text=self.name) for _ in requests]
+
+    async def answers(self, within_s: float) -> bool:
+        return self.fail is None
+
+
+def call(pool: RolePool) -> Outcome:
+    [outcome] = asyncio.run(pool.call_many([REQUEST], [0]))
+    return outcome
 
 
 def dead() -> BaseException:
@@ -47,47 +62,49 @@ def dead() -> BaseException:
 
 def test_a_call_routes_round_dead_and_hung_members_to_one_that_answers() -> None:
     pool = RolePool([Member("a", dead()), Member("b", delay_s=5), Member("c")], role="drafter", deadline_s=0.2)
-    assert asyncio.run(pool.call("draft", b"x", 0)) == b"c"
+    answered = call(pool)
+    assert isinstance(answered, Draft) and answered.text == "c"
     pool.replace(2, None)  # an empty slot is skipped
-    with pytest.raises(InfrastructureError) as failed:
-        asyncio.run(pool.call("draft", b"x", 0))
-    assert failed.value.role == "drafter" and failed.value.cause == "CallTimeoutError"
+    failed = call(pool)
+    assert isinstance(failed, InfrastructureError)
+    assert (failed.role, failed.cause, failed.fault) == ("drafter", "CallTimeoutError", "hung")
 
 
 def test_a_tasks_own_failure_is_not_routed_round() -> None:
     other = Member("b")
     pool = RolePool([Member("a", ValueError("the check is broken")), other], role="verifier")
-    with pytest.raises(ValueError, match="check is broken"):
-        asyncio.run(pool.call("draft", b"x", 0))
+    failed = call(pool)
+    assert isinstance(failed, ValueError) and "check is broken" in str(failed)
     unavailable = BackendUnavailableError("down (gave up after 5 attempts)", endpoint="openai:gpt-test")
-    with pytest.raises(BackendUnavailableError):  # every member calls the same server: no point
-        asyncio.run(RolePool([Member("a", unavailable), other]).call("draft", b"x", 0))
+    down = call(RolePool([Member("a", unavailable), other], role="drafter"))
+    assert isinstance(down, BackendUnavailableError)  # every member calls the same server: no point
     assert other.calls == 0
 
 
 def test_a_redone_task_replays_its_finished_rounds_without_calling_a_model() -> None:
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=2))
     settings = ArbiterSettings(samples=2)
-    task = encode(TASKS[0].without_gold())
+    task = TASKS[0].without_gold()
 
-    async def stream(arbiter: Arbiter, replay: list[tuple[bytes, bytes]] | None) -> list[bytes]:
-        frames, pairs = [], []
-        async for chunk, new_pairs, _last in arbiter.stream(task, replay=replay):
-            frames += chunk
-            pairs += new_pairs
-        stream.replay = [(frames[q], frames[a]) for q, a in pairs]  # type: ignore[attr-defined]
-        return frames
+    async def stream(arbiter: Arbiter, replay: list[tuple[Any, Any]]) -> list[Message]:
+        trace: list[Message] = []
+        pairs: list[tuple[int, int]] = []
+        async for checkpoint in arbiter.refine(task, replay=replay):
+            trace += checkpoint.messages
+            pairs += checkpoint.pairs
+        stream.replay = [(trace[q], trace[a]) for q, a in pairs]  # type: ignore[attr-defined]
+        return trace
 
-    first = asyncio.run(
-        stream(Arbiter(local_roles(RoleSetup("arithmetic", spec, spec), "adversarial"), settings), None)
-    )
+    first = asyncio.run(stream(Arbiter(local_roles(RoleSetup("arithmetic", spec, spec), "adversarial"), settings), []))
     replay = stream.replay  # type: ignore[attr-defined]
     silent = ScriptedSpec(script=[])  # any call raises: nothing may be paid twice
     again = asyncio.run(
         stream(Arbiter(local_roles(RoleSetup("arithmetic", silent, silent), "adversarial"), settings), replay)
     )
     assert again[:-1] == first[:-1]  # the same trace from the replay alone...
-    results = [msgspec.structs.replace(decode_as(f[-1], Result), wall_s=0.0) for f in (first, again)]
+    last = [trace[-1] for trace in (first, again)]
+    assert all(isinstance(r, Result) for r in last)
+    results = [msgspec.structs.replace(r, wall_s=0.0) for r in last]  # type: ignore[type-var]
     assert results[0] == results[1] and results[0].usage.calls > 0  # ...and result, usage included
 
 
@@ -102,7 +119,7 @@ def test_attempts_are_bounded_and_a_poison_task_says_why() -> None:
     assert poison.attempts == 4 and poison.retried_for == ["ActorDiedError"] * 4
     assert "ActorDiedError x4" in (poison.error or "")
     assert AttemptPolicy().backoff_s(1, died) == 0.0  # a death: elsewhere at once
-    assert AttemptPolicy().backoff_s(2, InfrastructureError("hung", cause="CallTimeoutError")) == 2.0
+    assert AttemptPolicy().backoff_s(2, InfrastructureError("hung", cause="CallTimeoutError", fault="hung")) == 2.0
 
 
 def test_the_breaker_trips_on_an_endpoint_down_for_several_tasks_not_on_one_bad_request() -> None:
@@ -150,7 +167,7 @@ class StubFleet:
 
     def __init__(self) -> None:
         self.disturbances = 0
-        self.graders = RolePool([Grader("arithmetic")], role="grader")
+        self.graders = [Grader("arithmetic")]
 
     def release(self, handle: object) -> None:
         pass

@@ -9,7 +9,10 @@ import pytest
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import (
     WIRE_VERSION,
+    Critique,
+    Decision,
     Draft,
+    Result,
     Task,
     decode,
     decode_as,
@@ -17,7 +20,7 @@ from redraft.protocols.messages import (
     iter_frames,
 )
 from tests.support.paths import GOLDEN
-from tests.support.samples import ALL, DRAFT, TASK, V1, V2
+from tests.support.samples import ALL, DRAFT, TASK, V1, V2, V3
 
 
 def _tag(message: object) -> str:
@@ -72,10 +75,41 @@ def test_golden_frames_of_v2_keep_decoding(message: msgspec.Struct) -> None:
     assert _unversioned(decoded) == _unversioned(message)
 
 
-@pytest.mark.parametrize("message", ALL, ids=_tag)
+@pytest.mark.parametrize("message", V3, ids=_tag)
 def test_golden_frames_of_v3_keep_decoding(message: msgspec.Struct) -> None:
     frame = (GOLDEN / "v3" / f"{_tag(message)}.msgpack").read_bytes()
+    decoded = decode(frame)
+    assert decoded.v == 3
+    assert _unversioned(decoded) == _unversioned(message)
+
+
+@pytest.mark.parametrize("message", ALL, ids=_tag)
+def test_golden_frames_of_v4_keep_decoding(message: msgspec.Struct) -> None:
+    frame = (GOLDEN / "v4" / f"{_tag(message)}.msgpack").read_bytes()
     assert decode(frame) == message
+
+
+def test_the_none_that_versions_1_to_3_wrote_as_minus_one_or_empty_reads_as_none() -> None:
+    old = {"v": 3, "task_id": "t", "round": 0}
+    decision = {"kind": "decision", **old, "action": "stop", "reason": "error", "best_round": -1, "best_sample": -1}
+    decision |= {"best_score": 0.0, "round_best_score": 0.0, "round_best_sample": -1}
+    read = decode_as(msgpack.packb(decision), Decision)
+    assert (read.best_round, read.best_sample, read.round_best_sample) == (None, None, None)
+    result = msgpack.unpackb(encode(ALL[-3]))
+    result |= {"v": 3, "best_round": -1, "best_sample": -1, "initial_sample": -1}
+    read_result = decode_as(msgpack.packb(result), Result)
+    assert (read_result.best_round, read_result.best_sample, read_result.initial_sample) == (None, None, None)
+    critique = {"kind": "critique", **old, "sample": 0, "stance": ""}
+    assert decode_as(msgpack.packb(critique), Critique).stance is None
+    # A real sample or round 0 is kept: only -1 meant "none".
+    assert decode_as(msgpack.packb(decision | {"best_round": 0, "best_sample": 0}), Decision).best_round == 0
+
+
+def test_a_stance_outside_the_closed_set_is_refused_by_the_wire() -> None:
+    frame = msgpack.unpackb(encode(ALL[5]))
+    frame["stance"] = "friendly"
+    with pytest.raises(ProtocolError, match=r"Invalid enum value 'friendly' - at `\$.stance`"):
+        decode(msgpack.packb(frame))
 
 
 V3_ADDITIONS = {

@@ -43,7 +43,7 @@ def test_registered_and_satisfies_the_protocol() -> None:
     scenario = get_scenario("humaneval")
     assert isinstance(scenario, HumanEval)
     assert isinstance(scenario, Scenario)
-    assert scenario.name == "humaneval" and scenario.verifier_num_cpus == 1.0
+    assert scenario.name == "humaneval" and scenario.check_cost == "executes"
 
 
 def test_tasks_are_the_164_problems_in_order_whatever_the_seed() -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from redraft.errors import UserError
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios import Scenario, check_stage, get_scenario, scenario_names, score_of, stages_of
+from redraft.scenarios import DEFAULT_STAGES, Scenario, get_scenario, scenario, scenario_names, score_of
 from redraft.scenarios.constrained_writing import ConstrainedWriting, words
 from redraft.scenarios.json_extract import JsonExtract, extract_object
 from redraft.scenarios.sql import Sql, database_path, extract_sql, run_query
@@ -45,7 +45,7 @@ def test_every_scenario_is_listed_and_families_by_their_pattern() -> None:
 @pytest.mark.parametrize("name", NEW)
 def test_new_scenarios_satisfy_the_protocol_and_are_seeded(name: str) -> None:
     scenario = get_scenario(name)
-    assert isinstance(scenario, Scenario) and scenario.name == name and scenario.verifier_num_cpus == 0.0
+    assert isinstance(scenario, Scenario) and scenario.name == name and scenario.check_cost != "executes"
     first = list(islice(scenario.tasks(seed=0), 8))
     assert first == list(islice(get_scenario(name).tasks(seed=0), 8))  # depends only on the seed
     assert first != list(islice(scenario.tasks(seed=1), 8))
@@ -63,6 +63,27 @@ def test_a_parametrized_name_goes_to_its_family_factory() -> None:
     # The listed pattern itself is a parameter like any other: a clean error, not a crash.
     with pytest.raises(UserError, match="cannot import check module 'MODULE'"):
         get_scenario("check:MODULE:FUNCTION")
+
+
+def test_a_scenario_that_declares_nothing_optional_takes_every_default() -> None:
+    from redraft.scenarios.arithmetic import Arithmetic
+
+    task = next(iter(Arithmetic().tasks(seed=0)))
+    plain = Arithmetic()
+    assert plain.stages() == list(DEFAULT_STAGES) and not plain.needs_task_file
+    assert [c.passed for c in plain.check_stage(task, "outline", "1. add\n2. subtract")] == [True]
+    [one_line] = plain.check_stage(task, "outline", "just one line")
+    assert not one_line.passed and one_line.name == "outline_present"
+
+
+def test_a_registration_that_makes_no_scenario_is_refused_by_name() -> None:
+    @scenario("not_a_scenario")
+    class Loose:  # the shape of a scenario, without the contract
+        def tasks(self, *, seed: int) -> Any:
+            return iter([])
+
+    with pytest.raises(UserError, match=r"scenario 'not_a_scenario' made a Loose, not a redraft\.scenarios\.Scenario"):
+        get_scenario("not_a_scenario")
 
 
 def test_reasoning_gym_without_its_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -380,12 +401,11 @@ def test_writing_required_words_match_whole_words_ignoring_case() -> None:
 
 
 def test_writing_declares_stages_and_checks_the_outline_and_the_draft() -> None:
-    assert [s.name for s in stages_of(WRITING)] == ["outline", "draft", "polish"]
+    assert [s.name for s in WRITING.stages()] == ["outline", "draft", "polish"]
     task = next(t for t in WRITING_TASKS if t.reference["format"] == "bullets")
     ref = task.reference
     outline = "\n".join(f"- point {i + 1} about {ref['required'][i % 2]}" for i in range(ref["items"]))
     assert failed(WRITING.check_stage(task, "outline", outline)) == {}
-    assert check_stage(WRITING, task, "outline", outline) == WRITING.check_stage(task, "outline", outline)
     short = "\n".join(outline.splitlines()[:-1])
     assert failed(WRITING.check_stage(task, "outline", short)) == {
         "outline_points": f"found {ref['items'] - 1} point(s); write exactly {ref['items']}, one per line"

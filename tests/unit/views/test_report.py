@@ -164,7 +164,8 @@ def test_unknown_kinds_and_fields_render_without_loss(tmp_path: Path) -> None:
         "Is 2+2 four?",  # verification questions and answers
         "yes, four",
         "skeptic, critic-b",  # two critics on one candidate
-        "advocate, critic-a",
+        "<th>stance</th><td>advocate</td>",  # a stance outside the closed set: kept whole, as a generic frame
+        "<th>model</th><td>critic-a</td>",
         "reflection",  # an unknown kind inside a round
         "I stopped before the answer.",
         "confidence",  # an unknown decision field

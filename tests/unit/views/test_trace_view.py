@@ -70,7 +70,8 @@ def test_unknown_kinds_and_fields_are_printed(tmp_path: Path) -> None:
         "mystery_field",
         "Is 2+2 four?",
         "critique (skeptic, critic-b)",
-        "critique (advocate, critic-a)",
+        "stance: advocate",  # a stance outside the closed set: the frame is kept whole, as a generic one
+        "model: critic-a",
         "reflection",
         "I stopped before the answer.",
         "confidence: 0.25",

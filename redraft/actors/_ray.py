@@ -1,0 +1,141 @@
+"""Ray, asked in one place: is this a handle, is this a Ray worker, which node, which nodes are alive.
+
+Also the actor system's `redraft.services.Services`: in a process the actor system
+set up, a backend's shared objects (the model host per node, the rate limiter per
+endpoint) are named actors, created on first use by whichever process asks first.
+And `die_with_raylet`: an actor process that outlives its raylet (a driver-owned
+local Ray whose driver was killed) stops at once instead of running its calls on.
+
+Ray is imported inside the functions, so importing this module starts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from redraft.services import install
+
+T = TypeVar("T")
+
+
+async def answers(handle: Any, within_s: float) -> bool:
+    """Whether the actor ``handle`` answers a ping within ``within_s`` (its event loop runs)."""
+    try:
+        await asyncio.wait_for(handle.__ray_ready__.remote(), within_s)
+    except Exception:  # frozen (no answer in time), or dead
+        return False
+    return True
+
+
+def is_actor(target: Any) -> bool:
+    """Whether ``target`` is a Ray actor handle (its methods have ``.remote``)."""
+    import ray
+
+    return isinstance(target, ray.actor.ActorHandle)
+
+
+def in_ray_worker() -> bool:
+    """Whether this process is a Ray worker (an actor or a task), not a driver or a plain process."""
+    import ray
+
+    return bool(ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE)
+
+
+def node_id() -> str:
+    """The Ray node id of this process, or '' outside Ray."""
+    import ray
+
+    if not ray.is_initialized():
+        return ""
+    return str(ray.get_runtime_context().get_node_id())
+
+
+def on_node(node: str, *, soft: bool = False) -> Any:
+    """A scheduling strategy that places an actor on ``node`` (``soft``: elsewhere if that node is gone)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id=node, soft=soft)
+
+
+def alive_nodes() -> list[str]:
+    """The ids of the cluster's live nodes."""
+    import ray
+
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    return [n["NodeID"] for n in nodes if n.get("Alive")]
+
+
+_WATCHING: list[int] = []
+
+
+def die_with_raylet(poll_s: float = 0.1) -> None:
+    """In a Ray worker: exit as soon as this process's parent (its raylet) is gone.
+
+    A driver that starts its own Ray takes the raylet with it when it dies, but the
+    workers notice late (seconds, measured), running their calls on: paid model
+    requests for a run nobody will write. Polling the parent pid is cheap and exact.
+    Once per process; a no-op outside a Ray worker.
+    """
+    if _WATCHING or not in_ray_worker():
+        return
+    parent = os.getppid()
+    _WATCHING.append(parent)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="redraft-die-with-raylet", daemon=True).start()
+
+
+def actor_state(handle: Any) -> tuple[str, int]:
+    """An actor's state as the cluster's control store knows it (``ALIVE``, ``RESTARTING``,
+    ``PENDING_CREATION``, ``DEAD``...) and how often it was restarted.
+
+    It tells a frozen actor (``ALIVE``, not answering) from one still starting on a
+    loaded node. A private Ray API (``ray._private.state``): Ray is pinned.
+    """
+    from ray._private.state import state
+
+    table: dict[str, Any] = state.actor_table(handle._actor_id.hex()) or {}
+    return str(table.get("State", "UNKNOWN")), int(table.get("NumRestarts", 0))
+
+
+class RayServices:
+    """A backend's shared objects as named actors (`redraft.services.Services`), installed in every process the
+    actor system sets up."""
+
+    def shared(self, cls: Callable[..., T], name: str, *args: Any, per_node: bool, **options: Any) -> Any:
+        import ray
+
+        full_name = name
+        if per_node:
+            node = node_id()
+            full_name = f"{name}-{node[:12]}"
+            options["scheduling_strategy"] = on_node(node)
+        return ray.remote(cls).options(name=full_name, get_if_exists=True, **options).remote(*args)
+
+    async def call(self, target: Any, method: str, *args: Any) -> Any:
+        return await getattr(target, method).remote(*args)
+
+    def node(self) -> str:
+        return node_id()
+
+
+_SET_UP: list[bool] = []
+
+
+def set_up_actor_process() -> None:
+    """Once per actor process: its backends' shared objects are actors, and it dies with its raylet. A no-op
+    outside a Ray worker (an actor's class made into a plain object, in tests)."""
+    if _SET_UP or not in_ray_worker():
+        return
+    _SET_UP.append(True)
+    install(RayServices())
+    die_with_raylet()

@@ -1,0 +1,33 @@
+"""Where the roles run and what they reserve, read from what the scenario declares its checks cost.
+
+- A scenario whose checks are ``instant`` (`redraft.scenarios.Scenario.check_cost`)
+  gets no verifier actors when no verifier model is asked questions: each arbiter
+  checks drafts itself, as a call of microseconds should, without two hops. Its
+  grades are instant too: the driver grades such tasks itself, with no grader actor.
+- A verifier whose checks ``execute`` the candidate reserves a CPU per actor (a
+  sandboxed program runs while it checks); every other role actor reserves none:
+  they wait on models, and a grader runs at most one grade per CPU at once on its
+  own threads, after the loop.
+"""
+
+from __future__ import annotations
+
+from redraft.engine.setup import RoleSetup, verifier_backend
+from redraft.protocols.messages import RoleName
+from redraft.scenarios import get_scenario
+
+
+def verifies_in_arbiter(setup: RoleSetup, strategy: str) -> bool:
+    """Whether the arbiters verify drafts themselves: instant checks, and no verifier model asked questions."""
+    return get_scenario(setup.scenario).check_cost == "instant" and verifier_backend(setup, strategy) is None
+
+
+def grades_on_driver(setup: RoleSetup) -> bool:
+    """Whether the driver grades finished tasks itself: the scenario's grade is instant."""
+    return get_scenario(setup.scenario).check_cost == "instant"
+
+
+def cpus_of(setup: RoleSetup, role: RoleName) -> float:
+    """The CPUs an actor of ``role`` reserves."""
+    executes = get_scenario(setup.scenario).check_cost == "executes"
+    return 1.0 if role == "verifier" and executes else 0.0

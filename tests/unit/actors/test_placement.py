@@ -1,0 +1,76 @@
+"""Where roles run, read from what a scenario declares its checks cost: instant checks are the arbiter's,
+instant grades the driver's, checks that execute code reserve a CPU."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+
+import pytest
+
+from redraft.actors import factory
+from redraft.actors.placement import cpus_of, grades_on_driver, verifies_in_arbiter
+from redraft.backends.scripted import ScriptedSpec
+from redraft.engine.grader import Grader
+from redraft.engine.setup import RoleSetup
+from redraft.engine.verifier import Verifier
+from redraft.protocols.messages import CandidateText, Draft, GradeRequest, VerifyRequest
+from redraft.scenarios import get_scenario
+
+SPEC = ScriptedSpec(script=["Answer: 1"])
+
+
+def setup(scenario: str) -> RoleSetup:
+    return RoleSetup(scenario=scenario, drafter=SPEC, critic=SPEC)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "cost"),
+    [
+        ("arithmetic", "instant"),
+        ("json_extract", "instant"),
+        ("constrained_writing", "instant"),
+        ("humaneval", "executes"),
+        ("sql", "blocking"),
+    ],
+)
+def test_scenarios_declare_what_their_checks_cost(scenario: str, cost: str) -> None:
+    assert get_scenario(scenario).check_cost == cost
+
+
+def test_instant_checks_are_run_by_the_arbiter_unless_a_verifier_model_is_asked() -> None:
+    assert verifies_in_arbiter(setup("arithmetic"), "adversarial")
+    assert not verifies_in_arbiter(setup("arithmetic"), "cove")  # its questions go to the verifier's model
+    assert not verifies_in_arbiter(setup("sql"), "adversarial")
+    member = factory.member(setup("arithmetic"), "adversarial", "verifier", "no-such-node")  # Ray is not asked
+    assert isinstance(member, Verifier)
+
+
+def test_only_a_verifier_that_executes_candidates_reserves_a_cpu() -> None:
+    assert cpus_of(setup("humaneval"), "verifier") == 1.0
+    assert cpus_of(setup("humaneval"), "grader") == 0.0
+    assert cpus_of(setup("sql"), "verifier") == 0.0 and cpus_of(setup("humaneval"), "drafter") == 0.0
+
+
+def test_a_verifier_travels_as_its_arguments_and_checks_alike() -> None:
+    task = next(get_scenario("arithmetic").tasks(seed=0))
+    draft = Draft(task_id=task.task_id, round=0, sample=0, text="2 + 3 = 5\nAnswer: 5")
+    request = VerifyRequest(task=task, draft=draft)
+    verifier = Verifier("arithmetic")
+    travelled = pickle.loads(pickle.dumps(verifier))
+    assert isinstance(travelled, Verifier) and travelled is not verifier
+    replies = [asyncio.run(v.verify(request)) for v in (verifier, travelled)]
+    assert replies[0] == replies[1] and replies[0].checks
+
+
+@pytest.mark.parametrize("scenario", ["arithmetic", "json_extract", "constrained_writing"])
+def test_an_instant_grade_is_the_driver_s_own_and_equals_the_grader_actor_s(scenario: str) -> None:
+    assert grades_on_driver(setup(scenario))
+    grader = factory.grader(setup(scenario), "no-such-node")  # Ray is not asked
+    assert isinstance(grader, Grader)
+    task = next(get_scenario(scenario).tasks(seed=0))
+    texts = ["Answer: 5", '{"name": "x"}', "Answer: 5", "Some words here."]
+    request = GradeRequest(
+        task=task, candidates=[CandidateText(round=0, sample=k, text=t) for k, t in enumerate(texts)]
+    )
+    assert grader.grade_here(request) == asyncio.run(grader.grade(request))
