@@ -32,9 +32,8 @@ Invariants this module keeps:
   `MIN_PREFIX` tokens) that any slot's stream holds, an active sequence's or a
   kept prompt's: the stream is copied, cut after the prefix, and only the rest of
   the prompt is evaluated. A prompt's logits and KV cells do not depend on how its
-  evaluation is split across decodes (measured: whole, in chunks of 32 to 512, the
-  last token alone, after a copied prefix, all bitwise equal), so a reused prefix
-  changes no text.
+  evaluation is split across decodes (whole, in chunks, the last token alone, after
+  a copied prefix), so a reused prefix changes no text.
 - A step's generating rows go to ``llama_decode`` in slot order, and a request takes
   the free slot beside the most taken ones (a kept prompt that a waiting request has
   is not given away): llama.cpp decodes sequences of separate KV streams in one graph
@@ -81,10 +80,10 @@ def llama_module() -> Any:
 def key_type(lib: Any) -> int:
     """The KV cache's type for keys, on both of the host's paths: Q8_0 rather than llama.cpp's F16.
 
-    Attention's dot products over Q8_0 keys run as int8 products instead of F16 ones: a decode step of
-    8 sequences took 0.87 to 0.93 of its time at contexts of 300 and 900 tokens, and the perplexity of the
-    embedded model moved from 35.06 to 35.01 (`benchmarks/bench_quantization.py`). Values stay F16:
-    llama.cpp quantizes them only with flash attention, which the host keeps off.
+    Attention's dot products over Q8_0 keys run as int8 products instead of F16 ones, so a decode step
+    takes less time, and the embedded model's perplexity does not suffer (`benchmarks/bench_quantization.py`
+    measures both). Values stay F16: llama.cpp quantizes them only with flash attention, which the host
+    keeps off.
     """
     return int(lib.GGML_TYPE_Q8_0)
 
@@ -356,8 +355,9 @@ class BatchScheduler:
 
         Prompts are never evaluated in the same decode as other sequences' tokens: llama.cpp
         splits a mixed batch into per-sequence chunks whose sizes depend on the others, and a
-        prompt evaluated in such chunks can come out with other logits than alone (seen with
-        8 short prompts in one batch). One token per sequence was identical in every mix tried.
+        prompt evaluated in such chunks can come out with other logits than alone. A decode of
+        one token per sequence gives each the logits it has alone (the batching tests compare
+        texts alone and batched).
 
         A prompt's prefix is looked up when its evaluation starts, not when it is admitted:
         prompts that arrive together with a common prefix (a task's K critiques) then find it
@@ -366,8 +366,8 @@ class BatchScheduler:
         The generating rows go in slot order. With a KV stream per sequence, llama.cpp puts
         in one graph only sequences whose ids follow one another (``split_equal`` with
         ``sequential``): rows in admission order, or taken slots with gaps, cost one graph
-        per run of consecutive ids, each reading every weight (4 short sequences in reverse
-        order: about twice the time of one run). `_take_slot` keeps the taken slots together.
+        per run of consecutive ids, each reading every weight. `_take_slot` keeps the taken
+        slots together.
         """
         generating = sorted((s for s in self._active if len(s.pending) == 1 and s.held is None), key=lambda s: s.slot)
         if generating:
