@@ -20,7 +20,7 @@ Invariants this module keeps:
   evaluate it again: if the twin's prompt is still being evaluated it waits and
   samples from the same logits; if it is done, the twin's KV stream is copied
   (what followed the prompt dropped) and the first token is drawn from the
-  logits the twin's prompt gave, kept for that (`_Sequence.first_logits`).
+  logits the twin's prompt gave, kept for that (`Sequence.first_logits`).
 - A finished sequence's slot keeps its prompt's KV cells and first logits until
   the slot is needed: a later request with the same prompt (a sample that waited
   for a slot while its twins finished) takes that slot and draws its first token
@@ -50,12 +50,12 @@ import ctypes
 import threading
 from collections import Counter, deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from redraft.backends._llama_context import BATCH_TOKENS, key_type, llama_module, load, tokenize
+from redraft.backends._llama_sequence import Generated, Generation, Sequence
 from redraft.backends.llama_sampling import SamplerChain, TokenTree, token_piece
 from redraft.errors import BackendError
 
@@ -75,56 +75,6 @@ MIN_PREFIX = 16
 """The shortest common prefix worth copying a KV stream for (a copy moves the whole stream)."""
 
 
-@dataclass(frozen=True)
-class Generation:
-    """One sampling request, already tokenized."""
-
-    prompt: tuple[int, ...]
-    max_tokens: int
-    temperature: float
-    seed: int | None
-    stop: tuple[bytes, ...] = ()
-    grammar: str | None = None
-    """GBNF text (root rule ``root``) that every sampled token must keep satisfiable."""
-
-
-@dataclass(frozen=True)
-class Generated:
-    """What a `Generation` produced."""
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str
-
-
-@dataclass
-class _Sequence:
-    request: Generation
-    future: Future[Generated]
-    slot: int = -1
-    sampler: SamplerChain | None = None
-    pending: list[int] = field(default_factory=list)
-    """Tokens still to evaluate: the rest of the prompt, then the last sampled token."""
-    position: int = 0
-    held: tuple[int, ...] | None = None
-    """What its slot's stream holds while its prompt waits for its turn; None once `_reuse_prefix` placed it."""
-    followers: list[_Sequence] = field(default_factory=list)
-    """Sequences with the same prompt that copy this one's KV stream instead of evaluating it."""
-    first_logits: Any = None
-    """The logits row (a numpy array) the first draw was made from: a twin with the same prompt draws from it."""
-    tokens: list[int] = field(default_factory=list)
-    text: bytes = b""
-    max_tokens: int = 0
-
-    def evaluated(self) -> tuple[int, ...]:
-        """The tokens its KV stream holds: the first `position` of its prompt and what it generated."""
-        prompt = self.request.prompt
-        if self.position <= len(prompt):
-            return prompt[: self.position]
-        return prompt + tuple(self.tokens[: self.position - len(prompt)])
-
-
 class BatchScheduler:
     """Serves `Generation` requests from one llama.cpp context, many sequences at once."""
 
@@ -135,13 +85,13 @@ class BatchScheduler:
         self.model, self._context = load(model_path, parallel=parallel, ctx_per_seq=ctx_per_seq, threads=threads)
         self._batch: Any = self._lib.llama_batch_init(self._context.params.n_batch, 0, 1)
         self._memory = self._context.memory
-        self._waiting: deque[_Sequence] = deque()
+        self._waiting: deque[Sequence] = deque()
         self._free_slots = list(range(parallel - 1, -1, -1))
         self._kept: dict[int, tuple[tuple[int, ...], Any]] = {}
         """Free slots whose KV stream still holds a finished sequence's prompt, with its first logits, oldest
         first."""
         self._n_vocab = int(self.model.n_vocab())
-        self._active: list[_Sequence] = []
+        self._active: list[Sequence] = []
         self._tree: TokenTree | None = None
         """The vocabulary as a tree, for grammar-bound draws: built on the first."""
         self._wake = threading.Condition()
@@ -176,7 +126,7 @@ class BatchScheduler:
         with self._wake:
             if self._closing:
                 raise BackendError("the model host is closed")
-            self._waiting.append(_Sequence(request=request, future=future))
+            self._waiting.append(Sequence(request=request, future=future))
             self._wake.notify()
         return future
 
@@ -208,7 +158,7 @@ class BatchScheduler:
                 self._wake.wait()
             if self._closing:
                 for sequence in self._waiting:
-                    _fail(sequence, BackendError("the model host closed before the request ran"))
+                    sequence.fail(BackendError("the model host closed before the request ran"))
                 self._waiting.clear()
                 return False
             while self._waiting and self._free_slots:
@@ -217,7 +167,7 @@ class BatchScheduler:
                     self._start(sequence)
         return True
 
-    def _start(self, sequence: _Sequence) -> None:
+    def _start(self, sequence: Sequence) -> None:
         request = sequence.request
         sequence.slot, kept, held = self._take_slot(request.prompt)
         room = self.ctx_per_seq - len(request.prompt)
@@ -286,7 +236,7 @@ class BatchScheduler:
         self.prefix_tokens_reused += best
         return best
 
-    def _share_prompt(self, sequence: _Sequence) -> bool:
+    def _share_prompt(self, sequence: Sequence) -> bool:
         """Reuse the prompt evaluation of an active sequence with the same prompt, if there is one."""
         prompt = sequence.request.prompt
         for twin in self._active:
@@ -306,7 +256,7 @@ class BatchScheduler:
             return True
         return False
 
-    def _draw_first(self, sequence: _Sequence, logits: Any) -> None:
+    def _draw_first(self, sequence: Sequence, logits: Any) -> None:
         """The first token of a sequence whose stream holds its whole prompt, from the prompt's logits."""
         assert sequence.sampler is not None
         sequence.position, sequence.first_logits = len(sequence.request.prompt), logits
@@ -343,7 +293,7 @@ class BatchScheduler:
                 first.pending, first.held = list(first.request.prompt[first.position :]), None
             self._decode([first])
 
-    def _decode(self, sequences: list[_Sequence]) -> None:
+    def _decode(self, sequences: list[Sequence]) -> None:
         outputs = self._fill_batch(sequences)
         if not sequences:
             return
@@ -360,7 +310,7 @@ class BatchScheduler:
             sequence.followers.clear()
             self._sample(sequence, index)
 
-    def _fill_batch(self, sequences: list[_Sequence]) -> list[tuple[_Sequence, int]]:
+    def _fill_batch(self, sequences: list[Sequence]) -> list[tuple[Sequence, int]]:
         """Put the sequences' pending tokens in the batch, as many as fit.
 
         Returns the sequences to sample after the decode, with their logits rows (a prompt
@@ -368,7 +318,7 @@ class BatchScheduler:
         """
         batch, budget = self._batch, self._batch_capacity()
         batch.n_tokens = 0
-        outputs: list[tuple[_Sequence, int]] = []
+        outputs: list[tuple[Sequence, int]] = []
         for sequence in sequences:
             take = sequence.pending[: budget - batch.n_tokens]
             for token in take:
@@ -386,7 +336,7 @@ class BatchScheduler:
     def _batch_capacity(self) -> int:
         return int(self._context.params.n_batch)
 
-    def _sample(self, sequence: _Sequence, index: int) -> None:
+    def _sample(self, sequence: Sequence, index: int) -> None:
         assert sequence.sampler is not None
         if sequence.first_logits is None:  # its prompt's: kept for twins of the prompt
             row = self._lib.llama_get_logits_ith(self._context.ctx, index)
@@ -395,7 +345,7 @@ class BatchScheduler:
             ).copy()
         self._take(sequence, sequence.sampler.sample(self._context.ctx, index))
 
-    def _take(self, sequence: _Sequence, token: int) -> None:
+    def _take(self, sequence: Sequence, token: int) -> None:
         """Record a drawn token: the sequence goes on (the token is its next to evaluate) or ends."""
         finish = self._accept(sequence, token)
         if finish is None:
@@ -406,25 +356,13 @@ class BatchScheduler:
         self._release(sequence, None)
         sequence.future.set_result(result)
 
-    def _accept(self, sequence: _Sequence, token: int) -> str | None:
+    def _accept(self, sequence: Sequence, token: int) -> str | None:
         """Record a sampled token; the finish reason if the sequence is done ('stop' or 'length')."""
         if self._lib.llama_vocab_is_eog(self.model.vocab, token):
             return "stop"
-        sequence.tokens.append(token)
-        seen = len(sequence.text)
-        sequence.text += token_piece(self._lib, self.model.vocab, token)
-        # Only a stop string that ends in the new piece can be new.
-        tail_start = max(0, seen - max((len(s) for s in sequence.request.stop), default=0))
-        hits = [sequence.text.find(s, tail_start) for s in sequence.request.stop]
-        hits = [h for h in hits if h >= 0]
-        if hits:
-            sequence.text = sequence.text[: min(hits)]
-            return "stop"
-        if len(sequence.tokens) >= sequence.max_tokens:
-            return "length"
-        return None
+        return sequence.add(token, token_piece(self._lib, self.model.vocab, token))
 
-    def _release(self, sequence: _Sequence, error: BackendError | None) -> None:
+    def _release(self, sequence: Sequence, error: BackendError | None) -> None:
         """Free the sequence's slot, KV cells and sampler; fail its followers and itself if `error`."""
         for follower in sequence.followers:
             self._release(follower, error or BackendError("the shared prompt was not evaluated"))
@@ -446,7 +384,7 @@ class BatchScheduler:
             self._free_slots.append(sequence.slot)
             sequence.slot = -1
         if error is not None:
-            _fail(sequence, error)
+            sequence.fail(error)
 
 
 def graphs(slots: list[int]) -> int:
@@ -470,8 +408,3 @@ def graphs(slots: list[int]) -> int:
 def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     """How many leading tokens ``a`` and ``b`` share."""
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-
-
-def _fail(sequence: _Sequence, error: BackendError) -> None:
-    if not sequence.future.done():
-        sequence.future.set_exception(error)
