@@ -52,7 +52,7 @@ class Sequence:
     position: int = 0
     held: tuple[int, ...] | None = None
     """What its slot's stream holds while its prompt waits for its turn; None once it is placed
-    (`BatchScheduler._reuse_prefix`)."""
+    (`Slots.reuse_prefix`)."""
     followers: list[Sequence] = field(default_factory=list)
     """Sequences with the same prompt that copy this one's KV stream instead of evaluating it."""
     first_logits: Any = None

@@ -5,7 +5,14 @@
 free sequence slot at the next step; its prompt is evaluated on its own, between
 two steps of the others (see `BatchScheduler._step` for why not with them).
 
-Invariants this module keeps:
+This module is the scheduler, and the batched path's interface: it builds on modules
+private to the package and exports what their callers use. `_llama_context` loads
+llama.cpp and the model (`llama_module`, `load`, `tokenize`, `key_type`, `BATCH_TOKENS`);
+`_llama_sequence` holds a request (`Generation`), its result (`Generated`) and its
+sequence's state; `_llama_slots` chooses each request's slot and fills its KV stream
+(`graphs`).
+
+Invariants the batched path keeps:
 
 - Only the scheduler thread touches the llama.cpp context, the batch and the
   samplers. Callers only tokenize (read-only on the vocabulary) and wait on a
@@ -29,11 +36,11 @@ Invariants this module keeps:
 - Either way a shared prompt gives bitwise the logits and KV cells the request
   would have computed itself.
 - A request without such a twin starts from the longest common prefix (at least
-  `MIN_PREFIX` tokens) that any slot's stream holds, an active sequence's or a
-  kept prompt's: the stream is copied, cut after the prefix, and only the rest of
-  the prompt is evaluated. A prompt's logits and KV cells do not depend on how its
-  evaluation is split across decodes (whole, in chunks, the last token alone, after
-  a copied prefix), so a reused prefix changes no text.
+  `_llama_slots.MIN_PREFIX` tokens) that any slot's stream holds, an active
+  sequence's or a kept prompt's: the stream is copied, cut after the prefix, and
+  only the rest of the prompt is evaluated. A prompt's logits and KV cells do not
+  depend on how its evaluation is split across decodes (whole, in chunks, the last
+  token alone, after a copied prefix), so a reused prefix changes no text.
 - A step's generating rows go to ``llama_decode`` in slot order, and a request takes
   the free slot beside the most taken ones (a kept prompt that a waiting request has
   is not given away): llama.cpp decodes sequences of separate KV streams in one graph
@@ -56,6 +63,7 @@ import numpy as np
 
 from redraft.backends._llama_context import BATCH_TOKENS, key_type, llama_module, load, tokenize
 from redraft.backends._llama_sequence import Generated, Generation, Sequence
+from redraft.backends._llama_slots import Slots, graphs
 from redraft.backends.llama_sampling import SamplerChain, TokenTree, token_piece
 from redraft.errors import BackendError
 
@@ -71,9 +79,6 @@ __all__ = [
     "tokenize",
 ]
 
-MIN_PREFIX = 16
-"""The shortest common prefix worth copying a KV stream for (a copy moves the whole stream)."""
-
 
 class BatchScheduler:
     """Serves `Generation` requests from one llama.cpp context, many sequences at once."""
@@ -84,12 +89,8 @@ class BatchScheduler:
         self._lib = llama_module()
         self.model, self._context = load(model_path, parallel=parallel, ctx_per_seq=ctx_per_seq, threads=threads)
         self._batch: Any = self._lib.llama_batch_init(self._context.params.n_batch, 0, 1)
-        self._memory = self._context.memory
         self._waiting: deque[Sequence] = deque()
-        self._free_slots = list(range(parallel - 1, -1, -1))
-        self._kept: dict[int, tuple[tuple[int, ...], Any]] = {}
-        """Free slots whose KV stream still holds a finished sequence's prompt, with its first logits, oldest
-        first."""
+        self._slots = Slots(self._lib, self._context.memory, parallel)
         self._n_vocab = int(self.model.n_vocab())
         self._active: list[Sequence] = []
         self._tree: TokenTree | None = None
@@ -99,7 +100,7 @@ class BatchScheduler:
         self.prompts_shared = 0
         """Requests whose prompt was copied from a twin's KV stream instead of evaluated (read by benchmarks)."""
         self.prefix_tokens_reused = 0
-        """Prompt tokens not evaluated because a slot's stream held them (`_reuse_prefix`; read by benchmarks)."""
+        """Prompt tokens not evaluated because a slot's stream held them (`Slots.reuse_prefix`; read by benchmarks)."""
         self.step_graphs: Counter[tuple[int, int]] = Counter()
         """Generation steps by (sequences, graphs llama.cpp decoded them in): see `_step` (read by tests and
         benchmarks)."""
@@ -161,7 +162,7 @@ class BatchScheduler:
                     sequence.fail(BackendError("the model host closed before the request ran"))
                 self._waiting.clear()
                 return False
-            while self._waiting and self._free_slots:
+            while self._waiting and self._slots.any_free:
                 sequence = self._waiting.popleft()
                 if sequence.future.set_running_or_notify_cancel():
                     self._start(sequence)
@@ -169,7 +170,7 @@ class BatchScheduler:
 
     def _start(self, sequence: Sequence) -> None:
         request = sequence.request
-        sequence.slot, kept, held = self._take_slot(request.prompt)
+        sequence.slot, kept, held = self._slots.take(request.prompt, self._active, self._waiting)
         room = self.ctx_per_seq - len(request.prompt)
         # As llama-cpp-python: no positive max_tokens means "until the context is full".
         sequence.max_tokens = min(request.max_tokens, room) if request.max_tokens > 0 else room
@@ -193,49 +194,6 @@ class BatchScheduler:
             self._tree = TokenTree(self._lib, self.model.vocab, self._n_vocab)
         return self._tree
 
-    def _take_slot(self, prompt: tuple[int, ...]) -> tuple[int, Any, tuple[int, ...]]:
-        """A free slot for the next sequence: one that kept ``prompt`` (with its first logits), else an empty
-        one, else a kept one whose prompt no waiting request has. Among those it takes the slot next to the
-        most taken ones (see `_step`: a step decodes one run of consecutive slots per graph), then the lowest
-        empty or the least recently kept. Returns the slot, the logits if it kept ``prompt``, and otherwise the
-        tokens its stream still holds (for `_reuse_prefix`)."""
-        slot = next((slot for slot, (kept, _) in self._kept.items() if kept == prompt), None)
-        if slot is None:
-            candidates = sorted(slot for slot in self._free_slots if slot not in self._kept)
-            if not candidates:  # only then the waiting prompts matter (hashing each is a pass over its tokens)
-                wanted = {sequence.request.prompt for sequence in self._waiting}
-                candidates = [slot for slot, (kept, _) in self._kept.items() if kept not in wanted] or list(self._kept)
-            taken = {sequence.slot for sequence in self._active}
-            slot = max(candidates, key=lambda s: ((s - 1) in taken) + ((s + 1) in taken))  # first of the best
-        self._free_slots.remove(slot)
-        kept, logits = self._kept.pop(slot, ((), None))
-        return slot, logits if kept == prompt else None, kept
-
-    def _reuse_prefix(self, slot: int, held: tuple[int, ...], prompt: tuple[int, ...]) -> int:
-        """Fill ``slot``'s stream with the longest prefix of ``prompt`` any stream holds; its length (0: none).
-
-        ``held`` is what the slot's own stream holds. Another donor's stream is copied whole
-        and cut after the prefix. At least the prompt's last token is left to evaluate: its
-        logits give the first draw.
-        """
-        donor, best = slot, _common_prefix(held, prompt)
-        streams = [(s, kept) for s, (kept, _) in self._kept.items()]
-        streams += [(s.slot, s.evaluated()) for s in self._active if s.slot != slot and s.position > 0]
-        for other, tokens in streams:
-            length = _common_prefix(tokens, prompt)
-            if length > best:
-                donor, best = other, length
-        best = min(best, len(prompt) - 1)
-        if best < MIN_PREFIX:
-            if held:
-                self._lib.llama_memory_seq_rm(self._memory, slot, -1, -1)
-            return 0
-        if donor != slot:
-            self._lib.llama_memory_seq_cp(self._memory, donor, slot, -1, -1)
-        self._lib.llama_memory_seq_rm(self._memory, slot, best, -1)
-        self.prefix_tokens_reused += best
-        return best
-
     def _share_prompt(self, sequence: Sequence) -> bool:
         """Reuse the prompt evaluation of an active sequence with the same prompt, if there is one."""
         prompt = sequence.request.prompt
@@ -244,8 +202,8 @@ class BatchScheduler:
                 continue
             if twin.first_logits is not None:
                 # Its stream holds the prompt: copy it, drop what follows, draw from the prompt's logits.
-                self._lib.llama_memory_seq_cp(self._memory, twin.slot, sequence.slot, -1, -1)
-                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, len(prompt), -1)
+                self._slots.copy(twin.slot, sequence.slot)
+                self._slots.cut(sequence.slot, len(prompt))
                 self.prompts_shared += 1
                 self._draw_first(sequence, twin.first_logits)
             elif twin.pending:
@@ -278,7 +236,7 @@ class BatchScheduler:
         The generating rows go in slot order. With a KV stream per sequence, llama.cpp puts
         in one graph only sequences whose ids follow one another (``split_equal`` with
         ``sequential``): rows in admission order, or taken slots with gaps, cost one graph
-        per run of consecutive ids, each reading every weight. `_take_slot` keeps the taken
+        per run of consecutive ids, each reading every weight. `Slots.take` keeps the taken
         slots together.
         """
         generating = sorted((s for s in self._active if len(s.pending) == 1 and s.held is None), key=lambda s: s.slot)
@@ -289,7 +247,8 @@ class BatchScheduler:
         if prompts:
             first = prompts[0]
             if first.held is not None:  # its turn: start from what any stream holds now (the prompts before it)
-                first.position = self._reuse_prefix(first.slot, first.held, first.request.prompt)
+                first.position = self._slots.reuse_prefix(first.slot, first.held, first.request.prompt, self._active)
+                self.prefix_tokens_reused += first.position
                 first.pending, first.held = list(first.request.prompt[first.position :]), None
             self._decode([first])
 
@@ -304,7 +263,7 @@ class BatchScheduler:
             return
         for sequence, index in outputs:
             for follower in sequence.followers:
-                self._lib.llama_memory_seq_cp(self._memory, sequence.slot, follower.slot, -1, -1)
+                self._slots.copy(sequence.slot, follower.slot)
                 follower.position = sequence.position
                 self._sample(follower, index)
             sequence.followers.clear()
@@ -375,36 +334,8 @@ class BatchScheduler:
             sequence.sampler.close()
             sequence.sampler = None
         if sequence.slot >= 0:
-            prompt = sequence.request.prompt
-            if error is None and sequence.first_logits is not None:  # keep the prompt for a later twin
-                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, len(prompt), -1)
-                self._kept[sequence.slot] = (prompt, sequence.first_logits)
-            else:
-                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
-            self._free_slots.append(sequence.slot)
+            keep = error is None and sequence.first_logits is not None  # keep the prompt for a later twin
+            self._slots.release(sequence.slot, (sequence.request.prompt, sequence.first_logits) if keep else None)
             sequence.slot = -1
         if error is not None:
             sequence.fail(error)
-
-
-def graphs(slots: list[int]) -> int:
-    """How many graphs llama.cpp decodes one token of each of these sequences in, rows in this order.
-
-    With a KV stream per sequence it fills a graph with the first row's sequence and each
-    later row whose id is one more than the last taken, then starts again from the first row
-    left (``llama_batch_allocr::split_equal``).
-    """
-    left, count = list(slots), 0
-    while left:
-        run = [left[0]]
-        for slot in left[1:]:
-            if slot == run[-1] + 1:
-                run.append(slot)
-        left = [slot for slot in left if slot not in run]
-        count += 1
-    return count
-
-
-def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    """How many leading tokens ``a`` and ``b`` share."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
