@@ -80,8 +80,8 @@ class Closable(Protocol):
 class PerLoop(Generic[C]):
     """One client per running event loop, made on first use in that loop and closed when the loop shuts down.
 
-    The clients send over aiohttp (the SDKs' ``DefaultAioHttpClient``: about half the
-    CPU per call of their default httpx transport, measured in ``benchmarks/bench_http_clients.py``;
+    The clients send over aiohttp (the SDKs' ``DefaultAioHttpClient``, which spends less CPU per
+    call than their default httpx transport: ``benchmarks/bench_http_clients.py`` measures both;
     or aiohttp itself, `redraft.backends.chat_wire`), and an aiohttp session belongs to the loop
     that opened it. An actor has one loop for its life, so one client; in-process callers that
     run several loops get one each.

@@ -5,8 +5,7 @@ from the same machine or rack in milliseconds, so the client's own CPU per call
 bounds how many calls an actor makes per second. The openai SDK spends most of
 it on machinery a plain POST does not need: building its request options, an
 httpx layer over the aiohttp transport, and response models made field by field
-(the same zero-latency calls, 192 at once: 1.63 ms of CPU per call through the
-SDK's ``post``, 0.37 through this module: ``benchmarks/bench_http_clients.py``).
+(``benchmarks/bench_http_clients.py`` measures the CPU per call of both clients).
 ``openai:`` keeps the SDK, whose calls cross the internet and whose extras
 (organisations, projects, its own base-URL variables) belong to OpenAI proper.
 

@@ -5,7 +5,14 @@
 free sequence slot at the next step; its prompt is evaluated on its own, between
 two steps of the others (see `BatchScheduler._step` for why not with them).
 
-Invariants this module keeps:
+This module is the scheduler, and the batched path's interface: it builds on modules
+private to the package and exports what their callers use. `_llama_context` loads
+llama.cpp and the model (`llama_module`, `load`, `tokenize`, `key_type`, `BATCH_TOKENS`);
+`_llama_sequence` holds a request (`Generation`), its result (`Generated`) and its
+sequence's state; `_llama_slots` chooses each request's slot and fills its KV stream
+(`graphs`).
+
+Invariants the batched path keeps:
 
 - Only the scheduler thread touches the llama.cpp context, the batch and the
   samplers. Callers only tokenize (read-only on the vocabulary) and wait on a
@@ -20,7 +27,7 @@ Invariants this module keeps:
   evaluate it again: if the twin's prompt is still being evaluated it waits and
   samples from the same logits; if it is done, the twin's KV stream is copied
   (what followed the prompt dropped) and the first token is drawn from the
-  logits the twin's prompt gave, kept for that (`_Sequence.first_logits`).
+  logits the twin's prompt gave, kept for that (`Sequence.first_logits`).
 - A finished sequence's slot keeps its prompt's KV cells and first logits until
   the slot is needed: a later request with the same prompt (a sample that waited
   for a slot while its twins finished) takes that slot and draws its first token
@@ -29,12 +36,11 @@ Invariants this module keeps:
 - Either way a shared prompt gives bitwise the logits and KV cells the request
   would have computed itself.
 - A request without such a twin starts from the longest common prefix (at least
-  `MIN_PREFIX` tokens) that any slot's stream holds, an active sequence's or a
-  kept prompt's: the stream is copied, cut after the prefix, and only the rest of
-  the prompt is evaluated. A prompt's logits and KV cells do not depend on how its
-  evaluation is split across decodes (measured: whole, in chunks of 32 to 512, the
-  last token alone, after a copied prefix, all bitwise equal), so a reused prefix
-  changes no text.
+  `_llama_slots.MIN_PREFIX` tokens) that any slot's stream holds, an active
+  sequence's or a kept prompt's: the stream is copied, cut after the prefix, and
+  only the rest of the prompt is evaluated. A prompt's logits and KV cells do not
+  depend on how its evaluation is split across decodes (whole, in chunks, the last
+  token alone, after a copied prefix), so a reused prefix changes no text.
 - A step's generating rows go to ``llama_decode`` in slot order, and a request takes
   the free slot beside the most taken ones (a kept prompt that a waiting request has
   is not given away): llama.cpp decodes sequences of separate KV streams in one graph
@@ -48,120 +54,30 @@ Invariants this module keeps:
 from __future__ import annotations
 
 import ctypes
-import importlib
 import threading
 from collections import Counter, deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from redraft.backends._llama_context import BATCH_TOKENS, key_type, llama_module, load, tokenize
+from redraft.backends._llama_sequence import Generated, Generation, Sequence
+from redraft.backends._llama_slots import Slots, graphs
 from redraft.backends.llama_sampling import SamplerChain, TokenTree, token_piece
 from redraft.errors import BackendError
 
-BATCH_TOKENS = 1024
-"""The most tokens one decode step evaluates; longer prompts are evaluated over several steps."""
-MIN_PREFIX = 16
-"""The shortest common prefix worth copying a KV stream for (a copy moves the whole stream)."""
-
-
-def llama_module() -> Any:
-    """llama-cpp-python's ctypes bindings, imported on first use (an optional dependency), with llama.cpp's
-    own logging off: at its default level it writes a line per graph it builds (each decode step) and per
-    tensor it quantizes."""
-    try:
-        lib = importlib.import_module("llama_cpp")
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise BackendError(f"the local backend needs llama-cpp-python: {exc}") from None
-    importlib.import_module("llama_cpp._logger").set_verbose(False)
-    return lib
-
-
-def key_type(lib: Any) -> int:
-    """The KV cache's type for keys, on both of the host's paths: Q8_0 rather than llama.cpp's F16.
-
-    Attention's dot products over Q8_0 keys run as int8 products instead of F16 ones: a decode step of
-    8 sequences took 0.87 to 0.93 of its time at contexts of 300 and 900 tokens, and the perplexity of the
-    embedded model moved from 35.06 to 35.01 (`benchmarks/bench_quantization.py`). Values stay F16:
-    llama.cpp quantizes them only with flash attention, which the host keeps off.
-    """
-    return int(lib.GGML_TYPE_Q8_0)
-
-
-def load(model_path: str, *, parallel: int, ctx_per_seq: int, threads: int, keys: int | None = None) -> tuple[Any, Any]:
-    """The model and a llama.cpp context for `parallel` sequences, each with a KV stream of `ctx_per_seq`
-    cells (llama-cpp-python's ``LlamaModel`` and ``LlamaContext``): the settings the invariants above need.
-    ``keys``: the keys' ggml type, `key_type` unless given (a benchmark compares types)."""
-    lib = llama_module()
-    internals = importlib.import_module("llama_cpp._internals")
-    model = internals.LlamaModel(path_model=model_path, params=lib.llama_model_default_params(), verbose=False)
-    params = lib.llama_context_default_params()
-    params.n_ctx = ctx_per_seq * parallel
-    params.n_batch = min(BATCH_TOKENS, params.n_ctx)
-    params.n_ubatch = min(params.n_ubatch, params.n_batch)
-    params.n_seq_max = parallel
-    params.kv_unified = False  # one KV stream per sequence: see the module docstring
-    params.n_threads = params.n_threads_batch = threads
-    params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED  # its logits depend on how a prompt is split
-    params.type_k = key_type(lib) if keys is None else keys
-    return model, internals.LlamaContext(model=model, params=params, verbose=False)
-
-
-def tokenize(model: Any, text: str) -> list[int]:
-    """A prompt's tokens, special tokens parsed and no BOS added (the chat template writes its own)."""
-    tokens: list[int] = model.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-    return tokens
-
-
-@dataclass(frozen=True)
-class Generation:
-    """One sampling request, already tokenized."""
-
-    prompt: tuple[int, ...]
-    max_tokens: int
-    temperature: float
-    seed: int | None
-    stop: tuple[bytes, ...] = ()
-    grammar: str | None = None
-    """GBNF text (root rule ``root``) that every sampled token must keep satisfiable."""
-
-
-@dataclass(frozen=True)
-class Generated:
-    """What a `Generation` produced."""
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str
-
-
-@dataclass
-class _Sequence:
-    request: Generation
-    future: Future[Generated]
-    slot: int = -1
-    sampler: SamplerChain | None = None
-    pending: list[int] = field(default_factory=list)
-    """Tokens still to evaluate: the rest of the prompt, then the last sampled token."""
-    position: int = 0
-    held: tuple[int, ...] | None = None
-    """What its slot's stream holds while its prompt waits for its turn; None once `_reuse_prefix` placed it."""
-    followers: list[_Sequence] = field(default_factory=list)
-    """Sequences with the same prompt that copy this one's KV stream instead of evaluating it."""
-    first_logits: Any = None
-    """The logits row (a numpy array) the first draw was made from: a twin with the same prompt draws from it."""
-    tokens: list[int] = field(default_factory=list)
-    text: bytes = b""
-    max_tokens: int = 0
-
-    def evaluated(self) -> tuple[int, ...]:
-        """The tokens its KV stream holds: the first `position` of its prompt and what it generated."""
-        prompt = self.request.prompt
-        if self.position <= len(prompt):
-            return prompt[: self.position]
-        return prompt + tuple(self.tokens[: self.position - len(prompt)])
+__all__ = [
+    "BATCH_TOKENS",
+    "BatchScheduler",
+    "Generated",
+    "Generation",
+    "graphs",
+    "key_type",
+    "llama_module",
+    "load",
+    "tokenize",
+]
 
 
 class BatchScheduler:
@@ -173,14 +89,10 @@ class BatchScheduler:
         self._lib = llama_module()
         self.model, self._context = load(model_path, parallel=parallel, ctx_per_seq=ctx_per_seq, threads=threads)
         self._batch: Any = self._lib.llama_batch_init(self._context.params.n_batch, 0, 1)
-        self._memory = self._context.memory
-        self._waiting: deque[_Sequence] = deque()
-        self._free_slots = list(range(parallel - 1, -1, -1))
-        self._kept: dict[int, tuple[tuple[int, ...], Any]] = {}
-        """Free slots whose KV stream still holds a finished sequence's prompt, with its first logits, oldest
-        first."""
+        self._waiting: deque[Sequence] = deque()
+        self._slots = Slots(self._lib, self._context.memory, parallel)
         self._n_vocab = int(self.model.n_vocab())
-        self._active: list[_Sequence] = []
+        self._active: list[Sequence] = []
         self._tree: TokenTree | None = None
         """The vocabulary as a tree, for grammar-bound draws: built on the first."""
         self._wake = threading.Condition()
@@ -188,7 +100,7 @@ class BatchScheduler:
         self.prompts_shared = 0
         """Requests whose prompt was copied from a twin's KV stream instead of evaluated (read by benchmarks)."""
         self.prefix_tokens_reused = 0
-        """Prompt tokens not evaluated because a slot's stream held them (`_reuse_prefix`; read by benchmarks)."""
+        """Prompt tokens not evaluated because a slot's stream held them (`Slots.reuse_prefix`; read by benchmarks)."""
         self.step_graphs: Counter[tuple[int, int]] = Counter()
         """Generation steps by (sequences, graphs llama.cpp decoded them in): see `_step` (read by tests and
         benchmarks)."""
@@ -215,7 +127,7 @@ class BatchScheduler:
         with self._wake:
             if self._closing:
                 raise BackendError("the model host is closed")
-            self._waiting.append(_Sequence(request=request, future=future))
+            self._waiting.append(Sequence(request=request, future=future))
             self._wake.notify()
         return future
 
@@ -247,18 +159,18 @@ class BatchScheduler:
                 self._wake.wait()
             if self._closing:
                 for sequence in self._waiting:
-                    _fail(sequence, BackendError("the model host closed before the request ran"))
+                    sequence.fail(BackendError("the model host closed before the request ran"))
                 self._waiting.clear()
                 return False
-            while self._waiting and self._free_slots:
+            while self._waiting and self._slots.any_free:
                 sequence = self._waiting.popleft()
                 if sequence.future.set_running_or_notify_cancel():
                     self._start(sequence)
         return True
 
-    def _start(self, sequence: _Sequence) -> None:
+    def _start(self, sequence: Sequence) -> None:
         request = sequence.request
-        sequence.slot, kept, held = self._take_slot(request.prompt)
+        sequence.slot, kept, held = self._slots.take(request.prompt, self._active, self._waiting)
         room = self.ctx_per_seq - len(request.prompt)
         # As llama-cpp-python: no positive max_tokens means "until the context is full".
         sequence.max_tokens = min(request.max_tokens, room) if request.max_tokens > 0 else room
@@ -282,50 +194,7 @@ class BatchScheduler:
             self._tree = TokenTree(self._lib, self.model.vocab, self._n_vocab)
         return self._tree
 
-    def _take_slot(self, prompt: tuple[int, ...]) -> tuple[int, Any, tuple[int, ...]]:
-        """A free slot for the next sequence: one that kept ``prompt`` (with its first logits), else an empty
-        one, else a kept one whose prompt no waiting request has. Among those it takes the slot next to the
-        most taken ones (see `_step`: a step decodes one run of consecutive slots per graph), then the lowest
-        empty or the least recently kept. Returns the slot, the logits if it kept ``prompt``, and otherwise the
-        tokens its stream still holds (for `_reuse_prefix`)."""
-        slot = next((slot for slot, (kept, _) in self._kept.items() if kept == prompt), None)
-        if slot is None:
-            candidates = sorted(slot for slot in self._free_slots if slot not in self._kept)
-            if not candidates:  # only then the waiting prompts matter (hashing each is a pass over its tokens)
-                wanted = {sequence.request.prompt for sequence in self._waiting}
-                candidates = [slot for slot, (kept, _) in self._kept.items() if kept not in wanted] or list(self._kept)
-            taken = {sequence.slot for sequence in self._active}
-            slot = max(candidates, key=lambda s: ((s - 1) in taken) + ((s + 1) in taken))  # first of the best
-        self._free_slots.remove(slot)
-        kept, logits = self._kept.pop(slot, ((), None))
-        return slot, logits if kept == prompt else None, kept
-
-    def _reuse_prefix(self, slot: int, held: tuple[int, ...], prompt: tuple[int, ...]) -> int:
-        """Fill ``slot``'s stream with the longest prefix of ``prompt`` any stream holds; its length (0: none).
-
-        ``held`` is what the slot's own stream holds. Another donor's stream is copied whole
-        and cut after the prefix. At least the prompt's last token is left to evaluate: its
-        logits give the first draw.
-        """
-        donor, best = slot, _common_prefix(held, prompt)
-        streams = [(s, kept) for s, (kept, _) in self._kept.items()]
-        streams += [(s.slot, s.evaluated()) for s in self._active if s.slot != slot and s.position > 0]
-        for other, tokens in streams:
-            length = _common_prefix(tokens, prompt)
-            if length > best:
-                donor, best = other, length
-        best = min(best, len(prompt) - 1)
-        if best < MIN_PREFIX:
-            if held:
-                self._lib.llama_memory_seq_rm(self._memory, slot, -1, -1)
-            return 0
-        if donor != slot:
-            self._lib.llama_memory_seq_cp(self._memory, donor, slot, -1, -1)
-        self._lib.llama_memory_seq_rm(self._memory, slot, best, -1)
-        self.prefix_tokens_reused += best
-        return best
-
-    def _share_prompt(self, sequence: _Sequence) -> bool:
+    def _share_prompt(self, sequence: Sequence) -> bool:
         """Reuse the prompt evaluation of an active sequence with the same prompt, if there is one."""
         prompt = sequence.request.prompt
         for twin in self._active:
@@ -333,8 +202,8 @@ class BatchScheduler:
                 continue
             if twin.first_logits is not None:
                 # Its stream holds the prompt: copy it, drop what follows, draw from the prompt's logits.
-                self._lib.llama_memory_seq_cp(self._memory, twin.slot, sequence.slot, -1, -1)
-                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, len(prompt), -1)
+                self._slots.copy(twin.slot, sequence.slot)
+                self._slots.cut(sequence.slot, len(prompt))
                 self.prompts_shared += 1
                 self._draw_first(sequence, twin.first_logits)
             elif twin.pending:
@@ -345,7 +214,7 @@ class BatchScheduler:
             return True
         return False
 
-    def _draw_first(self, sequence: _Sequence, logits: Any) -> None:
+    def _draw_first(self, sequence: Sequence, logits: Any) -> None:
         """The first token of a sequence whose stream holds its whole prompt, from the prompt's logits."""
         assert sequence.sampler is not None
         sequence.position, sequence.first_logits = len(sequence.request.prompt), logits
@@ -356,8 +225,9 @@ class BatchScheduler:
 
         Prompts are never evaluated in the same decode as other sequences' tokens: llama.cpp
         splits a mixed batch into per-sequence chunks whose sizes depend on the others, and a
-        prompt evaluated in such chunks can come out with other logits than alone (seen with
-        8 short prompts in one batch). One token per sequence was identical in every mix tried.
+        prompt evaluated in such chunks can come out with other logits than alone. A decode of
+        one token per sequence gives each the logits it has alone (the batching tests compare
+        texts alone and batched).
 
         A prompt's prefix is looked up when its evaluation starts, not when it is admitted:
         prompts that arrive together with a common prefix (a task's K critiques) then find it
@@ -366,8 +236,8 @@ class BatchScheduler:
         The generating rows go in slot order. With a KV stream per sequence, llama.cpp puts
         in one graph only sequences whose ids follow one another (``split_equal`` with
         ``sequential``): rows in admission order, or taken slots with gaps, cost one graph
-        per run of consecutive ids, each reading every weight (4 short sequences in reverse
-        order: about twice the time of one run). `_take_slot` keeps the taken slots together.
+        per run of consecutive ids, each reading every weight. `Slots.take` keeps the taken
+        slots together.
         """
         generating = sorted((s for s in self._active if len(s.pending) == 1 and s.held is None), key=lambda s: s.slot)
         if generating:
@@ -377,11 +247,12 @@ class BatchScheduler:
         if prompts:
             first = prompts[0]
             if first.held is not None:  # its turn: start from what any stream holds now (the prompts before it)
-                first.position = self._reuse_prefix(first.slot, first.held, first.request.prompt)
+                first.position = self._slots.reuse_prefix(first.slot, first.held, first.request.prompt, self._active)
+                self.prefix_tokens_reused += first.position
                 first.pending, first.held = list(first.request.prompt[first.position :]), None
             self._decode([first])
 
-    def _decode(self, sequences: list[_Sequence]) -> None:
+    def _decode(self, sequences: list[Sequence]) -> None:
         outputs = self._fill_batch(sequences)
         if not sequences:
             return
@@ -392,13 +263,13 @@ class BatchScheduler:
             return
         for sequence, index in outputs:
             for follower in sequence.followers:
-                self._lib.llama_memory_seq_cp(self._memory, sequence.slot, follower.slot, -1, -1)
+                self._slots.copy(sequence.slot, follower.slot)
                 follower.position = sequence.position
                 self._sample(follower, index)
             sequence.followers.clear()
             self._sample(sequence, index)
 
-    def _fill_batch(self, sequences: list[_Sequence]) -> list[tuple[_Sequence, int]]:
+    def _fill_batch(self, sequences: list[Sequence]) -> list[tuple[Sequence, int]]:
         """Put the sequences' pending tokens in the batch, as many as fit.
 
         Returns the sequences to sample after the decode, with their logits rows (a prompt
@@ -406,7 +277,7 @@ class BatchScheduler:
         """
         batch, budget = self._batch, self._batch_capacity()
         batch.n_tokens = 0
-        outputs: list[tuple[_Sequence, int]] = []
+        outputs: list[tuple[Sequence, int]] = []
         for sequence in sequences:
             take = sequence.pending[: budget - batch.n_tokens]
             for token in take:
@@ -424,7 +295,7 @@ class BatchScheduler:
     def _batch_capacity(self) -> int:
         return int(self._context.params.n_batch)
 
-    def _sample(self, sequence: _Sequence, index: int) -> None:
+    def _sample(self, sequence: Sequence, index: int) -> None:
         assert sequence.sampler is not None
         if sequence.first_logits is None:  # its prompt's: kept for twins of the prompt
             row = self._lib.llama_get_logits_ith(self._context.ctx, index)
@@ -433,7 +304,7 @@ class BatchScheduler:
             ).copy()
         self._take(sequence, sequence.sampler.sample(self._context.ctx, index))
 
-    def _take(self, sequence: _Sequence, token: int) -> None:
+    def _take(self, sequence: Sequence, token: int) -> None:
         """Record a drawn token: the sequence goes on (the token is its next to evaluate) or ends."""
         finish = self._accept(sequence, token)
         if finish is None:
@@ -444,25 +315,13 @@ class BatchScheduler:
         self._release(sequence, None)
         sequence.future.set_result(result)
 
-    def _accept(self, sequence: _Sequence, token: int) -> str | None:
+    def _accept(self, sequence: Sequence, token: int) -> str | None:
         """Record a sampled token; the finish reason if the sequence is done ('stop' or 'length')."""
         if self._lib.llama_vocab_is_eog(self.model.vocab, token):
             return "stop"
-        sequence.tokens.append(token)
-        seen = len(sequence.text)
-        sequence.text += token_piece(self._lib, self.model.vocab, token)
-        # Only a stop string that ends in the new piece can be new.
-        tail_start = max(0, seen - max((len(s) for s in sequence.request.stop), default=0))
-        hits = [sequence.text.find(s, tail_start) for s in sequence.request.stop]
-        hits = [h for h in hits if h >= 0]
-        if hits:
-            sequence.text = sequence.text[: min(hits)]
-            return "stop"
-        if len(sequence.tokens) >= sequence.max_tokens:
-            return "length"
-        return None
+        return sequence.add(token, token_piece(self._lib, self.model.vocab, token))
 
-    def _release(self, sequence: _Sequence, error: BackendError | None) -> None:
+    def _release(self, sequence: Sequence, error: BackendError | None) -> None:
         """Free the sequence's slot, KV cells and sampler; fail its followers and itself if `error`."""
         for follower in sequence.followers:
             self._release(follower, error or BackendError("the shared prompt was not evaluated"))
@@ -475,41 +334,8 @@ class BatchScheduler:
             sequence.sampler.close()
             sequence.sampler = None
         if sequence.slot >= 0:
-            prompt = sequence.request.prompt
-            if error is None and sequence.first_logits is not None:  # keep the prompt for a later twin
-                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, len(prompt), -1)
-                self._kept[sequence.slot] = (prompt, sequence.first_logits)
-            else:
-                self._lib.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
-            self._free_slots.append(sequence.slot)
+            keep = error is None and sequence.first_logits is not None  # keep the prompt for a later twin
+            self._slots.release(sequence.slot, (sequence.request.prompt, sequence.first_logits) if keep else None)
             sequence.slot = -1
         if error is not None:
-            _fail(sequence, error)
-
-
-def graphs(slots: list[int]) -> int:
-    """How many graphs llama.cpp decodes one token of each of these sequences in, rows in this order.
-
-    With a KV stream per sequence it fills a graph with the first row's sequence and each
-    later row whose id is one more than the last taken, then starts again from the first row
-    left (``llama_batch_allocr::split_equal``).
-    """
-    left, count = list(slots), 0
-    while left:
-        run = [left[0]]
-        for slot in left[1:]:
-            if slot == run[-1] + 1:
-                run.append(slot)
-        left = [slot for slot in left if slot not in run]
-        count += 1
-    return count
-
-
-def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    """How many leading tokens ``a`` and ``b`` share."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-
-
-def _fail(sequence: _Sequence, error: BackendError) -> None:
-    if not sequence.future.done():
-        sequence.future.set_exception(error)
+            sequence.fail(error)

@@ -9,7 +9,7 @@ random stream, which is what keeps batched runs reproducible.
 
 A grammar-bound draw is the costly one: llama.cpp matches every token of the
 vocabulary (49k for the embedded model) against the grammar, once per token
-drawn, ~25 ms here. Yet with top-k on, only the k best tokens the grammar allows
+drawn. Yet with top-k on, only the k best tokens the grammar allows
 can be drawn, and the rest of the chain sees nothing else. So `SamplerChain`
 finds those k (fewer if fewer pass) with less matching, in two steps:
 
@@ -56,7 +56,7 @@ class TokenTree:
 
     Texts are llama.cpp's own for grammar matching (special tokens spelt out).
     End-of-generation tokens are roots without children: the grammar decides them
-    by its state, not by their text. Built once per model (~0.1 s for 49k tokens).
+    by its state, not by their text. Built once per model.
     """
 
     def __init__(self, lib: Any, vocab: Any, n_vocab: int) -> None:

@@ -81,12 +81,12 @@ def embedded_model_path() -> Path:
     """The embedded model as this node runs it: the shipped file re-quantized to Q8_0, made on first use.
 
     Why Q8_0: llama.cpp's x86 build multiplies a Q8_0 matrix by several rows at once with tiled
-    kernels (llamafile's tinyBLAS), a Q4_1 one with a dot product per row and column. Measured on
-    2 cores with the host's settings (`benchmarks/bench_quantization.py`): prompts evaluate 1.4 to
-    1.6 times as fast, a decode step of 8 sequences 1.15 to 1.2 times, and the demo ran 1.2 to
-    1.3 times as fast. Each Q4_1 weight is one of 16 levels per block of 32; Q8_0's 255 levels
-    per block hold it to within 1/254 of the block's largest weight: perplexity 37.2 against 37.0
-    on the README. The host's invariants hold on it (its batching tests run on this file).
+    kernels (llamafile's tinyBLAS), a Q4_1 one with a dot product per row and column, so prompts
+    and decode steps take less time. Each Q4_1 weight is one of 16 levels per block of 32; Q8_0's
+    255 levels per block hold it to within 1/254 of the block's largest weight, so the perplexity
+    barely moves. `benchmarks/bench_quantization.py` measures the speed and the perplexity of both
+    files with the host's settings. The host's invariants hold on it (its batching tests run on
+    this file).
 
     The file goes to ``<cache dir>/models/<tag>/`` (`redraft.backends.cache.cache_dir`), the tag
     naming the shipped file (package version and size), written under a temporary name and

@@ -29,7 +29,7 @@ nothing in a body built this way (a unit test holds it for every form of
 request). ``openai-compatible:`` posts it over plain aiohttp
 (`redraft.backends.chat_wire`): a compatible server answers in milliseconds,
 so the client's CPU bounds the calls an actor makes per second, and the SDK's
-layers were most of it.
+layers would be most of that CPU.
 """
 
 from __future__ import annotations
