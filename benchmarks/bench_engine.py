@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from redraft import RunConfig, run
-from redraft.actors.factory import local_roles
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.arbiter import Arbiter
+from redraft.engine.refine import local_roles
 from redraft.engine.setup import arbiter_settings, role_setup
-from redraft.protocols.messages import ChatMessage, encode
+from redraft.protocols.messages import ChatMessage
 from redraft.scenarios import get_scenario
 from tests.support.replies import LateLearner
 
@@ -55,8 +55,8 @@ def in_process(config: RunConfig, spec: ScriptedSpec) -> float:
     tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), TASKS))
 
     async def go() -> int:
-        results = await asyncio.gather(*(arbiter.run(encode(t)) for t in tasks))
-        return sum(len(frames) for frames in results)
+        results = await asyncio.gather(*(arbiter.run(t) for t in tasks))
+        return sum(len(trace) for trace in results)
 
     started = time.perf_counter()
     asyncio.run(go())

@@ -4,7 +4,7 @@ redraft's ``openai:`` backend sends through the openai SDK over aiohttp (the SDK
 ``DefaultAioHttpClient``), posting the body it built with the SDK's public ``post``
 rather than through ``chat.completions.create``, which first walks the arguments
 against the SDK's parameter types; its ``openai-compatible:`` backend posts the
-same body over plain aiohttp (`redraft.backends.chat_wire`). This measures why:
+same body over plain aiohttp (`redraft.backends._chat_wire`). This measures why:
 the same chat completions (zero-latency `fake_http_model`, its own process, so
 only the client's cost is measured), half of them plain drafts and half critiques
 with redraft's JSON schema, with ``--in-flight`` calls at once, each path timed in
@@ -41,8 +41,8 @@ import fake_http_model
 import openai
 from openai.types.chat import ChatCompletion
 
-from redraft.backends.chat_wire import ChatWire
-from redraft.engine.answers import critique_json_schema
+from redraft.backends._chat_wire import ChatWire
+from redraft.engine._answers import critique_json_schema
 
 PATHS = ("httpx, create", "aiohttp, create", "aiohttp, post", "wire")
 SCHEMA = critique_json_schema()

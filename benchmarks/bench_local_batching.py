@@ -50,10 +50,10 @@ import msgspec
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
+from redraft.backends._llama_batch import BATCH_TOKENS, llama_module, load, tokenize
+from redraft.backends._llama_chat import ChatPrompts
+from redraft.backends._llama_sampling import SamplerChain, token_piece
 from redraft.backends.base import ChatRequest, Completion
-from redraft.backends.llama_batch import BATCH_TOKENS, llama_module, load, tokenize
-from redraft.backends.llama_chat import ChatPrompts
-from redraft.backends.llama_sampling import SamplerChain, token_piece
 from redraft.backends.local import CONTEXT_TOKENS, DEFAULT_PARALLEL, LocalClient, LocalModelHost, embedded_model_path
 from redraft.protocols.messages import ChatMessage
 

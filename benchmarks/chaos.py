@@ -124,10 +124,10 @@ def main() -> None:
 
             return fault
 
-        wall, req = disturbed(cluster, server, settings("arbiters"), killing(("Arbiter",), 7), at=n // 10)
+        wall, req = disturbed(cluster, server, settings("arbiters"), killing(("ArbiterActor",), 7), at=n // 10)
         row("7 arbiter processes SIGKILLed during the run", judge(root / "arbiters", reference, req, wall, n))
         wall, req = disturbed(
-            cluster, server, settings("roles"), killing(("Drafter", "Critic", "Verifier"), 9), n // 10
+            cluster, server, settings("roles"), killing(("DrafterActor", "CriticActor", "VerifierActor"), 9), n // 10
         )
         row("9 drafter/critic/verifier kills", judge(root / "roles", reference, req, wall, n))
         wall, req = disturbed(cluster, server, settings("node"), lambda: cluster.remove_node(worker), at=63)
@@ -160,7 +160,7 @@ def main() -> None:
             f"{outcome}; {written} tasks written as failed; restored, the rerun resumes: {resumed}",
         )
 
-        for role in ("Drafter", "Arbiter"):
+        for role in ("DrafterActor", "ArbiterActor"):
 
             def freeze(role: str = role) -> None:
                 pid = min(p for p, r in role_pids(cluster).items() if r == role)

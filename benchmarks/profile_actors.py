@@ -37,7 +37,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import fake_http_model
 from bench_engine_throughput import process_stat
 
-ROLES = ("Arbiter", "Drafter", "Critic", "Verifier", "Grader", "LocalModelHost")
+ROLES = ("ArbiterActor", "DrafterActor", "CriticActor", "VerifierActor", "GraderActor", "LocalModelHost")
 AREAS = {
     "redraft": ("redraft/",),
     "msgspec": ("msgspec",),

@@ -86,7 +86,7 @@ class PermanentBackendError(BackendError):
 
 
 class BackendUnavailableError(RetryableBackendError):
-    """A backend failed every attempt of one call (`redraft.backends.retrying`): the server, not the request.
+    """A backend failed every attempt of one call (`redraft.backends._retrying`): the server, not the request.
 
     ``endpoint`` is the backend's spec string (safe to print), so the driver can tell one endpoint's
     outage from another's without reading the message.

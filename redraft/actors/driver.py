@@ -1,13 +1,13 @@
 """``run``: a scenario's tasks refined on Ray, written to a run directory, resumable.
 
 The driver only dispatches and writes: tasks are read lazily, at most
-``max_tasks_in_flight`` are out at once (`redraft.actors.dispatcher`), and each
+``max_tasks_in_flight`` are out at once (`redraft.actors._dispatcher`), and each
 finished task's frames and result are appended to the run directory as it lands
 (the driver is its single writer). It keeps nothing per task beyond the ones in
 flight, so its memory stays flat however long the run
 (``benchmarks/bench_batch.py`` measures it).
 
-The run's actors are a `redraft.actors.fleet.Fleet`, kept whole while the run lasts
+The run's actors are a `redraft.actors._fleet.Fleet`, kept whole while the run lasts
 and killed when it ends, however it ends, so no call of the run goes on after it.
 A driver killed outright takes them with it: on a cluster Ray ends a dead job's
 actors at once; a local Ray started here dies with this process, and its workers
@@ -32,10 +32,10 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors.attempts import Breaker
-from redraft.actors.dispatcher import Dispatcher, ProgressHook, RunClock
-from redraft.actors.fleet import Fleet
-from redraft.actors.metrics import RunMetrics
+from redraft.actors._attempts import Breaker
+from redraft.actors._dispatcher import Dispatcher, ProgressHook, RunClock
+from redraft.actors._fleet import Fleet
+from redraft.actors._metrics import RunMetrics
 from redraft.config import RunConfig
 from redraft.engine.prompt_files import load_prompts, overrides
 from redraft.engine.setup import BackendOverrides, RoleSetup, arbiter_settings, endpoints_by_role, role_setup
@@ -188,7 +188,7 @@ def run(
 def _default_in_flight(setup: RoleSetup, nodes: int) -> int:
     """10 tasks per node with a local model, 64 with remote backends.
 
-    The node's model host decodes up to 8 sequences at once (`redraft.backends.llama_batch`), and a step of 8
+    The node's model host decodes up to 8 sequences at once (`redraft.backends._llama_batch`), and a step of 8
     costs less per token than a step of 4. A task has 1 to 3 calls out, so with 4 tasks in flight the slots were
     often part empty with nothing waiting (the demo's steps held 5.6 sequences on average); with 10 the 10-task
     demo took 210.8 s, 209.0 s and 217.8 s against 232.7 s, 230.0 s and 220.7 s with 4, run in turns, with the

@@ -1,9 +1,9 @@
 """llama.cpp's bindings, and the model and context that the batched host decodes with.
 
-`load` sets a context up as the invariants of `redraft.backends.llama_batch` need it: one KV
+`load` sets a context up as the invariants of `redraft.backends._llama_batch` need it: one KV
 stream per sequence, flash attention off, at most `BATCH_TOKENS` tokens a decode. The sequential
 path (`redraft.backends.local`) loads its ``Llama`` with `llama_module` and `key_type` too. Other
-modules import all of these from `redraft.backends.llama_batch`.
+modules import all of these from `redraft.backends._llama_batch`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A request to the batched host, its result, and its sequence's state while it decodes.
 
-`Generation` and `Generated` are what a caller of `redraft.backends.llama_batch.BatchScheduler`
+`Generation` and `Generated` are what a caller of `redraft.backends._llama_batch.BatchScheduler`
 submits and gets back (that module exports both). A `Sequence` holds one request from its
 admission to its result: its slot, its sampler, the tokens still to evaluate, and its text so far.
 Only the scheduler thread reads or changes a `Sequence`.
@@ -12,7 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from redraft.backends.llama_sampling import SamplerChain
+from redraft.backends._llama_sampling import SamplerChain
 from redraft.errors import BackendError
 
 

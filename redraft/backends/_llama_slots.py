@@ -1,6 +1,6 @@
 """The sequence slots of the batched host's context: which one a request takes, what its KV stream starts from.
 
-Only the scheduler thread of `redraft.backends.llama_batch` uses a `Slots`; that module's
+Only the scheduler thread of `redraft.backends._llama_batch` uses a `Slots`; that module's
 docstring states the invariants these choices keep. A free slot is empty, or keeps the prompt
 of the sequence that finished in it (the prompt's KV cells, and the logits its first draw was
 made from) until the slot is needed. A request takes the slot that kept its prompt, else the

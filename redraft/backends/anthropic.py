@@ -19,7 +19,7 @@ writes separately, so ``input_tokens`` here is their sum and ``cached_tokens``
 the cache reads.
 
 Every request goes through `with_retries` with the SDK's own retries off (see
-`redraft.backends.retrying`); 529 (overloaded) is retried like any 5xx.
+`redraft.backends._retrying`); 529 (overloaded) is retried like any 5xx.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from redraft.backends._retrying import RetryPolicy, sdk_error, with_retries
 from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop, valid_text
 from redraft.backends.registry import backend
-from redraft.backends.retrying import RetryPolicy, sdk_error, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import Usage
 

@@ -82,7 +82,7 @@ class PerLoop(Generic[C]):
 
     The clients send over aiohttp (the SDKs' ``DefaultAioHttpClient``, which spends less CPU per
     call than their default httpx transport: ``benchmarks/bench_http_clients.py`` measures both;
-    or aiohttp itself, `redraft.backends.chat_wire`), and an aiohttp session belongs to the loop
+    or aiohttp itself, `redraft.backends._chat_wire`), and an aiohttp session belongs to the loop
     that opened it. An actor has one loop for its life, so one client; in-process callers that
     run several loops get one each.
 

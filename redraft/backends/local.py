@@ -14,7 +14,7 @@ Outside Ray (unit tests, the Python API without a cluster) the host lives
 in-process, one per model file.
 
 The host decodes many calls at once (continuous batching, one KV stream and one
-seeded sampler per sequence: `redraft.backends.llama_batch`), so a call's text
+seeded sampler per sequence: `redraft.backends._llama_batch`), so a call's text
 depends only on its own prompt, seed and temperature, never on what else ran
 beside it. JSON-schema requests (the critic's) are constrained by a llama.cpp
 grammar made from the schema, so the model can only emit JSON of that shape.
@@ -50,8 +50,8 @@ from redraft.protocols.messages import Usage
 from redraft.services import IN_PROCESS, current
 
 if TYPE_CHECKING:  # llama.cpp's modules (and numpy) load with the model host, not with the backend's registration
-    from redraft.backends.llama_batch import BatchScheduler
-    from redraft.backends.llama_chat import ChatPrompts
+    from redraft.backends._llama_batch import BatchScheduler
+    from redraft.backends._llama_chat import ChatPrompts
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def embedded_model_path() -> Path:
 
 
 def _requantize(source: Path, target: Path) -> None:
-    from redraft.backends.llama_batch import llama_module
+    from redraft.backends._llama_batch import llama_module
 
     lib = llama_module()
     params = lib.llama_model_quantize_default_params()
@@ -170,7 +170,7 @@ class LocalModelHost:
 
     def _load(self) -> Any:
         if self._llama is None:
-            from redraft.backends.llama_batch import key_type, llama_module
+            from redraft.backends._llama_batch import key_type, llama_module
 
             lib = llama_module()
             self._llama = lib.Llama(
@@ -183,8 +183,8 @@ class LocalModelHost:
         return self._llama
 
     def _load_engine(self) -> tuple[BatchScheduler, ChatPrompts] | None:
-        from redraft.backends.llama_batch import BatchScheduler
-        from redraft.backends.llama_chat import ChatPrompts
+        from redraft.backends._llama_batch import BatchScheduler
+        from redraft.backends._llama_chat import ChatPrompts
 
         with self._engine_lock:
             if self._engine is None and self._batched:

@@ -18,7 +18,7 @@ system prompt instead, and that client keeps doing so for later calls. The
 critic validates the JSON either way.
 
 Every request goes through `with_retries`; the SDK's own retries are off (see
-`redraft.backends.retrying`). A 200 whose body is not a chat completion (bad
+`redraft.backends._retrying`). A 200 whose body is not a chat completion (bad
 JSON, no choices) is treated as a transient proxy fault and retried: a server
 that always sends one fails after ``retry.max_attempts`` requests.
 
@@ -27,7 +27,7 @@ with the SDK's public ``post``, the call ``chat.completions.create`` makes after
 walking its arguments against the SDK's parameter types: that walk changes
 nothing in a body built this way (a unit test holds it for every form of
 request). ``openai-compatible:`` posts it over plain aiohttp
-(`redraft.backends.chat_wire`): a compatible server answers in milliseconds,
+(`redraft.backends._chat_wire`): a compatible server answers in milliseconds,
 so the client's CPU bounds the calls an actor makes per second, and the SDK's
 layers would be most of that CPU.
 """
@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from redraft.backends._chat_wire import ChatWire, StatusError, WireReply
+from redraft.backends._retrying import RetryPolicy, error_for_status, sdk_error, server_detail, with_retries
 from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop, valid_text
-from redraft.backends.chat_wire import ChatWire, StatusError, WireReply
 from redraft.backends.registry import backend
-from redraft.backends.retrying import RetryPolicy, error_for_status, sdk_error, server_detail, with_retries
 from redraft.errors import BackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import Usage
 

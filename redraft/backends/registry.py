@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from redraft.backends._ratelimit import LimitedSpec, split_limits
 from redraft.backends.base import BackendSpec
-from redraft.backends.ratelimit import LimitedSpec, split_limits
 from redraft.errors import UserError
 from redraft.plugins import Registry
 

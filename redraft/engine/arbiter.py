@@ -1,7 +1,7 @@
 """The arbiter: owns each task's loop, ranks candidates, applies the convergence protocol.
 
 One arbiter runs many task loops at once (each `Arbiter.refine` is one task, a
-`redraft.engine.task_loop.TaskLoop`, on the caller's event loop). It hands back
+`redraft.engine._task_loop.TaskLoop`, on the caller's event loop). It hands back
 every message of the task's trace with the `Result` last, so a task that failed
 still has both, as `Checkpoint`s: one after each finished round (its messages and
 which reply answers which request), then the rest with the `Result`. Whoever runs
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import msgspec
 
 from redraft.backends.pricing import PriceTable, default_prices
+from redraft.engine._task_loop import Replay, TaskLoop
 from redraft.engine.pools import Member, Roles
-from redraft.engine.task_loop import Replay, TaskLoop
 from redraft.errors import InfrastructureError
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Message, RevisionMode, RoleName, StopLimit, Task, Usage

@@ -11,8 +11,8 @@ from __future__ import annotations
 import msgspec
 
 from redraft.backends.base import BackendSpec, ChatRequest
+from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.engine._model_role import ModelRole
-from redraft.engine.answers import critique_json_schema, parse_report
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts, critique_messages
 from redraft.errors import ProtocolError

@@ -1,7 +1,7 @@
 """The drafter role: writes candidates, fresh or revised from the arbiter's feedback.
 
 A revision in ``patch`` mode asks the model for search/replace edits and applies
-them to the best candidate so far (`redraft.engine.patches`); the Draft carries
+them to the best candidate so far (`redraft.engine._patches`); the Draft carries
 the patched text and why each refused edit did not apply. The drafter also
 reflects on a failed attempt when asked (Reflexion's verbal memory).
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.engine._model_role import ModelRole
-from redraft.engine.patches import apply_edits
+from redraft.engine._patches import apply_edits
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts, draft_messages, reflect_messages
 from redraft.errors import ModelError, ProtocolError

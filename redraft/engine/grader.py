@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 
+from redraft.engine._workers import Workers
 from redraft.engine.pools import Reply, Request
-from redraft.engine.workers import Workers
 from redraft.errors import ProtocolError, describe
 from redraft.protocols.messages import CandidateGrade, CandidateText, CheckResult, Grade, GradeRequest, Task
 from redraft.scenarios import get_scenario

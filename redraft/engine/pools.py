@@ -2,7 +2,7 @@
 
 A member serves typed requests (`Member`): in one process it is the role object
 itself behind a `LocalMember`; on a cluster the actor system puts a Ray actor
-behind the same interface (`redraft.actors.members`), encoding and decoding at the
+behind the same interface (`redraft.actors._members`), encoding and decoding at the
 actor boundary. The arbiter's code is the same in both.
 
 A call goes to member ``index mod n``. When that member fails as a member (its

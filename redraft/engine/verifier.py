@@ -31,10 +31,10 @@ import msgspec
 
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.cache import cached
-from redraft.engine.answers import parse_plan, question_json_schema
+from redraft.engine._answers import parse_plan, question_json_schema
+from redraft.engine._workers import Workers
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts, answer_messages, question_messages
-from redraft.engine.workers import Workers
 from redraft.errors import CheckError, ProtocolError, RedraftError
 from redraft.protocols.messages import (
     CheckResult,
@@ -81,7 +81,7 @@ class Verifier:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """A verifier travels as its constructor's arguments (it holds threads): the in-arbiter verifier
-        of a scenario with instant checks (`redraft.actors.placement`) is built again where it lands."""
+        of a scenario with instant checks (`redraft.actors._placement`) is built again where it lands."""
         return (_verifier, self._made_with)
 
     async def serve(self, request: Request) -> Reply:

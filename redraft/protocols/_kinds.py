@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from redraft.protocols.records import (
+from redraft.protocols._records import (
     Attempt,
     CandidateGrade,
     CandidateText,

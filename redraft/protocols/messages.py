@@ -61,7 +61,7 @@ from redraft.protocols._kinds import (
     VerifyRequest,
     _Frame,
 )
-from redraft.protocols.records import (
+from redraft.protocols._records import (
     MAX_ISSUE_TEXT,
     Attempt,
     CandidateGrade,

@@ -11,15 +11,15 @@ history    one task's rounds, candidates, critiques, decisions and best-so-far d
 ```
 
 The writer and every reader read ``results.jsonl`` by the same rule
-(`redraft.rundir.results`), and decode what they read into the message Structs of
+(`redraft.rundir._results`), and decode what they read into the message Structs of
 `redraft.protocols.messages`, so no module restates the run's format by hand.
 """
 
+from redraft.rundir._results import TaskEntry
 from redraft.rundir.frames import Frame, GenericFrame, KnownFrame
 from redraft.rundir.history import TaskHistory, build_history
 from redraft.rundir.layout import fingerprint, safe_name
 from redraft.rundir.reader import RunReader
-from redraft.rundir.results import TaskEntry
 from redraft.rundir.store import RunStore
 from redraft.rundir.summary import Summary, summarize
 

@@ -3,7 +3,7 @@
 ```
 manifest.json   config, its fingerprint, package versions, start time, accumulated wall time
 trace.msgpack   every protocol frame of every finished task, back to back (`redraft.rundir.frames`)
-results.jsonl   one JSON object per finished task (`redraft.rundir.results`)
+results.jsonl   one JSON object per finished task (`redraft.rundir._results`)
 summary.json    the end table's figures (`redraft.rundir.summary.Summary`)
 report.html     written by ``redraft report``, with one page per task under report/ (`safe_name`)
 ```

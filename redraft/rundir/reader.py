@@ -1,6 +1,6 @@
 """Read a run directory without loading it: records streamed, one task's frames at a time.
 
-Records are read by the one rule of `redraft.rundir.results` (the writer's too), and
+Records are read by the one rule of `redraft.rundir._results` (the writer's too), and
 each record's ``trace_end`` bounds its task's frames, ``[previous trace_end, its
 trace_end)``: one task is found by seeking, and a whole run streamed with one
 task's frames in memory. Frames decode into the message Structs
@@ -16,9 +16,9 @@ from typing import IO, Any
 import msgspec
 
 from redraft.errors import UserError
+from redraft.rundir._results import TaskEntry, latest_results
 from redraft.rundir.frames import Frame, unpack_frames
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object
-from redraft.rundir.results import TaskEntry, latest_results
 from redraft.rundir.summary import Summary
 
 

@@ -4,7 +4,7 @@ Invariants (`RunStore`):
 
 - A task's frames are appended to the trace and flushed *before* its result line;
   each result line records the trace offset just past its frames (``trace_end``).
-- On open, the result lines are read by the one rule of `redraft.rundir.results`
+- On open, the result lines are read by the one rule of `redraft.rundir._results`
   (a torn last line, a line that is not a result, or one whose ``trace_end`` lies
   past the trace's end ends the records); ``results.jsonl`` is cut back to the
   records, and the trace to the last record's ``trace_end``. So the frames of a
@@ -33,8 +33,8 @@ import msgspec
 
 from redraft.errors import UserError
 from redraft.protocols.messages import Result, Usage
+from redraft.rundir._results import is_infrastructure_failure, latest_results, read_results, result_line
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object, write_json
-from redraft.rundir.results import is_infrastructure_failure, latest_results, read_results, result_line
 from redraft.rundir.summary import Summary, summarize
 
 

@@ -66,7 +66,7 @@ class Summary(msgspec.Struct, kw_only=True):
 def summarize(results: Iterable[Result], *, wall_s: float) -> Summary:
     """Totals over results, streamed (memory does not grow with the run).
 
-    Results come from `redraft.rundir.results.latest_results`, which has given every
+    Results come from `redraft.rundir._results.latest_results`, which has given every
     error its ``error_type`` (old records included).
     """
     tally = Tally()

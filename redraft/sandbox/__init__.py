@@ -49,10 +49,10 @@ optional, it would have meant two implementations to keep secure for no guarante
 """
 
 from redraft.errors import SandboxError
-from redraft.sandbox.harness import Case, CaseOutcome, CaseResult, HarnessResult, kill_detail, run_tests
-from redraft.sandbox.records import SANDBOX_UID, KillReason, SandboxLimits, SandboxResult
-from redraft.sandbox.supervisor import run_python
-from redraft.sandbox.workdirs import sweep_stale_workdirs
+from redraft.sandbox._harness import Case, CaseOutcome, CaseResult, HarnessResult, kill_detail, run_tests
+from redraft.sandbox._limits import SANDBOX_UID, KillReason, SandboxLimits, SandboxResult
+from redraft.sandbox._supervisor import run_python
+from redraft.sandbox._workdirs import sweep_stale_workdirs
 
 __all__ = [
     "SANDBOX_UID",

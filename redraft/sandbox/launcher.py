@@ -1,6 +1,6 @@
 """The sandbox's own processes: launcher, keeper and candidate. Standard library only; run by path.
 
-`redraft.sandbox.supervisor` runs this file as ``python -I -B -u -X utf8 launcher.py CONFIG_JSON``
+`redraft.sandbox._supervisor` runs this file as ``python -I -B -u -X utf8 launcher.py CONFIG_JSON``
 in a fresh isolated interpreter, where redraft itself may not be importable: it imports nothing
 but the standard library, and importing it does nothing (``-I`` also keeps this file's directory
 off ``sys.path``, so the candidate cannot import its neighbours by accident). All three processes

@@ -4,7 +4,7 @@ A scenario subclasses `Scenario` and registers with `@scenario("name")`; `get_sc
 """
 
 from redraft.protocols.stages import DEFAULT_STAGES, Stage
-from redraft.scenarios.base import (
+from redraft.scenarios._base import (
     CheckCost,
     Scenario,
     get_scenario,

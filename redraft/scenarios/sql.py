@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from redraft.protocols.messages import CheckResult, Task
+from redraft.scenarios._base import Scenario, scenario
 from redraft.scenarios._sql_questions import PER_TEMPLATE, TEMPLATES
-from redraft.scenarios.base import Scenario, scenario
 
 QUERY_TIMEOUT_S = 1.0
 """Wall-clock limit of one query; every gold query takes a few milliseconds."""

@@ -47,7 +47,7 @@ from typing import Any, BinaryIO
 
 from redraft.errors import ProtocolError, UserError
 from redraft.protocols.messages import Task, encode
-from redraft.scenarios.base import Scenario, get_scenario
+from redraft.scenarios._base import Scenario, get_scenario
 
 FIELDS = ("id", "prompt", "reference")
 """Allowed keys of one task line."""

@@ -36,7 +36,7 @@ from typing import Any
 
 from redraft.errors import UserError
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios.base import Scenario, scenario
+from redraft.scenarios._base import Scenario, scenario
 
 DEFAULT_SYSTEM_PROMPT = "Answer the task. Follow its instructions exactly and keep the answer concise."
 _DETAIL_CHARS = 500

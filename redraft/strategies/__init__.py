@@ -1,12 +1,12 @@
 """Critic strategies: the rules of play (which roles act in a round, in what order, how often).
 
 The shared machinery (ranking, the round context, revisions, the registry) is in
-`redraft.strategies.base`; the built-in strategies live in one small module per
+`redraft.strategies._base`; the built-in strategies live in one small module per
 family and register on import, as a third-party strategy would.
 """
 
-from redraft.strategies import critique, feedback, sampling, stepwise
-from redraft.strategies.base import (
+from redraft.strategies import _critique, _feedback, _sampling, _stepwise  # noqa: F401 - each registers its own
+from redraft.strategies._base import (
     MAX_CONTENDERS,
     STRATEGIES,
     CriticRole,
@@ -41,16 +41,12 @@ __all__ = [
     "attach",
     "attempt_of",
     "contenders",
-    "critique",
-    "feedback",
     "get_strategy",
     "needs_feedback",
     "rank",
     "revision_of",
     "sample_and_verify",
-    "sampling",
     "severity",
-    "stepwise",
     "strategy",
     "strategy_names",
     "with_critiques",

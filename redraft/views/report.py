@@ -28,7 +28,7 @@ from redraft.rundir import RunReader, Summary, TaskHistory, build_history, safe_
 from redraft.rundir.layout import PAGES_DIR, REPORT
 from redraft.rundir.summary import Tally
 from redraft.views import plots
-from redraft.views.fields import is_empty
+from redraft.views._fields import is_empty
 from redraft.views.summary_table import summary_rows
 from redraft.views.templating import render, template
 

@@ -24,7 +24,7 @@ from typing import Any
 import jinja2
 
 from redraft.protocols.messages import Attempt, Decision, Result, Revision
-from redraft.views import fields
+from redraft.views import _fields as fields
 
 TEMPLATES = "templates"
 

@@ -22,7 +22,7 @@ from rich.text import Text
 from redraft.protocols.messages import Critique, Decision, Draft, Result, Verification
 from redraft.rundir import Frame, KnownFrame, RunReader, TaskHistory, build_history
 from redraft.rundir.history import Candidate, Round
-from redraft.views.fields import extra, frame_fields, grade_line, request_news, revision_of, usage_line
+from redraft.views._fields import extra, frame_fields, grade_line, request_news, revision_of, usage_line
 
 SEVERITY_STYLE = {"critical": "bold red", "major": "yellow", "minor": "dim"}
 

@@ -94,7 +94,7 @@ def test_random_kills_of_every_role_leave_results_as_if_undisturbed(
     with Killer(ray_cluster, every_s=2.0, most=8) as killer:  # each role twice: bounded, so a slow machine ends
         thread.join(timeout=300)
     assert not thread.is_alive() and "error" not in box, box
-    assert killer.kills[:1] == ["Arbiter"], killer.kills  # then the drafter, the critic, the verifier, in turn
+    assert killer.kills[:1] == ["ArbiterActor"], killer.kills  # then the drafter, the critic, the verifier, in turn
     recs = check_like_reference(out, reference)
     retried = [r for r in recs.values() if r["attempts"] > 1]
     assert box["value"].summary.retried_tasks == len(retried)
@@ -121,7 +121,7 @@ def test_a_frozen_arbiter_and_a_frozen_drafter_are_killed_and_their_tasks_redone
 
     def freeze() -> None:
         pids = role_pids(ray_cluster)
-        for role in ("Arbiter", "Drafter"):
+        for role in ("ArbiterActor", "DrafterActor"):
             pid = min(p for p, r in pids.items() if r == role)
             os.kill(pid, signal.SIGSTOP)
             frozen.append(pid)
@@ -187,11 +187,11 @@ def test_a_member_restarted_in_place_unseen_by_its_callers_moves_the_fleets_dist
 ) -> None:
     import ray
 
+    from redraft.actors._fleet import Fleet
     from redraft.actors._ray import actor_state
-    from redraft.actors.factory import RoleSetup
-    from redraft.actors.fleet import Fleet
     from redraft.backends.scripted import ScriptedSpec
     from redraft.engine.arbiter import ArbiterSettings
+    from redraft.engine.setup import RoleSetup
 
     spec = ScriptedSpec(script=["Answer: 1"])
     fleet = Fleet(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial", ArbiterSettings())
@@ -200,7 +200,7 @@ def test_a_member_restarted_in_place_unseen_by_its_callers_moves_the_fleets_dist
         fleet.check()
         fleet.check()
         assert fleet.disturbances == 0  # a quiet fleet
-        drafter = fleet.roles.drafter.members[0]
+        drafter = fleet.members["drafter"][0]
         pid = ray.get(drafter.__ray_call__.remote(lambda _self: os.getpid()))
         os.kill(pid, signal.SIGKILL)  # not the fleet's doing: Ray restarts it and re-sends its calls
         assert wait_for(lambda: actor_state(drafter) == ("ALIVE", 1), 60)

@@ -14,12 +14,12 @@ import msgspec
 import numpy as np
 import pytest
 
+from redraft.backends._llama_batch import BATCH_TOKENS
+from redraft.backends._llama_chat import ChatPrompts, grammar_for_schema
+from redraft.backends._llama_sampling import SamplerChain
 from redraft.backends.base import ChatRequest, Completion
-from redraft.backends.llama_batch import BATCH_TOKENS
-from redraft.backends.llama_chat import ChatPrompts, grammar_for_schema
-from redraft.backends.llama_sampling import SamplerChain
 from redraft.backends.local import LocalModelHost, embedded_model_path
-from redraft.engine.answers import critique_json_schema, parse_report
+from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.engine.prompts import critique_messages
 from redraft.errors import BackendError
 from redraft.protocols.messages import ChatMessage, Task

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from redraft import RunConfig, run
+from redraft.backends._llama_batch import load
 from redraft.backends.base import ChatRequest
-from redraft.backends.llama_batch import load
 from redraft.backends.local import EMBEDDED_MODEL_FILE, SHIPPED_MODEL_FILE, embedded_model_path, shipped_model_path
 from redraft.backends.registry import resolve
-from redraft.engine.answers import critique_json_schema, parse_report
+from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.engine.prompts import critique_messages
 from redraft.errors import UserError
 from redraft.protocols.messages import Critique, Draft, Task, iter_frames

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from redraft.backends.ratelimit import LimitedSpec, RateLimits
+from redraft.backends._ratelimit import LimitedSpec, RateLimits
 from redraft.backends.registry import resolve
 from tests.support.fake_llm_servers import FakeLLMServer
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from redraft import RunConfig, run
-from redraft.actors.factory import RoleSetup, ray_roles
+from redraft.actors._factory import members
 from redraft.backends.scripted import ScriptedSpec
+from redraft.engine.setup import RoleSetup
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Grade, Result, Verification, decode, encode, iter_frames
 from redraft.scenarios import get_scenario
@@ -26,10 +27,9 @@ def test_roles_exchange_validated_bytes_across_actor_boundaries(ray_cluster: Any
     import ray
 
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
-    roles = ray_roles(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial")
-    drafter = roles.drafter.members[0]
+    drafter = members(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial")["drafter"][0]
     request = DraftRequest(task=TASKS[0], round=0, sample=0, seed=1)
-    reply = ray.get(drafter.draft.remote(encode(request)))
+    reply = ray.get(drafter.serve.remote(encode(request)))
     assert isinstance(reply, bytes)
     draft = decode(reply)
     assert isinstance(draft, Draft) and draft.task_id == TASKS[0].task_id
@@ -37,9 +37,9 @@ def test_roles_exchange_validated_bytes_across_actor_boundaries(ray_cluster: Any
     # A corrupt frame is refused by the actor and the ProtocolError reaches the caller.
     with pytest.raises(ProtocolError, match=r"at `\$.round`"):
         bad = encode(request).replace(b"\xa5round\x00", b"\xa5round\xa1x")
-        ray.get(drafter.draft.remote(bad))
+        ray.get(drafter.serve.remote(bad))
     with pytest.raises(ProtocolError, match="corrupt message"):
-        ray.get(drafter.draft.remote(b"\xc1\xc1"))
+        ray.get(drafter.serve.remote(b"\xc1\xc1"))
 
 
 def test_k_samples_of_a_round_run_concurrently(ray_cluster: Any, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from tests.support.fake_llm_servers import FakeLLMServer
 from tests.support.replies import CRITIQUE, worked
 
-ROLES = ("Arbiter", "Drafter", "Critic", "Verifier")
+ROLES = ("ArbiterActor", "DrafterActor", "CriticActor", "VerifierActor")
 
 
 def arithmetic_reply(body: dict[str, Any]) -> str:

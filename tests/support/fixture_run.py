@@ -124,11 +124,12 @@ def config_of(strategy: str, patch: bool, root: Path) -> Any:
 def make_fixture_run(root: Path) -> Path:
     """Write the fixture's run directory at ``root`` (which must not exist yet)."""
     # The writer of commit 2bb053f (see the module docstring), imported only to re-make the fixture.
+    # That commit's modules (since moved): only the maker, run at that commit, imports them.
+    from redraft.actors.arbiter import Arbiter  # type: ignore[import-not-found]
+    from redraft.actors.factory import RoleSetup, local_roles  # type: ignore[import-not-found]
     from redraft.batch import failed_result, manifest_for  # type: ignore[import-not-found]
     from redraft.store import RunStore  # type: ignore[import-not-found]
 
-    from redraft.actors.factory import RoleSetup, local_roles
-    from redraft.engine.arbiter import Arbiter
     from redraft.protocols.messages import Result, Task, decode_as, encode
 
     if root.exists():

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from redraft.sandbox import workdirs
+from redraft.sandbox import _workdirs as workdirs
 
 
 def leftover_processes(marker: str, wait_s: float = 2.0) -> list[str]:

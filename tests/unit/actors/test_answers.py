@@ -7,7 +7,7 @@ import json
 import msgspec
 import pytest
 
-from redraft.engine.answers import (
+from redraft.engine._answers import (
     MAX_ISSUES,
     MAX_QUESTIONS,
     CritiqueReport,

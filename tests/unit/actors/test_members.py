@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from redraft.actors.members import RayMember, RoleActor, as_member, decode_reply, decode_request
+from redraft.actors._members import RayMember, RoleActor, as_member, decode_reply, decode_request
 from redraft.engine.pools import LocalMember, Reply, Request, RolePool
 from redraft.errors import ModelError, ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Task, decode, encode

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from redraft.actors import metrics
-from redraft.actors.metrics import ModelMetrics
+from redraft.actors import _metrics as metrics
+from redraft.actors._metrics import ModelMetrics
 from redraft.protocols.messages import Usage
 
 

@@ -8,8 +8,8 @@ import pickle
 
 import pytest
 
-from redraft.actors import factory
-from redraft.actors.placement import cpus_of, grades_on_driver, verifies_in_arbiter
+from redraft.actors import _factory as factory
+from redraft.actors._placement import cpus_of, grades_on_driver, verifies_in_arbiter
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.grader import Grader
 from redraft.engine.setup import RoleSetup

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from redraft.sandbox import SandboxLimits, run_python, workdirs
+from redraft.sandbox import SandboxLimits, run_python
+from redraft.sandbox import _workdirs as workdirs
 from tests.support.sandbox_processes import leftover_processes, wait_for_sandbox, workdirs_of
 
 PROGRAMS = sorted((Path(__file__).parent / "programs").glob("*.py"))

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from redraft.backends._retrying import RetryPolicy, retry_after_s, with_retries
 from redraft.backends.anthropic import AnthropicSpec, parse_anthropic
 from redraft.backends.base import Backend, ChatRequest
 from redraft.backends.openai import OpenAISpec, parse_openai, parse_openai_compatible
 from redraft.backends.registry import resolve
-from redraft.backends.retrying import RetryPolicy, retry_after_s, with_retries
-from redraft.engine.answers import critique_json_schema, parse_report
+from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.errors import AuthenticationError, PermanentBackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import ChatMessage
 from tests.support.fake_llm_servers import FakeLLMServer, Fault

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from redraft.backends.llama_batch import graphs
+from redraft.backends._llama_batch import graphs
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from redraft.backends.ratelimit import LimitedSpec, RateLimiter, RateLimits, split_limits
+from redraft.backends._ratelimit import LimitedSpec, RateLimiter, RateLimits, split_limits
 from redraft.backends.registry import resolve
 from redraft.errors import UserError
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from redraft import RunConfig
-from redraft.compare.arms import arms_from_file, arms_from_names
-from redraft.compare.runner import BASELINE, ComparePlan
+from redraft.compare._arms import arms_from_file, arms_from_names
+from redraft.compare._runner import BASELINE, ComparePlan
 from redraft.errors import UserError
 
 

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from redraft.compare.analysis import Comparison
-from redraft.compare.command import _print
+from redraft.compare._analysis import Comparison
+from redraft.compare._command import _print
 from tests.integration.test_compare_browser import arm, curve, difference
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from redraft.actors.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
-from redraft.actors.dispatcher import Dispatcher, Pending, RunClock, failed_result
+from redraft.actors._attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
+from redraft.actors._dispatcher import Dispatcher, Pending, RunClock, failed_result
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.grader import Grader

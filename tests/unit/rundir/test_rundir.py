@@ -12,9 +12,9 @@ import pytest
 
 from redraft.protocols.messages import Decision, Draft, Result, Task, Usage, Verification, encode
 from redraft.rundir import GenericFrame, KnownFrame, RunReader, RunStore, fingerprint, summarize
+from redraft.rundir._results import decode_record, read_results
 from redraft.rundir.frames import decode_frame, fields_of, unpack_frames
 from redraft.rundir.layout import RESULTS, TRACE
-from redraft.rundir.results import decode_record, read_results
 from tests.support.paths import GOLDEN
 
 

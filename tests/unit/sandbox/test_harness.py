@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from redraft.errors import CheckError
-from redraft.sandbox import Case, HarnessResult, SandboxLimits, harness, plaindata, run_tests, supervisor
+from redraft.sandbox import Case, HarnessResult, SandboxLimits, plaindata, run_tests
+from redraft.sandbox import _harness as harness
+from redraft.sandbox import _supervisor as supervisor
 
 ROOT = os.geteuid() == 0
 SETUP = "def double(x):\n    '''Twice x.'''\n"

@@ -23,15 +23,9 @@ from typing import Any
 import pytest
 
 from redraft.errors import SandboxError as ErrorsSandboxError
-from redraft.sandbox import (
-    SandboxError,
-    SandboxLimits,
-    SandboxResult,
-    run_python,
-    supervisor,
-    sweep_stale_workdirs,
-    workdirs,
-)
+from redraft.sandbox import SandboxError, SandboxLimits, SandboxResult, run_python, sweep_stale_workdirs
+from redraft.sandbox import _supervisor as supervisor
+from redraft.sandbox import _workdirs as workdirs
 from tests.support.paths import REPO_ROOT
 from tests.support.sandbox_processes import leftover_processes, wait_for_sandbox, workdirs_of
 

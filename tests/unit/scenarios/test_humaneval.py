@@ -14,8 +14,8 @@ import redraft.scenarios.humaneval  # noqa: F401  (registers the scenario)
 from redraft.protocols.messages import CheckResult, Task
 from redraft.sandbox import KillReason, SandboxLimits, SandboxResult, kill_detail
 from redraft.scenarios import Scenario, get_scenario
+from redraft.scenarios._humaneval_examples import Example, extract_examples
 from redraft.scenarios.humaneval import ERRATA, HumanEval, build_program, examples_of, extract_code
-from redraft.scenarios.humaneval_examples import Example, extract_examples
 
 PROBLEMS: dict[str, dict[str, Any]] = read_problems()
 SCENARIO = HumanEval()

@@ -250,7 +250,7 @@ def test_the_readme_check_module_example_keeps_the_contract() -> None:
 def test_the_readme_scenario_package_example_registers_and_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     import tomllib
 
-    from redraft.scenarios.base import SCENARIOS
+    from redraft.scenarios._base import SCENARIOS
 
     monkeypatch.setattr(SCENARIOS, "_entries", dict(SCENARIOS._entries))  # keep the registration local
     exec(readme_block("**A scenario in a package.**", "python"), {})

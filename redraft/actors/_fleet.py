@@ -25,7 +25,7 @@ one arbiter per live node, then keeps them so while the run lasts:
   was not serving (read from the control store on each heartbeat, since Ray
   re-sends a restarted member's calls unseen and queues new ones until it is back). A task
   whose time ran out while that count moved may have spent it waiting on the
-  machinery; the dispatcher redoes it (`redraft.actors.dispatcher`).
+  machinery; the dispatcher redoes it (`redraft.actors._dispatcher`).
 
 Nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with
 no timeout) and is called from the dispatcher's loop.
@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from redraft.actors import factory
+from redraft.actors import _factory as factory
 from redraft.actors._ray import actor_state, alive_nodes, is_actor
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.setup import RoleSetup

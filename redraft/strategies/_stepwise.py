@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from redraft.protocols.messages import Revision, StageStep
-from redraft.strategies.base import (
+from redraft.strategies._base import (
     RoundContext,
     RoundOutcome,
     Scored,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from redraft.strategies.base import (
+from redraft.strategies._base import (
     RoundContext,
     RoundOutcome,
     Strategy,

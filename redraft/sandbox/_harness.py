@@ -42,8 +42,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from redraft.errors import CheckError
-from redraft.sandbox import plaindata, supervisor
-from redraft.sandbox.records import KillReason, SandboxLimits, SandboxResult
+from redraft.sandbox import _supervisor as supervisor
+from redraft.sandbox import plaindata
+from redraft.sandbox._limits import KillReason, SandboxLimits, SandboxResult
 
 CaseOutcome = Literal["passed", "wrong", "failed", "raised", "not_plain", "malformed", "ended", "timeout", "not_run"]
 """How a case ended: it ``passed``; its value was not the expected one (``wrong``); the test's own

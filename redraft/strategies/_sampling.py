@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from redraft.strategies.base import RoundContext, RoundOutcome, Strategy, sample_and_verify, strategy
+from redraft.strategies._base import RoundContext, RoundOutcome, Strategy, sample_and_verify, strategy
 
 
 @strategy("none")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from redraft.compare.analysis import ArmFigures, Comparison, Curve, Difference
-from redraft.compare.plots import cost_plane, flip_bars, rounds_lines
+from redraft.compare._analysis import ArmFigures, Comparison, Curve, Difference
+from redraft.compare._charts import cost_plane, flip_bars, rounds_lines
 from redraft.views.templating import render
 
 COMPARISON_HTML = "comparison.html"

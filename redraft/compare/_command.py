@@ -18,11 +18,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from redraft.compare.analysis import Comparison, Match
-from redraft.compare.arms import Arm, arms_from_file, arms_from_names
-from redraft.compare.html import TERMINAL_HEADER, write_html
-from redraft.compare.report import build, read_json, regressions, write_json
-from redraft.compare.runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
+from redraft.compare._analysis import Comparison, Match
+from redraft.compare._arms import Arm, arms_from_file, arms_from_names
+from redraft.compare._html import TERMINAL_HEADER, write_html
+from redraft.compare._result import build, read_json, regressions, write_json
+from redraft.compare._runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
 from redraft.config import RunConfig
 from redraft.errors import UserError
 from redraft.protocols.messages import Result
@@ -107,7 +107,7 @@ _WIDE_ONLY = {4, 5}
 
 
 def _print(comparison: Comparison, console: Console) -> None:
-    from redraft.compare.html import terminal_rows
+    from redraft.compare._html import terminal_rows
 
     keep = [i for i in range(len(TERMINAL_HEADER)) if console.width >= NARROW or i not in _WIDE_ONLY]
     table = Table(title="redraft compare: graded pass rates (held out)", title_justify="left", box=box.SIMPLE_HEAD)

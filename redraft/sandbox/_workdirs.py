@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterator
 
 from redraft.errors import SandboxError
-from redraft.sandbox.records import SANDBOX_UID
+from redraft.sandbox._limits import SANDBOX_UID
 
 PREFIX = "redraft-sandbox-"
 # The caller's pid, then mkdtemp's random part (which has no hyphen). Older sandboxes named their

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from redraft.errors import SandboxError
-from redraft.sandbox.records import SANDBOX_UID, KillReason, Outcome, SandboxLimits, SandboxResult, result_of
-from redraft.sandbox.workdirs import owned_workdir
+from redraft.sandbox._limits import SANDBOX_UID, KillReason, Outcome, SandboxLimits, SandboxResult, result_of
+from redraft.sandbox._workdirs import owned_workdir
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
 """The launcher program, run by path (it is installed with the package, like any module)."""

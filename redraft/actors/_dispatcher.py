@@ -11,20 +11,20 @@ refused this request): such a task ends alone with stop reason ``error`` and its
 cause typed in ``error_type``, and the run goes on. When the machinery fails
 under a task instead (its arbiter, a role actor or a node died, a call hung, a
 backend stayed unreachable), the task is not written but redone
-(`redraft.actors.attempts`): with the replies of its finished rounds, on a live
+(`redraft.actors._attempts`): with the replies of its finished rounds, on a live
 arbiter, within a bounded number of attempts. The loop streams a checkpoint per
 finished round (`redraft.engine.arbiter.Arbiter.stream`) to keep those replies.
 A task whose own timeout stopped it while a role member was killed, died or
-restarted (`redraft.actors.fleet.Fleet.disturbances`) may have spent its time
+restarted (`redraft.actors._fleet.Fleet.disturbances`) may have spent its time
 waiting on that member: it is redone too, while it has attempts left (the last
 one is written as it ended), so a timeout in the record is the task's own time.
 
 Every wait is bounded. Each task out has a watchdog deadline (its timeout plus
 `WATCHDOG_GRACE_S`, or the run's ``task_watchdog``, or `DEFAULT_WATCHDOG_S`):
 past it, the task's call is cancelled and the task redone as hung. The fleet's
-heartbeat (`redraft.actors.fleet`), checked on every turn of the loop, kills frozen
+heartbeat (`redraft.actors._fleet`), checked on every turn of the loop, kills frozen
 actors and replaces dead ones. Refused credentials, an endpoint down for good
-(`redraft.actors.attempts.Breaker`) and a role no node can host stop the run: the
+(`redraft.actors._attempts.Breaker`) and a role no node can host stop the run: the
 tasks in flight are cancelled and not written, so a rerun resumes them.
 
 Run budgets (tokens, calls, USD, seconds) are checked before each dispatch
@@ -46,10 +46,10 @@ from typing import Any
 
 import msgspec
 
+from redraft.actors._attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
+from redraft.actors._fleet import Fleet
+from redraft.actors._metrics import RunMetrics
 from redraft.actors._ray import is_actor
-from redraft.actors.attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
-from redraft.actors.fleet import Fleet
-from redraft.actors.metrics import RunMetrics
 from redraft.engine.grading import grade_request, graded
 from redraft.errors import (
     AuthenticationError,
@@ -325,7 +325,7 @@ class Dispatcher:
         assert request is not None
         members = [m for m in self.fleet.graders if m is not None]
         member = members[((pending.slot or 0) + pending.grade_tries) % len(members)]
-        if not is_actor(member):  # an instant grade: the driver's own (`redraft.actors.placement`)
+        if not is_actor(member):  # an instant grade: the driver's own (`redraft.actors._placement`)
             self._write_graded(pending, member.grade_here(request))
             return
         pending.grade_tries += 1

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from redraft.actors.driver import RunOutcome, ensure_ray, run
-from redraft.compare.arms import Arm
+from redraft.compare._arms import Arm
 from redraft.config import RunConfig
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.setup import BackendOverrides

@@ -17,7 +17,7 @@ When the attempts run out, the call fails with `BackendUnavailableError`, naming
 the endpoint: the server failed for the whole retry window, which is the
 machinery's failure, not the task's. The arbiter hands it to the driver, which
 redoes the task later and, when several tasks find the same endpoint down with
-no success between them, stops the run (`redraft.actors.attempts.Breaker`).
+no success between them, stops the run (`redraft.actors._attempts.Breaker`).
 
 Backoff is exponential with full jitter (a uniform wait in ``[0, backoff]``, so
 actors that failed together do not retry together). A server's ``Retry-After``

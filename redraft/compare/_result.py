@@ -1,7 +1,7 @@
 """A comparison's figures from its lanes' run directories, ``comparison.json``, and the regression gate.
 
-`build` reads every lane (`redraft.compare.metrics`) and computes every figure
-(`redraft.compare.analysis`); `write_json` writes ``comparison.json`` under the
+`build` reads every lane (`redraft.compare._lane_figures`) and computes every figure
+(`redraft.compare._analysis`); `write_json` writes ``comparison.json`` under the
 comparison's ``--out``. `regressions` holds a comparison against an earlier one
 (``--baseline OLD/comparison.json --fail-if-worse``): an arm regressed when its
 graded pass rate fell by more than its interval allows (the old rate lies above
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 
-from redraft.compare.analysis import (
+from redraft.compare._analysis import (
     Comparison,
     Curve,
     Difference,
@@ -27,8 +27,8 @@ from redraft.compare.analysis import (
     curve,
     per_task_pass,
 )
-from redraft.compare.metrics import Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
-from redraft.compare.runner import BASELINE, ComparePlan
+from redraft.compare._lane_figures import Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
+from redraft.compare._runner import BASELINE, ComparePlan
 from redraft.errors import UserError
 from redraft.rundir.reader import RunReader
 

@@ -3,7 +3,7 @@
 Per arm (repeats pooled: a task's figure is its mean over repeats, and tasks are
 the unit every interval resamples): the graded pass rate with its 95 % interval,
 cost per task and in all, the pass rate after each round, and what revisions,
-critiques and rollbacks did (`redraft.compare.metrics`).
+critiques and rollbacks did (`redraft.compare._lane_figures`).
 
 The baselines are curves: best-of-n and self-consistency at every n up to the
 baseline's N, computed from its samples (`redraft.compare.stats`). Each arm is
@@ -24,7 +24,7 @@ from typing import Literal
 
 import msgspec
 
-from redraft.compare.metrics import Behaviour, TaskFigures
+from redraft.compare._lane_figures import Behaviour, TaskFigures
 from redraft.compare.stats import (
     Sample,
     Selector,

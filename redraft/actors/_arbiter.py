@@ -8,7 +8,7 @@ keeps the finished rounds and hands them to the task's next attempt as its
 
 The engine's `Arbiter` does the work; this class only crosses the boundary: it
 decodes the task and the replay, encodes each checkpoint's messages, wraps the
-fleet's members (`redraft.actors.members.as_member`), and records the loop's model
+fleet's members (`redraft.actors._members.as_member`), and records the loop's model
 calls as Ray metrics (all of a task's calls before its result leaves).
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from redraft.actors._members import as_member, decode_reply, decode_request
+from redraft.actors._metrics import ModelMetrics
 from redraft.actors._ray import set_up_actor_process
-from redraft.actors.members import as_member, decode_reply, decode_request
-from redraft.actors.metrics import ModelMetrics
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.pools import Roles
 from redraft.protocols.messages import RoleName, StopLimit, Task, decode_as, encode

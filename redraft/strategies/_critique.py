@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from redraft.protocols.messages import Stance
-from redraft.strategies.base import (
+from redraft.strategies._base import (
     RoundContext,
     RoundOutcome,
     Strategy,

@@ -92,7 +92,7 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
 class Issue(msgspec.Struct, frozen=True, kw_only=True):
     """One concrete fault a critic found in a candidate.
 
-    Critic models answer with a list of these (``redraft.engine.answers.CritiqueReport``,
+    Critic models answer with a list of these (``redraft.engine._answers.CritiqueReport``,
     whose JSON Schema is generated from this Struct).
     """
 

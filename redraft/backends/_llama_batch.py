@@ -62,9 +62,9 @@ from typing import Any
 import numpy as np
 
 from redraft.backends._llama_context import BATCH_TOKENS, key_type, llama_module, load, tokenize
+from redraft.backends._llama_sampling import SamplerChain, TokenTree, token_piece
 from redraft.backends._llama_sequence import Generated, Generation, Sequence
 from redraft.backends._llama_slots import Slots, graphs
-from redraft.backends.llama_sampling import SamplerChain, TokenTree, token_piece
 from redraft.errors import BackendError
 
 __all__ = [

@@ -15,7 +15,7 @@ missing optional ones defaulted), or raises:
 
 - `StatusError` for an answer other than 2xx, with its status, its body (parsed
   JSON where it is JSON, else the text) and its headers: the caller decides what
-  it means (`redraft.backends.retrying.error_for_status`, or a refused
+  it means (`redraft.backends._retrying.error_for_status`, or a refused
   ``response_format``);
 - `RetryableBackendError` for no reply within the timeout, a connection that
   failed or dropped, and a 2xx whose body is not a chat completion.
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from redraft.backends._retrying import redact
 from redraft.backends.base import PerLoop
-from redraft.backends.retrying import redact
 from redraft.errors import RetryableBackendError
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from redraft.backends._llama_batch import Generation
 from redraft.backends.base import ChatRequest
-from redraft.backends.llama_batch import Generation
 from redraft.errors import BackendError
 
 TEMPLATE_KEY = "tokenizer.chat_template"

@@ -5,14 +5,14 @@ Placement: one member of each role per alive node, pinned with hard node affinit
 named, so the samples of a round did not spread). The arbiter sends sample k of a
 task to member (offset + k) mod n, so the K samples of a round land on distinct
 nodes whenever K <= nodes. What each reserves, and which roles run inside the
-arbiter or the driver instead of an actor of their own, is `redraft.actors.placement`.
+arbiter or the driver instead of an actor of their own, is `redraft.actors._placement`.
 
 Faults: a role actor that dies is restarted without limit, and a call in flight on
 it is retried up to 3 times (a call that kills its actor every time then fails, and
 the task is redone and, at worst, stopped as a poison task). A member pinned to a
 node that died cannot restart: its calls fail at once (``ActorUnschedulableError``),
 the arbiter routes them to the next member, and the driver builds one replacement
-on a live node (`member`, `redraft.actors.fleet`). Arbiters are not restarted by Ray
+on a live node (`member`, `redraft.actors._fleet`). Arbiters are not restarted by Ray
 (their constructor holds actor handles, which Ray cannot replay safely); the driver
 replaces a dead one.
 """
@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from redraft.actors._arbiter import ArbiterActor
+from redraft.actors._members import ACTOR_CLASSES
+from redraft.actors._placement import cpus_of, grades_on_driver, verifies_in_arbiter
 from redraft.actors._ray import alive_nodes, is_actor, on_node
-from redraft.actors.arbiter import ArbiterActor
-from redraft.actors.members import ACTOR_CLASSES
-from redraft.actors.placement import cpus_of, grades_on_driver, verifies_in_arbiter
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.grader import Grader
 from redraft.engine.setup import RoleSetup, role_constructors
