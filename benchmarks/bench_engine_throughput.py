@@ -12,7 +12,7 @@ rates swing with the load; CPU seconds per model call do not: the hand loop's ar
 its process's, redraft's those of the driver and every process of the Ray it
 started (GCS, raylet, actors), read from /proc until its last task finished.
 
-Also printed: the time from calling `redraft.run.run` to the server's first
+Also printed: the time from calling `redraft.run` to the server's first
 request (the first run starts Ray itself; later ones find it running), and from
 the last request to `run` returning (shutting the run's actors down).
 

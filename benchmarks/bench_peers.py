@@ -12,7 +12,7 @@ with no latency at all; for Ray Data, which has no tasks, requests). The systems
   once per latency, with a few tasks, at 1 in flight: the floor.
 - ``hand``: the hand-written asyncio loop of bench_engine_throughput (same shape,
   ``openai.AsyncOpenAI``, a semaphore of IN_FLIGHT tasks): the reference.
-- ``redraft``: ``redraft.run.run`` (adversarial, 3 samples, 3 rounds, cache off) on a
+- ``redraft``: ``redraft.run`` (adversarial, 3 samples, 3 rounds, cache off) on a
   local Ray the run starts, as in bench_engine_throughput; its Ray is shut down
   after each run so that it does not idle beside the next system.
 - ``dspy``: ``dspy.Refine(dspy.Predict("question -> answer"), N=3, reward_fn,

@@ -13,7 +13,7 @@ under a task instead (its arbiter, a role actor or a node died, a call hung, a
 backend stayed unreachable), the task is not written but redone
 (`redraft.actors._attempts`): with the replies of its finished rounds, on a live
 arbiter, within a bounded number of attempts. The loop streams a checkpoint per
-finished round (`redraft.engine.arbiter.Arbiter.stream`) to keep those replies.
+finished round (`redraft.actors._arbiter.ArbiterActor.stream`) to keep those replies.
 A task whose own timeout stopped it while a role member was killed, died or
 restarted (`redraft.actors._fleet.Fleet.disturbances`) may have spent its time
 waiting on that member: it is redone too, while it has attempts left (the last

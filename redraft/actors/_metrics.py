@@ -75,11 +75,11 @@ class RunMetrics:
 class ModelMetrics:
     """An arbiter's figures: model calls, cache hits, tokens and USD by role and model.
 
-    Recording a Ray metric costs a tag check and a hand-off to the core worker: three to five of them
-    per model call were 8 % of an arbiter's CPU against a fast server. So increments add up here, by
-    series, and go to Ray as one record per series: at most `FLUSH_S` after the first of them, and
-    whenever a task ends (`flush`), so a finished task's calls are recorded before its result
-    leaves the arbiter. Ray exports every few seconds; the second does not show.
+    Recording a Ray metric costs a tag check and a hand-off to the core worker, and a model call moves
+    three to five series: against a fast server that is a share of an arbiter's CPU worth saving. So
+    increments add up here, by series, and go to Ray as one record per series: at most `FLUSH_S` after
+    the first of them, and whenever a task ends (`flush`), so a finished task's calls are recorded
+    before its result leaves the arbiter. Ray exports every few seconds; the second does not show.
     """
 
     FLUSH_S = 1.0

@@ -189,10 +189,9 @@ def _default_in_flight(setup: RoleSetup, nodes: int) -> int:
     """10 tasks per node with a local model, 64 with remote backends.
 
     The node's model host decodes up to 8 sequences at once (`redraft.backends._llama_batch`), and a step of 8
-    costs less per token than a step of 4. A task has 1 to 3 calls out, so with 4 tasks in flight the slots were
-    often part empty with nothing waiting (the demo's steps held 5.6 sequences on average); with 10 the 10-task
-    demo took 210.8 s, 209.0 s and 217.8 s against 232.7 s, 230.0 s and 220.7 s with 4, run in turns, with the
-    same tokens (a call's text depends only on its own prompt and seed, not on what runs beside it)."""
+    costs less per token than a step of 4. A task has 1 to 3 calls out, so 10 tasks keep the host's slots full
+    where fewer would leave them part empty with nothing waiting. The tokens do not depend on it: a call's text
+    depends only on its own prompt and seed, not on what runs beside it."""
     specs = [setup.drafter, setup.critic] + ([setup.verifier] if setup.verifier else [])
     return 10 * nodes if any(s.spec.startswith("local") for s in specs) else 64
 

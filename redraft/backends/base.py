@@ -88,7 +88,7 @@ class PerLoop(Generic[C]):
 
     A loop that ``asyncio.run`` drives closes its async generators before it closes
     (``shutdown_asyncgens``). Each client is watched by one such generator, whose ``finally``
-    closes it, so a caller that runs a loop per call (`redraft.run.refine`) leaves no session
+    closes it, so a caller that runs a loop per call (`redraft.refine`) leaves no session
     and no connection open behind it.
     """
 

@@ -1,0 +1,39 @@
+"""The refinement loop with no Ray: the arbiter's loop, the roles, their prompts, and `refine` in one process.
+
+The roles (`Drafter`, `Critic`, `Verifier`, `Grader`) take typed requests and return typed replies;
+the `Arbiter` runs each task's loop over them, through `Roles` of `Member`s wherever those live (in
+this process, `LocalMember`; on a cluster, the actor system's own). `refine` and `refine_async` run
+one task here; `role_setup` resolves a `RunConfig` into what the roles are built from.
+"""
+
+from redraft.engine.arbiter import Arbiter, ArbiterSettings, Checkpoint
+from redraft.engine.critic import Critic
+from redraft.engine.drafter import Drafter
+from redraft.engine.grader import Grader
+from redraft.engine.pools import LocalMember, Member, Reply, Request, Role, RolePool, Roles
+from redraft.engine.refine import Refinement, refine, refine_async
+from redraft.engine.setup import RoleSetup, arbiter_settings, role_setup
+from redraft.engine.verifier import Verifier
+
+__all__ = [
+    "Arbiter",
+    "ArbiterSettings",
+    "Checkpoint",
+    "Critic",
+    "Drafter",
+    "Grader",
+    "LocalMember",
+    "Member",
+    "Refinement",
+    "Reply",
+    "Request",
+    "Role",
+    "RolePool",
+    "RoleSetup",
+    "Roles",
+    "Verifier",
+    "arbiter_settings",
+    "refine",
+    "refine_async",
+    "role_setup",
+]

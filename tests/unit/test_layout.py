@@ -114,9 +114,9 @@ def test_the_rule_can_fail() -> None:
     """The checker sees a forbidden import, lazy ones included (so the test above means something)."""
     sample = PACKAGE / "protocols" / "messages.py"
     assert "redraft.errors" in redraft_imports(sample)
-    tree_with_lazy = "def f():\n    from redraft.run import run\n"
+    tree_with_lazy = "def f():\n    from redraft.actors import run\n"
     names = {n.module for n in ast.walk(ast.parse(tree_with_lazy)) if isinstance(n, ast.ImportFrom) and n.module}
-    assert {room_of(m) for m in names} == {"run"} and "run" not in ALLOWED["protocols"]
+    assert {room_of(m) for m in names} == {"actors"} and "actors" not in ALLOWED["protocols"]
 
 
 def imports_of(path: Path) -> set[str]:

@@ -1,1 +1,1 @@
-"""Unit tests of ``redraft.actors``."""
+"""Unit tests of ``redraft.actors`` that need no Ray: the actor boundary, placement, redoing, metrics."""

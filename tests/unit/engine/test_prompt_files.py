@@ -105,3 +105,18 @@ def test_the_drafter_renders_the_override(tmp_path: Path) -> None:
         draft = asyncio.run(drafter.draft(request))
         assert (PLEASE in draft.text) is said
         assert fenced(draft.text) == [task.prompt]  # the task is still fenced
+
+
+def test_every_stance_has_its_critic_instructions_and_none_other_is_rendered() -> None:
+    import typing
+
+    from redraft.engine.prompts import built_in, critic_system
+    from redraft.protocols.messages import Stance
+
+    stances = typing.get_args(Stance)
+    assert set(stances) == {"adversarial", "self", "skeptic"}
+    texts = {stance: critic_system(stance) for stance in stances}
+    assert len(set(texts.values())) == len(stances)  # each its own instructions, no fallback to another
+    assert {f"critic_{s}" for s in stances} <= set(built_in().templates)
+    with pytest.raises(KeyError):
+        critic_system("friendly")  # type: ignore[arg-type]

@@ -126,6 +126,46 @@ def test_refine_api_returns_result_and_trace() -> None:
     assert isinstance(refinement.trace[0], Task)
 
 
+def test_refine_works_inside_a_running_event_loop_and_refine_async_on_it() -> None:
+    import asyncio
+
+    from redraft import refine_async
+
+    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
+    config = RunConfig.build(max_rounds=4)
+    backends = {"drafter": spec, "critic": spec}
+
+    async def in_a_notebook() -> tuple[Result, Result]:  # a loop already runs here, as in Jupyter
+        inside = refine(TASK, config, backends=backends)  # type: ignore[arg-type]
+        awaited = await refine_async(TASK, config, backends=backends)  # type: ignore[arg-type]
+        return inside.result, awaited.result
+
+    inside, awaited = asyncio.run(in_a_notebook())
+    assert inside.passed and awaited.passed and inside.text == awaited.text and inside.rounds == awaited.rounds == 2
+
+
+def test_the_engine_refines_a_task_without_importing_ray() -> None:
+    import subprocess
+    import sys
+
+    from tests.support.paths import REPO_ROOT
+
+    program = (
+        "import sys\n"
+        "from redraft.engine import refine\n"
+        "from redraft.backends.scripted import ScriptedSpec\n"
+        "from redraft.scenarios import get_scenario\n"
+        "from tests.support.replies import LateLearner\n"
+        "task = next(get_scenario('arithmetic').tasks(seed=0))\n"
+        "spec = ScriptedSpec(script=LateLearner.for_tasks([task], fix_at=1))\n"
+        "result = refine(task, backends={'drafter': spec, 'critic': spec}).result\n"
+        "print(result.passed, 'ray' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False"]
+
+
 def test_agreement_is_the_share_of_equal_answers() -> None:
     from redraft.protocols.messages import Verification
 
