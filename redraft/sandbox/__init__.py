@@ -32,20 +32,14 @@ namespaces) a candidate that calls ``setsid`` in a forked child can outlive the 
 forked (without exec) from the caller while a sandbox runs holds the lifeline's write end too,
 so if the caller dies that sandbox stops at its own deadline rather than at once.
 
-Why not bubblewrap (measured with Debian's bwrap 0.8.0, on the 2-core build machine, loaded):
-the launcher run inside ``bwrap --unshare-net --unshare-pid --ro-bind / / --proc --dev``, tmpfs
-over /tmp /var/tmp /dev/shm, ``--size``-capped tmpfs work dir, /root hidden but for sys.path,
-with its own namespace code switched off, passed every hostile-program test (fork bomb,
-setsid escapee, writes, network, output, file size); only the /proc listing differs (bwrap's
-own init is one more process), and it adds a read-only root that the hand-written mounts lack.
-It works as root and as uid 65534 (unprivileged user namespaces). But it replaces only
-`namespaces` (160 lines): ``--uid 65534`` as root maps to root outside, so RLIMIT_NPROC did not
-bind (200 forks under ``nproc=20``, against 19 with our own uid drop); rlimits, the uid drop, the
-audit hook, the exit report, the output cap and the clock stay ours; ``--die-with-parent`` is
-PR_SET_PDEATHSIG and killed a sandbox whose starting thread ended while its caller lived; bwrap
-created the parents of bound directories with mode 0700 (a workaround per path); and per run it
-cost more, not less (median 78 ms against 68 ms, 150 interleaved runs of ``pass``). Being
-optional, it would have meant two implementations to keep secure for no guarantee gained.
+Why not bubblewrap: it offers the same containment (and a read-only root the mounts here lack),
+but it could replace only `namespaces`; the rlimits, the uid drop, the audit hook, the exit
+report, the output cap and the clock would stay ours. What it replaces it does worse for this
+use: ``--uid 65534`` as root maps to root outside, so RLIMIT_NPROC does not bind;
+``--die-with-parent`` is PR_SET_PDEATHSIG, which kills a sandbox when the thread that started it
+ends, its caller alive; it creates the parents of bound directories with mode 0700 (a workaround
+per path); and it costs more per run, not less. Being optional, it would mean two
+implementations to keep secure for no guarantee gained.
 """
 
 from redraft.errors import SandboxError

@@ -192,9 +192,9 @@ def main(argv: list[str]) -> NoReturn:
 def watch_lifeline(fd: int) -> None:
     """Have the kernel send us SIGIO when the caller's end of the lifeline closes, however the caller ends.
 
-    A pipe rather than PR_SET_PDEATHSIG, which fires when the *thread* that started us ends: the
-    caller may be one thread of a Ray actor (measured: a child armed so was killed when its starting
-    thread returned, the caller alive). The write end closes only with the caller process itself.
+    A pipe rather than PR_SET_PDEATHSIG, which fires when the *thread* that started us ends, the
+    caller alive: the caller may be one thread of a Ray actor. The write end closes only with the
+    caller process itself.
     """
     fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
