@@ -26,24 +26,7 @@ from redraft.actors._ray import answers, is_actor, set_up_actor_process
 from redraft.engine.pools import LocalMember, Member, Outcome, Reply, Request, Role
 from redraft.engine.setup import Constructor
 from redraft.errors import ProtocolError, describe
-from redraft.protocols.messages import (
-    Critique,
-    CritiqueRequest,
-    Draft,
-    DraftRequest,
-    Grade,
-    GradeRequest,
-    Reflection,
-    ReflectRequest,
-    RoleName,
-    Verification,
-    VerifyRequest,
-    decode,
-    encode,
-)
-
-_REQUESTS = (DraftRequest, ReflectRequest, CritiqueRequest, VerifyRequest, GradeRequest)
-_REPLIES = (Draft, Reflection, Critique, Verification, Grade)
+from redraft.protocols.messages import RoleName, decode, encode
 
 
 class RoleActor:
@@ -115,7 +98,7 @@ def as_member(target: Any) -> Member | None:
 def decode_request(frame: bytes) -> Request:
     """A request frame, validated; `ProtocolError` if it is anything else."""
     message = decode(frame)
-    if not isinstance(message, _REQUESTS):
+    if not isinstance(message, Request):
         raise ProtocolError(f"expected a request, got a `{type(message).__name__}` message")
     return message
 
@@ -123,7 +106,7 @@ def decode_request(frame: bytes) -> Request:
 def decode_reply(frame: bytes) -> Reply:
     """A reply frame, validated; `ProtocolError` if it is anything else."""
     message = decode(frame)
-    if not isinstance(message, _REPLIES):
+    if not isinstance(message, Reply):
         raise ProtocolError(f"expected a reply, got a `{type(message).__name__}` message")
     return message
 

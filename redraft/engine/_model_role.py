@@ -1,26 +1,32 @@
-"""What every role that calls a model shares: its backend client, behind the node's response cache, and its
-sampling settings and prompt templates."""
+"""What every role that calls a model shares: its backend client, behind the node's response cache, and the
+settings of its calls."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from redraft.backends.base import Backend, BackendSpec
 from redraft.backends.cache import cached
 from redraft.engine.prompts import Prompts
 
 
+@dataclass(frozen=True)
+class CallSettings:
+    """How a role calls its model (plain data, so it travels with the role's constructor)."""
+
+    temperature: float
+    max_tokens: int
+    cache: bool = True
+    """Answer repeated calls from the node's response cache (`redraft.backends.cache`)."""
+    prompts: Prompts | None = None
+    """The templates the role renders; None: the built-in ones."""
+
+
 class ModelRole:
     """A role with one backend client, made where the role lives (inside its actor, on a cluster)."""
 
-    def __init__(
-        self,
-        backend: BackendSpec,
-        *,
-        temperature: float,
-        max_tokens: int,
-        cache: bool = True,
-        prompts: Prompts | None = None,
-    ) -> None:
-        self._backend: Backend = cached(backend.create(), backend.spec, enabled=cache)
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._prompts = prompts
+    def __init__(self, backend: BackendSpec, settings: CallSettings) -> None:
+        self._backend: Backend = cached(backend.create(), backend.spec, enabled=settings.cache)
+        self._temperature = settings.temperature
+        self._max_tokens = settings.max_tokens
+        self._prompts = settings.prompts

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import msgspec
 
-from redraft.backends.base import BackendSpec, ChatRequest
+from redraft.backends.base import ChatRequest
 from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.engine._model_role import ModelRole
 from redraft.engine.pools import Reply, Request
-from redraft.engine.prompts import Prompts, critique_messages
+from redraft.engine.prompts import critique_messages
 from redraft.errors import ProtocolError
 from redraft.protocols.messages import Critique, CritiqueRequest
 
@@ -22,17 +22,8 @@ from redraft.protocols.messages import Critique, CritiqueRequest
 class Critic(ModelRole):
     """`CritiqueRequest` in, `Critique` out."""
 
-    def __init__(
-        self,
-        backend: BackendSpec,
-        *,
-        temperature: float,
-        max_tokens: int,
-        cache: bool = True,
-        prompts: Prompts | None = None,
-    ) -> None:
-        super().__init__(backend, temperature=temperature, max_tokens=max_tokens, cache=cache, prompts=prompts)
-        self._schema = critique_json_schema()
+    _SCHEMA = critique_json_schema()
+    """What a critic model must answer in (enforced where the backend can)."""
 
     async def serve(self, request: Request) -> Reply:
         if isinstance(request, CritiqueRequest):
@@ -47,7 +38,7 @@ class Critic(ModelRole):
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
                 seed=request.seed,
-                json_schema=self._schema,
+                json_schema=self._SCHEMA,
             )
         )
         error: str | None = None

@@ -12,10 +12,10 @@ call is); any other text, however wrong, is a candidate for the verifier to judg
 from __future__ import annotations
 
 from redraft.backends.base import BackendSpec, ChatRequest
-from redraft.engine._model_role import ModelRole
+from redraft.engine._model_role import CallSettings, ModelRole
 from redraft.engine._patches import apply_edits
 from redraft.engine.pools import Reply, Request
-from redraft.engine.prompts import Prompts, draft_messages, reflect_messages
+from redraft.engine.prompts import draft_messages, reflect_messages
 from redraft.errors import ModelError, ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Reflection, ReflectRequest
 from redraft.scenarios import get_scenario
@@ -27,17 +27,8 @@ REFLECTION_MAX_TOKENS = 96
 class Drafter(ModelRole):
     """`DraftRequest` in, `Draft` out; `ReflectRequest` in, `Reflection` out."""
 
-    def __init__(
-        self,
-        backend: BackendSpec,
-        scenario: str,
-        *,
-        temperature: float,
-        max_tokens: int,
-        cache: bool = True,
-        prompts: Prompts | None = None,
-    ) -> None:
-        super().__init__(backend, temperature=temperature, max_tokens=max_tokens, cache=cache, prompts=prompts)
+    def __init__(self, backend: BackendSpec, scenario: str, settings: CallSettings) -> None:
+        super().__init__(backend, settings)
         self._system = get_scenario(scenario).system_prompt()
         self._node = current().node()  # a role never moves: ask once, not per draft
 

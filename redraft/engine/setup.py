@@ -16,6 +16,7 @@ from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
+from redraft.engine._model_role import CallSettings
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.critic import Critic
 from redraft.engine.drafter import Drafter
@@ -97,17 +98,9 @@ def arbiter_settings(config: RunConfig) -> ArbiterSettings:
 
 def role_constructors(setup: RoleSetup, strategy: str) -> dict[RoleName, Constructor]:
     """How each role the strategy needs is made, by role name (the grader is apart: it is not in the loop)."""
+    drafts = CallSettings(setup.temperature, setup.draft_max_tokens, setup.cache, setup.prompts)
     roles: dict[RoleName, Constructor] = {
-        "drafter": (
-            Drafter,
-            (setup.drafter, setup.scenario),
-            {
-                "temperature": setup.temperature,
-                "max_tokens": setup.draft_max_tokens,
-                "cache": setup.cache,
-                "prompts": setup.prompts,
-            },
-        ),
+        "drafter": (Drafter, (setup.drafter, setup.scenario, drafts), {}),
         "verifier": (
             Verifier,
             (setup.scenario, verifier_backend(setup, strategy)),
@@ -115,16 +108,11 @@ def role_constructors(setup: RoleSetup, strategy: str) -> dict[RoleName, Constru
         ),
     }
     critic_role = get_strategy(strategy).critic_role
-    critic_kwargs = {
-        "temperature": setup.critic_temperature,
-        "max_tokens": setup.critique_max_tokens,
-        "cache": setup.cache,
-        "prompts": setup.prompts,
-    }
+    critiques = CallSettings(setup.critic_temperature, setup.critique_max_tokens, setup.cache, setup.prompts)
     if critic_role == "critic":
-        roles["critic"] = (Critic, (setup.critic,), critic_kwargs)
+        roles["critic"] = (Critic, (setup.critic, critiques), {})
     elif critic_role == "self_critic":
-        roles["self_critic"] = (Critic, (setup.drafter,), critic_kwargs)
+        roles["self_critic"] = (Critic, (setup.drafter, critiques), {})
     return roles
 
 

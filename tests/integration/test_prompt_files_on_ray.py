@@ -1,5 +1,5 @@
 """An arm's prompts file reaches its drafters on Ray, and only that arm's (the unit tests of prompts files are
-in tests/unit/actors/test_prompt_files.py)."""
+in tests/unit/engine/test_prompt_files.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.actors.test_prompt_files import OVERRIDE, arms_with
+from tests.unit.engine.test_prompt_files import OVERRIDE, arms_with
 
 
 @pytest.mark.ray

@@ -16,6 +16,7 @@ from redraft import RunConfig
 from redraft.actors.driver import identity
 from redraft.backends.scripted import ScriptedSpec
 from redraft.compare._arms import arms_from_file
+from redraft.engine._model_role import CallSettings
 from redraft.engine.drafter import Drafter
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.prompts import built_in, fenced
@@ -101,7 +102,9 @@ def test_the_drafter_renders_the_override(tmp_path: Path) -> None:
     task = Task(task_id="t", scenario="arithmetic", prompt="Mia has 3 apples.")
     request = DraftRequest(task=task, round=0, sample=0, seed=1)
     for prompts, said in ((load_prompts(str(tmp_path / "mine.toml")), True), (None, False)):
-        drafter = Drafter(echo, "arithmetic", temperature=0.0, max_tokens=64, cache=False, prompts=prompts)
+        drafter = Drafter(
+            echo, "arithmetic", CallSettings(temperature=0.0, max_tokens=64, cache=False, prompts=prompts)
+        )
         draft = asyncio.run(drafter.draft(request))
         assert (PLEASE in draft.text) is said
         assert fenced(draft.text) == [task.prompt]  # the task is still fenced
