@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
+from redraft.engine._rules import Rules
 from redraft.engine.pools import Member, Outcome, Reply, Request, RolePool
 from redraft.errors import AuthenticationError, ProtocolError, describe, error_type, machinery_failure
 from redraft.protocols.convergence import Candidate, ConvergenceProtocol, Verdict
@@ -52,12 +53,6 @@ from redraft.protocols.messages import (
 from redraft.protocols.stages import Stage
 from redraft.strategies import CriticRole, RoundOutcome, Scored, attempt_of, rank, revision_of
 
-if TYPE_CHECKING:
-    from redraft.engine.arbiter import Arbiter
-
-if TYPE_CHECKING:
-    from redraft.engine.arbiter import Arbiter
-
 R = TypeVar("R", bound=Reply)
 Replay = Sequence[tuple[Request, Reply]]
 """The replies an earlier attempt of a task received in its finished rounds, each with its request."""
@@ -66,8 +61,8 @@ Replay = Sequence[tuple[Request, Reply]]
 class TaskLoop:
     """One task's state; it is the `RoundContext` the strategy sees."""
 
-    def __init__(self, arbiter: Arbiter, task: Task, replay: Replay = ()) -> None:
-        self.arbiter = arbiter
+    def __init__(self, rules: Rules, task: Task, replay: Replay = ()) -> None:
+        self.rules = rules
         self.task = task
         self.replay = list(replay)
         """Replies of an earlier attempt's finished rounds, with their requests."""
@@ -78,9 +73,9 @@ class TaskLoop:
         self.waiting: list[Member] = []
         """The role members this task's calls are waiting on (a timeout's cut asks whether they still answer)."""
         self.round = 0
-        self.samples = arbiter.samples
+        self.samples = rules.samples
         self.revision: Revision | None = None
-        self.threshold = arbiter.convergence.threshold
+        self.threshold = rules.convergence.threshold
         self.final_round = False
         self.state: dict[str, Any] = {}
         self.trace: list[Message] = [task]
@@ -89,8 +84,8 @@ class TaskLoop:
         """Usage by `RoleName` (keys as `Result.usage_by_role` has them)."""
         self.unpriced: set[str] = set()
         # What the finished rounds established (read by `_finish`, also when a timeout cuts a round short).
-        self.protocol = ConvergenceProtocol(arbiter.convergence)
-        self.started = arbiter.clock()
+        self.protocol = ConvergenceProtocol(rules.convergence)
+        self.started = rules.clock()
         self.seen: dict[tuple[int, int], Scored] = {}
         """Every ranked candidate of the finished rounds, by (round, sample)."""
         self.initial: Scored | None = None
@@ -113,20 +108,20 @@ class TaskLoop:
                 seed=self.seed(salt, k),
                 revision=revision or self.revision,
                 stage=stage,
-                mode=self.arbiter.settings.revision_mode,
+                mode=self.rules.settings.revision_mode,
             )
             for k in range(n)
         ]
-        return await self._exchange(requests, Draft, self.arbiter.roles.drafter, partial_ok=True)
+        return await self._exchange(requests, Draft, self.rules.roles.drafter, partial_ok=True)
 
     async def verify(self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0) -> list[Verification]:
         requests = [VerifyRequest(task=self.task, draft=d, stage=stage, questions=questions) for d in drafts]
-        return await self._exchange(requests, Verification, self.arbiter.roles.verifier)
+        return await self._exchange(requests, Verification, self.rules.roles.verifier)
 
     async def critique(
         self, drafts: list[Draft], *, role: CriticRole, stance: Stance, opponent: list[Issue] | None = None
     ) -> list[Critique]:
-        pool = self.arbiter.roles.critic if role == "critic" else self.arbiter.roles.self_critic
+        pool = self.rules.roles.critic if role == "critic" else self.rules.roles.self_critic
         if pool is None:
             raise RuntimeError(f"strategy asked for a {role} but none was started")
         requests = [
@@ -149,11 +144,11 @@ class TaskLoop:
             failed_checks=failed,
             seed=self.seed(f"{self.round}:reflect", candidate.draft.sample),
         )
-        [reflection] = await self._exchange([request], Reflection, self.arbiter.roles.drafter)
+        [reflection] = await self._exchange([request], Reflection, self.rules.roles.drafter)
         return reflection
 
     def stages(self) -> list[Stage]:
-        return self.arbiter.stages(self.task.scenario)
+        return self.rules.stages(self.task.scenario)
 
     def seed(self, salt: int | str, sample: int) -> int:
         """The seed of one model call, by one rule for every seed: a hash of (run seed and repeat, task, salt, sample).
@@ -161,7 +156,7 @@ class TaskLoop:
         ``salt`` is the round, with the stage or the role's step when one round makes
         several calls per sample (stages, critiques, reflections), so each samples afresh.
         """
-        settings = self.arbiter.settings
+        settings = self.rules.settings
         run = f"{settings.seed}" if not settings.repeat else f"{settings.seed}r{settings.repeat}"
         key = f"{run}/{self.task.task_id}/{salt}/{sample}".encode()
         return int.from_bytes(hashlib.blake2b(key, digest_size=4).digest(), "big") & 0x7FFFFFFF
@@ -204,14 +199,14 @@ class TaskLoop:
     def _account(self, role: RoleName, model: str, usage: Usage, *, replayed: bool = False) -> None:
         """Price one model call and add it to the task's totals, overall and by role (and to the metrics,
         unless an earlier attempt's reply was replayed: that call was counted when it was made)."""
-        cost = self.arbiter.settings.prices.cost(model, usage)
+        cost = self.rules.settings.prices.cost(model, usage)
         if cost is None:
             self.unpriced.add(model)
         priced = msgspec.structs.replace(usage, cost_usd=cost or 0.0)
         self.spent = self.spent + priced
         self.by_role[role] = self.by_role.get(role, Usage()) + priced
         if not replayed:
-            self.arbiter.on_call(role, model, priced)
+            self.rules.on_call(role, model, priced)
 
     # ------------------------------------------------------------ the loop
 
@@ -224,11 +219,11 @@ class TaskLoop:
 
         `InfrastructureError` (and refused credentials) leave the loop: they are not this task's failure.
         """
-        arbiter, protocol = self.arbiter, self.protocol
+        rules, protocol = self.rules, self.protocol
         round_ = self.round = len(self.memory)
-        self.final_round = round_ + 1 >= arbiter.convergence.max_rounds
+        self.final_round = round_ + 1 >= rules.convergence.max_rounds
         try:
-            outcome: RoundOutcome = await arbiter.strategy.run_round(self)
+            outcome: RoundOutcome = await rules.strategy.run_round(self)
             leader = rank(outcome.scored)[0]
         except AuthenticationError:
             raise  # every task would fail the same way: the driver stops the run
@@ -248,7 +243,7 @@ class TaskLoop:
                 round=round_, sample=leader.draft.sample, text=leader.draft.text, score=leader.verification.score
             ),
             spent=self.spent,
-            elapsed_s=arbiter.clock() - self.started,
+            elapsed_s=rules.clock() - self.started,
             refused=bool(leader.draft.edit_errors) and not leader.draft.edits_applied,
         )
         self._decide(verdict, leader=leader)
@@ -258,7 +253,7 @@ class TaskLoop:
             return False
         assert verdict.best is not None
         best = self.seen[(verdict.best.round, verdict.best.sample)]
-        self.revision = revision_of(best, self.memory[-arbiter.settings.memory :], outcome.scored)
+        self.revision = revision_of(best, self.memory[-rules.settings.memory :], outcome.scored)
         return True
 
     def checkpoint(self) -> tuple[list[Message], list[tuple[int, int]]]:
@@ -293,7 +288,7 @@ class TaskLoop:
                 rounds=len(self.memory),
                 stop_reason=verdict.reason,
                 usage=self.spent,
-                wall_s=self.arbiter.clock() - self.started,
+                wall_s=self.rules.clock() - self.started,
                 error=verdict.detail if verdict.reason == "error" else None,
                 usage_by_role=self.by_role,
                 unpriced_models=sorted(self.unpriced),

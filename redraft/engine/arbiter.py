@@ -24,37 +24,18 @@ from dataclasses import dataclass
 
 import msgspec
 
-from redraft.backends.pricing import PriceTable, default_prices
+from redraft.engine._rules import ArbiterSettings, CallHook, Rules
 from redraft.engine._task_loop import Replay, TaskLoop
 from redraft.engine.pools import Member, Roles
 from redraft.errors import InfrastructureError
-from redraft.protocols.convergence import ConvergenceConfig
-from redraft.protocols.messages import Message, RevisionMode, RoleName, StopLimit, Task, Usage
+from redraft.protocols.messages import Message, RoleName, StopLimit, Task
 from redraft.protocols.stages import Stage
 from redraft.scenarios import get_scenario
-from redraft.strategies import Strategy, get_strategy
+from redraft.strategies import get_strategy
+
+__all__ = ["Arbiter", "ArbiterSettings", "CallHook", "Checkpoint"]
 
 _LIMIT_NAMES: dict[StopLimit, str] = {"task_timeout": "task timeout", "run_deadline": "run time budget"}
-
-CallHook = Callable[[RoleName, str, Usage], None]
-"""Told of every model call a task's loop pays for (role, model, priced usage); replayed replies are not."""
-
-
-class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
-    strategy: str = "adversarial"
-    samples: int = 3
-    """K: candidates drafted in parallel per round (self-consistency)."""
-    seed: int = 0
-    repeat: int = 0
-    """A repeat of the same tasks (``redraft compare --repeats``): salts every sampling seed."""
-    convergence: ConvergenceConfig = ConvergenceConfig()
-    memory: int = 3
-    """How many earlier attempts a revision prompt recalls."""
-    prices: PriceTable = msgspec.field(default_factory=default_prices)
-    revision_mode: RevisionMode = "rewrite"
-    """``patch``: revisions are minimal search/replace edits of the best so far (delta-based correction)."""
-    run: str = ""
-    """The run's id, tagging the model-call metrics the actor system records; '' records none."""
 
 
 @dataclass(frozen=True)
@@ -77,18 +58,21 @@ class Arbiter:
         clock: Callable[[], float] = time.monotonic,
         on_call: CallHook = lambda _role, _model, _usage: None,
     ) -> None:
-        self.roles = roles
-        self.settings = settings
-        self.strategy: Strategy = get_strategy(settings.strategy)
+        strategy = get_strategy(settings.strategy)
         convergence = settings.convergence
-        if not self.strategy.revises:
+        if not strategy.revises:
             convergence = msgspec.structs.replace(convergence, max_rounds=1)
-        self.convergence = convergence
-        self.samples = 1 if self.strategy.single_sample else settings.samples
-        self.clock = clock
-        """The arbiter's clock (monotonic seconds), injected so tests can pin time."""
-        self.on_call = on_call
         self._stages: dict[str, list[Stage]] = {}
+        self.rules = Rules(
+            settings=settings,
+            strategy=strategy,
+            convergence=convergence,
+            samples=1 if strategy.single_sample else settings.samples,
+            roles=roles,
+            clock=clock,
+            on_call=on_call,
+            stages=self.stages,
+        )
 
     async def run(self, task: Task, timeout_s: float | None = None, limit: StopLimit = "task_timeout") -> list[Message]:
         """Refine one task; every message of its trace, `Result` last.
@@ -107,7 +91,7 @@ class Arbiter:
     ) -> AsyncIterator[Checkpoint]:
         """`run`, a checkpoint per finished round (see the module docstring); ``replay`` answers the requests an
         earlier attempt of the task already had answered."""
-        loop = TaskLoop(self, task, replay)
+        loop = TaskLoop(self.rules, task, replay)
         deadline = None if timeout_s is None else asyncio.get_running_loop().time() + timeout_s
         going = True
         while going:
@@ -125,7 +109,7 @@ class Arbiter:
 
     def replace_member(self, role: RoleName, index: int, member: Member | None) -> None:
         """A role member that died for good was replaced (None: the slot stays empty)."""
-        self.roles.by_name()[role].replace(index, member)
+        self.rules.roles.by_name()[role].replace(index, member)
 
     def stages(self, scenario: str) -> list[Stage]:
         """The stages of ``scenario`` (looked up once per scenario, on the first stepwise task)."""

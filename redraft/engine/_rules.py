@@ -1,0 +1,53 @@
+"""What every task loop of one arbiter shares: its settings, its strategy, its roles and its clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+
+from redraft.backends.pricing import PriceTable, default_prices
+from redraft.engine.pools import Roles
+from redraft.protocols.convergence import ConvergenceConfig
+from redraft.protocols.messages import RevisionMode, RoleName, Usage
+from redraft.protocols.stages import Stage
+from redraft.strategies import Strategy
+
+CallHook = Callable[[RoleName, str, Usage], None]
+"""Told of every model call a task's loop pays for (role, model, priced usage); replayed replies are not."""
+
+
+class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
+    strategy: str = "adversarial"
+    samples: int = 3
+    """K: candidates drafted in parallel per round (self-consistency)."""
+    seed: int = 0
+    repeat: int = 0
+    """A repeat of the same tasks (``redraft compare --repeats``): salts every sampling seed."""
+    convergence: ConvergenceConfig = ConvergenceConfig()
+    memory: int = 3
+    """How many earlier attempts a revision prompt recalls."""
+    prices: PriceTable = msgspec.field(default_factory=default_prices)
+    revision_mode: RevisionMode = "rewrite"
+    """``patch``: revisions are minimal search/replace edits of the best so far (delta-based correction)."""
+    run: str = ""
+    """The run's id, tagging the model-call metrics the actor system records; '' records none."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The rules every task loop of an arbiter plays by, resolved once from its settings."""
+
+    settings: ArbiterSettings
+    strategy: Strategy
+    convergence: ConvergenceConfig
+    """The settings' convergence, with one round only for a strategy that does not revise."""
+    samples: int
+    """K, or 1 for a single-sample strategy."""
+    roles: Roles
+    clock: Callable[[], float]
+    """Monotonic seconds, injected so tests can pin time."""
+    on_call: CallHook
+    stages: Callable[[str], list[Stage]]
+    """A scenario's stages, by its name (looked up once per scenario)."""
