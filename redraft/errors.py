@@ -177,6 +177,11 @@ class PoisonTaskError(RedraftError):
     """A task whose every attempt ended with the machinery failing under it: it is taken to be the cause."""
 
 
+class TaskRefusedError(BackendError):
+    """The endpoint failed every attempt of this task's calls while it answered the run's other tasks: the
+    evidence says the task's requests, not the server, are the cause."""
+
+
 # ---------------------------------------------------------------- whose fault: the one table
 
 MACHINERY: dict[str, dict[str, MachineryFault]] = {

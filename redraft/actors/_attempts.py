@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from redraft.errors import ClusterError, InfrastructureError
+from redraft.errors import ClusterError, InfrastructureError, MachineryFault
 from redraft.protocols.messages import Result, Task, Usage
 
 
@@ -60,6 +60,8 @@ class TaskAttempts:
     """The attempt under way, 1-based."""
     causes: list[str] = field(default_factory=list)
     """The infrastructure cause of each failed attempt."""
+    faults: list[MachineryFault] = field(default_factory=list)
+    """How the machinery failed, for each failed attempt."""
     arbiter_deaths: int = 0
     replay: dict[bytes, bytes] = field(default_factory=dict)
     """Replies of finished rounds, by request frame, kept across attempts."""
@@ -69,6 +71,7 @@ class TaskAttempts:
     ) -> None:
         """Count a failed attempt; keep the replies its finished rounds received."""
         self.causes.append(failure.cause)
+        self.faults.append(failure.fault)
         self.arbiter_deaths += arbiter_died
         self.replay.update((frames[q], frames[a]) for q, a in pairs if a < len(frames))
         self.number += 1
@@ -94,6 +97,17 @@ def error_result(task: Task, error: str, error_type: str) -> Result:
     )
 
 
+def refused_result(task: Task, attempts: TaskAttempts, endpoint: str) -> Result:
+    """The record of a task the endpoint failed on every attempt while it answered other tasks."""
+    error = (
+        f"TaskRefusedError: {endpoint} failed every call of this task on each of its {len(attempts.causes)} "
+        "attempts while it answered other tasks of the run"
+    )
+    return msgspec.structs.replace(
+        error_result(task, error, "TaskRefusedError"), attempts=len(attempts.causes), retried_for=attempts.causes
+    )
+
+
 def poison_result(task: Task, attempts: TaskAttempts) -> Result:
     """The record of a task stopped as a poison task: every attempt ended with the machinery failing."""
     counted = ", ".join(f"{cause} x{n}" for cause, n in Counter(attempts.causes).items())
@@ -104,26 +118,47 @@ def poison_result(task: Task, attempts: TaskAttempts) -> Result:
 
 
 class Breaker:
-    """Trips when an endpoint failed whole calls for `trip_after` distinct tasks with no answer in between."""
+    """Tells an endpoint that is down from a task that makes it fail, by evidence.
+
+    It trips (`ClusterError`) when an endpoint failed whole calls for `trip_after` distinct tasks with no
+    answer in between, and it answers `answered_since_failing`: whether the endpoint answered any task after
+    a given task first found it failing. A task whose every attempt found the endpoint unreachable is the
+    cause only if it did; otherwise the endpoint answers nobody and the run stops, whatever its size.
+    """
 
     def __init__(self, endpoints_by_role: Mapping[str, str], *, trip_after: int = 3) -> None:
         self.endpoints_by_role = endpoints_by_role
         self.trip_after = trip_after
         self._failed: dict[str, dict[str, str]] = {}
         """Endpoint -> the tasks that found it down since it last answered, with the first detail each."""
+        self._answers: dict[str, int] = {}
+        """Endpoint -> how many finished tasks got a real answer from it so far."""
+        self._first_failed: dict[tuple[str, str], int] = {}
+        """(endpoint, task) -> the endpoint's answer count when the task first found it failing."""
 
     def failed(self, task_id: str, failure: InfrastructureError) -> None:
         """A task's attempt found ``failure.endpoint`` down; `ClusterError` once enough have."""
         if failure.endpoint is None:
             return
+        self._first_failed.setdefault((failure.endpoint, task_id), self._answers.get(failure.endpoint, 0))
         seen = self._failed.setdefault(failure.endpoint, {})
         seen.setdefault(task_id, str(failure))
         if len(seen) >= self.trip_after:
-            first = next(iter(seen.values()))
-            raise ClusterError(
-                f"{failure.endpoint} is down: {len(seen)} tasks failed every retry on it with no answer in between "
-                f"(first: {first}); finished tasks are kept: rerun with the same --out once it is back"
-            )
+            raise self.down(failure.endpoint)
+
+    def down(self, endpoint: str) -> ClusterError:
+        """The error that stops the run: ``endpoint`` answers nobody."""
+        seen = self._failed.get(endpoint, {})
+        first = next(iter(seen.values()), "")
+        return ClusterError(
+            f"{endpoint} is down: {len(seen)} task(s) failed every retry on it and no task got an answer from it "
+            f"meanwhile (first: {first}); nothing is recorded for them: rerun with the same --out once it is back"
+        )
+
+    def answered_since_failing(self, task_id: str, endpoint: str) -> bool:
+        """Whether ``endpoint`` answered another task after ``task_id`` first found it failing."""
+        first = self._first_failed.get((endpoint, task_id))
+        return first is not None and self._answers.get(endpoint, 0) > first
 
     def answered(self, usage_by_role: Mapping[str, Usage]) -> None:
         """A task finished with these calls: every endpoint it really reached (not from a cache) is up."""
@@ -131,3 +166,4 @@ class Breaker:
             endpoint = self.endpoints_by_role.get(role)
             if endpoint is not None and usage.calls > usage.cache_hits:
                 self._failed.pop(endpoint, None)
+                self._answers[endpoint] = self._answers.get(endpoint, 0) + 1

@@ -46,7 +46,14 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors._attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
+from redraft.actors._attempts import (
+    AttemptPolicy,
+    Breaker,
+    TaskAttempts,
+    error_result,
+    poison_result,
+    refused_result,
+)
 from redraft.actors._fleet import Fleet
 from redraft.actors._metrics import RunMetrics
 from redraft.actors._ray import is_actor
@@ -281,11 +288,26 @@ class Dispatcher:
         self.retried += 1
         self.metrics.retried(failure.cause)
         if attempts.number > self.policy.max_attempts:
-            poison = poison_result(pending.task, attempts)
-            self._write([encode(pending.task.without_gold()), encode(poison)], poison)
+            self._give_up(pending.task, attempts, failure)
             return
         ready_at = self.clock.now() + self.policy.backoff_s(len(attempts.causes), failure)
         heapq.heappush(self.retries, (ready_at, next(self._seq), pending.task, attempts))
+
+    def _give_up(self, task: Task, attempts: TaskAttempts, failure: InfrastructureError) -> None:
+        """Every attempt of ``task`` failed for the machinery: record it as the task's fault only on evidence.
+
+        When every attempt found one endpoint unreachable, the task is the cause only if that endpoint answered
+        other tasks meanwhile (`TaskRefusedError`); otherwise the endpoint is down and the run stops, with
+        nothing recorded for the task. Any other mix of deaths and hangs makes it a poison task.
+        """
+        endpoint = failure.endpoint
+        if endpoint is not None and all(fault == "unreachable" for fault in attempts.faults):
+            if not self.breaker.answered_since_failing(task.task_id, endpoint):
+                raise self.breaker.down(endpoint)
+            record = refused_result(task, attempts, endpoint)
+        else:
+            record = poison_result(task, attempts)
+        self._write([encode(task.without_gold()), encode(record)], record)
 
     def _done(self, pending: Pending, frames: list[bytes]) -> None:
         """The loop finished: stamp its attempts on the result, then grade it or write it."""

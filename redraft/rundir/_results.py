@@ -103,8 +103,15 @@ def latest_results(root: Path) -> Iterator[TaskEntry]:
 
 
 def is_infrastructure_failure(result: Result) -> bool:
-    """Whether a record holds the machinery's failure rather than the task's result (redone on resume)."""
-    return bool(result.error) and recorded_as_machinery(result.error_type)
+    """Whether a record holds the machinery's failure rather than the task's result (redone on resume).
+
+    Besides the machinery's own causes, a poison task whose every attempt found a backend unreachable: such a
+    record was written by count, before a task was blamed only on evidence that the endpoint answered others.
+    """
+    if not result.error:
+        return False
+    unreachable = bool(result.retried_for) and set(result.retried_for) == {"BackendUnavailableError"}
+    return recorded_as_machinery(result.error_type) or (result.error_type == "PoisonTaskError" and unreachable)
 
 
 def superseded(results: Iterable[Result]) -> set[int]:

@@ -132,7 +132,7 @@ def test_the_breaker_trips_on_an_endpoint_down_for_several_tasks_not_on_one_bad_
     breaker.answered({"drafter": Usage(calls=2)})  # a real answer: the endpoint is up
     breaker.failed("t3", down)
     breaker.failed("t4", down)
-    with pytest.raises(ClusterError, match=r"openai:gpt-test is down: 3 tasks"):
+    with pytest.raises(ClusterError, match=r"openai:gpt-test is down: 3 task\(s\) failed every retry"):
         breaker.failed("t5", down)
 
 
@@ -216,3 +216,74 @@ def test_a_timeout_while_a_member_was_restarted_is_redone_until_the_last_attempt
     assert [r.stop_limit for r in store.results] == ["task_timeout"]  # a budget stop, not a poison task
     assert store.results[0].attempts == last
     assert store.results[0].retried_for == ["CallTimeoutError"] * (last - 1)
+
+
+# ---------------------------------------------------------------- whose fault, by evidence
+
+
+def a_dispatcher(store: Written) -> Dispatcher:
+    return Dispatcher(
+        StubFleet(),  # type: ignore[arg-type]
+        store,  # type: ignore[arg-type]
+        scenario=get_scenario("arithmetic"),
+        max_in_flight=2,
+        clock=RunClock(started=0.0),
+        breaker=Breaker({"drafter": "openai-compatible:m@http://127.0.0.1:9/v1"}),
+    )
+
+
+def fail_unreachable(dispatcher: Dispatcher, task: Any, attempts: TaskAttempts) -> None:
+    """One attempt of ``task`` ends with the endpoint unreachable (the retry layer gave up on it)."""
+    down = InfrastructureError(
+        "HTTP connect refused on every attempt",
+        cause="BackendUnavailableError",
+        fault="unreachable",
+        endpoint="openai-compatible:m@http://127.0.0.1:9/v1",
+    )
+    dispatcher._failed(Pending(task, 0, None, deadline=1e9, attempts=attempts), down)
+
+
+def test_a_server_down_for_a_small_run_stops_it_and_records_no_task_as_failed() -> None:
+    """Two tasks, an endpoint that answers nobody: before, both were written as poison tasks after 4 attempts
+    each (exit 0), and a rerun skipped them for good; the breaker's count of 3 tasks was never reached."""
+    store = Written()
+    dispatcher = a_dispatcher(store)
+    attempts = {task.task_id: TaskAttempts() for task in TASKS}
+    with pytest.raises(ClusterError, match=r"openai-compatible:m@http://127\.0\.0\.1:9/v1 is down"):
+        for _ in range(AttemptPolicy().max_attempts):
+            for task in TASKS:
+                fail_unreachable(dispatcher, task, attempts[task.task_id])
+    assert store.results == []
+
+
+def test_a_task_the_endpoint_fails_while_it_answers_others_is_the_tasks_own_error() -> None:
+    store = Written()
+    dispatcher = a_dispatcher(store)
+    attempts = TaskAttempts()
+    fail_unreachable(dispatcher, TASKS[0], attempts)
+    dispatcher.breaker.answered({"drafter": Usage(calls=3)})  # another task got its answers meanwhile
+    for _ in range(AttemptPolicy().max_attempts - 1):
+        fail_unreachable(dispatcher, TASKS[0], attempts)
+    [record] = store.results
+    assert (record.stop_reason, record.error_type) == ("error", "TaskRefusedError")
+    assert record.retried_for == ["BackendUnavailableError"] * AttemptPolicy().max_attempts
+    assert "while it answered other tasks" in (record.error or "")
+
+
+def test_a_poison_record_written_by_count_for_an_unreachable_endpoint_is_redone_on_resume(tmp_path: Path) -> None:
+    manifest = {"fingerprint": "f", "identity": {}}
+    store = RunStore.open(tmp_path, manifest)
+    by_count = msgspec.structs.replace(
+        error_result(TASKS[0], "PoisonTaskError: ... (BackendUnavailableError x4)", "PoisonTaskError"),
+        attempts=4,
+        retried_for=["BackendUnavailableError"] * 4,
+    )
+    died = msgspec.structs.replace(
+        error_result(TASKS[1], "PoisonTaskError: ... (ActorDiedError x4)", "PoisonTaskError"),
+        attempts=4,
+        retried_for=["ActorDiedError"] * 4,
+    )
+    for record in (by_count, died):
+        store.append([encode(record)], record)
+    store.finish(1.0)
+    assert RunStore.open(tmp_path, manifest).done == {TASKS[1].task_id}  # only the real poison task stays done
