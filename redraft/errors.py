@@ -24,6 +24,8 @@ with extra constructor arguments defines `__reduce__`.
 
 from __future__ import annotations
 
+import os
+import traceback
 from typing import Literal
 
 
@@ -43,8 +45,42 @@ class CheckError(RedraftError):
     """A scenario's check raised instead of judging the candidate: a bug in the check, not evidence.
 
     It ends the task with stop reason ``error`` (cause ``CheckError``); a score of 0
-    would blame the candidate for the check's fault.
+    would blame the candidate for the check's fault, and its message fed back as
+    feedback would mislead the drafter. ``raised`` is the class of what the check
+    raised, ``where`` the innermost frame (``file.py:12 in fn``, the file's base name
+    only), ``trace`` the traceback with base names only: no machine path is kept.
     """
+
+    def __init__(self, message: str, *, raised: str = "", where: str = "", trace: str = "") -> None:
+        super().__init__(message)
+        self.raised = raised
+        self.where = where
+        self.trace = trace
+
+    @classmethod
+    def of(cls, check: str, exc: BaseException) -> CheckError:
+        """The error for ``check`` (a name people recognise: the scenario, the user's MODULE:FUNCTION) raising
+        ``exc``."""
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = _frame_name(frames[-1]) if frames else ""
+        lines = [f"  {_frame_name(f)}\n    {(f.line or '').strip()}" for f in frames]
+        trace = "\n".join(["Traceback (most recent call last):", *lines, *traceback.format_exception_only(exc)])
+        return cls(f"{check} raised {type(exc).__name__}: {exc}", raised=type(exc).__name__, where=where, trace=trace)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_check_error, (str(self), self.raised, self.where, self.trace))
+
+
+def _rebuild_check_error(message: str, raised: str, where: str, trace: str) -> CheckError:
+    return CheckError(message, raised=raised, where=where, trace=trace)
+
+
+def _frame_name(frame: traceback.FrameSummary) -> str:
+    return f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
+
+
+class CheckBrokenError(RedraftError):
+    """The check raised on every candidate of the run's first tasks: the run stops before more is paid."""
 
 
 class BackendError(RedraftError):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from redraft.errors import ClusterError, InfrastructureError, MachineryFault
+from redraft.errors import CheckBrokenError, ClusterError, InfrastructureError, MachineryFault
 from redraft.protocols.messages import Result, Task, Usage
 
 
@@ -167,3 +167,52 @@ class Breaker:
             if endpoint is not None and usage.calls > usage.cache_hits:
                 self._failed.pop(endpoint, None)
                 self._answers[endpoint] = self._answers.get(endpoint, 0) + 1
+
+
+class CheckGuard:
+    """Holds back the records of tasks a check's failure ended until some task shows the check works.
+
+    A check that raises the same exception at the same place (or breaks its contract alike) on every
+    candidate of the run's first tasks is broken, not the tasks: `CheckBrokenError` stops the run once
+    `first` tasks ended so with no task finishing otherwise (or when the run ends first), and their records
+    are not written, so a rerun with the same ``--out`` after the fix redoes them. Once a task finishes
+    without a check error, or with another one, the failures depend on the tasks: the held records (and
+    every later one) are written as the tasks' own errors.
+    """
+
+    def __init__(self, *, first: int = 3) -> None:
+        self.first = first
+        self.works = False
+        self.held: list[tuple[list[bytes], Result]] = []
+
+    def admit(self, frames: list[bytes], result: Result) -> list[tuple[list[bytes], Result]]:
+        """The records to write now, this one included or held; `CheckBrokenError` when the check is broken."""
+        if self.works:
+            return [(frames, result)]
+        same = not self.held or _where(self.held[0][1]) == _where(result)
+        if result.error_type != "CheckError" or not same:
+            self.works = True
+            held, self.held = self.held, []
+            return [*held, (frames, result)]
+        self.held.append((frames, result))
+        if len(self.held) >= self.first:
+            raise self.broken()
+        return []
+
+    def finish(self) -> None:
+        """The run ended: held records with no task showing the check works mean it is broken."""
+        if self.held and not self.works:
+            raise self.broken()
+
+    def broken(self) -> CheckBrokenError:
+        first = self.held[0][1]
+        where = f" at {first.error_where}" if first.error_where else ""
+        return CheckBrokenError(
+            f"{first.error} ({where.strip() or 'no traceback'}), on every candidate of the first "
+            f"{len(self.held)} task(s), and no task got past it; nothing was recorded for them: fix the check and "
+            "rerun with the same --out"
+        )
+
+
+def _where(result: Result) -> tuple[str | None, str | None]:
+    return result.error_raised, result.error_where

@@ -8,7 +8,9 @@ then is it written, trace and result together.
 Every dispatched task is recorded exactly once, and ``error`` only ever means
 the task's own failure (its check raised, the model answered nothing, the server
 refused this request): such a task ends alone with stop reason ``error`` and its
-cause typed in ``error_type``, and the run goes on. When the machinery fails
+cause typed in ``error_type``, and the run goes on. A check that fails on every
+candidate of the run's first tasks is the check's fault, not theirs: the run stops
+and nothing is written for them (`redraft.actors._attempts.CheckGuard`). When the machinery fails
 under a task instead (its arbiter, a role actor or a node died, a call hung, a
 backend stayed unreachable), the task is not written but redone
 (`redraft.actors._attempts`): with the replies of its finished rounds, on a live
@@ -49,11 +51,13 @@ import msgspec
 from redraft.actors._attempts import (
     AttemptPolicy,
     Breaker,
+    CheckGuard,
     TaskAttempts,
     error_result,
     poison_result,
     refused_result,
 )
+from redraft.actors._clock import RunClock
 from redraft.actors._fleet import Fleet
 from redraft.actors._metrics import RunMetrics
 from redraft.actors._ray import is_actor
@@ -67,7 +71,7 @@ from redraft.errors import (
     machinery_failure,
     member_failure,
 )
-from redraft.protocols.messages import Grade, GradeRequest, Result, StopLimit, Task, Usage, decode, decode_as, encode
+from redraft.protocols.messages import Grade, GradeRequest, Result, Task, Usage, decode, decode_as, encode
 from redraft.rundir import RunStore
 from redraft.scenarios import Scenario
 
@@ -82,30 +86,6 @@ DEFAULT_WATCHDOG_S = 3600.0
 GRADE_TRIES = 3
 TICK_S = 0.5
 """The longest the loop waits before it looks at the heartbeat, the watchdogs and the retry queue."""
-
-
-@dataclass(frozen=True)
-class RunClock:
-    """The run's wall time, earlier invocations included, and its deadline if it has a time budget."""
-
-    started: float
-    """``now()`` when this invocation started."""
-    before_s: float = 0.0
-    """Wall time of earlier invocations (from the manifest)."""
-    budget_s: float | None = None
-    now: Callable[[], float] = time.monotonic
-
-    def elapsed(self) -> float:
-        return self.before_s + self.now() - self.started
-
-    def task_limit(self, task_timeout: float | None) -> tuple[float | None, StopLimit]:
-        """How long a task dispatched now may run, and which limit that is."""
-        if self.budget_s is None:
-            return task_timeout, "task_timeout"
-        left = max(self.budget_s - self.elapsed(), 0.0)
-        if task_timeout is None or left < task_timeout:
-            return left, "run_deadline"
-        return task_timeout, "task_timeout"
 
 
 @dataclass
@@ -170,6 +150,7 @@ class Dispatcher:
         """Tasks the run's deadline stopped while in flight."""
         self.retried = 0
         """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
+        self.check_guard = CheckGuard()
 
     def run(self, tasks: Iterator[Task]) -> str | None:
         """Dispatch ``tasks`` until they run out or a run budget is spent; why it stopped early, or None."""
@@ -191,6 +172,7 @@ class Dispatcher:
                 if not self.in_flight and not self.retries:
                     break
                 self._turn()
+            self.check_guard.finish()
         except BaseException:
             self._cancel_all()  # not written: a rerun with the same --out redoes them
             raise
@@ -392,11 +374,12 @@ class Dispatcher:
             self._failed(pending, hung)
 
     def _write(self, frames: list[bytes], result: Result) -> None:
-        self.cut += result.stop_limit == "run_deadline"
-        self.store.append(frames, result)
-        self.metrics.done(result)
-        if self.on_result is not None:
-            self.on_result(result)
+        for kept_frames, kept in self.check_guard.admit(frames, result):
+            self.cut += kept.stop_limit == "run_deadline"
+            self.store.append(kept_frames, kept)
+            self.metrics.done(kept)
+            if self.on_result is not None:
+                self.on_result(kept)
 
     def _cancel_all(self) -> None:
         import ray

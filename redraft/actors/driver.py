@@ -33,7 +33,8 @@ from typing import Any
 import msgspec
 
 from redraft.actors._attempts import Breaker
-from redraft.actors._dispatcher import Dispatcher, ProgressHook, RunClock
+from redraft.actors._clock import RunClock
+from redraft.actors._dispatcher import Dispatcher, ProgressHook
 from redraft.actors._fleet import Fleet
 from redraft.actors._metrics import RunMetrics
 from redraft.config import RunConfig

@@ -26,7 +26,15 @@ import msgspec
 
 from redraft.engine._rules import Rules
 from redraft.engine.pools import Member, Outcome, Reply, Request, RolePool
-from redraft.errors import AuthenticationError, ProtocolError, describe, error_type, machinery_failure
+from redraft.errors import (
+    AuthenticationError,
+    CheckError,
+    ProtocolError,
+    cause_of,
+    describe,
+    error_type,
+    machinery_failure,
+)
 from redraft.protocols.convergence import Candidate, ConvergenceProtocol, Verdict
 from redraft.protocols.messages import (
     Attempt,
@@ -92,6 +100,8 @@ class TaskLoop:
         self.memory: list[Attempt] = []
         self.error_type: str | None = None
         """The class of the exception that ended the task, when one did."""
+        self.check_error: CheckError | None = None
+        """The check's failure that ended the task, when that is what did."""
         # Spread each task's samples over the pool, starting at a task-dependent member.
         self._offset = int.from_bytes(hashlib.blake2b(task.task_id.encode(), digest_size=2).digest(), "big")
 
@@ -232,6 +242,7 @@ class TaskLoop:
             if failure is not None:
                 raise failure from None  # the machinery's fault: the driver redoes the task
             self.error_type = error_type(exc)  # a backend or check failure ends this task only
+            self.check_error = cause if isinstance(cause := cause_of(exc), CheckError) else None
             verdict = protocol.fail(describe(exc))
             self._decide(verdict, leader=None)
             self._finish(verdict)
@@ -294,6 +305,9 @@ class TaskLoop:
                 unpriced_models=sorted(self.unpriced),
                 error_type=self.error_type if verdict.reason == "error" else None,
                 stop_limit=verdict.limit,
+                error_raised=self.check_error.raised if self.check_error else None,
+                error_where=self.check_error.where if self.check_error else None,
+                traceback=self.check_error.trace if self.check_error else None,
                 best_round=final.draft.round if final else None,
                 best_sample=final.draft.sample if final else None,
                 initial_sample=initial.draft.sample if initial else None,

@@ -159,7 +159,7 @@ class Verifier:
         except RedraftError:
             raise  # it names its own cause, e.g. SandboxError: the sandbox itself could not run
         except Exception as exc:  # a bug in the check is no evidence against the candidate: end the task
-            raise CheckError(f"{self._scenario.name} check raised {type(exc).__name__}: {exc}") from exc
+            raise CheckError.of(f"the check of {self._scenario.name}", exc) from exc
         return checks, answer
 
     def _feedback(self, task: Task, text: str) -> list[CheckResult]:

@@ -239,6 +239,12 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
     """How many times the driver sent the task out: more than 1 when the machinery failed under it."""
     retried_for: list[str] = []
     """The cause of each earlier attempt's failure (``ActorDiedError``, ``CallTimeoutError``...): never the task's."""
+    error_raised: str | None = None
+    """With cause ``CheckError``: the class of what the check raised (``KeyError``...)."""
+    error_where: str | None = None
+    """With cause ``CheckError``: where it raised (``file.py:12 in fn``, the file's base name only)."""
+    traceback: str | None = None
+    """With cause ``CheckError``: the check's traceback, base names only."""
 
     def __post_init__(self) -> None:
         _none_for_minus_one(self, ("best_round", "best_sample", "initial_sample"))

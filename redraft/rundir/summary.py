@@ -61,6 +61,8 @@ class Summary(msgspec.Struct, kw_only=True):
     """Tasks the driver sent out more than once because the machinery failed under them."""
     retries: dict[str, int] = {}
     """Those failed attempts, counted by cause (``ActorDiedError``, ``CallTimeoutError``...)."""
+    check_errors: dict[str, int] = {}
+    """Tasks a check's failure ended, counted by what it raised and where (``KeyError at check.py:5 in f``)."""
 
 
 def summarize(results: Iterable[Result], *, wall_s: float) -> Summary:
@@ -100,6 +102,7 @@ class Tally:
     graded_broken: int = 0
     retried_tasks: int = 0
     retries: Counter[str] = field(default_factory=Counter)
+    check_errors: Counter[str] = field(default_factory=Counter)
 
     def add(self, r: Result) -> None:
         self.tasks += 1
@@ -116,6 +119,9 @@ class Tally:
         self.reasons[r.stop_reason] += 1
         if r.error:
             self.errors[r.error_type or "unknown"] += 1
+        if r.error_type == "CheckError":
+            where = f" at {r.error_where}" if r.error_where else ""
+            self.check_errors[f"{r.error_raised or 'an exception'}{where}"] += 1
         self.usage = self.usage + r.usage
         for role, role_usage in r.usage_by_role.items():
             self.by_role[role] = self.by_role.get(role, Usage()) + role_usage
@@ -157,4 +163,5 @@ class Tally:
             graded_broken=self.graded_broken,
             retried_tasks=self.retried_tasks,
             retries=dict(self.retries),
+            check_errors=dict(self.check_errors),
         )

@@ -19,9 +19,10 @@ A bare score (a number or a bool) is accepted too, with an empty detail. A
 candidate passes when its score is 1. ``MODULE`` may define ``SYSTEM_PROMPT``
 (a string) to replace the default instructions to the drafter.
 
-Invariant: `check` never raises: a check function that raises, or returns
-anything else, gives a failed check whose detail says what happened, and the
-run goes on.
+A check function that raises, or returns anything else, is a bug in the check,
+not evidence against the candidate: the task ends with stop reason ``error`` and
+cause `CheckError`, whose message names the function and what it raised, with its
+traceback kept in the record. Its words never reach the drafter as feedback.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from redraft.errors import UserError
+from redraft.errors import CheckError, UserError
 from redraft.protocols.messages import CheckResult, Task
 from redraft.scenarios._base import Scenario, scenario
 
@@ -72,15 +73,19 @@ def load_check(target: str) -> tuple[Any, CheckFunction]:
     return module, function
 
 
-def to_check_result(name: str, returned: Any) -> CheckResult:
-    """The check function's return value as a `CheckResult`; a failed one explaining a broken contract."""
+def to_check_result(name: str, returned: Any, *, function: str = "") -> CheckResult:
+    """The check function's return value as a `CheckResult`; `CheckError` when it breaks the contract."""
     score, detail = returned, ""
     if isinstance(returned, tuple | list) and len(returned) == 2 and isinstance(returned[1], str):
         score, detail = returned
     value = _as_score(score)
     if value is None:
-        broken = f"the check returned {_short(returned)}; it must return (score, detail) with a score in [0, 1]"
-        return CheckResult(name=name, passed=False, score=0.0, detail=broken)
+        raise CheckError(
+            f"the check {function or name} returned {_short(returned)}; it must return (score, detail) with a "
+            "score in [0, 1]",
+            raised="BrokenContract",
+            where=function or name,
+        )
     return CheckResult(name=name, passed=value >= 1.0, score=value, detail=detail[:_DETAIL_CHARS])
 
 
@@ -119,9 +124,9 @@ class UserCheck(Scenario):
         check, _, grade = target.partition(GRADE_SEPARATOR)
         self.name = user_scenario_name(check, grade or None)
         self._module, self._function = load_check(check)
-        self._check_name = check.rpartition(":")[2]
+        self._check_target, self._check_name = check, check.rpartition(":")[2]
         self._grade = load_check(grade)[1] if grade else None
-        self._grade_name = grade.rpartition(":")[2]
+        self._grade_target, self._grade_name = grade, grade.rpartition(":")[2]
 
     def split_reference(self, reference: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """With a grade, the file's reference is its gold; without one, it is the check's data."""
@@ -139,19 +144,15 @@ class UserCheck(Scenario):
         return normalised or None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
-        return [_call(self._check_name, self._function, text, task.reference)]
+        return [_call(self._check_name, self._check_target, self._function, text, task.reference)]
 
     def grade(self, task: Task, text: str) -> CheckResult | None:
         if self._grade is None:
             return None
-        return _call(self._grade_name, self._grade, text, task.gold)
+        return _call(self._grade_name, self._grade_target, self._grade, text, task.gold)
 
 
-def _call(name: str, function: CheckFunction, text: str, reference: dict[str, Any]) -> CheckResult:
-    """A user function's verdict; a failed check saying what happened if it raises or breaks its contract."""
-    try:
-        returned = function(text, dict(reference))
-    except Exception as exc:  # the user's function is broken: fail this candidate's check, not the run
-        detail = f"the check raised {type(exc).__name__}: {exc}"[:_DETAIL_CHARS]
-        return CheckResult(name=name, passed=False, score=0.0, detail=detail)
-    return to_check_result(name, returned)
+def _call(name: str, target: str, function: CheckFunction, text: str, reference: dict[str, Any]) -> CheckResult:
+    """A user function's verdict. What it raises goes up (the verifier makes it a `CheckError` naming the
+    function); a broken contract is a `CheckError` here."""
+    return to_check_result(name, function(text, dict(reference)), function=target)

@@ -34,6 +34,8 @@ def summary_rows(s: Summary, *, breakdowns: bool, oracle: bool = False) -> list[
         rows.append(("stop reasons", _counts(s.stop_reasons)))
         if s.errors:
             rows.append(("errors", _counts(s.errors)))
+    if s.check_errors:
+        rows.append(("check raised", _counts(s.check_errors) + " (tracebacks in results.jsonl and `redraft trace`)"))
     if s.retried_tasks:
         rows.append(("redone (machinery failed)", f"{s.retried_tasks} task(s): {_counts(s.retries)}"))
     rows.append(("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}"))

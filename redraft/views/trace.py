@@ -81,6 +81,8 @@ def _header(history: TaskHistory, r: Result) -> RenderableType:
     summary.append(f"\nheld-out grade: {grade_line(r.initial_graded_pass, r.graded_pass, r.grade)}")
     if r.error:
         summary.append(f"\nerror: {r.error}", style="red")
+    if r.traceback:
+        summary.append(f"\n{r.traceback.rstrip()}", style="dim red")
     if history.grade is not None and history.grade.message.error:
         summary.append(f"\nthe grade failed: {history.grade.message.error}", style="red")
     prompt = history.task.message.prompt if history.task is not None else ""

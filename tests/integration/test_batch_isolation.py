@@ -125,7 +125,8 @@ def test_each_failure_ends_its_own_task_with_its_cause_and_the_run_goes_on(ray_c
         assert records[kind]["stop_reason"] == "error", records[kind]
         assert records[kind]["error"].startswith(f"{cause}: "), records[kind]["error"]
         assert records[kind]["error_type"] == cause
-    assert "faulty check raised KeyError" in records["check"]["error"]
+    assert "the check of faulty raised KeyError" in records["check"]["error"]
+    assert records["check"]["error_raised"] == "KeyError" and "Traceback" in records["check"]["traceback"]
     assert "returned an empty draft" in records["garbage"]["error"]
     assert "not allowed to raise maximum limit" in records["sandbox"]["error"]
     assert "503 on every attempt" in records["backend"]["error"]

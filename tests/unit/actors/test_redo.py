@@ -13,15 +13,16 @@ import msgspec
 import pytest
 
 from redraft.actors._attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
-from redraft.actors._dispatcher import Dispatcher, Pending, RunClock, failed_result
+from redraft.actors._clock import RunClock
+from redraft.actors._dispatcher import Dispatcher, Pending, failed_result
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.grader import Grader
 from redraft.engine.pools import Outcome, Request, RolePool
 from redraft.engine.refine import local_roles
 from redraft.engine.setup import RoleSetup
-from redraft.errors import BackendUnavailableError, ClusterError, InfrastructureError
-from redraft.protocols.messages import Draft, DraftRequest, Message, Result, Usage, encode
+from redraft.errors import BackendUnavailableError, CheckBrokenError, ClusterError, InfrastructureError
+from redraft.protocols.messages import Draft, DraftRequest, Message, Result, Task, Usage, encode
 from redraft.rundir import RunReader, RunStore
 from redraft.scenarios import get_scenario
 from tests.support.replies import LateLearner
@@ -287,3 +288,64 @@ def test_a_poison_record_written_by_count_for_an_unreachable_endpoint_is_redone_
         store.append([encode(record)], record)
     store.finish(1.0)
     assert RunStore.open(tmp_path, manifest).done == {TASKS[1].task_id}  # only the real poison task stays done
+
+
+# ---------------------------------------------------------------- a check that raises
+
+
+def check_failed(task_id: str, raised: str = "KeyError", where: str = "mycheck.py:5 in boom") -> Result:
+    task = Task(task_id=task_id, scenario="check:mycheck:boom", prompt="?")
+    error = f"CheckError: the check of check:mycheck:boom raised {raised}: 'gold'"
+    return msgspec.structs.replace(
+        error_result(task, error, "CheckError"), error_raised=raised, error_where=where, traceback="Traceback ..."
+    )
+
+
+def finished(task_id: str) -> Result:
+    return msgspec.structs.replace(error_result(TASKS[0], "", ""), task_id=task_id, stop_reason="threshold", error=None)
+
+
+def test_a_check_that_raises_alike_on_the_first_tasks_stops_the_run_and_records_none_of_them() -> None:
+    """Before, each such task was written as a failed check, exit 0, after every model call was paid."""
+    store = Written()
+    dispatcher = a_dispatcher(store)
+    dispatcher._write([], check_failed("a"))
+    dispatcher._write([], check_failed("b"))
+    assert store.results == []  # held: no task has shown the check works yet
+    with pytest.raises(CheckBrokenError, match=r"raised KeyError: 'gold' \(at mycheck\.py:5 in boom\), on every"):
+        dispatcher._write([], check_failed("c"))
+    assert store.results == []  # a rerun with the same --out redoes them, once the check is fixed
+
+
+def test_a_run_shorter_than_the_guard_whose_every_task_the_check_failed_is_stopped_at_its_end() -> None:
+    store = Written()
+    dispatcher = a_dispatcher(store)
+    dispatcher._write([], check_failed("a"))
+    with pytest.raises(CheckBrokenError):
+        dispatcher.check_guard.finish()
+    assert store.results == []
+
+
+def test_check_failures_that_depend_on_the_task_are_the_tasks_own_errors() -> None:
+    store = Written()
+    dispatcher = a_dispatcher(store)
+    dispatcher._write([], check_failed("a"))
+    dispatcher._write([], finished("b"))  # the check works on some input: "a" was the task's own
+    dispatcher._write([], check_failed("c"))
+    dispatcher.check_guard.finish()
+    assert [r.task_id for r in store.results] == ["a", "b", "c"]
+    other = Written()
+    mixed = a_dispatcher(other)
+    mixed._write([], check_failed("a"))
+    mixed._write([], check_failed("b", raised="ValueError", where="mycheck.py:9 in boom"))  # not one bug
+    assert [r.task_id for r in other.results] == ["a", "b"]
+
+
+def test_the_end_table_counts_check_errors_by_what_and_where_they_raised() -> None:
+    from redraft.rundir.summary import summarize
+    from redraft.views.summary_table import summary_rows
+
+    summary = summarize([check_failed("a"), check_failed("b"), finished("c")], wall_s=1.0)
+    assert summary.check_errors == {"KeyError at mycheck.py:5 in boom": 2}
+    rows = dict(summary_rows(summary, breakdowns=True))
+    assert rows["check raised"].startswith("KeyError at mycheck.py:5 in boom 2")

@@ -262,7 +262,27 @@ def test_a_user_check_without_a_grade_leaves_the_grade_null_and_with_one_grades_
     graded_name = f"check:tests.support.check_modules:share_of_keywords,grade:{check}"
     graded_task = Task(task_id="fr", scenario=graded_name, prompt="Capital of France?", gold={"answer": "Paris"})
     graded = refine(graded_task, RunConfig.build(samples=1, max_rounds=1), backends={"drafter": spec, "critic": spec})
-    # The check got no reference (it raised on the missing keywords: a failed check), the grade got the gold.
-    assert not graded.result.passed and graded.result.graded_pass is True
-    first = next(m for m in graded.trace if isinstance(m, Verification))
-    assert first.checks[0].detail.startswith("the check raised")
+    # The check got no reference: it raised on the missing keywords, which ends the task with the check's
+    # error (no grade: nothing was judged); the grade never reached the check.
+    assert graded.result.error_type == "CheckError" and graded.result.error_raised == "KeyError"
+    assert not [m for m in graded.trace if isinstance(m, Verification)]
+
+
+def test_a_check_that_raises_ends_the_task_and_never_reaches_the_drafter_as_feedback() -> None:
+    """Before, the exception's text was the failed check's detail, revised against for every round."""
+    check = "tests.support.check_modules:by_reference"
+    prompts: list[str] = []
+
+    def model(request: ChatRequest) -> str:
+        prompts.extend(m.content for m in request.messages)
+        return "Answer: 7"
+
+    spec = ScriptedSpec(script=model)
+    task = Task(task_id="t", scenario=f"check:{check}", prompt="What is 3 + 4?", reference={})  # no "answer": raises
+    config = RunConfig.build(samples=2, max_rounds=3)
+    refinement = refine(task, config, backends={"drafter": spec, "critic": spec})
+    result = refinement.result
+    assert (result.stop_reason, result.error_type, result.error_raised) == ("error", "CheckError", "KeyError")
+    assert result.error_where is not None and result.error_where.endswith(" in exact_answer")
+    assert result.traceback is not None and "raise" not in prompts and "KeyError" not in " ".join(prompts)
+    assert len(prompts) == 2 * 2  # round 0's two drafts (system + user each), and no revision after

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -16,7 +17,7 @@ from redraft import RunConfig
 from redraft.actors.driver import identity, plan
 from redraft.cli import main
 from redraft.engine.setup import role_setup
-from redraft.errors import UserError
+from redraft.errors import CheckError, UserError
 from redraft.protocols.messages import Task
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
@@ -142,19 +143,28 @@ def test_accepted_returns(returned: Any, passed: bool, score: float, detail: str
     "returned",
     [None, "yes", (1.5, "too good"), (-0.1, "neg"), math.nan, (0.5,), (0.5, 3), {"score": 1}, (0.5, "a", "b")],
 )
-def test_anything_else_fails_the_check_with_the_reason(returned: Any) -> None:
-    result = to_check_result("mine", returned)
-    assert not result.passed and result.score == 0.0
-    assert result.detail.startswith("the check returned ") and "it must return (score, detail)" in result.detail
+def test_anything_else_is_the_checks_error_naming_the_contract(returned: Any) -> None:
+    with pytest.raises(CheckError, match=r"the check mod:mine returned .*; it must return \(score, detail\)") as err:
+        to_check_result("mine", returned, function="mod:mine")
+    assert err.value.raised == "BrokenContract"
 
 
-def test_a_check_that_raises_fails_that_candidate_only() -> None:
+def test_a_check_that_raises_is_not_feedback_but_the_checks_error_with_its_traceback() -> None:
+    """Before, the exception's text became a failed check's detail, fed to the drafter as feedback."""
+    from redraft.engine.verifier import Verifier
+    from redraft.protocols.messages import Draft, VerifyRequest
+
     scenario = UserCheck(CHECK)
     task = Task(task_id="t", scenario=scenario.name, prompt="p", reference={})
-    checks = scenario.check(task, "Answer: 7")
-    assert [(c.name, c.passed, c.detail) for c in checks] == [
-        ("by_reference", False, "the check raised KeyError: 'answer'")
-    ]
+    with pytest.raises(KeyError):
+        scenario.check(task, "Answer: 7")
+    draft = Draft(task_id="t", round=0, sample=0, text="Answer: 7")
+    with pytest.raises(CheckError) as err:
+        asyncio.run(Verifier(scenario.name).verify(VerifyRequest(task=task, draft=draft)))
+    assert str(err.value) == f"the check of check:{CHECK} raised KeyError: 'answer'"
+    assert err.value.raised == "KeyError" and err.value.where.startswith("check_modules.py:")
+    assert err.value.where.endswith(" in exact_answer")
+    assert "check_modules.py" in err.value.trace and "/" not in err.value.trace  # base names: no machine path
     good = Task(task_id="t", scenario=scenario.name, prompt="p", reference={"answer": "7"})
     assert scenario.check(good, "Answer: 7")[0].passed
     assert scenario.system_prompt() == "Answer the question. End with a line 'Answer: <answer>'."
