@@ -209,6 +209,23 @@ class ClusterError(RedraftError):
     """The run cannot go on here: a role no live node can host, or a backend down for good. Exit 1; rerun to resume."""
 
 
+class Interrupted(RedraftError):
+    """A request to stop (Ctrl-C, SIGTERM) ended the run: the tasks that landed are kept, those in flight were
+    cancelled and not recorded; a rerun with the same ``--out`` resumes. ``done`` of ``total`` tasks are done."""
+
+    def __init__(self, message: str = "interrupted", *, done: int = 0, total: int = 0) -> None:
+        super().__init__(message)
+        self.done = done
+        self.total = total
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_interrupted, (str(self), self.done, self.total))
+
+
+def _rebuild_interrupted(message: str, done: int, total: int) -> Interrupted:
+    return Interrupted(message, done=done, total=total)
+
+
 class PoisonTaskError(RedraftError):
     """A task whose every attempt ended with the machinery failing under it: it is taken to be the cause."""
 

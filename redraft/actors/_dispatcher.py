@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ from redraft.engine.grading import grade_request, graded
 from redraft.errors import (
     AuthenticationError,
     InfrastructureError,
+    Interrupted,
     cause_of,
     describe,
     error_type,
@@ -127,6 +129,7 @@ class Dispatcher:
         policy: AttemptPolicy | None = None,
         breaker: Breaker | None = None,
         metrics: RunMetrics | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.fleet = fleet
         self.store = store
@@ -151,12 +154,21 @@ class Dispatcher:
         self.retried = 0
         """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
         self.check_guard = CheckGuard()
+        self.written = 0
+        """Tasks written to the run directory by this invocation."""
+        self.stop = stop or threading.Event()
+        """Set (from a signal handler, another thread) to stop at once: the tasks in flight are cancelled."""
 
     def run(self, tasks: Iterator[Task]) -> str | None:
-        """Dispatch ``tasks`` until they run out or a run budget is spent; why it stopped early, or None."""
+        """Dispatch ``tasks`` until they run out or a run budget is spent; why it stopped early, or None.
+
+        `Interrupted` when `stop` is set: the tasks in flight are cancelled and not recorded.
+        """
         source, exhausted, stopped_by = iter(tasks), False, None
         try:
             while True:
+                if self.stop.is_set():
+                    raise Interrupted()
                 while len(self.in_flight) < self.max_in_flight:
                     if self._send_due_retry():
                         continue
@@ -375,6 +387,7 @@ class Dispatcher:
 
     def _write(self, frames: list[bytes], result: Result) -> None:
         for kept_frames, kept in self.check_guard.admit(frames, result):
+            self.written += 1
             self.cut += kept.stop_limit == "run_deadline"
             self.store.append(kept_frames, kept)
             self.metrics.done(kept)

@@ -20,8 +20,10 @@ import importlib.metadata
 import logging
 import os
 import platform
+import signal
 import socket
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -40,7 +42,7 @@ from redraft.actors._metrics import RunMetrics
 from redraft.config import RunConfig
 from redraft.engine.prompt_files import load_prompts, overrides
 from redraft.engine.setup import BackendOverrides, RoleSetup, arbiter_settings, endpoints_by_role, role_setup
-from redraft.errors import UserError
+from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Task
 from redraft.rundir import RunStore, Summary, fingerprint
 from redraft.scenarios import get_scenario
@@ -140,11 +142,14 @@ def run(
     backends: BackendOverrides | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_result: ProgressHook | None = None,
+    stop: threading.Event | None = None,
 ) -> RunOutcome:
     """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray).
 
     ``on_start(total, already_done)`` is called once the run directory is open;
-    ``on_result`` for each task that finishes in this invocation.
+    ``on_result`` for each task that finishes in this invocation. Setting ``stop`` (from a signal handler,
+    another thread) ends the run within a second: `Interrupted`, saying how many tasks are done, with the
+    tasks in flight cancelled and not recorded; a rerun with the same ``--out`` resumes.
     """
     out, tasks = plan(config)
     setup = role_setup(config, backends)
@@ -163,6 +168,7 @@ def run(
     settings = msgspec.structs.replace(arbiter_settings(config), run=out.name)
     fleet = Fleet(setup, config.experiment.strategy, settings)
     budgets = config.budgets
+    stop = stop or threading.Event()
     dispatcher = Dispatcher(
         fleet,
         store,
@@ -176,10 +182,15 @@ def run(
         on_result=on_result,
         breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
         metrics=RunMetrics(out.name),
+        stop=stop,
     )
     stopped_by: str | None = None
     try:
         stopped_by = dispatcher.run(pending)
+    except Interrupted:
+        stopped_by = "interrupted"
+        done = skipped + dispatcher.written
+        raise Interrupted(f"interrupted: {done} of {total} tasks done", done=done, total=total) from None
     finally:  # a stopped run still leaves a consistent directory and a summary of what finished
         fleet.shutdown()
         summary = store.finish(time.monotonic() - started, stopped_by)
@@ -205,6 +216,9 @@ def ensure_ray(address: str | None, *, probe_s: float = 5.0) -> None:
     one): a run without ``--address`` must not depend on such leftovers. A
     ``HOST:PORT`` where nothing listens is a usage error within ``probe_s``
     seconds (``ray.init`` itself would retry for minutes, silently).
+
+    The process's own SIGINT and SIGTERM handlers are kept: Ray installs its own as it starts (one that dumps
+    a C-level report on SIGTERM), and a caller that stops cleanly on a signal must still get it.
     """
     import ray
 
@@ -213,10 +227,21 @@ def ensure_ray(address: str | None, *, probe_s: float = 5.0) -> None:
     if address and ":" in address and "://" not in address:
         _probe(address, probe_s)
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
+    kept = _signal_handlers()
     try:
         ray.init(address=address or "local", **kwargs)
     except ConnectionError as exc:
         raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None
+    finally:
+        for signum, handler in kept.items():
+            signal.signal(signum, handler)
+
+
+def _signal_handlers() -> dict[int, Any]:
+    """SIGINT's and SIGTERM's Python handlers, when this is the main thread (only it may set them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: h for s in (signal.SIGINT, signal.SIGTERM) if (h := signal.getsignal(s)) is not None}
 
 
 def _probe(address: str, within_s: float) -> None:

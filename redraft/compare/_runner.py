@@ -27,7 +27,7 @@ from redraft.compare._arms import Arm
 from redraft.config import RunConfig
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.setup import BackendOverrides
-from redraft.errors import UserError
+from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
 
 BASELINE = "baseline"
@@ -107,9 +107,16 @@ def run_comparison(
     backends: BackendOverrides | None = None,
     on_start: StartHook | None = None,
     on_result: ResultHook | None = None,
+    stop: threading.Event | None = None,
 ) -> dict[str, RunOutcome]:
-    """Run every lane side by side; their outcomes by label. The first lane's error is raised after all end."""
+    """Run every lane side by side; their outcomes by label.
+
+    A lane that fails stops the others (``stop``: they would pay for a comparison that cannot finish), and its
+    error is raised once all have ended. Setting ``stop`` from outside (a signal) ends every lane within a
+    second: `Interrupted`, counting the tasks done over all lanes.
+    """
     plan.validate()
+    stop = stop or threading.Event()
     ensure_ray(plan.base.runtime.address)  # once, before the lanes' threads: ray.init is not for racing
     lock = threading.Lock()
 
@@ -124,19 +131,30 @@ def run_comparison(
                 with lock:
                     on_result(lane.label, result)
 
-        return run(lane.config, backends=backends, on_start=started, on_result=landed)
+        try:
+            return run(lane.config, backends=backends, on_start=started, on_result=landed, stop=stop)
+        except BaseException:
+            stop.set()
+            raise
 
     lanes = plan.lanes()
     with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="redraft-lane") as pool:
         futures = [(lane.label, pool.submit(one, lane)) for lane in lanes]
     outcomes: dict[str, RunOutcome] = {}
-    errors = []
+    errors: list[BaseException] = []
     for label, future in futures:
         error = future.exception()
         if error is not None:
             errors.append(error)
         else:
             outcomes[label] = future.result()
-    if errors:
-        raise errors[0]
+    stopped = [e for e in errors if isinstance(e, Interrupted)]
+    if errors and len(stopped) < len(errors):
+        raise next(e for e in errors if not isinstance(e, Interrupted))
+    if stopped:
+        done = sum(e.done for e in stopped) + sum(o.total for o in outcomes.values())
+        total = sum(e.total for e in stopped) + sum(o.total for o in outcomes.values())
+        raise Interrupted(
+            f"interrupted: {done} of {total} tasks done over the comparison's lanes", done=done, total=total
+        )
     return outcomes

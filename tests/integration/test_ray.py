@@ -171,3 +171,31 @@ def test_refused_credentials_stop_the_whole_run_with_one_error(ray_cluster: Any,
     # No task was recorded as failed: after fixing the key, the same --out resumes from scratch.
     assert (out / "results.jsonl").read_text() == ""
     assert json.loads((out / "summary.json").read_text())["tasks"] == 0
+
+
+def test_a_stop_request_ends_the_run_at_once_keeping_what_landed_and_a_rerun_resumes(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    import threading
+
+    from redraft.errors import Interrupted
+
+    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1), delay_s=0.3)
+    out = tmp_path / "run"
+    stop = threading.Event()
+    config = RunConfig.build(samples=1, limit=len(TASKS), out=str(out), max_tasks_in_flight=2)
+    landed: list[str] = []
+
+    def on_result(result: Result) -> None:
+        landed.append(result.task_id)
+        stop.set()  # as a signal handler would, once the first task is in
+
+    with pytest.raises(Interrupted, match=rf"interrupted: \d of {len(TASKS)} tasks done") as stopped:
+        run(config, backends={"drafter": spec, "critic": spec}, on_result=on_result, stop=stop)
+    assert 1 <= stopped.value.done < len(TASKS) and stopped.value.total == len(TASKS)
+    recorded = [json.loads(line)["task_id"] for line in (out / "results.jsonl").read_text().splitlines()]
+    assert recorded == landed  # what landed is kept, nothing in flight was written
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped_by"] == "interrupted" and summary["tasks"] == len(recorded)
+    again = run(config, backends={"drafter": spec, "critic": spec})
+    assert again.skipped == len(recorded) and again.summary.tasks == len(TASKS)
