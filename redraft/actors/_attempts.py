@@ -26,11 +26,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
-from redraft.errors import CheckBrokenError, ClusterError, InfrastructureError, MachineryFault
-from redraft.protocols.messages import Result, Task, Usage
+from redraft.errors import CheckBrokenError, ClusterError, InfrastructureError, MachineryFault, describe, error_type
+from redraft.protocols.messages import GradeRequest, Result, Task, Usage
 
 
 @dataclass(frozen=True)
@@ -216,3 +217,28 @@ class CheckGuard:
 
 def _where(result: Result) -> tuple[str | None, str | None]:
     return result.error_raised, result.error_where
+
+
+@dataclass
+class Pending:
+    """A task out: in its loop (streaming checkpoints into ``frames``), or being graded (``grading``)."""
+
+    task: Task
+    """The whole task, gold included (the driver's copy)."""
+    slot: int | None
+    """The arbiter slot it went to; None for a quarantine arbiter of its own."""
+    arbiter: Any
+    deadline: float
+    attempts: TaskAttempts
+    disturbances: int = 0
+    """`Fleet.disturbances` when the task was sent."""
+    frames: list[bytes] = field(default_factory=list)
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    grading: GradeRequest | None = None
+    """Set once its loop finished: what its grader is asked."""
+    grade_tries: int = 0
+
+
+def failed_result(task: Task, exc: BaseException) -> Result:
+    """The result of a task whose arbiter call failed outright: stop reason ``error``, its cause typed."""
+    return error_result(task, describe(exc), error_type(exc))

@@ -44,7 +44,6 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -53,8 +52,9 @@ from redraft.actors._attempts import (
     AttemptPolicy,
     Breaker,
     CheckGuard,
+    Pending,
     TaskAttempts,
-    error_result,
+    failed_result,
     poison_result,
     refused_result,
 )
@@ -69,11 +69,10 @@ from redraft.errors import (
     Interrupted,
     cause_of,
     describe,
-    error_type,
     machinery_failure,
     member_failure,
 )
-from redraft.protocols.messages import Grade, GradeRequest, Result, Task, Usage, decode, decode_as, encode
+from redraft.protocols.messages import Grade, Result, Task, Usage, decode, decode_as, encode
 from redraft.rundir import RunStore
 from redraft.scenarios import Scenario
 
@@ -88,26 +87,6 @@ DEFAULT_WATCHDOG_S = 3600.0
 GRADE_TRIES = 3
 TICK_S = 0.5
 """The longest the loop waits before it looks at the heartbeat, the watchdogs and the retry queue."""
-
-
-@dataclass
-class Pending:
-    """A task out: in its loop (streaming checkpoints into ``frames``), or being graded (``grading``)."""
-
-    task: Task
-    """The whole task, gold included (the driver's copy)."""
-    slot: int | None
-    """The arbiter slot it went to; None for a quarantine arbiter of its own."""
-    arbiter: Any
-    deadline: float
-    attempts: TaskAttempts
-    disturbances: int = 0
-    """`Fleet.disturbances` when the task was sent."""
-    frames: list[bytes] = field(default_factory=list)
-    pairs: list[tuple[int, int]] = field(default_factory=list)
-    grading: GradeRequest | None = None
-    """Set once its loop finished: what its grader is asked."""
-    grade_tries: int = 0
 
 
 class Dispatcher:
@@ -400,8 +379,3 @@ class Dispatcher:
         for key in list(self.in_flight):
             ray.cancel(key)
         self.in_flight.clear()
-
-
-def failed_result(task: Task, exc: BaseException) -> Result:
-    """The result of a task whose arbiter call failed outright: stop reason ``error``, its cause typed."""
-    return error_result(task, describe(exc), error_type(exc))

@@ -167,23 +167,8 @@ def run(
     ensure_ray(config.runtime.address)
     settings = msgspec.structs.replace(arbiter_settings(config), run=out.name)
     fleet = Fleet(setup, config.experiment.strategy, settings)
-    budgets = config.budgets
-    stop = stop or threading.Event()
-    dispatcher = Dispatcher(
-        fleet,
-        store,
-        scenario=get_scenario(config.experiment.scenario),
-        oracle=config.experiment.oracle_feedback,
-        max_in_flight=config.runtime.max_tasks_in_flight or _default_in_flight(setup, len(fleet.arbiters)),
-        clock=RunClock(started=started, before_s=store.wall_before, budget_s=budgets.budget_seconds),
-        task_timeout=budgets.task_timeout,
-        task_watchdog=budgets.task_watchdog,
-        budget_spent=budgets.spent_by,
-        on_result=on_result,
-        breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
-        metrics=RunMetrics(out.name),
-        stop=stop,
-    )
+    clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
+    dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, stop or threading.Event())
     stopped_by: str | None = None
     try:
         stopped_by = dispatcher.run(pending)
@@ -195,6 +180,33 @@ def run(
         fleet.shutdown()
         summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
+
+
+def _dispatcher(
+    config: RunConfig,
+    setup: RoleSetup,
+    fleet: Fleet,
+    store: RunStore,
+    clock: RunClock,
+    on_result: ProgressHook | None,
+    stop: threading.Event,
+) -> Dispatcher:
+    budgets = config.budgets
+    return Dispatcher(
+        fleet,
+        store,
+        scenario=get_scenario(config.experiment.scenario),
+        oracle=config.experiment.oracle_feedback,
+        max_in_flight=config.runtime.max_tasks_in_flight or _default_in_flight(setup, len(fleet.arbiters)),
+        clock=clock,
+        task_timeout=budgets.task_timeout,
+        task_watchdog=budgets.task_watchdog,
+        budget_spent=budgets.spent_by,
+        on_result=on_result,
+        breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
+        metrics=RunMetrics(store.root.name),
+        stop=stop,
+    )
 
 
 def _default_in_flight(setup: RoleSetup, nodes: int) -> int:

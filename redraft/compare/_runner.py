@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,6 +140,11 @@ def run_comparison(
     lanes = plan.lanes()
     with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="redraft-lane") as pool:
         futures = [(lane.label, pool.submit(one, lane)) for lane in lanes]
+    return _outcomes(futures)
+
+
+def _outcomes(futures: list[tuple[str, Future[RunOutcome]]]) -> dict[str, RunOutcome]:
+    """Each lane's outcome by label; a lane's real error before an interruption, which counts every lane."""
     outcomes: dict[str, RunOutcome] = {}
     errors: list[BaseException] = []
     for label, future in futures:

@@ -32,9 +32,10 @@ class Critic(ModelRole):
 
     async def critique(self, request: CritiqueRequest) -> Critique:
         draft = request.draft
+        messages = critique_messages(request.stance, request.task, draft.text, request.opponent, self._prompts)
         completion = await self._backend.complete(
             ChatRequest(
-                messages=critique_messages(request.stance, request.task, draft.text, request.opponent, self._prompts),
+                messages=messages,
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
                 seed=request.seed,
@@ -56,4 +57,5 @@ class Critic(ModelRole):
             model=completion.model,
             error=error,
             stance=request.stance,
+            messages=messages,
         )

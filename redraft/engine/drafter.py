@@ -42,19 +42,12 @@ class Drafter(ModelRole):
 
     async def draft(self, request: DraftRequest) -> Draft:
         patch = request.mode == "patch" and request.revision is not None
+        messages = draft_messages(
+            self._system, request.task, request.revision, stage=request.stage, patch=patch, prompts=self._prompts
+        )
         completion = await self._backend.complete(
             ChatRequest(
-                messages=draft_messages(
-                    self._system,
-                    request.task,
-                    request.revision,
-                    stage=request.stage,
-                    patch=patch,
-                    prompts=self._prompts,
-                ),
-                max_tokens=self._max_tokens,
-                temperature=self._temperature,
-                seed=request.seed,
+                messages=messages, max_tokens=self._max_tokens, temperature=self._temperature, seed=request.seed
             )
         )
         text, applied, errors = completion.text, 0, []
@@ -79,17 +72,14 @@ class Drafter(ModelRole):
             stage=request.stage.name if request.stage else None,
             edits_applied=applied,
             edit_errors=errors,
+            messages=messages,
         )
 
     async def reflect(self, request: ReflectRequest) -> Reflection:
         draft = request.draft
+        messages = reflect_messages(request.task, draft.text, request.failed_checks, self._prompts)
         completion = await self._backend.complete(
-            ChatRequest(
-                messages=reflect_messages(request.task, draft.text, request.failed_checks, self._prompts),
-                max_tokens=REFLECTION_MAX_TOKENS,
-                temperature=0.0,
-                seed=request.seed,
-            )
+            ChatRequest(messages=messages, max_tokens=REFLECTION_MAX_TOKENS, temperature=0.0, seed=request.seed)
         )
         return Reflection(
             task_id=draft.task_id,
@@ -98,4 +88,5 @@ class Drafter(ModelRole):
             text=" ".join(completion.text.split())[:500],
             usage=completion.usage,
             model=completion.model,
+            messages=messages,
         )

@@ -14,6 +14,7 @@ from redraft.protocols._records import (
     Attempt,
     CandidateGrade,
     CandidateText,
+    ChatMessage,
     CheckResult,
     Issue,
     Revision,
@@ -85,6 +86,8 @@ class Draft(_Frame, tag="draft", frozen=True, kw_only=True):
     """Patch revisions: how many of the model's edits applied."""
     edit_errors: list[str] = []
     """Patch revisions: why each edit that did not apply was refused (fed back on the next revision)."""
+    messages: list[ChatMessage] = []
+    """What the drafter's model was sent for this draft, its system prompt included."""
 
 
 class VerifyRequest(_Frame, tag="verify_request", frozen=True, kw_only=True):
@@ -146,6 +149,8 @@ class Critique(_Frame, tag="critique", frozen=True, kw_only=True):
     stance: Stance | Literal[""] | None = None
     """Which instructions the critic had (None: not said). Versions 2 and 3 wrote ``""`` for "not said", which
     reads as None: no message of this version holds ``""``."""
+    messages: list[ChatMessage] = []
+    """What the critic's model was sent for this critique, its system prompt included."""
 
     def __post_init__(self) -> None:
         if self.stance == "":
@@ -172,6 +177,8 @@ class Reflection(_Frame, tag="reflection", frozen=True, kw_only=True):
     text: str
     usage: Usage = Usage()
     model: str = ""
+    messages: list[ChatMessage] = []
+    """What the drafter's model was sent for this reflection."""
 
 
 class Decision(_Frame, tag="decision", frozen=True, kw_only=True):

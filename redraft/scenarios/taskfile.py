@@ -10,6 +10,10 @@ Format (UTF-8, one JSON object per line; blank lines are skipped)::
   to a model. The scenario splits it (`Scenario.split_reference`): what a user
   has at inference time (a schema) is for the feedback, the rest (gold answers,
   hidden tests) is held out for the grade.
+- ``feedback`` (object, optional): data for the feedback check alone, never held
+  out and never shown to a model: what a user has at inference time (a schema,
+  the visible test cases, the rules of the task). The check reads it beside the
+  part of ``reference`` the scenario gives it; a key may not be in both.
 
 Limits (each fault names the file, the line and, inside a line, the value's path):
 
@@ -49,7 +53,7 @@ from redraft.errors import ProtocolError, UserError
 from redraft.protocols.messages import Task, encode
 from redraft.scenarios._base import Scenario, get_scenario
 
-FIELDS = ("id", "prompt", "reference")
+FIELDS = ("id", "prompt", "reference", "feedback")
 """Allowed keys of one task line."""
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -206,8 +210,9 @@ def _parse(where: str, text: str) -> dict[str, Any]:
             raise UserError(f"{where}: {field!r} must be a string, got {_json_type(record[field])}")
         if not record[field].strip():
             raise UserError(f"{where}: {field!r} is empty")
-    if not isinstance(record.get("reference", {}), dict):
-        raise UserError(f"{where}: 'reference' must be an object, got {_json_type(record['reference'])}")
+    for field in ("reference", "feedback"):
+        if not isinstance(record.get(field, {}), dict):
+            raise UserError(f"{where}: {field!r} must be an object, got {_json_type(record[field])}")
     if problem := _string_fault(record["id"], MAX_ID_CHARS, "an id"):
         raise UserError(f"{where}: id: {problem}")
     if fault := _fault(record, "", 1):
@@ -228,6 +233,10 @@ def _json_type(value: Any) -> str:
 def _task(where: str, record: dict[str, Any], scenario: str, owner: Scenario) -> Task:
     """The task a line makes, encoded once to know it can travel; `UserError` if it cannot or is too large."""
     reference, gold = owner.split_reference(record.get("reference", {}))
+    feedback = record.get("feedback", {})
+    if both := sorted(set(feedback) & (set(reference) | set(gold))):
+        raise UserError(f"{where}: {_quoted(both[0])} is in both 'feedback' and 'reference'; keep it in one")
+    reference = {**reference, **feedback}
     task = Task(task_id=record["id"], scenario=scenario, prompt=record["prompt"], reference=reference, gold=gold)
     try:
         size = len(encode(task))

@@ -7,14 +7,16 @@ importing ``MODULE`` (it must be importable in the Ray workers: see the README,
 
 The check is feedback. A separate grade function may be named after it,
 ``check:MODULE:FUNCTION,grade:MODULE:FUNCTION`` (``--check ... --grade ...``):
-then the task file's ``reference`` is held out for the grade alone and the check
-gets an empty one; without a grade, the check gets the ``reference`` and the
+then the task file's ``reference`` is held out for the grade alone, and the check
+gets the line's ``feedback`` object (what a user has at inference time: a schema,
+visible test cases); without a grade, the check gets the ``reference`` too, and the
 run has no held-out grade (its grades are null, never 0).
 
-The check contract: ``FUNCTION(text, reference)`` gets the candidate's text and
-the task's ``reference`` object and returns ``(score, detail)``: a score in
-[0, 1] (any real number, numpy's too; a bool counts as 1 or 0) and a string
-shown to the drafter on revision.
+The check contract: ``FUNCTION(text, data)`` gets the candidate's text and the
+task's data for the feedback (an object), and ``FUNCTION(text, data, prompt)``
+gets the task's prompt too, when it takes a third argument. It returns
+``(score, detail)``: a score in [0, 1] (any real number, numpy's too; a bool
+counts as 1 or 0) and a string shown to the drafter on revision.
 A bare score (a number or a bool) is accepted too, with an empty detail. A
 candidate passes when its score is 1. ``MODULE`` may define ``SYSTEM_PROMPT``
 (a string) to replace the default instructions to the drafter.
@@ -28,6 +30,7 @@ traceback kept in the record. Its words never reach the drafter as feedback.
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
 import numbers
 import os
@@ -42,7 +45,8 @@ from redraft.scenarios._base import Scenario, scenario
 DEFAULT_SYSTEM_PROMPT = "Answer the task. Follow its instructions exactly and keep the answer concise."
 _DETAIL_CHARS = 500
 
-CheckFunction = Callable[[str, dict[str, Any]], Any]
+CheckFunction = Callable[..., Any]
+"""``(text, data)`` or ``(text, data, prompt)`` -> a score, or (score, detail)."""
 
 
 def load_check(target: str) -> tuple[Any, CheckFunction]:
@@ -125,6 +129,7 @@ class UserCheck(Scenario):
         self.name = user_scenario_name(check, grade or None)
         self._module, self._function = load_check(check)
         self._check_target, self._check_name = check, check.rpartition(":")[2]
+        self._wants_prompt = _takes_three(self._function)
         self._grade = load_check(grade)[1] if grade else None
         self._grade_target, self._grade_name = grade, grade.rpartition(":")[2]
 
@@ -144,7 +149,9 @@ class UserCheck(Scenario):
         return normalised or None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
-        return [_call(self._check_name, self._check_target, self._function, text, task.reference)]
+        data = dict(task.reference)
+        returned = self._function(text, data, task.prompt) if self._wants_prompt else self._function(text, data)
+        return [to_check_result(self._check_name, returned, function=self._check_target)]
 
     def grade(self, task: Task, text: str) -> CheckResult | None:
         if self._grade is None:
@@ -156,3 +163,13 @@ def _call(name: str, target: str, function: CheckFunction, text: str, reference:
     """A user function's verdict. What it raises goes up (the verifier makes it a `CheckError` naming the
     function); a broken contract is a `CheckError` here."""
     return to_check_result(name, function(text, dict(reference)), function=target)
+
+
+def _takes_three(function: CheckFunction) -> bool:
+    """Whether ``function`` takes a third positional argument (the task's prompt)."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: the two-argument contract
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3 or any(p.kind is p.VAR_POSITIONAL for p in parameters)

@@ -19,7 +19,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from redraft.protocols.messages import Critique, Decision, Draft, Result, Verification
+from redraft.protocols.messages import ChatMessage, Critique, Decision, Draft, Result, Verification
 from redraft.rundir import Frame, KnownFrame, RunReader, TaskHistory, build_history
 from redraft.rundir.history import Candidate, Round
 from redraft.views._fields import extra, frame_fields, grade_line, request_news, revision_of, usage_line
@@ -27,21 +27,25 @@ from redraft.views._fields import extra, frame_fields, grade_line, request_news,
 SEVERITY_STYLE = {"critical": "bold red", "major": "yellow", "minor": "dim"}
 
 
-def show_trace(root: Path, task_id: str, console: Console) -> None:
-    """Print the evolution of ``task_id`` in the run at ``root``; `UserError` if either is unknown."""
+def show_trace(root: Path, task_id: str, console: Console, *, messages: bool = False) -> None:
+    """Print the evolution of ``task_id`` in the run at ``root``; `UserError` if either is unknown.
+
+    The roles' system prompts are shown once, under the task; ``messages`` shows every message each model
+    call was sent, under its candidate or critique.
+    """
     reader = RunReader(root)
     entry = reader.find(task_id)
     history = build_history(task_id, reader.frames(entry))
-    for renderable in render(history, entry.result):
+    for renderable in render(history, entry.result, messages=messages):
         console.print(renderable)
 
 
-def render(history: TaskHistory, result: Result) -> list[RenderableType]:
-    out: list[RenderableType] = [_header(history, result)]
+def render(history: TaskHistory, result: Result, *, messages: bool = False) -> list[RenderableType]:
+    out: list[RenderableType] = [_header(history, result), *_system_prompts(history)]
     steps = {s.round: s for s in history.best_steps()}
     for rnd in history.rounds:
         out.append(Rule(Text(f"round {rnd.number}", style="bold"), align="left"))
-        out.extend(_round(rnd, history))
+        out.extend(_round(rnd, history, messages=messages))
         step = steps.get(rnd.number)
         if step is not None and step.changed:
             out.append(Text("best candidate changed:", style="bold"))
@@ -89,21 +93,43 @@ def _header(history: TaskHistory, r: Result) -> RenderableType:
     return Panel(Group(summary, Text(""), Text(prompt)), title=Text(f"task {history.task_id}"), title_align="left")
 
 
-def _round(rnd: Round, history: TaskHistory) -> list[RenderableType]:
+def _system_prompts(history: TaskHistory) -> list[RenderableType]:
+    """Each role's system prompt, once: what its model was told to be (a user's own included)."""
+    said: dict[str, str] = {}
+    for rnd in history.rounds:
+        for c in rnd.candidates:
+            said.setdefault("drafter", _system(c.draft.message.messages))
+            for critique in c.critiques:
+                stance = critique.message.stance or "critic"
+                said.setdefault(f"critic ({stance})", _system(critique.message.messages))
+    return [Text.assemble((f"{role}'s system prompt: ", "bold"), text) for role, text in said.items() if text]
+
+
+def _system(messages: list[ChatMessage]) -> str:
+    return next((m.content for m in messages if m.role == "system"), "")
+
+
+def _messages(messages: list[ChatMessage], whose: str) -> list[RenderableType]:
+    out: list[RenderableType] = [Text(f"{whose} was sent:", style="dim bold")]
+    out += [Text.assemble((f"  [{m.role}] ", "dim"), m.content) for m in messages]
+    return out
+
+
+def _round(rnd: Round, history: TaskHistory, *, messages: bool = False) -> list[RenderableType]:
     out: list[RenderableType] = []
     revision = revision_of(rnd)
     if revision is not None and revision.memory:
         out.append(Text(f"revising from the best so far (score {revision.best_score:.3f})", style="dim"))
     out.extend(_key_values(f"{kind} ×{count}", fields) for kind, count, fields in request_news(rnd))
     best = history.best_of(rnd.decision.message) if rnd.decision else None
-    out.extend(_candidate(candidate, is_best=candidate is best) for candidate in rnd.candidates)
+    out.extend(_candidate(candidate, is_best=candidate is best, messages=messages) for candidate in rnd.candidates)
     out.extend(_generic_frame(frame, ("task_id", "round")) for frame in rnd.others)
     if rnd.decision is not None:
         out.append(_decision(rnd.decision))
     return out
 
 
-def _candidate(c: Candidate, *, is_best: bool) -> RenderableType:
+def _candidate(c: Candidate, *, is_best: bool, messages: bool = False) -> RenderableType:
     title = Text(f"sample {c.sample}")
     if c.stage:
         title.append(f" · stage {c.stage}")
@@ -120,11 +146,16 @@ def _candidate(c: Candidate, *, is_best: bool) -> RenderableType:
     if is_best:
         title.append(" · best so far", style="bold cyan")
     body: list[RenderableType] = [Text(c.text), *_draft_notes(c.draft)]
+    if messages and c.draft.message.messages:
+        body += _messages(c.draft.message.messages, "the drafter's model")
     if c.grade is not None and c.grade.detail:
         body.append(Text(f"grade: {c.grade.detail}", style="dim"))
     if c.verification is not None:
         body.extend(_verification(c.verification))
-    body.extend(_critique(critique) for critique in c.critiques)
+    for critique in c.critiques:
+        body.append(_critique(critique))
+        if messages and critique.message.messages:
+            body += _messages(critique.message.messages, "the critic's model")
     body.extend(_generic_frame(f, ("task_id", "round", "sample")) for f in c.others)
     return Panel(Group(*body), title=title, title_align="left", border_style="cyan" if is_best else "dim")
 

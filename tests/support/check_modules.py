@@ -43,3 +43,11 @@ def share_of_keywords(text: str, reference: dict[str, Any]) -> float:
 def echoes_the_candidate(text: str, reference: dict[str, Any]) -> tuple[float, str]:
     """A harness that fails every answer and echoes it in its detail, as a failing test prints the program's output."""
     return 0.0, f"the program printed:\n{text}"
+
+
+def with_prompt(text: str, data: dict[str, Any], prompt: str) -> tuple[float, str]:
+    """A check that reads the task's prompt and its feedback data: the answer must be data['answer'], and
+    the prompt must be the one the data says it is for."""
+    if data.get("for_prompt") != prompt:
+        return 0.0, f"the check was given the prompt {prompt!r}"
+    return exact_answer(text, data)

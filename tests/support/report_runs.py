@@ -21,7 +21,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from redraft import RunConfig
-from redraft.actors._dispatcher import failed_result
+from redraft.actors._attempts import failed_result
 from redraft.actors.driver import manifest_for
 from redraft.backends.base import ChatRequest
 from redraft.engine.grader import Grader

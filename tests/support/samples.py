@@ -3,16 +3,19 @@
 `V1`, `V2` and `V3` are the messages of wire versions 1 to 3 (saved as ``tests/golden/v1`` to
 ``tests/golden/v3``); `ALL` are those of the current version, every field of every kind set
 (saved as ``tests/golden/v4`` by ``python -m tests.support.samples``, run from the repository's
-root). Version 4 only retyped fields (None for "none", stances a closed set), so its samples
-are version 3's.
+root). Version 4 retyped fields (None for "none", stances a closed set) and added the messages
+each model call was sent and what a failed check raised: its samples are version 3's with those set.
 """
 
 from __future__ import annotations
+
+import msgspec
 
 from redraft.protocols.messages import (
     Attempt,
     CandidateGrade,
     CandidateText,
+    ChatMessage,
     CheckResult,
     Critique,
     CritiqueRequest,
@@ -239,7 +242,26 @@ V3: list[Message] = [
     ),
 ]
 
-ALL: list[Message] = V3
+
+def _v4(message: Message) -> Message:
+    """A version-3 sample with the fields version 4 added set."""
+    sent = [ChatMessage(role="system", content="Be exact."), ChatMessage(role="user", content="What is 3 + 4?")]
+    if isinstance(message, Draft | Critique | Reflection):
+        return msgspec.structs.replace(message, messages=sent)
+    if isinstance(message, Result):
+        return msgspec.structs.replace(
+            message,
+            error_raised="KeyError",
+            error_where="check.py:5 in answer",
+            traceback="Traceback (most recent call last):\n  check.py:5 in answer\nKeyError: 'answer'",
+        )
+    if isinstance(message, DraftRequest | VerifyRequest | CritiqueRequest | ReflectRequest):
+        draft = getattr(message, "draft", None)
+        return msgspec.structs.replace(message, draft=_v4(draft)) if isinstance(draft, Draft) else message
+    return message
+
+
+ALL: list[Message] = [_v4(m) for m in V3]
 
 
 if __name__ == "__main__":  # write the golden frames of the current version (once, when a version is made)

@@ -12,9 +12,17 @@ from typing import Any
 import msgspec
 import pytest
 
-from redraft.actors._attempts import AttemptPolicy, Breaker, TaskAttempts, error_result, poison_result
+from redraft.actors._attempts import (
+    AttemptPolicy,
+    Breaker,
+    Pending,
+    TaskAttempts,
+    error_result,
+    failed_result,
+    poison_result,
+)
 from redraft.actors._clock import RunClock
-from redraft.actors._dispatcher import Dispatcher, Pending, failed_result
+from redraft.actors._dispatcher import Dispatcher
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.grader import Grader

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from redraft.actors._dispatcher import failed_result
+from redraft.actors._attempts import failed_result
 from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Result, Task, Usage, encode, iter_frames
 from redraft.rundir import RunStore, fingerprint

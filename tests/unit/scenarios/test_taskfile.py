@@ -53,7 +53,7 @@ def test_a_good_file_streams_its_tasks_in_order(tmp_path: Path) -> None:
         ([{"id": 3, "prompt": "x"}], "line 1: 'id' must be a string, got a number"),
         ([{"id": "a", "prompt": None}], "line 1: 'prompt' must be a string, got null"),
         ([{"id": "a", "prompt": "  "}], "line 1: 'prompt' is empty"),
-        ([{"id": "a", "promt": "x"}], "line 1: unknown field 'promt' (allowed: id, prompt, reference)"),
+        ([{"id": "a", "promt": "x"}], "line 1: unknown field 'promt' (allowed: id, prompt, reference, feedback)"),
         ([{"id": "a", "prompt": "x", "reference": "7"}], "line 1: 'reference' must be an object, got a string"),
         ([GOOD[0], "", GOOD[1], {**GOOD[1], "id": "right"}], "line 4: duplicate id 'right' (first on line 1)"),
         (["", "  "], ": no tasks (the file is empty)"),
@@ -271,3 +271,27 @@ def test_the_readme_scenario_package_example_registers_and_checks(monkeypatch: p
     assert capitals.check(tasks[0], "Lyon")[0].detail == "wrong city"
     toml = tomllib.loads(readme_block("**A scenario in a package.**", "toml"))
     assert toml["project"]["entry-points"]["redraft.scenarios"] == {"capitals": "my_suite.capitals"}
+
+
+# ---------------------------------------------------------------- what a user's check is given
+
+
+def test_a_check_gets_the_lines_feedback_data_and_the_prompt_while_its_reference_is_held_out(
+    tmp_path: Path,
+) -> None:
+    """Before, with --grade the check got {} (the reference was all gold) and never the prompt."""
+    check, grade = "tests.support.check_modules:with_prompt", "tests.support.check_modules:exact_answer"
+    line = {
+        "id": "a",
+        "prompt": "What is 3 + 4?",
+        "reference": {"answer": "7"},  # held out for the grade
+        "feedback": {"answer": "7", "for_prompt": "What is 3 + 4?"},  # what the check may read
+    }
+    with pytest.raises(UserError, match="'answer' is in both 'feedback' and 'reference'"):
+        validate_task_file(write_lines(tmp_path / "clash.jsonl", line), f"check:{check},grade:{grade}")
+    line["reference"] = {"gold": "7"}
+    scenario = f"check:{check},grade:tests.support.check_modules:by_reference"
+    [task] = list(iter_tasks(write_lines(tmp_path / "tasks.jsonl", line), scenario))
+    assert task.reference == {"answer": "7", "for_prompt": "What is 3 + 4?"} and task.gold == {"gold": "7"}
+    [verdict] = get_scenario(scenario).check(task.without_gold(), "Answer: 7")
+    assert verdict.passed and verdict.detail == "correct"

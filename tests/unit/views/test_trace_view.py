@@ -117,3 +117,35 @@ def test_trace_seeks_to_the_task_s_own_bytes(run_dir: Path, tmp_path: Path) -> N
     buffer = io.StringIO()
     show_trace(root, "suite/pass-first", Console(file=buffer, width=120))  # its frames are garbage now
     assert "task suite/pass-first" in buffer.getvalue() and "round 0" not in buffer.getvalue()
+
+
+def test_the_trace_and_the_report_show_what_each_role_was_sent_system_prompt_included(tmp_path: Path) -> None:
+    """Before, no view showed a role's messages: a user could not confirm their SYSTEM_PROMPT was used."""
+    import markupsafe
+
+    from redraft import RunConfig, refine
+    from redraft.actors.driver import manifest_for
+    from redraft.backends.scripted import ScriptedSpec
+    from redraft.protocols.messages import Task, encode
+    from redraft.rundir import RunStore, safe_name
+    from redraft.views.report import write_report
+    from tests.support.check_modules import SYSTEM_PROMPT
+
+    check = "tests.support.check_modules:exact_answer"
+    task = Task(task_id="t", scenario=f"check:{check}", prompt="What is 3 + 4?", reference={"answer": "8"})
+    spec = ScriptedSpec(script=lambda request: "Answer: 7" if request.json_schema is None else '{"issues": []}')
+    config = RunConfig.build(scenario=task.scenario, samples=1, max_rounds=2, out=str(tmp_path / "run"))
+    refinement = refine(task, config, backends={"drafter": spec, "critic": spec})
+    store = RunStore.open(tmp_path / "run", manifest_for(config, "run"))
+    store.append([encode(m) for m in refinement.trace], refinement.result)
+    store.finish(1.0)
+    buffer = io.StringIO()
+    show_trace(tmp_path / "run", "t", Console(file=buffer, width=200), messages=True)
+    printed = buffer.getvalue()
+    assert f"drafter's system prompt: {SYSTEM_PROMPT}" in printed
+    assert "critic (adversarial)'s system prompt:" in printed
+    assert "the drafter's model was sent:" in printed and "[user]" in printed
+    write_report(tmp_path / "run")
+    page = (tmp_path / "run" / "report" / f"{safe_name('t')}.html").read_text()
+    assert "what the drafter's model was sent" in page and "what the critic's model was sent" in page
+    assert str(markupsafe.escape(SYSTEM_PROMPT)) in page
