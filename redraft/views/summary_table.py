@@ -55,7 +55,7 @@ def summary_rows(s: Summary, *, breakdowns: bool, oracle: bool = False) -> list[
 
 def _graded(rate: float | None, passed: int, s: Summary) -> str:
     if rate is None:
-        return "no grade (no task had gold to be graded against)"
+        return "none: nothing was held out from the loop to grade against (a --check run grades with --grade)"
     ungraded = f"; {s.tasks - s.graded} not graded" if s.graded < s.tasks else ""
     return f"{rate:.1%} ({passed}/{s.graded}{ungraded})"
 
