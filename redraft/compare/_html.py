@@ -19,6 +19,7 @@ from redraft.views.templating import render
 
 COMPARISON_HTML = "comparison.html"
 COST_LABELS = {"calls": "model calls per task", "tokens": "tokens per task", "usd": "USD per task"}
+TEST_NAMES = {"exact_mcnemar": "exact McNemar", "paired_t": "paired t"}
 
 
 def arm_cost(arm: ArmFigures, match: str) -> float:
@@ -88,7 +89,7 @@ def _against(difference: Difference | None, ceiling: int) -> str:
     held there (the notes say so)."""
     if difference is None:
         return "-"
-    noise = " (noise)" if difference.within_noise else ""
+    noise = "" if difference.significant else " (noise)"
     text = f"{difference.mean:+.1%}{noise}\n[{difference.ci.low * 100:+.1f}, {difference.ci.high * 100:+.1f}]"
     budget = difference.budget
     if budget is None or not math.isfinite(budget):
@@ -125,6 +126,7 @@ def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Pa
         header=TERMINAL_HEADER,
         rows=terminal_rows(comparison),
         cost_label=COST_LABELS[match],
+        tests=TEST_NAMES,
     )
     path.write_text(page, encoding="utf-8")
     return path
