@@ -13,8 +13,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from matplotlib.figure import Figure
+
 from redraft.compare._analysis import ArmFigures, Comparison, Curve, Difference
 from redraft.compare._charts import cost_plane, flip_bars, rounds_lines
+from redraft.views.plots import png
 from redraft.views.templating import render
 
 COMPARISON_HTML = "comparison.html"
@@ -98,23 +101,26 @@ def _against(difference: Difference | None, ceiling: int) -> str:
     return text + (f"\n@n={ceiling} (held)" if held else f"\n@n={budget:.1f}")
 
 
-def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Path:
-    """``comparison.html`` under ``out``; ``reports``: each arm's report page, relative to ``out``."""
+def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]:
+    """The page's plots, each with its caption; ``front``: the arms on the Pareto front."""
     match = comparison.match
-    front = pareto(comparison)
     plane = cost_plane(
         [(a.name, arm_cost(a, match), a.pass_rate, a.ci.low, a.ci.high, a.name in front) for a in comparison.arms],
         [(c.name, curve_costs(c, match), c.pass_rate) for c in comparison.baselines],
         COST_LABELS[match],
     )
-    plots = [
+    fixed_and_broke = {a.name: (_mean_rate(a.fixed_by_round), _mean_rate(a.broken_by_round)) for a in comparison.arms}
+    return [
         (plane, "graded pass rate against cost, arms over the sampling baselines"),
         (rounds_lines({a.name: a.pass_rate_by_round for a in comparison.arms}), "graded pass rate after each round"),
-        (
-            flip_bars({a.name: (_mean_rate(a.fixed_by_round), _mean_rate(a.broken_by_round)) for a in comparison.arms}),
-            "revisions that fixed and broke an answer",
-        ),
+        (flip_bars(fixed_and_broke), "revisions that fixed and broke an answer, by the grade"),
     ]
+
+
+def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Path:
+    """``comparison.html`` under ``out``; ``reports``: each arm's report page, relative to ``out``."""
+    front = pareto(comparison)
+    plots = [(png(fig), caption) for fig, caption in charts(comparison, front)]
     path = out / COMPARISON_HTML
     page = render(
         "comparison.html.j2",
@@ -125,7 +131,7 @@ def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Pa
         reports=reports,
         header=TERMINAL_HEADER,
         rows=terminal_rows(comparison),
-        cost_label=COST_LABELS[match],
+        cost_label=COST_LABELS[comparison.match],
         tests=TEST_NAMES,
     )
     path.write_text(page, encoding="utf-8")
