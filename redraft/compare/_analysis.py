@@ -81,6 +81,9 @@ class Difference(msgspec.Struct, frozen=True, kw_only=True):
 
 class ArmFigures(msgspec.Struct, kw_only=True):
     name: str
+    oracle: bool
+    """The loop was fed the held-out grade (``oracle_feedback``): an upper bound, not a result. Marked wherever
+    the arm is shown, and never on the Pareto front."""
     repeats: int
     tasks: int
     """Tasks with a grade (the others are left out of graded figures)."""
@@ -129,14 +132,15 @@ class Comparison(msgspec.Struct, kw_only=True):
     notes: list[str] = []
 
 
-def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviour) -> ArmFigures:
-    """One arm's figures from its repeats (each a list of task figures, in any order)."""
+def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviour, *, oracle: bool) -> ArmFigures:
+    """One arm's figures from its repeats (each a list of task figures, in any order); ``oracle``: fed the grade."""
     per_task = _pooled(repeats)
     graded = [v for v in per_task.values() if v is not None]
     every = [t for run in repeats for t in run]
     count = max(len(every), 1)
     return ArmFigures(
         name=name,
+        oracle=oracle,
         repeats=len(repeats),
         tasks=len(graded),
         ungraded=len(per_task) - len(graded),

@@ -5,7 +5,9 @@ CSS, nothing fetched), rendered from an autoescaping template
 (``comparison.html.j2``): the pass-rate-against-cost plane with each arm's
 95 % interval over the baselines' curves (the Pareto front marked), the pass rate
 after each round per arm, and what the revisions and critics did; then the
-tables of ``comparison.json`` and a link to each arm's own report.
+tables of ``comparison.json`` and a link to each arm's own report. An oracle arm
+(fed the held-out grade) is marked "(oracle)" in every table, row and plot, and
+is kept off the Pareto front (`pareto`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from redraft.compare._analysis import ArmFigures, Comparison, Curve, Difference
-from redraft.compare._charts import cost_plane, flip_bars, rounds_lines
+from redraft.compare._charts import ArmPoint, cost_plane, flip_bars, rounds_lines
 from redraft.views.plots import png
 from redraft.views.templating import render
 
@@ -37,13 +39,18 @@ def curve_costs(curve: Curve, match: str) -> list[float]:
 
 
 def pareto(comparison: Comparison) -> list[str]:
-    """The arms no other arm or baseline point beats on both cost and graded pass rate."""
+    """The arms no other arm or baseline point beats on both cost and graded pass rate.
+
+    Oracle arms are left out on both sides: fed the grade, they are not a result to be on the front, nor a
+    point that could push a real arm off it.
+    """
     match = comparison.match
-    points = [(arm_cost(a, match), a.pass_rate) for a in comparison.arms]
+    real = [a for a in comparison.arms if not a.oracle]
+    points = [(arm_cost(a, match), a.pass_rate) for a in real]
     for curve in comparison.baselines:
         points += list(zip(curve_costs(curve, match), curve.pass_rate, strict=True))
     front = []
-    for arm in comparison.arms:
+    for arm in real:
         cost, rate = arm_cost(arm, match), arm.pass_rate
         dominated = any(c <= cost and r >= rate and (c, r) != (cost, rate) for c, r in points)
         if not dominated and math.isfinite(rate):
@@ -62,7 +69,7 @@ def terminal_rows(comparison: Comparison) -> list[list[str]]:
         against = {d.b: d for d in comparison.against_baselines if d.a == arm.name}
         rows.append(
             [
-                arm.name,
+                f"{arm.name}\n(oracle)" if arm.oracle else arm.name,
                 f"{arm.pass_rate:.1%}\n[{arm.ci.low * 100:.1f}, {arm.ci.high * 100:.1f}]",
                 f"{arm.feedback_pass_rate:.1%}",
                 f"{arm.mean_calls:.1f}",
@@ -104,16 +111,21 @@ def _against(difference: Difference | None, ceiling: int) -> str:
 def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]:
     """The page's plots, each with its caption; ``front``: the arms on the Pareto front."""
     match = comparison.match
+    oracles = frozenset(a.name for a in comparison.arms if a.oracle)
     plane = cost_plane(
-        [(a.name, arm_cost(a, match), a.pass_rate, a.ci.low, a.ci.high, a.name in front) for a in comparison.arms],
+        [
+            ArmPoint(a.name, arm_cost(a, match), a.pass_rate, a.ci.low, a.ci.high, a.name in front, a.oracle)
+            for a in comparison.arms
+        ],
         [(c.name, curve_costs(c, match), c.pass_rate) for c in comparison.baselines],
         COST_LABELS[match],
     )
+    by_round = {a.name: a.pass_rate_by_round for a in comparison.arms}
     fixed_and_broke = {a.name: (_mean_rate(a.fixed_by_round), _mean_rate(a.broken_by_round)) for a in comparison.arms}
     return [
         (plane, "graded pass rate against cost, arms over the sampling baselines"),
-        (rounds_lines({a.name: a.pass_rate_by_round for a in comparison.arms}), "graded pass rate after each round"),
-        (flip_bars(fixed_and_broke), "revisions that fixed and broke an answer, by the grade"),
+        (rounds_lines(by_round, oracles), "graded pass rate after each round"),
+        (flip_bars(fixed_and_broke, oracles), "revisions that fixed and broke an answer, by the grade"),
     ]
 
 
@@ -130,7 +142,8 @@ def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Pa
         front=front,
         reports=reports,
         header=TERMINAL_HEADER,
-        rows=terminal_rows(comparison),
+        rows=list(zip([a.name for a in comparison.arms], terminal_rows(comparison), strict=True)),
+        oracles={a.name for a in comparison.arms if a.oracle},
         cost_label=COST_LABELS[comparison.match],
         tests=TEST_NAMES,
     )

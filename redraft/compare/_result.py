@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from redraft.compare._analysis import (
+    ArmFigures,
     Comparison,
     Curve,
     Difference,
@@ -41,6 +42,7 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
     """Every figure of a finished comparison, from its lanes' run directories."""
     repeats: dict[str, list[list[TaskFigures]]] = {}
     behaviours: dict[str, Behaviour] = {}
+    oracles = {lane.arm: lane.config.experiment.oracle_feedback for lane in plan.lanes()}
     for lane in plan.lanes():
         if lane.arm == BASELINE:
             continue
@@ -50,7 +52,7 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
     samples = baseline_samples(plan.out / BASELINE)
     cost = _cost_per_sample(plan.out / BASELINE, plan.baseline_samples)
     curves = [curve(name, samples, cost) for name in ("best_of_n", "self_consistency")]
-    arms = [arm_summary(name, runs, behaviours[name]) for name, runs in repeats.items()]
+    arms = [arm_summary(name, runs, behaviours[name], oracle=oracles[name]) for name, runs in repeats.items()]
     per_task = {name: per_task_pass(runs) for name, runs in repeats.items()}
     vs_baselines = [against_baseline(a, per_task[a.name], c, samples, match) for a in arms for c in curves]
     vs_arms = [between(a.name, per_task[a.name], b.name, per_task[b.name]) for a, b in itertools.combinations(arms, 2)]
@@ -62,7 +64,7 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
         baselines=curves,
         against_baselines=vs_baselines,
         between_arms=vs_arms,
-        notes=_notes(vs_baselines, curves),
+        notes=_oracle_notes(arms, oracles[BASELINE]) + _notes(vs_baselines, curves),
     )
 
 
@@ -113,6 +115,20 @@ def _notes(vs_baselines: list[Difference], curves: list[Curve]) -> list[str]:
         pairs = ", ".join(f"{d.a} vs {d.b}" for d in noisy)
         notes.append(f"within noise (p >= 0.05, and the 95% interval of the difference holds 0): {pairs}")
     return list(dict.fromkeys(notes))
+
+
+def _oracle_notes(arms: list[ArmFigures], baseline_oracle: bool) -> list[str]:
+    """What was fed the held-out grade: upper bounds, not results."""
+    notes = []
+    fed = [a.name for a in arms if a.oracle]
+    if fed:
+        notes.append(
+            f"oracle (fed the held-out grade as feedback; an upper bound, not a result, and left off the Pareto "
+            f"front): {', '.join(fed)}"
+        )
+    if baseline_oracle:
+        notes.append("the sampling baseline was fed the held-out grade too (--oracle-feedback): its curves are oracle")
+    return notes
 
 
 def write_json(comparison: Comparison, out: Path) -> Path:

@@ -24,9 +24,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def arm(name: str, rate: float, calls: float) -> ArmFigures:
+def arm(name: str, rate: float, calls: float, *, oracle: bool = False) -> ArmFigures:
     return ArmFigures(
         name=name,
+        oracle=oracle,
         repeats=1,
         tasks=80,
         ungraded=0,
