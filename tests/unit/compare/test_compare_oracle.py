@@ -15,7 +15,7 @@ from redraft.compare._analysis import Comparison
 from redraft.compare._arms import Arm
 from redraft.compare._command import _print
 from redraft.compare._html import charts, pareto, write_html
-from redraft.compare._result import build, write_json
+from redraft.compare._result import _oracle_notes, build, write_json
 from redraft.compare._runner import BASELINE, ComparePlan
 from tests.integration.test_compare_browser import arm, curve
 from tests.support.report_runs import html_tables, make_run
@@ -97,3 +97,10 @@ def test_the_plots_mark_the_oracle_arm() -> None:
     assert "fed (oracle: fed the grade)" in [t.get_text() for t in ax.get_legend().get_texts()]
     [ax] = flips.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["fed (oracle: fed the grade)", "plain"]
+
+
+def test_a_comparison_run_with_oracle_feedback_says_the_baseline_was_fed_the_grade_too() -> None:
+    arms = [arm("a", 0.5, 2.0, oracle=True)]
+    assert any("sampling baseline was fed the held-out grade" in note for note in _oracle_notes(arms, True))
+    assert not any("sampling baseline" in note for note in _oracle_notes(arms, False))
+    assert _oracle_notes([arm("b", 0.5, 2.0)], False) == []
