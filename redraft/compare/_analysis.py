@@ -1,18 +1,19 @@
 """From the lanes' run directories to ``comparison.json``: every figure of the comparison, typed.
 
 Per arm (repeats pooled: a task's figure is its mean over repeats, and tasks are
-the unit every interval resamples): the graded pass rate with its 95 % interval,
+the unit every interval counts): the graded pass rate with its 95 % interval,
 cost per task and in all, the pass rate after each round, and what revisions,
 critiques and rollbacks did (`redraft.compare._lane_figures`).
 
 The baselines are curves: best-of-n and self-consistency at every n up to the
 baseline's N, computed from its samples (`redraft.compare.stats`). Each arm is
 matched to them at its own mean cost per task (``--match``: model calls,
-tokens, or USD), and compared task by task: the paired difference with its 95 %
-interval, and an exact McNemar p value (against the baseline's first n samples,
-n the matched budget rounded, since McNemar needs one outcome per task). Arms
-are compared with each other the same way. A difference whose interval holds 0
-is called within noise.
+tokens, or USD), and compared task by task with the baseline's expected pass at
+that budget. Arms are compared with each other the same way. Each difference is
+decided by one paired test (`redraft.compare.stats.paired`): the exact McNemar
+test when both sides have one pass or fail per task, the paired t-test when
+either side's figures are means; its p value, its 95 % interval and whether it
+is significant all come from that test, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -26,15 +27,15 @@ import msgspec
 
 from redraft.compare._lane_figures import Behaviour, TaskFigures
 from redraft.compare.stats import (
+    Method,
+    Paired,
     Sample,
     Selector,
     at_budget,
     best_of_n,
-    bootstrap_ci,
     majority_vote,
-    mcnemar,
-    paired_ci,
-    within_noise,
+    paired,
+    wilson,
 )
 
 Match = Literal["calls", "tokens", "usd"]
@@ -47,21 +48,42 @@ class Interval(msgspec.Struct, frozen=True):
 
 
 class Difference(msgspec.Struct, frozen=True, kw_only=True):
-    """``a`` minus ``b`` over the same tasks."""
+    """``a`` minus ``b`` over the same tasks, decided by one paired test."""
 
     a: str
     b: str
     mean: float
     ci: Interval
-    mcnemar_p: float | None
-    """None when one side has no binary outcome per task."""
-    within_noise: bool
+    """The test's own 95 % interval: it excludes 0 exactly when the difference is significant."""
+    test: Method
+    """``exact_mcnemar`` (one pass or fail per task on both sides) or ``paired_t`` (means)."""
+    p: float | None
+    """The test's two-sided p value; None when it has nothing to go on (see `redraft.compare.stats`)."""
+    significant: bool
+    """p < 0.05."""
     budget: float | None = None
     """Against a baseline: the samples per task it was matched at."""
+
+    @classmethod
+    def of(cls, a: str, b: str, result: Paired, budget: float | None = None) -> Difference:
+        """The difference as comparison.json keeps it, from the test that decided it."""
+        return cls(
+            a=a,
+            b=b,
+            mean=result.mean,
+            ci=Interval(result.low, result.high),
+            test=result.method,
+            p=result.p,
+            significant=result.significant,
+            budget=budget,
+        )
 
 
 class ArmFigures(msgspec.Struct, kw_only=True):
     name: str
+    oracle: bool
+    """The loop was fed the held-out grade (``oracle_feedback``): an upper bound, not a result. Marked wherever
+    the arm is shown, and never on the Pareto front."""
     repeats: int
     tasks: int
     """Tasks with a grade (the others are left out of graded figures)."""
@@ -110,19 +132,20 @@ class Comparison(msgspec.Struct, kw_only=True):
     notes: list[str] = []
 
 
-def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviour) -> ArmFigures:
-    """One arm's figures from its repeats (each a list of task figures, in any order)."""
+def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviour, *, oracle: bool) -> ArmFigures:
+    """One arm's figures from its repeats (each a list of task figures, in any order); ``oracle``: fed the grade."""
     per_task = _pooled(repeats)
     graded = [v for v in per_task.values() if v is not None]
     every = [t for run in repeats for t in run]
     count = max(len(every), 1)
     return ArmFigures(
         name=name,
+        oracle=oracle,
         repeats=len(repeats),
         tasks=len(graded),
         ungraded=len(per_task) - len(graded),
         pass_rate=_mean(graded),
-        ci=Interval(*bootstrap_ci(graded)),
+        ci=Interval(*wilson(math.fsum(graded), len(graded))),
         feedback_pass_rate=sum(t.passed for t in every) / count,
         initial_pass_rate=_mean([float(t.initial_graded_pass) for t in every if t.initial_graded_pass is not None]),
         mean_calls=sum(t.calls for t in every) / count,
@@ -198,41 +221,22 @@ def matched_budget(arm: ArmFigures, baseline: Curve, match: Match) -> float:
 def against_baseline(
     arm: ArmFigures, arm_tasks: dict[str, float | None], baseline: Curve, samples: dict[str, list[Sample]], match: Match
 ) -> Difference:
-    """The arm against a baseline at the arm's own cost, task by task."""
+    """The arm against a baseline's expected pass at the arm's own cost, task by task."""
     budget = matched_budget(arm, baseline, match)
+    if not math.isfinite(budget):  # the baseline's samples cost nothing in this unit: nothing to match
+        return Difference.of(arm.name, baseline.name, Paired("paired_t", math.nan, math.nan, math.nan, None), budget)
     select = BASELINES[baseline.name]
     tasks = [t for t, v in arm_tasks.items() if v is not None and t in samples]
     ours = [float(arm_tasks[t] or 0.0) for t in tasks]
-    theirs = [at_budget(select, samples[t], budget) if math.isfinite(budget) else math.nan for t in tasks]
-    mean, interval = paired_ci(ours, theirs)
-    realized_n = min(max(round(budget), 1), baseline.samples) if math.isfinite(budget) else 1
-    binary_ours = [v == 1.0 for v in ours] if all(v in (0.0, 1.0) for v in ours) else None
-    p = mcnemar(binary_ours, [_first_n(samples[t], realized_n) for t in tasks]) if binary_ours is not None else None
-    return Difference(
-        a=arm.name,
-        b=baseline.name,
-        mean=mean,
-        ci=Interval(*interval),
-        mcnemar_p=p,
-        within_noise=within_noise(interval),
-        budget=budget,
-    )
-
-
-def _first_n(samples: list[Sample], n: int) -> bool:
-    """The realised outcome of best-of-n on the first n samples (ties to the earlier one)."""
-    first = samples[:n]
-    return first[min(range(len(first)), key=lambda i: (-first[i].score, i))].passed
+    theirs = [at_budget(select, samples[t], budget) for t in tasks]
+    return Difference.of(arm.name, baseline.name, paired(ours, theirs), budget)
 
 
 def between(a: str, ours: dict[str, float | None], b: str, theirs: dict[str, float | None]) -> Difference:
     """Two arms over the tasks both graded."""
     tasks = [t for t in ours if ours[t] is not None and theirs.get(t) is not None]
     xs, ys = [float(ours[t] or 0.0) for t in tasks], [float(theirs[t] or 0.0) for t in tasks]
-    mean, interval = paired_ci(xs, ys)
-    binary = all(v in (0.0, 1.0) for v in xs + ys)
-    p = mcnemar([v == 1.0 for v in xs], [v == 1.0 for v in ys]) if binary else None
-    return Difference(a=a, b=b, mean=mean, ci=Interval(*interval), mcnemar_p=p, within_noise=within_noise(interval))
+    return Difference.of(a, b, paired(xs, ys))
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -5,7 +5,9 @@ CSS, nothing fetched), rendered from an autoescaping template
 (``comparison.html.j2``): the pass-rate-against-cost plane with each arm's
 95 % interval over the baselines' curves (the Pareto front marked), the pass rate
 after each round per arm, and what the revisions and critics did; then the
-tables of ``comparison.json`` and a link to each arm's own report.
+tables of ``comparison.json`` and a link to each arm's own report. An oracle arm
+(fed the held-out grade) is marked "(oracle)" in every table, row and plot, and
+is kept off the Pareto front (`pareto`).
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from matplotlib.figure import Figure
+
 from redraft.compare._analysis import ArmFigures, Comparison, Curve, Difference
-from redraft.compare._charts import cost_plane, flip_bars, rounds_lines
+from redraft.compare._charts import ArmPoint, cost_plane, flip_bars, rounds_lines
+from redraft.views.plots import png
 from redraft.views.templating import render
 
 COMPARISON_HTML = "comparison.html"
 COST_LABELS = {"calls": "model calls per task", "tokens": "tokens per task", "usd": "USD per task"}
+TEST_NAMES = {"exact_mcnemar": "exact McNemar", "paired_t": "paired t"}
 
 
 def arm_cost(arm: ArmFigures, match: str) -> float:
@@ -33,13 +39,18 @@ def curve_costs(curve: Curve, match: str) -> list[float]:
 
 
 def pareto(comparison: Comparison) -> list[str]:
-    """The arms no other arm or baseline point beats on both cost and graded pass rate."""
+    """The arms no other arm or baseline point beats on both cost and graded pass rate.
+
+    Oracle arms are left out on both sides: fed the grade, they are not a result to be on the front, nor a
+    point that could push a real arm off it.
+    """
     match = comparison.match
-    points = [(arm_cost(a, match), a.pass_rate) for a in comparison.arms]
+    real = [a for a in comparison.arms if not a.oracle]
+    points = [(arm_cost(a, match), a.pass_rate) for a in real]
     for curve in comparison.baselines:
         points += list(zip(curve_costs(curve, match), curve.pass_rate, strict=True))
     front = []
-    for arm in comparison.arms:
+    for arm in real:
         cost, rate = arm_cost(arm, match), arm.pass_rate
         dominated = any(c <= cost and r >= rate and (c, r) != (cost, rate) for c, r in points)
         if not dominated and math.isfinite(rate):
@@ -58,7 +69,7 @@ def terminal_rows(comparison: Comparison) -> list[list[str]]:
         against = {d.b: d for d in comparison.against_baselines if d.a == arm.name}
         rows.append(
             [
-                arm.name,
+                f"{arm.name}\n(oracle)" if arm.oracle else arm.name,
                 f"{arm.pass_rate:.1%}\n[{arm.ci.low * 100:.1f}, {arm.ci.high * 100:.1f}]",
                 f"{arm.feedback_pass_rate:.1%}",
                 f"{arm.mean_calls:.1f}",
@@ -88,7 +99,7 @@ def _against(difference: Difference | None, ceiling: int) -> str:
     held there (the notes say so)."""
     if difference is None:
         return "-"
-    noise = " (noise)" if difference.within_noise else ""
+    noise = "" if difference.significant else " (noise)"
     text = f"{difference.mean:+.1%}{noise}\n[{difference.ci.low * 100:+.1f}, {difference.ci.high * 100:+.1f}]"
     budget = difference.budget
     if budget is None or not math.isfinite(budget):
@@ -97,23 +108,31 @@ def _against(difference: Difference | None, ceiling: int) -> str:
     return text + (f"\n@n={ceiling} (held)" if held else f"\n@n={budget:.1f}")
 
 
-def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Path:
-    """``comparison.html`` under ``out``; ``reports``: each arm's report page, relative to ``out``."""
+def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]:
+    """The page's plots, each with its caption; ``front``: the arms on the Pareto front."""
     match = comparison.match
-    front = pareto(comparison)
+    oracles = frozenset(a.name for a in comparison.arms if a.oracle)
     plane = cost_plane(
-        [(a.name, arm_cost(a, match), a.pass_rate, a.ci.low, a.ci.high, a.name in front) for a in comparison.arms],
+        [
+            ArmPoint(a.name, arm_cost(a, match), a.pass_rate, a.ci.low, a.ci.high, a.name in front, a.oracle)
+            for a in comparison.arms
+        ],
         [(c.name, curve_costs(c, match), c.pass_rate) for c in comparison.baselines],
         COST_LABELS[match],
     )
-    plots = [
+    by_round = {a.name: a.pass_rate_by_round for a in comparison.arms}
+    fixed_and_broke = {a.name: (_mean_rate(a.fixed_by_round), _mean_rate(a.broken_by_round)) for a in comparison.arms}
+    return [
         (plane, "graded pass rate against cost, arms over the sampling baselines"),
-        (rounds_lines({a.name: a.pass_rate_by_round for a in comparison.arms}), "graded pass rate after each round"),
-        (
-            flip_bars({a.name: (_mean_rate(a.fixed_by_round), _mean_rate(a.broken_by_round)) for a in comparison.arms}),
-            "revisions that fixed and broke an answer",
-        ),
+        (rounds_lines(by_round, oracles), "graded pass rate after each round"),
+        (flip_bars(fixed_and_broke, oracles), "revisions that fixed and broke an answer, by the grade"),
     ]
+
+
+def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Path:
+    """``comparison.html`` under ``out``; ``reports``: each arm's report page, relative to ``out``."""
+    front = pareto(comparison)
+    plots = [(png(fig), caption) for fig, caption in charts(comparison, front)]
     path = out / COMPARISON_HTML
     page = render(
         "comparison.html.j2",
@@ -123,8 +142,10 @@ def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Pa
         front=front,
         reports=reports,
         header=TERMINAL_HEADER,
-        rows=terminal_rows(comparison),
-        cost_label=COST_LABELS[match],
+        rows=list(zip([a.name for a in comparison.arms], terminal_rows(comparison), strict=True)),
+        oracles={a.name for a in comparison.arms if a.oracle},
+        cost_label=COST_LABELS[comparison.match],
+        tests=TEST_NAMES,
     )
     path.write_text(page, encoding="utf-8")
     return path

@@ -6,6 +6,8 @@ comparison's ``--out``. `regressions` holds a comparison against an earlier one
 (``--baseline OLD/comparison.json --fail-if-worse``): an arm regressed when its
 graded pass rate fell by more than its interval allows (the old rate lies above
 the new rate's 95 % interval); a difference inside the noise is not a regression.
+The gate reads only each earlier arm's name and graded pass rate (`Earlier`), so
+a comparison.json whose other figures are laid out otherwise still serves.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from redraft.compare._analysis import (
+    ArmFigures,
     Comparison,
     Curve,
     Difference,
@@ -39,6 +42,7 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
     """Every figure of a finished comparison, from its lanes' run directories."""
     repeats: dict[str, list[list[TaskFigures]]] = {}
     behaviours: dict[str, Behaviour] = {}
+    oracles = {lane.arm: lane.config.experiment.oracle_feedback for lane in plan.lanes()}
     for lane in plan.lanes():
         if lane.arm == BASELINE:
             continue
@@ -48,7 +52,7 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
     samples = baseline_samples(plan.out / BASELINE)
     cost = _cost_per_sample(plan.out / BASELINE, plan.baseline_samples)
     curves = [curve(name, samples, cost) for name in ("best_of_n", "self_consistency")]
-    arms = [arm_summary(name, runs, behaviours[name]) for name, runs in repeats.items()]
+    arms = [arm_summary(name, runs, behaviours[name], oracle=oracles[name]) for name, runs in repeats.items()]
     per_task = {name: per_task_pass(runs) for name, runs in repeats.items()}
     vs_baselines = [against_baseline(a, per_task[a.name], c, samples, match) for a in arms for c in curves]
     vs_arms = [between(a.name, per_task[a.name], b.name, per_task[b.name]) for a, b in itertools.combinations(arms, 2)]
@@ -60,7 +64,7 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
         baselines=curves,
         against_baselines=vs_baselines,
         between_arms=vs_arms,
-        notes=_notes(vs_baselines, curves),
+        notes=_oracle_notes(arms, oracles[BASELINE]) + _notes(vs_baselines, curves),
     )
 
 
@@ -106,11 +110,25 @@ def _notes(vs_baselines: list[Difference], curves: list[Curve]) -> list[str]:
                 f"{difference.a} spent {difference.budget:.1f} samples' worth per task, more than the baseline's "
                 f"{ceiling}: its baselines are held at {ceiling} (rerun with a larger --baseline-samples)"
             )
-    noisy = [d for d in vs_baselines if d.within_noise]
+    noisy = [d for d in vs_baselines if not d.significant]
     if noisy:
         pairs = ", ".join(f"{d.a} vs {d.b}" for d in noisy)
-        notes.append(f"within noise (the 95% interval of the difference holds 0): {pairs}")
+        notes.append(f"within noise (p >= 0.05, and the 95% interval of the difference holds 0): {pairs}")
     return list(dict.fromkeys(notes))
+
+
+def _oracle_notes(arms: list[ArmFigures], baseline_oracle: bool) -> list[str]:
+    """What was fed the held-out grade: upper bounds, not results."""
+    notes = []
+    fed = [a.name for a in arms if a.oracle]
+    if fed:
+        notes.append(
+            f"oracle (fed the held-out grade as feedback; an upper bound, not a result, and left off the Pareto "
+            f"front): {', '.join(fed)}"
+        )
+    if baseline_oracle:
+        notes.append("the sampling baseline was fed the held-out grade too (--oracle-feedback): its curves are oracle")
+    return notes
 
 
 def write_json(comparison: Comparison, out: Path) -> Path:
@@ -120,23 +138,35 @@ def write_json(comparison: Comparison, out: Path) -> Path:
     return path
 
 
-def read_json(path: Path) -> Comparison:
-    """An earlier comparison; `UserError` if the file is missing or not one."""
+class EarlierArm(msgspec.Struct):
+    name: str
+    pass_rate: float | None
+    """Graded; None (JSON null) when the arm had no graded task."""
+
+
+class Earlier(msgspec.Struct):
+    """What the gate holds a new comparison against: the arms of an earlier ``comparison.json``."""
+
+    arms: list[EarlierArm]
+
+
+def read_json(path: Path) -> Earlier:
+    """An earlier comparison's arms; `UserError` if the file is missing or not a comparison."""
     try:
-        return msgspec.json.decode(path.read_bytes(), type=Comparison)
+        return msgspec.json.decode(path.read_bytes(), type=Earlier)
     except FileNotFoundError:
         raise UserError(f"baseline comparison not found: {path}") from None
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise UserError(f"{path} is not a comparison.json: {exc}") from None
 
 
-def regressions(new: Comparison, old: Comparison) -> list[str]:
+def regressions(new: Comparison, old: Earlier) -> list[str]:
     """One line per arm of ``new`` whose graded pass rate fell below ``old``'s by more than its interval allows."""
     before = {arm.name: arm for arm in old.arms}
     lines = []
     for arm in new.arms:
         was = before.get(arm.name)
-        if was is None or not (math.isfinite(arm.ci.high) and math.isfinite(was.pass_rate)):
+        if was is None or was.pass_rate is None or not math.isfinite(arm.ci.high):
             continue
         if was.pass_rate > arm.ci.high:
             lines.append(

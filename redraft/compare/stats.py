@@ -13,9 +13,45 @@ Every function is pure and seeded: the same inputs and seed give the same figure
   choice depends on the whole subset, so it has no closed form.
 - `at_budget`: either one at a fractional budget, by linear interpolation
   between the two integer budgets around it.
-- `bootstrap_ci`, `paired_ci`: percentile bootstrap over tasks (the unit the
-  study samples), 95 % by default.
-- `mcnemar`: the exact two-sided McNemar p value of paired binary outcomes.
+- `wilson`: the interval of a pass rate over tasks (below).
+- `paired`: the difference of two arms over the same tasks, its p value and its
+  interval, from one test (below).
+
+**A pass rate's interval** is Wilson's score interval over the tasks (the unit
+the study samples). Unlike a percentile bootstrap, it does not collapse to a
+point at 0 or 1 of n: 8 passes of 8 tasks give [67.6 %, 100 %], not [100 %,
+100 %]. A task's figure averaged over repeats is a value in [0, 1], and a
+variable in [0, 1] with mean p varies by at most p(1 - p), the binomial's
+variance; so the same interval over the tasks is conservative for such means
+and exact in size for single outcomes.
+
+**A paired difference** is decided by one test, and the interval shown is that
+test's own, so "significant" (p < `ALPHA`) and "the interval excludes 0" are
+the same statement:
+
+- Both sides binary per task (one outcome each, as with one repeat): the exact
+  McNemar test. Only the discordant tasks inform it: of d tasks where the two
+  differ, a passes and b fails on k; under no difference k ~ Binomial(d, ½),
+  and p is the exact two-sided binomial p value. The difference of pass rates
+  is Δ = π(2θ - 1), π the share of discordant tasks and θ the chance that a
+  discordant task goes a's way. θ's interval is the Clopper-Pearson one, which
+  is the exact test inverted: it leaves out ½ exactly when p < `ALPHA`. π's is
+  Wilson's. Δ's interval is the range of π(2θ - 1) over both, so its sign is
+  θ's; it holds Δ whenever both hold theirs, and errs wide rather than narrow
+  (Clopper-Pearson is conservative, and the range takes the box's corners).
+  With no discordant task it is ± π's upper bound, not a point. The exact test is chosen over asymptotic ones (Tango's
+  score interval, whose test is McNemar's z) because comparisons are often
+  small: with 5 discordant tasks all one way the exact p is 0.0625, while
+  z = 5/√5 = 2.24 would call the difference significant.
+- Otherwise (a task's figure averaged over repeats; a baseline's expected pass
+  at a budget, which is a mean over subsets of its samples): the paired t-test
+  on the per-task differences, and its t interval, clipped to [-1, 1]. The
+  differences are bounded, so their mean is close to normal at the task counts
+  a comparison runs. With fewer than two tasks, or every difference equal, t
+  has no spread to measure noise by: no p value, and the interval is [-1, 1].
+
+Both are computed in the standard library (`redraft.compare._distributions`)
+and checked against scipy and statsmodels in the tests.
 """
 
 from __future__ import annotations
@@ -25,10 +61,14 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Literal
 
-Z = 0.95
-"""The confidence level of every interval."""
-RESAMPLES = 2000
+from redraft.compare._distributions import beside, clopper_pearson, t_critical, t_two_sided_p
+
+ALPHA = 0.05
+"""Every interval is at level 1 - ALPHA (95 %); a paired difference is significant when its p value is below it."""
+Method = Literal["exact_mcnemar", "paired_t"]
 
 
 @dataclass(frozen=True)
@@ -92,43 +132,85 @@ def at_budget(select: Selector, samples: Sequence[Sample], budget: float) -> flo
     return first if weight == 0.0 else (1 - weight) * first + weight * select(samples, high)
 
 
-def bootstrap_ci(values: Sequence[float], *, seed: int = 0, resamples: int = RESAMPLES) -> tuple[float, float]:
-    """The percentile bootstrap interval of the mean of ``values`` (one per task)."""
-    if not values:
+def wilson(successes: float, n: int) -> tuple[float, float]:
+    """Wilson's score interval of a pass rate: ``successes`` (a sum of values in [0, 1]) of ``n`` tasks."""
+    if n == 0:
         return (math.nan, math.nan)
-    rng = random.Random(seed)
-    size = len(values)
-    means = sorted(sum(rng.choices(values, k=size)) / size for _ in range(resamples))
-    return _percentiles(means)
+    z = NormalDist().inv_cdf(1 - ALPHA / 2)
+    rate, spread = successes / n, z * z / n
+    centre = (rate + spread / 2) / (1 + spread)
+    half = z / (1 + spread) * math.sqrt(rate * (1 - rate) / n + spread / (4 * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def paired_ci(a: Sequence[float], b: Sequence[float], *, seed: int = 0) -> tuple[float, tuple[float, float]]:
-    """The mean of ``a - b`` over the same tasks, and its bootstrap interval."""
+@dataclass(frozen=True)
+class Paired:
+    """``a - b`` over the same tasks: the mean, and the p value and interval of one test."""
+
+    method: Method
+    mean: float
+    low: float
+    high: float
+    p: float | None
+    """None when the test has nothing to go on (no task; for t, no spread)."""
+
+    @property
+    def significant(self) -> bool:
+        """p < `ALPHA`; the interval excludes 0 exactly then."""
+        return self.p is not None and self.p < ALPHA
+
+
+def paired(a: Sequence[float], b: Sequence[float]) -> Paired:
+    """The difference of ``a`` and ``b``, one figure per task each: exact McNemar if all are 0 or 1, else t."""
     if len(a) != len(b):
         raise ValueError(f"paired figures need the same tasks: {len(a)} vs {len(b)}")
-    differences = [x - y for x, y in zip(a, b, strict=True)]
-    mean = sum(differences) / len(differences) if differences else math.nan
-    return mean, bootstrap_ci(differences, seed=seed)
-
-
-def _percentiles(sorted_values: Sequence[float]) -> tuple[float, float]:
-    tail = (1 - Z) / 2
-    last = len(sorted_values) - 1
-    return sorted_values[round(tail * last)], sorted_values[round((1 - tail) * last)]
+    if all(v in (0.0, 1.0) for v in (*a, *b)):
+        return exact_mcnemar([v == 1.0 for v in a], [v == 1.0 for v in b])
+    return paired_t(a, b)
 
 
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> float:
     """The exact two-sided McNemar p value: are the discordant pairs split evenly?"""
-    only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
-    only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
+    only_a, only_b = _discordant(a, b)
     discordant = only_a + only_b
-    if discordant == 0:
-        return 1.0
-    tail: float = sum(math.comb(discordant, k) for k in range(min(only_a, only_b) + 1)) / 2**discordant
-    return min(1.0, 2 * tail)
+    tail = sum(math.comb(discordant, k) for k in range(min(only_a, only_b) + 1))
+    p: float = 2 * tail / 2**discordant  # the integers divided with one rounding: exact to a double
+    return min(1.0, p)
 
 
-def within_noise(interval: tuple[float, float]) -> bool:
-    """Whether a difference's interval holds 0: the data cannot tell the two apart."""
-    low, high = interval
-    return low <= 0.0 <= high
+def exact_mcnemar(a: Sequence[bool], b: Sequence[bool]) -> Paired:
+    """The exact McNemar test of ``a`` against ``b`` and the interval of the difference that inverts it."""
+    tasks = len(a)
+    if tasks == 0:
+        return Paired("exact_mcnemar", math.nan, math.nan, math.nan, None)
+    only_a, only_b = _discordant(a, b)
+    p = mcnemar(a, b)
+    side = 0 if p >= ALPHA else 1 if only_a > only_b else -1
+    theta_low, theta_high = beside(clopper_pearson(only_a, only_a + only_b, ALPHA), 0.5, side)
+    share_low, share_high = wilson(only_a + only_b, tasks)
+    low = (2 * theta_low - 1) * (share_high if theta_low < 0.5 else share_low)
+    high = (2 * theta_high - 1) * (share_high if theta_high > 0.5 else share_low)
+    return Paired("exact_mcnemar", (only_a - only_b) / tasks, low, high, p)
+
+
+def paired_t(a: Sequence[float], b: Sequence[float]) -> Paired:
+    """The paired t-test of ``a`` against ``b`` and its t interval (clipped to [-1, 1])."""
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    n = len(differences)
+    if n == 0:
+        return Paired("paired_t", math.nan, math.nan, math.nan, None)
+    mean = math.fsum(differences) / n
+    if n < 2 or max(differences) == min(differences):
+        return Paired("paired_t", mean, -1.0, 1.0, None)
+    error = math.sqrt(math.fsum((d - mean) ** 2 for d in differences) / (n - 1) / n)
+    p = t_two_sided_p(mean / error, n - 1)
+    reach = t_critical(n - 1, ALPHA) * error
+    side = 0 if p >= ALPHA else 1 if mean > 0 else -1
+    low, high = beside((mean - reach, mean + reach), 0.0, side)
+    return Paired("paired_t", mean, max(-1.0, low), min(1.0, high), p)
+
+
+def _discordant(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int]:
+    """Tasks where only ``a`` passes, and where only ``b`` does."""
+    pairs = list(zip(a, b, strict=True))
+    return sum(1 for x, y in pairs if x and not y), sum(1 for x, y in pairs if y and not x)

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir import RunReader, Summary, TaskHistory, build_history, safe_name
 from redraft.rundir.layout import PAGES_DIR, REPORT
@@ -91,17 +93,54 @@ class _Top:
 
 
 @dataclass
+class RoundCurve:
+    """Per round, the share of tasks whose best so far passes; a task that stopped keeps its final state."""
+
+    tasks: int = 0
+    direct: Counter[int] = field(default_factory=Counter)
+    """Round r: tasks decided at r whose best so far passed."""
+    final: Counter[int] = field(default_factory=Counter)
+    """Length L: tasks decided for L rounds whose final state passed (carried to later rounds)."""
+    lengths: Counter[int] = field(default_factory=Counter)
+
+    def add(self, passed_by_round: list[bool]) -> None:
+        """One task: whether its best so far passed after each decided round (none: it counts as failed)."""
+        self.tasks += 1
+        for r, passed in enumerate(passed_by_round):
+            self.direct[r] += passed
+        self.lengths[len(passed_by_round)] += 1
+        if passed_by_round and passed_by_round[-1]:
+            self.final[len(passed_by_round)] += 1
+
+    def depth(self) -> int:
+        return max((n for n in self.lengths if self.lengths[n]), default=0)
+
+    def rates(self, depth: int) -> list[float]:
+        """The pass rate after each of ``depth`` rounds, over every task added."""
+        rates, carried = [], 0
+        for r in range(depth):
+            carried += self.final[r]  # tasks that stopped after r rounds keep their final state
+            rates.append((self.direct[r] + carried) / self.tasks if self.tasks else 0.0)
+        return rates
+
+    def still_refining(self, depth: int) -> list[float]:
+        """The share of tasks decided in each of ``depth`` rounds."""
+        return [
+            sum(v for n, v in self.lengths.items() if n > r) / self.tasks if self.tasks else 0.0 for r in range(depth)
+        ]
+
+
+@dataclass
 class RunFigures:
     """Everything report.html shows beyond the summary, aggregated in one pass over the run."""
 
     tasks: int = 0
     before: list[int] = field(default_factory=lambda: [0] * BINS)
     after: list[int] = field(default_factory=lambda: [0] * BINS)
-    direct: Counter[int] = field(default_factory=Counter)
-    """Round r: tasks decided at r whose best so far passed."""
-    final: Counter[int] = field(default_factory=Counter)
-    """Length L: tasks decided for L rounds whose final state passed (carried to later rounds)."""
-    lengths: Counter[int] = field(default_factory=Counter)
+    feedback: RoundCurve = field(default_factory=RoundCurve)
+    """Every task, by the loop's own feedback."""
+    graded: RoundCurve = field(default_factory=RoundCurve)
+    """The tasks with a held-out grade, by it."""
     slowest: _Top = field(default_factory=lambda: _Top(TOP_N))
     costliest: _Top = field(default_factory=lambda: _Top(TOP_N))
     preview: list[TaskRow] = field(default_factory=list)
@@ -109,33 +148,30 @@ class RunFigures:
     totals: Tally = field(default_factory=Tally)
     """The summary's figures, by the function `redraft run` uses (`redraft.rundir.summary`)."""
 
-    def add(self, row: TaskRow, result: Result, passed_by_round: list[bool]) -> None:
-        """Count one task; its row is kept if it makes a top-N list or the preview."""
+    def add(
+        self, row: TaskRow, result: Result, passed_by_round: list[bool], graded_by_round: list[bool | None]
+    ) -> None:
+        """Count one task; its row is kept if it makes a top-N list or the preview.
+
+        ``graded_by_round`` counts only if the task was graded; a round whose best has no grade counts as failed.
+        """
         self.tasks += 1
         self.totals.add(result)
         if len(self.preview) < INDEX_ROWS:
             self.preview.append(row)
         self.before[_bin(row.initial_score)] += 1
         self.after[_bin(row.score)] += 1
-        for r, passed in enumerate(passed_by_round):
-            self.direct[r] += passed
-        self.lengths[len(passed_by_round)] += 1
-        if passed_by_round and passed_by_round[-1]:
-            self.final[len(passed_by_round)] += 1
+        self.feedback.add(passed_by_round)
+        if result.graded_pass is not None:
+            self.graded.add([state is True for state in graded_by_round])
         self.slowest.push(row.wall_s, row)
         self.costliest.push((row.cost_usd, row.tokens), row)
 
-    def pass_curve(self) -> tuple[list[float], list[float]]:
-        """Cumulative pass rate and share of tasks still refining, per round."""
-        depth = max((n for n in self.lengths if self.lengths[n]), default=0)
-        rates, active = [], []
-        carried = 0
-        for r in range(depth):
-            carried += self.final[r]  # tasks that stopped after r rounds keep their final state
-            still = sum(v for n, v in self.lengths.items() if n > r)
-            rates.append((self.direct[r] + carried) / self.tasks if self.tasks else 0.0)
-            active.append(still / self.tasks if self.tasks else 0.0)
-        return rates, active
+    def pass_curves(self) -> tuple[list[float], list[float] | None, list[float]]:
+        """Per round: the feedback's pass rate, the graded one (None: no task was graded), tasks still refining."""
+        depth = self.feedback.depth()
+        graded = self.graded.rates(depth) if self.graded.tasks else None
+        return self.feedback.rates(depth), graded, self.feedback.still_refining(depth)
 
 
 def _bin(x: float) -> int:
@@ -172,7 +208,7 @@ def _stream_tasks(
     for i, (entry, frames) in enumerate(reader.tasks()):
         history = build_history(entry.task_id, frames)
         row = task_row(i, entry.result, linked=max_pages is None or i < max_pages)
-        figures.add(row, entry.result, history.passed_by_round(threshold))
+        figures.add(row, entry.result, history.passed_by_round(threshold), history.graded_by_round())
         if row.page is not None:
             page = task_page(history, entry.result, record_extra=entry.extra)
             (pages / row.page).write_bytes(page.encode())  # bytes: no text layer per file
@@ -223,7 +259,7 @@ def _report_page(root: Path, reader: RunReader, figures: RunFigures, max_pages: 
         summary_rows=summary_rows(
             s, breakdowns=False, oracle=bool((manifest.get("config") or {}).get("oracle_feedback"))
         ),
-        plots=_plots(s, figures),
+        plots=[(plots.png(fig), alt) for fig, alt in plot_figures(s, figures)],
         **_breakdowns(s),
         slowest=figures.slowest.rows(),
         costliest=figures.costliest.rows(),
@@ -260,16 +296,18 @@ def _run_line(manifest: dict[str, Any]) -> str:
     )
 
 
-def _plots(s: Summary, figures: RunFigures) -> list[tuple[bytes, str]]:
-    images = []
-    rates, active = figures.pass_curve()
-    if rates:
-        images.append((plots.pass_rate_by_round(rates, active), "pass rate per round"))
+def plot_figures(s: Summary, figures: RunFigures) -> list[tuple[Figure, str]]:
+    """The report's plots, each with its alt text."""
+    shown: list[tuple[Figure, str]] = []
+    feedback, graded, active = figures.pass_curves()
+    if feedback:
+        by_round = plots.pass_rate_by_round(feedback, graded, active, graded_tasks=figures.graded.tasks)
+        shown.append((by_round, "graded and feedback pass rate per round"))
     edges = [i / BINS for i in range(BINS + 1)]
-    images.append((plots.score_distribution(edges, figures.before, figures.after), "score distribution"))
+    shown.append((plots.score_distribution(edges, figures.before, figures.after), "feedback score distribution"))
     if s.stop_reasons:
-        images.append((plots.horizontal_bars(s.stop_reasons, "Stop reasons", "tasks"), "stop reasons"))
+        shown.append((plots.horizontal_bars(s.stop_reasons, "Stop reasons", "tasks"), "stop reasons"))
     roles = {r: (u.input_tokens, u.output_tokens) for r, u in s.usage_by_role.items()}
     if roles:
-        images.append((plots.tokens_by_role(roles), "tokens per role"))
-    return images
+        shown.append((plots.tokens_by_role(roles), "tokens per role"))
+    return shown

@@ -24,9 +24,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def arm(name: str, rate: float, calls: float) -> ArmFigures:
+def arm(name: str, rate: float, calls: float, *, oracle: bool = False) -> ArmFigures:
     return ArmFigures(
         name=name,
+        oracle=oracle,
         repeats=1,
         tasks=80,
         ungraded=0,
@@ -53,7 +54,9 @@ def arm(name: str, rate: float, calls: float) -> ArmFigures:
 
 def difference(a: str, b: str, mean: float, budget: float | None = None) -> Difference:
     ci = Interval(mean - 0.09, mean + 0.09)
-    return Difference(a=a, b=b, mean=mean, ci=ci, mcnemar_p=0.01, within_noise=ci.low <= 0 <= ci.high, budget=budget)
+    significant = not ci.low <= 0 <= ci.high
+    p = 0.01 if significant else 0.2
+    return Difference(a=a, b=b, mean=mean, ci=ci, test="paired_t", p=p, significant=significant, budget=budget)
 
 
 def curve(name: str) -> Curve:
@@ -82,7 +85,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
             difference(a.name, c, 0.16, a.mean_calls) for a in arms for c in ("best_of_n", "self_consistency")
         ],
         between_arms=[difference("adversarial", "self_refine", 0.125)],
-        notes=["within noise (the 95% interval of the difference holds 0): adversarial vs self_refine"],
+        notes=["within noise (p >= 0.05, and the 95% interval of the difference holds 0): adversarial vs self_refine"],
     )
     reports = {}
     for a in arms:

@@ -1,4 +1,5 @@
-"""The comparison's statistics against brute force, and intervals that cover what they should."""
+"""The comparison's statistics against brute force, and intervals that cover what they should and agree with
+their tests (the references, scipy and statsmodels, are in test_compare_references.py)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ from collections import Counter
 
 import pytest
 
+from redraft.compare._analysis import arm_summary, between
+from redraft.compare._lane_figures import Behaviour, TaskFigures
 from redraft.compare.stats import (
+    ALPHA,
     Sample,
     at_budget,
     best_of_n,
-    bootstrap_ci,
+    exact_mcnemar,
     majority_vote,
     mcnemar,
-    paired_ci,
-    within_noise,
+    paired,
+    paired_t,
+    wilson,
 )
 
 
@@ -80,24 +85,103 @@ def test_a_fractional_budget_interpolates_and_the_bounds_are_checked() -> None:
         best_of_n(samples, 4)
 
 
-def test_the_bootstrap_interval_covers_the_true_rate_about_95_times_in_100() -> None:
+def task(task_id: str, passed: bool) -> TaskFigures:
+    return TaskFigures(task_id, passed, passed, passed, calls=1, tokens=10, usd=0.0, wall_s=1.0)
+
+
+def test_an_arm_that_passed_every_task_gets_an_interval_not_a_point() -> None:
+    arm = arm_summary("all", [[task(f"t{i}", True) for i in range(8)]], Behaviour(), oracle=False)
+    assert arm.pass_rate == 1.0 and arm.ci.high == 1.0
+    assert arm.ci.low == pytest.approx(8 / (8 + 1.959963984540054**2))  # Wilson's lower bound at 8 of 8
+    assert arm.ci.low < 0.7
+    none = arm_summary("none", [[task(f"t{i}", False) for i in range(8)]], Behaviour(), oracle=False)
+    assert none.ci.low == 0.0 and none.ci.high > 0.3
+
+
+def test_the_wilson_interval_covers_the_true_rate_about_95_times_in_100() -> None:
     rng = random.Random(7)
-    covered = 0
+    for rate in (0.05, 0.3, 0.9):
+        covered = 0
+        for _ in range(400):
+            passes = sum(rng.random() < rate for _ in range(40))
+            low, high = wilson(passes, 40)
+            covered += low <= rate <= high
+        assert 0.92 <= covered / 400 <= 0.995, rate
+
+
+def test_five_discordant_tasks_all_one_way_are_not_significant_by_either_figure() -> None:
+    """The case where a bootstrap interval excluded 0 beside an exact McNemar p of 0.0625."""
+    ours = {f"t{i}": 1.0 if i < 10 else 0.0 for i in range(20)}
+    theirs = {f"t{i}": 1.0 if i < 5 else 0.0 for i in range(20)}
+    difference = between("a", ours, "b", theirs)
+    assert difference.test == "exact_mcnemar" and difference.mean == pytest.approx(0.25)
+    assert difference.p == pytest.approx(0.0625)
+    assert not difference.significant
+    assert difference.ci.low <= 0.0 <= difference.ci.high
+    six = between("a", {**ours, "t10": 1.0}, "b", theirs)  # a sixth: p = 1/32, and the interval leaves 0
+    assert six.p == pytest.approx(1 / 32) and six.significant and six.ci.low > 0.0
+
+
+@pytest.mark.parametrize("tasks", [1, 2, 5, 12, 30])
+def test_the_exact_interval_excludes_0_exactly_when_mcnemar_says_significant(tasks: int) -> None:
+    for only_a, only_b in itertools.product(range(tasks + 1), repeat=2):
+        if only_a + only_b > tasks:
+            continue
+        a = [True] * only_a + [False] * only_b + [True] * (tasks - only_a - only_b)
+        b = [False] * only_a + [True] * only_b + [True] * (tasks - only_a - only_b)
+        result = exact_mcnemar(a, b)
+        excludes = result.low > 0 or result.high < 0
+        assert result.p == mcnemar(a, b)
+        assert excludes == result.significant == (mcnemar(a, b) < ALPHA), (only_a, only_b)
+        assert result.low <= result.mean <= result.high and result.low >= -1 and result.high <= 1
+
+
+def test_no_discordant_task_gives_an_interval_not_a_point() -> None:
+    result = exact_mcnemar([True] * 8 + [False] * 2, [True] * 8 + [False] * 2)
+    assert result.mean == 0.0 and result.p == 1.0 and not result.significant
+    _, high = wilson(0, 10)
+    assert (result.low, result.high) == pytest.approx((-high, high)) and high > 0.2
+
+
+@pytest.mark.parametrize(("share", "theta"), [(0.2, 0.5), (0.3, 1.0), (0.5, 0.8)])
+def test_the_exact_interval_covers_the_true_difference(share: float, theta: float) -> None:
+    """Discordant with chance ``share``, then a's way with chance ``theta``: Δ = share (2 theta - 1)."""
+    rng = random.Random(11)
+    truth, covered, trials = share * (2 * theta - 1), 0, 300
+    for _ in range(trials):
+        a, b = [], []
+        for _ in range(40):
+            differ, a_wins, both = rng.random() < share, rng.random() < theta, rng.random() < 0.5
+            a.append(a_wins if differ else both)
+            b.append((not a_wins) if differ else both)
+        result = exact_mcnemar(a, b)
+        covered += result.low <= truth <= result.high
+    assert covered / trials >= 0.94
+
+
+def test_means_go_to_the_paired_t_test_whose_interval_agrees_with_it() -> None:
+    rng = random.Random(3)
+    assert paired([1.0, 0.0, 1.0], [0.0, 0.0, 1.0]).method == "exact_mcnemar"
+    assert paired([1.0, 0.5, 1.0], [0.0, 0.0, 1.0]).method == "paired_t"
     for trial in range(200):
-        values = [float(rng.random() < 0.3) for _ in range(80)]
-        low, high = bootstrap_ci(values, seed=trial, resamples=400)
-        covered += low <= 0.3 <= high
-    assert 0.88 <= covered / 200 <= 0.99
+        n = rng.randint(2, 25)
+        shift = rng.choice([0.0, 0.1, 0.3])
+        a = [min(1.0, rng.random() * 0.8 + shift) for _ in range(n)]
+        b = [rng.random() * 0.8 for _ in range(n)]
+        result = paired(a, b)
+        assert result.method == "paired_t" and result.p is not None
+        excludes = result.low > 0 or result.high < 0
+        assert excludes == result.significant == (result.p < ALPHA), trial
+        assert result.low <= result.mean <= result.high
 
 
-def test_paired_difference_and_noise() -> None:
-    a, b = [1.0, 1.0, 0.0, 1.0] * 10, [0.0, 1.0, 0.0, 0.0] * 10
-    mean, interval = paired_ci(a, b)
-    assert mean == pytest.approx(0.5) and interval[0] > 0 and not within_noise(interval)
-    _, same = paired_ci(a, a)
-    assert same == (0.0, 0.0) and within_noise(same)
+def test_t_without_spread_has_no_p_and_the_whole_range() -> None:
+    same = paired_t([0.5, 0.75, 1.0], [0.25, 0.5, 0.75])
+    assert same.mean == pytest.approx(0.25) and same.p is None and not same.significant
+    assert (same.low, same.high) == (-1.0, 1.0)
+    assert paired_t([0.5], [0.0]).p is None
     with pytest.raises(ValueError, match="the same tasks"):
-        paired_ci(a, b[:-1])
+        paired([0.5, 1.0], [0.5])
 
 
 def test_mcnemar_is_the_exact_binomial_test_of_the_discordant_pairs() -> None:

@@ -69,13 +69,18 @@ def test_pass_rate_per_round_is_cumulative_and_ends_at_the_final_pass_rate(run_d
     figures = RunFigures()
     reader = RunReader(run_dir)
     for i, (entry, frames) in enumerate(reader.tasks()):
-        figures.add(task_row(i, entry.result), entry.result, build_history(entry.task_id, frames).passed_by_round())
-    rates, active = figures.pass_curve()
+        history = build_history(entry.task_id, frames)
+        figures.add(task_row(i, entry.result), entry.result, history.passed_by_round(), history.graded_by_round())
+    rates, graded, active = figures.pass_curves()
     summary = msgspec.to_builtins(reader.saved_summary())
     # Round 0: pass-first; round 1: + html (fixed at 1); round 2: + late (fixed at 2).
     assert rates == pytest.approx([1 / 6, 2 / 6, 3 / 6])
     assert rates[0] == pytest.approx(summary["initial_pass_rate"])
     assert rates[-1] == pytest.approx(summary["pass_rate"])
+    # Graded: of the 4 tasks with gold (the exploded and the lost ones have no candidate to grade).
+    assert graded == pytest.approx([1 / 4, 2 / 4, 3 / 4])
+    assert graded[0] == pytest.approx(summary["initial_graded_pass_rate"])
+    assert graded[-1] == pytest.approx(summary["graded_pass_rate"])
     # Decided in round 0: all but the task lost with its arbiter; in round 2: late and never.
     assert active == pytest.approx([5 / 6, 3 / 6, 2 / 6])
 
@@ -132,8 +137,8 @@ def test_plots_are_embedded_decodable_images(run_dir: Path) -> None:
     text = (run_dir / "report.html").read_text()
     images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]+)"', text)
     assert [alt for _, alt in images] == [
-        "pass rate per round",
-        "score distribution",
+        "graded and feedback pass rate per round",
+        "feedback score distribution",
         "stop reasons",
         "tokens per role",
     ]

@@ -1,0 +1,99 @@
+"""The distributions the comparison's tests need, computed exactly in the standard library.
+
+scipy is not a dependency of redraft (its tests check these functions against
+it), so the binomial and Student's t are computed here:
+
+- the binomial's tails by summing its terms in log space, which stays finite
+  for any number of tasks;
+- Student's t for a whole number of degrees of freedom by the finite series of
+  Abramowitz and Stegun (26.7.3, 26.7.4), which needs no incomplete beta function.
+
+An interval that inverts an exact test is held on the side of the pivot the
+test decided (`beside`), so rounding in a bisection cannot make the two disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+STEPS = 200
+"""Bisection steps: enough to reach a double's resolution from any bracket in [0, 1000]."""
+
+
+def binomial_tail(n: int, theta: float, ks: range) -> float:
+    """P(X in ``ks``) for X ~ Binomial(n, ``theta``), 0 < theta < 1."""
+    log_theta, log_rest = math.log(theta), math.log1p(-theta)
+    log_n = math.lgamma(n + 1)
+    return math.fsum(
+        math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_theta + (n - k) * log_rest) for k in ks
+    )
+
+
+def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a binomial proportion, ``k`` of ``n``, at level 1 - ``alpha``."""
+    if n == 0:
+        return (0.0, 1.0)
+    lower = 0.0
+    if k > 0:
+        lower = root(lambda t: binomial_tail(n, t, range(k, n + 1)) - alpha / 2, (0.0, 1.0), rising=True)
+    upper = 1.0
+    if k < n:
+        upper = root(lambda t: binomial_tail(n, t, range(k + 1)) - alpha / 2, (0.0, 1.0), rising=False)
+    return lower, upper
+
+
+def beside(interval: tuple[float, float], pivot: float, side: int) -> tuple[float, float]:
+    """``interval`` held on the ``side`` of ``pivot`` an exact test decided: 1 above, -1 below, 0 holding it.
+
+    The interval is that test's inversion, so this moves a bound only when
+    rounding put it on the other side of a pivot it lies a hair's breadth from.
+    """
+    low, high = interval
+    if side > 0:
+        low = max(low, math.nextafter(pivot, math.inf))
+    elif side < 0:
+        high = min(high, math.nextafter(pivot, -math.inf))
+    else:
+        low, high = min(low, pivot), max(high, pivot)
+    return low, high
+
+
+def t_two_sided_p(t: float, df: int) -> float:
+    """P(|T| >= |t|) for Student's t with ``df`` >= 1 degrees of freedom."""
+    if math.isinf(t):
+        return 0.0
+    theta = math.atan(abs(t) / math.sqrt(df))
+    sin, cos2 = math.sin(theta), math.cos(theta) ** 2
+    # A(t|df) = P(|T| < |t|): a finite series in cos²θ, odd and even df apart.
+    term, total = 1.0, 1.0
+    if df % 2 == 1:
+        for j in range(1, (df - 1) // 2):
+            term *= cos2 * (2 * j) / (2 * j + 1)
+            total += term
+        inside = (2 / math.pi) * (theta + (sin * math.cos(theta) * total if df > 1 else 0.0))
+    else:
+        for j in range(1, df // 2):
+            term *= cos2 * (2 * j - 1) / (2 * j)
+            total += term
+        inside = sin * total
+    return min(1.0, max(0.0, 1.0 - inside))
+
+
+def t_critical(df: int, alpha: float) -> float:
+    """The t with P(|T| >= t) = ``alpha`` for Student's t with ``df`` degrees of freedom."""
+    return root(lambda t: t_two_sided_p(t, df) - alpha, (0.0, 1000.0), rising=False)
+
+
+def root(f: Callable[[float], float], bracket: tuple[float, float], *, rising: bool) -> float:
+    """The x in ``bracket`` where monotone ``f`` crosses 0, by bisection; ``rising``: f increases with x."""
+    low, high = bracket
+    for _ in range(STEPS):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        if (f(middle) < 0) == rising:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
