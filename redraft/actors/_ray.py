@@ -12,10 +12,12 @@ Ray is imported inside the functions, so importing this module starts nothing.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from redraft.services import install
@@ -139,3 +141,50 @@ def set_up_actor_process() -> None:
     _SET_UP.append(True)
     install(RayServices())
     die_with_raylet()
+
+
+class RayOutput:
+    """Where Ray's own messages go: its start-up and worker warnings, and the messages it relays from the
+    cluster (a worker that failed, a pool that grew, its log deduplication notes). They go to a log file
+    (the run directory's ``ray.log``) and reach the terminal only when ``verbose``: a run prints redraft's
+    own lines. What redraft learns from Ray that matters (an actor that cannot start, a dead node) reaches
+    the user as redraft's own one-line errors.
+    """
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        self.verbose = False
+        self._file: logging.Handler | None = None
+
+    def route(self, path: Path, *, verbose: bool) -> None:
+        """Send Ray's messages from now on to ``path`` (and to the terminal too when ``verbose``)."""
+        import ray._private.worker as ray_worker
+
+        self.path, self.verbose = path, verbose
+        logger = logging.getLogger("ray")
+        if self._file is not None:
+            logger.removeHandler(self._file)
+        self._file = logging.FileHandler(path, encoding="utf-8", delay=True)
+        self._file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(self._file)
+        for handler in logger.handlers:
+            if handler is not self._file and isinstance(handler, logging.StreamHandler):
+                handler.setLevel(logging.NOTSET if verbose else logging.CRITICAL + 1)
+        if not hasattr(ray_worker, "_redraft_print_to_stdstream"):
+            ray_worker._redraft_print_to_stdstream = ray_worker.print_to_stdstream  # type: ignore[attr-defined]
+            ray_worker.print_to_stdstream = self._relayed
+
+    def _relayed(self, data: dict[str, Any], ignore_prefix: bool) -> None:
+        """Ray's relayed lines (the driver's error listener calls this by its module's name)."""
+        import ray._private.worker as ray_worker
+
+        if self.path is not None:
+            with open(self.path, "a", encoding="utf-8") as log:
+                who = data.get("actor_name") or data.get("task_name") or data.get("pid", "")
+                log.writelines(f"({who}) {line}\n" for line in data.get("lines", []))
+        if self.verbose or self.path is None:
+            ray_worker._redraft_print_to_stdstream(data, ignore_prefix)  # type: ignore[attr-defined]
+
+
+RAY_OUTPUT = RayOutput()
+"""This process's routing of Ray's messages."""

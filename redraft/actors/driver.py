@@ -39,12 +39,14 @@ from redraft.actors._clock import RunClock
 from redraft.actors._dispatcher import Dispatcher, ProgressHook
 from redraft.actors._fleet import Fleet
 from redraft.actors._metrics import RunMetrics
+from redraft.actors._ray import RAY_OUTPUT
 from redraft.config import RunConfig
 from redraft.engine.prompt_files import load_prompts, overrides
 from redraft.engine.setup import BackendOverrides, RoleSetup, arbiter_settings, endpoints_by_role, role_setup
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Task
 from redraft.rundir import RunStore, Summary, fingerprint
+from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity
 
@@ -164,7 +166,7 @@ def run(
     if skipped == total:  # a finished run, resumed (a comparison's finished lane): no actor to start
         return RunOutcome(out=out, summary=store.finish(0.0, None), total=total, skipped=skipped)
     pending = (t for t in tasks() if t.task_id not in store.done)
-    ensure_ray(config.runtime.address)
+    ensure_ray(config.runtime.address, log=out / RAY_LOG)
     settings = msgspec.structs.replace(arbiter_settings(config), run=out.name)
     fleet = Fleet(setup, config.experiment.strategy, settings)
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
@@ -220,8 +222,11 @@ def _default_in_flight(setup: RoleSetup, nodes: int) -> int:
     return 10 * nodes if any(s.spec.startswith("local") for s in specs) else 64
 
 
-def ensure_ray(address: str | None, *, probe_s: float = 5.0) -> None:
+def ensure_ray(address: str | None, *, probe_s: float = 5.0, log: Path | None = None, verbose: bool = False) -> None:
     """Join ``address``, or start a fresh local Ray when it is None.
+
+    Ray's own messages go to ``log`` from then on (`redraft.actors._ray.RayOutput`), and to the terminal too
+    only when ``verbose``.
 
     ``ray.init()`` with no address would join whatever Ray it finds on the
     machine (``RAY_ADDRESS``, or a cluster recorded under /tmp/ray, even a dead
@@ -240,6 +245,8 @@ def ensure_ray(address: str | None, *, probe_s: float = 5.0) -> None:
         _probe(address, probe_s)
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
     kept = _signal_handlers()
+    if log is not None:
+        RAY_OUTPUT.route(log, verbose=verbose)
     try:
         ray.init(address=address or "local", **kwargs)
     except ConnectionError as exc:

@@ -6,6 +6,7 @@ trace.msgpack   every protocol frame of every finished task, back to back (`redr
 results.jsonl   one JSON object per finished task (`redraft.rundir._results`)
 summary.json    the end table's figures (`redraft.rundir.summary.Summary`)
 report.html     written by ``redraft report``, with one page per task under report/ (`safe_name`)
+ray.log         Ray's own messages, when the run started Ray (its warnings, what it relays from the cluster)
 ```
 
 JSON files are replaced atomically (written aside, then renamed), so a reader
@@ -23,6 +24,7 @@ from typing import Any
 
 MANIFEST, TRACE, RESULTS, SUMMARY = "manifest.json", "trace.msgpack", "results.jsonl", "summary.json"
 REPORT, PAGES_DIR = "report.html", "report"
+RAY_LOG = "ray.log"
 
 
 def fingerprint(config: dict[str, Any]) -> str:

@@ -115,3 +115,6 @@ def test_run_without_address_starts_its_own_ray_despite_a_dead_one_on_record(tmp
     )
     assert done.returncode == 0, done.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    # A quiet terminal: Ray's own start-up warnings go to the run's ray.log, not between redraft's lines.
+    assert "Token authentication" not in done.stderr and "WARNING" not in done.stderr, done.stderr
+    assert "Token authentication is enabled" in (out / "ray.log").read_text()
