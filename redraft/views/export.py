@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 from msgspec import inspect
 
-from redraft.errors import UserError
+from redraft.errors import UserError, missing_extra
 from redraft.protocols.messages import Decision, Result, Usage
 from redraft.rundir import RunReader, TaskEntry, build_history
 
@@ -206,8 +206,8 @@ def _write_parquet(path: Path, columns: Columns, rows: Iterator[dict[str, Any]])
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
-    except ImportError:  # pragma: no cover - pyarrow is a dependency; a broken install says so
-        raise UserError("Parquet export needs pyarrow (pip install pyarrow), or use --format csv") from None
+    except ModuleNotFoundError:
+        raise missing_extra("Parquet export (or use --format csv)", "report") from None
     types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
     schema = pa.schema([(name, types[kind]) for name, kind in columns.items()])
     count = 0

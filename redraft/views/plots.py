@@ -15,11 +15,16 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from matplotlib.axes import Axes
-from matplotlib.axis import Axis
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, PercentFormatter
+from redraft.errors import missing_extra
+
+try:
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator, PercentFormatter
+except ModuleNotFoundError:
+    raise missing_extra("Plots (redraft report, redraft compare)", "report") from None
 
 WIDTH, HEIGHT, DPI = 5.2, 3.1, 100
 BLUE, ORANGE, GREY = "#2f6db5", "#e07b28", "#c9d3df"

@@ -21,9 +21,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir import RunReader, Summary, TaskHistory, build_history, safe_name
@@ -33,6 +31,9 @@ from redraft.views import plots
 from redraft.views._fields import is_empty
 from redraft.views.summary_table import summary_rows
 from redraft.views.templating import render, template
+
+if TYPE_CHECKING:  # matplotlib is the report extra's: loaded where a plot is drawn
+    from matplotlib.figure import Figure
 
 INDEX_ROWS = 200
 TOP_N = 10
