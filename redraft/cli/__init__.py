@@ -248,7 +248,7 @@ def _print_summary(outcome: Any, *, oracle: bool = False) -> None:
     out.print(table)
 
 
-RunDir = Annotated[Path, typer.Argument(help="A run directory (the --out of `redraft run`).")]
+RunDir = Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory (the --out of `redraft run`).")]
 
 
 @app.command("report")
@@ -269,7 +269,7 @@ def report_command(
 @app.command("trace")
 def trace_command(
     run_dir: RunDir,
-    task_id: Annotated[str, typer.Argument(help="The task's id, as in results.jsonl.")],
+    task_id: Annotated[str, typer.Argument(metavar="TASK_ID", help="The task's id, as in results.jsonl.")],
 ) -> None:
     """Show one task's rounds in the terminal, with diffs."""
     from redraft.views.trace import show_trace
@@ -311,8 +311,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exit as exc:
         sys.exit(exc.exit_code)
     except TyperException as exc:
-        if exc.message:  # empty when no arguments were given and the help was printed
-            print(f"redraft: error: {_usage_message(exc)}", file=sys.stderr)
+        if message := _usage_message(exc):
+            print(f"redraft: error: {message}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except Abort:
         print("redraft: interrupted", file=sys.stderr)
@@ -325,9 +325,15 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_FAILED)
 
 
-def _usage_message(exc: TyperException) -> str:
-    """The error, and for a usage error (one that knows its command) where to read the usage."""
+def _usage_message(exc: TyperException) -> str | None:
+    """The error, and for a usage error (one that knows its command) where to read the usage.
+
+    None when there is nothing to say: no arguments at all, and the help was printed instead. The text
+    is the formatted message, not ``exc.message``, which is empty for a missing argument (its text is
+    made when formatted).
+    """
+    text = exc.format_message()
+    if not text:
+        return None
     context = getattr(exc, "ctx", None)
-    if context is None:
-        return exc.format_message()
-    return f"{exc.format_message()} (see `{context.command_path} --help`)"
+    return text if context is None else f"{text} (see `{context.command_path} --help`)"

@@ -105,3 +105,16 @@ def test_readme_shows_the_real_help() -> None:
     shown = [line.rstrip() for line in block.strip().splitlines()]
     # The README shows the command as `redraft`; run as a module it is `python -m redraft.cli`.
     assert [line.replace("python -m redraft.cli", "redraft") for line in real] == shown
+
+
+@pytest.mark.parametrize(
+    ("args", "missing"),
+    [(["report"], "RUN_DIR"), (["export"], "RUN_DIR"), (["trace"], "RUN_DIR"), (["trace", "runs/x"], "TASK_ID")],
+)
+def test_a_missing_argument_is_named_in_one_line(args: list[str], missing: str) -> None:
+    done = redraft(*args)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"redraft: error: Missing argument '{missing}'. (see `python -m redraft.cli {args[0]} --help`)"
+    ]
