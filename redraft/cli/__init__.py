@@ -10,6 +10,7 @@ than its baseline.
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import sys
 import typing
@@ -36,11 +37,28 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits them
 )
 err = Console(stderr=True)
 out = Console()
 
 EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_REGRESSION = 1, 2, 3, 4
+
+
+def _print_version(asked: bool) -> None:
+    """``redraft VERSION``, the installed distribution's (what pip and a bug report name), then exit."""
+    if asked:
+        print(f"redraft {importlib.metadata.version('redraft')}")
+        raise Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """The options before a command (--version, --help)."""
 
 
 @app.command("scenarios")

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from redraft import __version__
+from redraft.cli import main
 from tests.support.paths import README, REPO_ROOT
 
 
@@ -17,6 +20,15 @@ def redraft(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     return subprocess.run(
         [sys.executable, "-m", "redraft.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
     )
+
+
+def in_process(*args: str) -> int:
+    """The command's exit code, run in this process (its output goes to the test's captured streams)."""
+    try:
+        main(list(args))
+    except SystemExit as ended:
+        return int(ended.code or 0)
+    return 0
 
 
 def test_scenarios_lists_one_name_per_line() -> None:
@@ -118,3 +130,22 @@ def test_a_missing_argument_is_named_in_one_line(args: list[str], missing: str) 
     assert done.stderr.splitlines() == [
         f"redraft: error: Missing argument '{missing}'. (see `python -m redraft.cli {args[0]} --help`)"
     ]
+
+
+def test_version_prints_the_package_version() -> None:
+    done = redraft("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"redraft {__version__}\n", "")
+    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert __version__ == declared
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["run"], ["compare"], ["report"], ["trace"], ["export"], ["scenarios"], ["strategies"]]
+)
+def test_dash_h_is_help_wherever_help_is(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    shown = []
+    for flag in ("--help", "-h"):
+        assert in_process(*command, flag) == 0
+        shown.append(capsys.readouterr())
+    assert shown[0].err == shown[1].err == ""
+    assert "Usage:" in shown[0].out and shown[1].out == shown[0].out
