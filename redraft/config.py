@@ -27,7 +27,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from redraft.errors import UserError
+from redraft.errors import UserError, unknown_name
 from redraft.protocols.convergence import Budget, ConvergenceConfig
 from redraft.protocols.messages import Usage
 
@@ -143,7 +143,7 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
         owner = {name: group for group, struct in GROUPS.items() for name in struct.__struct_fields__}
         for name, value in settings.items():
             if name not in owner:
-                raise UserError(f"unknown setting {name!r} (known: {', '.join(sorted(owner))})")
+                raise unknown_name("setting", name, sorted(owner))
             grouped[owner[name]][name] = value
         return cls(
             experiment=Experiment(**grouped["experiment"]),

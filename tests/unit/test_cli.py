@@ -93,6 +93,31 @@ def test_strategies_lists_names_first() -> None:
         (["run", "arithmetic", "--budget-usd", "-1"], "--budget-usd must be in (0, 1,000,000,000], got -1"),
         (["run", "arithmetic", "--frobnicate"], "No such option: --frobnicate"),
         (["run", "arithmetic", "--model", "scripted:nope"], "scripted backend needs 'scripted:MODULE:FUNC'"),
+        # A near miss is answered with the name meant.
+        (["run", "arithmetc"], "unknown scenario 'arithmetc' (did you mean 'arithmetic'? known: arithmetic, "),
+        (
+            ["run", "reasoning-gym:leg_counting"],
+            "unknown scenario 'reasoning-gym:leg_counting' (did you mean 'reasoning_gym:leg_counting'? known: ",
+        ),
+        (
+            ["run", "arithmetic", "--strategy", "self-refine"],
+            "unknown strategy 'self-refine' (did you mean 'self_refine'? known: adversarial, ",
+        ),
+        (
+            ["run", "arithmetic", "--critic", "openai-compatibe:m@http://127.0.0.1:9/v1"],
+            "unknown backend spec 'openai-compatibe:m@http://127.0.0.1:9/v1' "
+            "(did you mean 'openai-compatible:m@http://127.0.0.1:9/v1'? known: ",
+        ),
+        (
+            ["run", "arithmetic", "--model", "local?rmp=5"],
+            "unknown rate limit 'rmp' in 'local?rmp=5' (did you mean 'rpm'?",
+        ),
+        (["export", "no-such-run", "--format", "parqet"], "unknown --format 'parqet' (did you mean 'parquet'? known: "),
+        (["export", "no-such-run", "--table", "round"], "unknown --table 'round' (did you mean 'rounds'? known: "),
+        (
+            ["compare", "arithmetic", "--arms", "adversarial", "--match", "call"],
+            "unknown --match 'call' (did you mean 'calls'? known: calls, tokens, usd)",
+        ),
     ],
 )
 def test_errors_are_one_line_with_exit_code_2(args: list[str], message: str, tmp_path: Path) -> None:

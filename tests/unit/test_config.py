@@ -20,7 +20,7 @@ def test_build_routes_each_flat_setting_to_its_group() -> None:
     assert config.budgets == Budgets(task_timeout=30.0, budget_calls=100)
     assert config.runtime == Runtime(limit=7, cache=False)
     assert config.replace(samples=2).experiment.samples == 2 and config.replace(samples=2).runtime.limit == 7
-    with pytest.raises(UserError, match=r"unknown setting 'sample' \(known: .*samples"):
+    with pytest.raises(UserError, match=r"unknown setting 'sample' \(did you mean 'samples'\? known: .*samples"):
         RunConfig.build(sample=3)
 
 

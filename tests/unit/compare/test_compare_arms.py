@@ -51,7 +51,10 @@ def test_a_file_gives_each_arm_its_settings_and_the_baseline_its_n(tmp_path: Pat
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[arms.a]\nstratgy = 'adversarial'\n", "arm 'a': unknown field 'stratgy' (did you mean 'strategy'?)"),
+        (
+            "[arms.a]\nstratgy = 'adversarial'\n",
+            "arm 'a': unknown field 'stratgy' (did you mean 'strategy'? known: critic, drafter, ",
+        ),
         ("[arms.a]\nstrategy = 'adversarial'\nsamples = 0\n", "arm 'a': --samples must be in [1, 1,000], got 0"),
         ("[arms.a]\nstrategy = 'adversarial'\nsamples = 'three'\n", "arm 'a': field 'samples': Expected `int`"),
         ("[arms.a]\nstrategy = 'adversarial'\nscenario = 'sql'\n", "arm 'a': 'scenario' is the comparison's"),
