@@ -1,4 +1,5 @@
-"""The ``redraft`` command. Errors end here as one line on stderr, never a traceback.
+"""The ``redraft`` command. Errors end here as one line on stderr (a refused resume adds a line per differing
+setting), never a traceback.
 
 Exit codes: 0 done; 1 the run failed (refused credentials, a backend down for
 good, a role no live node can host: a rerun with the same --out resumes); 2 a
