@@ -14,11 +14,9 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import sys
-import typing
 from pathlib import Path
 from typing import Annotated, Any
 
-import msgspec
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -29,6 +27,7 @@ from typer import Abort, Exit
 # them) derives from this public class: they are printed as one line.
 from typer.exceptions import TyperException
 
+from redraft.cli._options import compare_parameters, run_parameters
 from redraft.cli._progress import RunProgress
 from redraft.errors import RedraftError, UserError
 
@@ -107,60 +106,7 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
         sys.exit(EXIT_BUDGET)
 
 
-def _run_parameters() -> list[inspect.Parameter]:
-    """The options of ``redraft run``: the scenario, --check and --model, then one per config field.
-
-    Each config field's option is made from the field (`redraft.config`): its flag, help,
-    type and shown default; its CLI default is None, meaning "not given", so the config's own
-    default applies and is said once.
-    """
-    from redraft.config import GROUPS, description, flag
-
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    scenario_help = "Scenario name (see `redraft scenarios`); leave out with --check."
-    check_help = "MODULE:FUNCTION whose verdict steers the loop on the --tasks (instead of a SCENARIO)."
-    grade_help = "MODULE:FUNCTION that grades the final answers against the --tasks' reference, held out."
-    params = [
-        inspect.Parameter(
-            "scenario",
-            keyword,
-            default=typer.Argument(None, metavar="SCENARIO", help=scenario_help),
-            annotation=str | None,
-        ),
-        inspect.Parameter(
-            "check", keyword, default=typer.Option(None, "--check", help=check_help), annotation=str | None
-        ),
-        inspect.Parameter(
-            "grade", keyword, default=typer.Option(None, "--grade", help=grade_help), annotation=str | None
-        ),
-        inspect.Parameter(
-            "model",
-            keyword,
-            annotation=str | None,
-            default=typer.Option(None, "--model", help="Backend spec for every model role.", show_default="local"),
-        ),
-    ]
-    for struct in GROUPS.values():
-        hints = typing.get_type_hints(struct)
-        for field in msgspec.structs.fields(struct):
-            meta = description(struct, field.name)
-            extra = meta.extra or {}
-            if extra.get("argument"):
-                continue
-            names = [flag(field.name), *extra.get("aliases", []), *([extra["short"]] if "short" in extra else [])]
-            kind = hints[field.name]
-            if kind is bool:
-                names = [f"{flag(field.name)}/--no-{field.name.replace('_', '-')}"]
-            option = typer.Option(None, *names, help=meta.description, show_default=_shown(field.default))
-            params.append(inspect.Parameter(field.name, keyword, default=option, annotation=kind | None))
-    return params
-
-
-def _shown(default: object) -> str | bool:
-    return False if default is None else str(default).lower() if isinstance(default, bool) else str(default)
-
-
-run_command.__signature__ = inspect.Signature(_run_parameters())  # type: ignore[attr-defined]
+run_command.__signature__ = inspect.Signature(run_parameters())  # type: ignore[attr-defined]
 app.command("run")(run_command)
 
 
@@ -205,37 +151,7 @@ def compare_command(
         sys.exit(EXIT_REGRESSION)
 
 
-def _compare_parameters() -> list[inspect.Parameter]:
-    """``redraft run``'s options (each arm may change the experiment's), and the comparison's own."""
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    own = [
-        ("arms", str | None, typer.Option(None, "--arms", help="Strategies to compare, by name: adversarial,debate.")),
-        ("arms_file", Path | None, typer.Option(None, "--arms-file", help="A TOML file of arms (see the README).")),
-        (
-            "baseline_samples",
-            int | None,
-            typer.Option(
-                None, "--baseline-samples", help="N, the sampling baseline's samples per task.", show_default="16"
-            ),
-        ),
-        ("match", str, typer.Option("calls", "--match", help="Match the baselines' cost by calls, tokens or usd.")),
-        ("repeats", int, typer.Option(1, "--repeats", help="Run every arm this many times, with other seeds.")),
-        (
-            "baseline",
-            Path | None,
-            typer.Option(None, "--baseline", help="An earlier comparison.json to hold this one against."),
-        ),
-        (
-            "fail_if_worse",
-            bool,
-            typer.Option(False, "--fail-if-worse", help="Exit 4 if an arm is worse than --baseline beyond its CI."),
-        ),
-    ]
-    run_params = [p for p in _run_parameters() if p.name != "strategy"]
-    return run_params[:4] + [inspect.Parameter(n, keyword, default=d, annotation=a) for n, a, d in own] + run_params[4:]
-
-
-compare_command.__signature__ = inspect.Signature(_compare_parameters())  # type: ignore[attr-defined]
+compare_command.__signature__ = inspect.Signature(compare_parameters())  # type: ignore[attr-defined]
 app.command("compare")(compare_command)
 
 
