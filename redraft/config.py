@@ -13,27 +13,33 @@
   tasks, the cache, the price table, tasks in flight).
 
 Every field is also a command-line flag of ``redraft run``: ``--`` and the field's
-name with dashes, its help from ``Meta(description=...)``, and its bounds from the
-``Meta`` constraints, which `RunConfig.validate` checks with messages that name
-the flag and the range. The CLI fills a `RunConfig`; it does not retype it.
+name with dashes, its help from ``Meta(description=...)``, its box in the help from
+its `Panel`, and its bounds from the ``Meta`` constraints, which `RunConfig.validate`
+checks with messages that name the flag and the range. The CLI fills a `RunConfig`;
+it does not retype it.
 """
 
 from __future__ import annotations
 
 import math
 import typing
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
 
-from redraft.errors import UserError
+from redraft.errors import UserError, unknown_name
 from redraft.protocols.convergence import Budget, ConvergenceConfig
 from redraft.protocols.messages import Usage
 
+Panel = Literal["Tasks", "Model", "Loop", "Budgets", "Output", "Cluster"]
+"""Where a setting's flag is shown in ``redraft run --help``, in this order: what to run, the models and
+their calls, the loop, what may be spent, where the run is written, where it runs."""
+PANELS: tuple[Panel, ...] = typing.get_args(Panel)
 
-def _help(text: str, **extra: Any) -> Meta:
-    return Meta(description=text, extra=extra)
+
+def _help(text: str, *, panel: Panel, **extra: Any) -> Meta:
+    return Meta(description=text, extra={"panel": panel, **extra})
 
 
 Count = Annotated[int, Meta(ge=1, le=1_000_000)]
@@ -45,31 +51,54 @@ Tokens = Annotated[int, Meta(ge=1, le=10**15)]
 class Experiment(msgspec.Struct, frozen=True, kw_only=True):
     """What decides a task's result; every field enters the run's fingerprint."""
 
-    scenario: Annotated[str, _help("Scenario name (see `redraft scenarios`).", argument=True)] = "arithmetic"
-    tasks: Annotated[str | None, _help("Task file (JSON lines) to run instead of the scenario's own tasks.")] = None
-    strategy: Annotated[str, _help("Critic strategy (see `redraft strategies`).")] = "adversarial"
-    samples: Annotated[int, Meta(ge=1, le=1000), _help("Drafts per round (self-consistency K).", short="-k")] = 3
-    max_rounds: Annotated[int, Meta(ge=1, le=1000), _help("Cycle limit: rounds in all, the first draft included.")] = 3
-    threshold: Annotated[float, Meta(ge=0, le=1), _help("Stop a task once its best score reaches this.")] = 1.0
-    patience: Annotated[int, Meta(ge=1, le=1000), _help("Stop after this many rounds without improvement.")] = 2
-    seed: Annotated[int, Meta(ge=0, le=2**63 - 1), _help("Seed for generated tasks and sampling.")] = 0
-    drafter: Annotated[str, _help("Backend spec for the drafter (overrides --model).")] = "local"
-    critic: Annotated[str, _help("Backend spec for the critic (overrides --model).")] = "local"
-    verifier: Annotated[str | None, _help("Backend spec for model-based checks (overrides --model).")] = None
-    temperature: Annotated[float, Meta(ge=0, le=2), _help("Drafter sampling temperature.")] = 0.8
-    max_tokens: Annotated[int, Meta(ge=1, le=1_000_000), _help("Maximum tokens per draft.")] = 128
-    patch: Annotated[bool, _help("Revise with minimal search/replace edits instead of rewrites.")] = False
-    prompts: Annotated[
-        str | None, _help("A TOML file of prompt templates over the built-in ones (each entry with a new version).")
+    scenario: Annotated[str, _help("Scenario name (see `redraft scenarios`).", panel="Tasks", argument=True)] = (
+        "arithmetic"
+    )
+    tasks: Annotated[
+        str | None, _help("Task file (JSON lines) to run instead of the scenario's own tasks.", panel="Tasks")
     ] = None
-    task_budget_usd: Annotated[Money | None, _help("Stop a task once it has cost this much.")] = None
-    task_budget_tokens: Annotated[Tokens | None, _help("Stop a task after this many tokens.")] = None
-    task_budget_calls: Annotated[Count | None, _help("Stop a task after this many model calls.")] = None
+    strategy: Annotated[str, _help("Critic strategy (see `redraft strategies`).", panel="Loop")] = "adversarial"
+    samples: Annotated[
+        int, Meta(ge=1, le=1000), _help("Drafts per round (self-consistency K).", panel="Loop", short="-k")
+    ] = 3
+    max_rounds: Annotated[
+        int, Meta(ge=1, le=1000), _help("Cycle limit: rounds in all, the first draft included.", panel="Loop")
+    ] = 3
+    threshold: Annotated[
+        float, Meta(ge=0, le=1), _help("Stop a task once its best score reaches this.", panel="Loop")
+    ] = 1.0
+    patience: Annotated[
+        int, Meta(ge=1, le=1000), _help("Stop after this many rounds without improvement.", panel="Loop")
+    ] = 2
+    seed: Annotated[int, Meta(ge=0, le=2**63 - 1), _help("Seed for generated tasks and sampling.", panel="Loop")] = 0
+    drafter: Annotated[str, _help("Backend spec for the drafter (overrides --model).", panel="Model")] = "local"
+    critic: Annotated[str, _help("Backend spec for the critic (overrides --model).", panel="Model")] = "local"
+    verifier: Annotated[
+        str | None, _help("Backend spec for model-based checks (overrides --model).", panel="Model")
+    ] = None
+    temperature: Annotated[float, Meta(ge=0, le=2), _help("Drafter sampling temperature.", panel="Model")] = 0.8
+    max_tokens: Annotated[int, Meta(ge=1, le=1_000_000), _help("Maximum tokens per draft.", panel="Model")] = 128
+    patch: Annotated[bool, _help("Revise with minimal search/replace edits instead of rewrites.", panel="Loop")] = False
+    prompts: Annotated[
+        str | None,
+        _help("A TOML file of prompt templates over the built-in ones (each entry with a new version).", panel="Loop"),
+    ] = None
+    task_budget_usd: Annotated[Money | None, _help("Stop a task once it has cost this much.", panel="Budgets")] = None
+    task_budget_tokens: Annotated[Tokens | None, _help("Stop a task after this many tokens.", panel="Budgets")] = None
+    task_budget_calls: Annotated[Count | None, _help("Stop a task after this many model calls.", panel="Budgets")] = (
+        None
+    )
     oracle_feedback: Annotated[
-        bool, _help("Feed the held-out grade to the loop as its feedback: an upper bound for studies, not a result.")
+        bool,
+        _help(
+            "Feed the held-out grade to the loop as its feedback: an upper bound for studies, not a result.",
+            panel="Loop",
+        ),
     ] = False
     repeat: Annotated[
-        int, Meta(ge=0, le=1000), _help("Which repeat of the same tasks this run is: salts every sampling seed.")
+        int,
+        Meta(ge=0, le=1000),
+        _help("Which repeat of the same tasks this run is: salts every sampling seed.", panel="Loop"),
     ] = 0
 
 
@@ -77,20 +106,22 @@ class Budgets(msgspec.Struct, frozen=True, kw_only=True):
     """What the run may spend and how long a task may take; none of it enters the fingerprint."""
 
     task_timeout: Annotated[
-        PositiveSeconds | None, _help("Stop a task after this many seconds, keeping its best so far.")
+        PositiveSeconds | None, _help("Stop a task after this many seconds, keeping its best so far.", panel="Budgets")
     ] = None
     task_watchdog: Annotated[
         PositiveSeconds | None,
         _help(
             "Redo a task (as hung) that has not come back after this many seconds "
-            "(default: --task-timeout + 30, else 3600)."
+            "(default: --task-timeout + 30, else 3600).",
+            panel="Budgets",
         ),
     ] = None
-    budget_usd: Annotated[Money | None, _help("Run budget: dispatch no task once spent.")] = None
-    budget_tokens: Annotated[Tokens | None, _help("Run budget in tokens.")] = None
-    budget_calls: Annotated[Count | None, _help("Run budget in model calls.")] = None
+    budget_usd: Annotated[Money | None, _help("Run budget: dispatch no task once spent.", panel="Budgets")] = None
+    budget_tokens: Annotated[Tokens | None, _help("Run budget in tokens.", panel="Budgets")] = None
+    budget_calls: Annotated[Count | None, _help("Run budget in model calls.", panel="Budgets")] = None
     budget_seconds: Annotated[
-        PositiveSeconds | None, _help("Run budget in wall-clock seconds: in-flight tasks stop at the deadline.")
+        PositiveSeconds | None,
+        _help("Run budget in wall-clock seconds: in-flight tasks stop at the deadline.", panel="Budgets"),
     ] = None
 
     def spent_by(self, spent: Usage, elapsed_s: float = 0.0) -> str | None:
@@ -110,17 +141,23 @@ class Budgets(msgspec.Struct, frozen=True, kw_only=True):
 class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     """Where and how the run goes; none of it enters the fingerprint."""
 
-    limit: Annotated[Count | None, _help("Run only the first N tasks.")] = None
-    prices: Annotated[str | None, _help("JSON price file (USD per million tokens) over the built-in table.")] = None
-    cache: Annotated[bool, _help("Answer repeated model calls from the response cache.")] = True
+    limit: Annotated[Count | None, _help("Run only the first N tasks.", panel="Tasks")] = None
+    prices: Annotated[
+        str | None, _help("JSON price file (USD per million tokens) over the built-in table.", panel="Budgets")
+    ] = None
+    cache: Annotated[bool, _help("Answer repeated model calls from the response cache.", panel="Model")] = True
     max_tasks_in_flight: Annotated[
         Count | None,
         _help(
-            "Tasks dispatched at once (default: 10 per node with a local model, else 64).", aliases=["--max-in-flight"]
+            "Tasks dispatched at once (default: 10 per node with a local model, else 64).",
+            panel="Cluster",
+            aliases=["--max-in-flight"],
         ),
     ] = None
-    out: Annotated[str | None, _help("Run directory (default runs/<run-id>).")] = None
-    address: Annotated[str | None, _help("Join this Ray cluster (e.g. auto); default: start a local Ray.")] = None
+    out: Annotated[str | None, _help("Run directory (default runs/<run-id>).", panel="Output")] = None
+    address: Annotated[
+        str | None, _help("Join this Ray cluster (e.g. auto); default: start a local Ray.", panel="Cluster")
+    ] = None
 
 
 GROUPS: dict[str, type[msgspec.Struct]] = {"experiment": Experiment, "budgets": Budgets, "runtime": Runtime}
@@ -135,15 +172,21 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def build(cls, **settings: Any) -> RunConfig:
-        """A config from flat settings named as the fields are (``samples=3, limit=10, out="runs/x"``).
+        """A config from flat settings named as the fields are (``samples=3, limit=10, out="runs/x"``), or by
+        a field's alias (`setting_aliases`).
 
-        `UserError` for a name no group has. Values are not checked here: see `validate`.
+        `UserError` for a name no group has, or a setting given twice (by its name and an alias). Values
+        are not checked here: see `validate`.
         """
         grouped: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
         owner = {name: group for group, struct in GROUPS.items() for name in struct.__struct_fields__}
-        for name, value in settings.items():
+        aliases = setting_aliases()
+        for given, value in settings.items():
+            name = aliases.get(given, given)
             if name not in owner:
-                raise UserError(f"unknown setting {name!r} (known: {', '.join(sorted(owner))})")
+                raise unknown_name("setting", given, sorted(owner))
+            if name in grouped[owner[name]]:
+                raise UserError(f"{flag(given)} is another name of {flag(name)}: give one of the two")
             grouped[owner[name]][name] = value
         return cls(
             experiment=Experiment(**grouped["experiment"]),
@@ -254,3 +297,16 @@ def description(group: type[msgspec.Struct], name: str) -> Meta:
         text = meta.description or text
         extra.update(meta.extra or {})
     return Meta(description=text, extra=extra)
+
+
+def setting_aliases() -> dict[str, str]:
+    """Other names of settings, each to its field's (``max_in_flight`` -> ``max_tasks_in_flight``).
+
+    A field's ``aliases`` are flags (``--max-in-flight``); the name is the flag's, as a field's is.
+    """
+    return {
+        alias.removeprefix("--").replace("-", "_"): name
+        for group in GROUPS.values()
+        for name in group.__struct_fields__
+        for alias in (description(group, name).extra or {}).get("aliases", [])
+    }

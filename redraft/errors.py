@@ -20,12 +20,18 @@ decides asks (`machinery_failure`, `member_failure`, `recorded_as_machinery`).
 
 Errors raised inside Ray actors are pickled back to the caller, so every class
 with extra constructor arguments defines `__reduce__`.
+
+A name that is none of the known ones (a scenario, a strategy, a backend prefix, a
+setting, an export format...) is refused in one shape, made by `unknown_name`:
+``unknown strategy 'self-refine' (did you mean 'self_refine'? known: ...)``.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import traceback
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 
@@ -35,6 +41,26 @@ class RedraftError(Exception):
 
 class UserError(RedraftError):
     """The caller's input or configuration is invalid; fix the input and rerun."""
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"did you mean 'x'? "`` for the known name most like ``name``, or "" when none is near.
+
+    Near is difflib's ratio of at least 0.6: a typo, a dash for an underscore, a letter
+    too many. ``known`` is read once, so a stream of names (a run's task ids) is fine.
+    """
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+def unknown_name(kind: str, name: str, known: Sequence[str], *, like: Iterable[str] | None = None) -> UserError:
+    """The error for a ``kind`` called ``name`` that is none of ``known``: the nearest suggested, then all.
+
+    ``like`` are the names to suggest from when they are not ``known`` as listed (a
+    parametrized family listed as ``reasoning_gym:NAME`` suggests ``reasoning_gym:leg_counting``).
+    """
+    near = did_you_mean(name, known if like is None else like)
+    return UserError(f"unknown {kind} {name!r} ({near}known: {', '.join(known)})")
 
 
 class ModelError(RedraftError):

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
-from redraft.errors import UserError
+from redraft.errors import UserError, unknown_name
 
 T = TypeVar("T")
 F = TypeVar("F")
@@ -81,10 +81,9 @@ class Registry(Generic[T]):
         return sorted(self._entries)
 
     def get(self, name: str) -> T:
-        """The entry ``name``; `UserError` listing the known ones otherwise."""
+        """The entry ``name``; `UserError` suggesting the nearest and listing the known ones otherwise."""
         load_group(self.group)
         try:
             return self._entries[name]
         except KeyError:
-            known = ", ".join(sorted(self._entries))
-            raise UserError(f"unknown {self.kind} {name!r} (known: {known})") from None
+            raise unknown_name(self.kind, name, sorted(self._entries)) from None

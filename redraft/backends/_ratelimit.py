@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
-from redraft.errors import UserError
+from redraft.errors import UserError, did_you_mean
 from redraft.services import Services, current
 
 
@@ -161,7 +161,8 @@ def split_limits(spec: str) -> tuple[str, RateLimits]:
     for pair in query.split("&") if query else []:
         key, equals, value = pair.partition("=")
         if key not in _QUERY_KEYS:
-            raise UserError(f"unknown rate limit {_shown(key)} in {shown} (known: {', '.join(_QUERY_KEYS)})")
+            near = did_you_mean(key, _QUERY_KEYS)
+            raise UserError(f"unknown rate limit {_shown(key)} in {shown} ({near}known: {', '.join(_QUERY_KEYS)})")
         if _QUERY_KEYS[key] in values:
             raise UserError(f"rate limit {key} is given twice in {shown}")
         low, high = QUERY_RANGES[key]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from redraft.backends._ratelimit import LimitedSpec, split_limits
 from redraft.backends.base import BackendSpec
-from redraft.errors import UserError
+from redraft.errors import unknown_name
 from redraft.plugins import Registry
 
 BACKENDS: Registry[Callable[[str], BackendSpec]] = Registry("backend", "redraft.backends")
@@ -31,8 +31,9 @@ def resolve(spec: str) -> BackendSpec:
     """
     base, limits = split_limits(spec)
     prefix, _, rest = base.partition(":")
-    if prefix not in BACKENDS.names():
-        known = ", ".join(f"{p}[:...]" for p in BACKENDS.names())
-        raise UserError(f"unknown backend spec {spec!r} (known: {known})")
+    prefixes = BACKENDS.names()
+    if prefix not in prefixes:  # the suggestion: the same spec with the prefix meant
+        like = [p + spec[len(prefix) :] for p in prefixes]
+        raise unknown_name("backend spec", spec, [f"{p}[:...]" for p in prefixes], like=like)
     parsed = BACKENDS.get(prefix)(rest)
     return LimitedSpec(parsed, limits, endpoint=base) if limits.active else parsed

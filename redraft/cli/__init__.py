@@ -1,4 +1,5 @@
-"""The ``redraft`` command. Errors end here as one line on stderr, never a traceback.
+"""The ``redraft`` command. Errors end here as one line on stderr (a refused resume adds a line per differing
+setting), never a traceback.
 
 Exit codes: 0 done; 1 the run failed (refused credentials, a backend down for
 good, a role no live node can host: a rerun with the same --out resumes); 2 a
@@ -10,13 +11,12 @@ than its baseline.
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import sys
-import typing
 from pathlib import Path
 from typing import Annotated, Any
 
-import msgspec
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -27,6 +27,7 @@ from typer import Abort, Exit
 # them) derives from this public class: they are printed as one line.
 from typer.exceptions import TyperException
 
+from redraft.cli._options import compare_parameters, run_parameters
 from redraft.cli._progress import RunProgress
 from redraft.errors import RedraftError, UserError
 
@@ -36,11 +37,28 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits them
 )
 err = Console(stderr=True)
 out = Console()
 
 EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_REGRESSION = 1, 2, 3, 4
+
+
+def _print_version(asked: bool) -> None:
+    """``redraft VERSION``, the installed distribution's (what pip and a bug report name), then exit."""
+    if asked:
+        print(f"redraft {importlib.metadata.version('redraft')}")
+        raise Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """The options before a command (--version, --help)."""
 
 
 @app.command("scenarios")
@@ -88,60 +106,7 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
         sys.exit(EXIT_BUDGET)
 
 
-def _run_parameters() -> list[inspect.Parameter]:
-    """The options of ``redraft run``: the scenario, --check and --model, then one per config field.
-
-    Each config field's option is made from the field (`redraft.config`): its flag, help,
-    type and shown default; its CLI default is None, meaning "not given", so the config's own
-    default applies and is said once.
-    """
-    from redraft.config import GROUPS, description, flag
-
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    scenario_help = "Scenario name (see `redraft scenarios`); leave out with --check."
-    check_help = "MODULE:FUNCTION whose verdict steers the loop on the --tasks (instead of a SCENARIO)."
-    grade_help = "MODULE:FUNCTION that grades the final answers against the --tasks' reference, held out."
-    params = [
-        inspect.Parameter(
-            "scenario",
-            keyword,
-            default=typer.Argument(None, metavar="SCENARIO", help=scenario_help),
-            annotation=str | None,
-        ),
-        inspect.Parameter(
-            "check", keyword, default=typer.Option(None, "--check", help=check_help), annotation=str | None
-        ),
-        inspect.Parameter(
-            "grade", keyword, default=typer.Option(None, "--grade", help=grade_help), annotation=str | None
-        ),
-        inspect.Parameter(
-            "model",
-            keyword,
-            annotation=str | None,
-            default=typer.Option(None, "--model", help="Backend spec for every model role.", show_default="local"),
-        ),
-    ]
-    for struct in GROUPS.values():
-        hints = typing.get_type_hints(struct)
-        for field in msgspec.structs.fields(struct):
-            meta = description(struct, field.name)
-            extra = meta.extra or {}
-            if extra.get("argument"):
-                continue
-            names = [flag(field.name), *extra.get("aliases", []), *([extra["short"]] if "short" in extra else [])]
-            kind = hints[field.name]
-            if kind is bool:
-                names = [f"{flag(field.name)}/--no-{field.name.replace('_', '-')}"]
-            option = typer.Option(None, *names, help=meta.description, show_default=_shown(field.default))
-            params.append(inspect.Parameter(field.name, keyword, default=option, annotation=kind | None))
-    return params
-
-
-def _shown(default: object) -> str | bool:
-    return False if default is None else str(default).lower() if isinstance(default, bool) else str(default)
-
-
-run_command.__signature__ = inspect.Signature(_run_parameters())  # type: ignore[attr-defined]
+run_command.__signature__ = inspect.Signature(run_parameters())  # type: ignore[attr-defined]
 app.command("run")(run_command)
 
 
@@ -186,37 +151,7 @@ def compare_command(
         sys.exit(EXIT_REGRESSION)
 
 
-def _compare_parameters() -> list[inspect.Parameter]:
-    """``redraft run``'s options (each arm may change the experiment's), and the comparison's own."""
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    own = [
-        ("arms", str | None, typer.Option(None, "--arms", help="Strategies to compare, by name: adversarial,debate.")),
-        ("arms_file", Path | None, typer.Option(None, "--arms-file", help="A TOML file of arms (see the README).")),
-        (
-            "baseline_samples",
-            int | None,
-            typer.Option(
-                None, "--baseline-samples", help="N, the sampling baseline's samples per task.", show_default="16"
-            ),
-        ),
-        ("match", str, typer.Option("calls", "--match", help="Match the baselines' cost by calls, tokens or usd.")),
-        ("repeats", int, typer.Option(1, "--repeats", help="Run every arm this many times, with other seeds.")),
-        (
-            "baseline",
-            Path | None,
-            typer.Option(None, "--baseline", help="An earlier comparison.json to hold this one against."),
-        ),
-        (
-            "fail_if_worse",
-            bool,
-            typer.Option(False, "--fail-if-worse", help="Exit 4 if an arm is worse than --baseline beyond its CI."),
-        ),
-    ]
-    run_params = [p for p in _run_parameters() if p.name != "strategy"]
-    return run_params[:4] + [inspect.Parameter(n, keyword, default=d, annotation=a) for n, a, d in own] + run_params[4:]
-
-
-compare_command.__signature__ = inspect.Signature(_compare_parameters())  # type: ignore[attr-defined]
+compare_command.__signature__ = inspect.Signature(compare_parameters())  # type: ignore[attr-defined]
 app.command("compare")(compare_command)
 
 
@@ -248,7 +183,7 @@ def _print_summary(outcome: Any, *, oracle: bool = False) -> None:
     out.print(table)
 
 
-RunDir = Annotated[Path, typer.Argument(help="A run directory (the --out of `redraft run`).")]
+RunDir = Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory (the --out of `redraft run`).")]
 
 
 @app.command("report")
@@ -269,7 +204,7 @@ def report_command(
 @app.command("trace")
 def trace_command(
     run_dir: RunDir,
-    task_id: Annotated[str, typer.Argument(help="The task's id, as in results.jsonl.")],
+    task_id: Annotated[str, typer.Argument(metavar="TASK_ID", help="The task's id, as in results.jsonl.")],
 ) -> None:
     """Show one task's rounds in the terminal, with diffs."""
     from redraft.views.trace import show_trace
@@ -311,8 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exit as exc:
         sys.exit(exc.exit_code)
     except TyperException as exc:
-        if exc.message:  # empty when no arguments were given and the help was printed
-            print(f"redraft: error: {_usage_message(exc)}", file=sys.stderr)
+        if message := _usage_message(exc):
+            print(f"redraft: error: {message}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except Abort:
         print("redraft: interrupted", file=sys.stderr)
@@ -325,9 +260,15 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_FAILED)
 
 
-def _usage_message(exc: TyperException) -> str:
-    """The error, and for a usage error (one that knows its command) where to read the usage."""
+def _usage_message(exc: TyperException) -> str | None:
+    """The error, and for a usage error (one that knows its command) where to read the usage.
+
+    None when there is nothing to say: no arguments at all, and the help was printed instead. The text
+    is the formatted message, not ``exc.message``, which is empty for a missing argument (its text is
+    made when formatted).
+    """
+    text = exc.format_message()
+    if not text:
+        return None
     context = getattr(exc, "ctx", None)
-    if context is None:
-        return exc.format_message()
-    return f"{exc.format_message()} (see `{context.command_path} --help`)"
+    return text if context is None else f"{text} (see `{context.command_path} --help`)"

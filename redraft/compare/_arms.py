@@ -27,7 +27,6 @@ Every fault is found before anything runs and named by file, arm and field.
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
 from pathlib import Path
@@ -37,7 +36,7 @@ import msgspec
 
 from redraft.config import Experiment, check_bounds
 from redraft.engine.prompt_files import load_prompts
-from redraft.errors import UserError
+from redraft.errors import UserError, unknown_name
 
 SHARED = frozenset({"scenario", "tasks", "repeat"})
 """Experiment fields an arm may not change: the comparison's tasks, and its repeats."""
@@ -71,7 +70,7 @@ def arms_from_file(path: Path) -> tuple[list[Arm], dict[str, Any]]:
         raise UserError(f"arms file {path}: not valid TOML: {exc}") from None
     unknown = sorted(set(data) - {"arms", "baseline"})
     if unknown:
-        raise UserError(f"arms file {path}: unknown table {unknown[0]!r} (allowed: arms, baseline)")
+        raise UserError(f"arms file {path}: {unknown_name('table', unknown[0], ['arms', 'baseline'])}")
     tables = data.get("arms")
     if not isinstance(tables, dict) or not tables:
         raise UserError(f"arms file {path}: no arms; add tables like [arms.adversarial] with a strategy")
@@ -91,9 +90,7 @@ def _arm(path: Path, name: str, table: Any) -> Arm:
         if field in SHARED:
             raise UserError(f"{where}: {field!r} is the comparison's, shared by every arm; set it on the command line")
         if field not in ARM_FIELDS:
-            close = difflib.get_close_matches(field, sorted(ARM_FIELDS), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise UserError(f"{where}: unknown field {field!r}{hint}")
+            raise UserError(f"{where}: {unknown_name('field', field, sorted(ARM_FIELDS))}")
     if "strategy" not in table:
         raise UserError(f"{where}: missing field 'strategy'")
     settings = dict(table)

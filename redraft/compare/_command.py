@@ -24,7 +24,7 @@ from redraft.compare._html import TERMINAL_HEADER, write_html
 from redraft.compare._result import build, read_json, regressions, write_json
 from redraft.compare._runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
 from redraft.config import RunConfig
-from redraft.errors import UserError
+from redraft.errors import UserError, unknown_name
 from redraft.protocols.messages import Result
 from redraft.views.report import write_report
 
@@ -55,9 +55,9 @@ def compare(
     console: Console,
 ) -> list[str]:
     """Run the comparison; its regressions against ``previous`` (one line each), or [] when there is none."""
-    plan = make_plan(scenario, settings, arms, arms_file, baseline_samples, repeats)
     if match not in MATCHES:
-        raise UserError(f"--match must be one of {', '.join(MATCHES)}, got {match!r}")
+        raise unknown_name("--match", match, MATCHES)
+    plan = make_plan(scenario, settings, arms, arms_file, baseline_samples, repeats)
     old = read_json(previous) if previous is not None else None  # a bad --baseline fails before anything runs
     with progress:
         run_comparison(

@@ -25,8 +25,7 @@ from pathlib import Path
 from redraft.actors.driver import RunOutcome, ensure_ray, run
 from redraft.compare._arms import Arm
 from redraft.config import RunConfig
-from redraft.engine.prompt_files import load_prompts
-from redraft.engine.setup import BackendOverrides
+from redraft.engine.setup import BackendOverrides, role_setup
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
 
@@ -82,16 +81,20 @@ class ComparePlan:
         lanes.append(Lane(label=BASELINE, arm=BASELINE, repeat=0, config=baseline))
         return lanes
 
-    def validate(self) -> None:
-        """Every lane's config, before anything runs; `UserError` naming the arm."""
+    def validate(self, backends: BackendOverrides | None = None) -> None:
+        """Every lane's config, before anything runs; `UserError` naming the arm.
+
+        Each lane is checked as `redraft run` checks its config (bounds, then every name in it: strategy,
+        scenario, the backend specs ``backends`` does not replace, prompts file), so an arm that would fail
+        does not wait for the others to run.
+        """
         if self.repeats < 1:
             raise UserError(f"--repeats must be at least 1, got {self.repeats}")
         if not 2 <= self.baseline_samples <= 256:
             raise UserError(f"the baseline's samples must be in [2, 256], got {self.baseline_samples}")
         for lane in self.lanes():
             try:
-                lane.config.validate()
-                load_prompts(lane.config.experiment.prompts)
+                role_setup(lane.config, backends)
             except UserError as exc:
                 raise UserError(f"arm {lane.arm!r}: {exc}") from None
 
@@ -115,7 +118,7 @@ def run_comparison(
     error is raised once all have ended. Setting ``stop`` from outside (a signal) ends every lane within a
     second: `Interrupted`, counting the tasks done over all lanes.
     """
-    plan.validate()
+    plan.validate(backends)
     stop = stop or threading.Event()
     ensure_ray(plan.base.runtime.address)  # once, before the lanes' threads: ray.init is not for racing
     lock = threading.Lock()

@@ -24,7 +24,6 @@ Invariants kept here, each fault a `UserError` naming the file and the entry:
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import tomllib
 from dataclasses import replace
@@ -33,7 +32,7 @@ from string import Template
 from typing import Any
 
 from redraft.engine.prompts import Prompts, built_in
-from redraft.errors import UserError
+from redraft.errors import UserError, unknown_name
 
 ENTRY_FIELDS = frozenset({"version", "text"})
 
@@ -51,9 +50,7 @@ def _load(path: str) -> Prompts:
         where = f"prompts file {path}, entry {name!r}"
         original = base.templates.get(name)
         if original is None:
-            close = difflib.get_close_matches(name, sorted(base.templates), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(base.templates))})"
-            raise UserError(f"prompts file {path}: unknown entry {name!r}{hint}")
+            raise UserError(f"prompts file {path}: {unknown_name('entry', name, sorted(base.templates))}")
         version, text = _fields(where, entry)
         _check_placeholders(where, original.text, text)
         if text != original.text.template and version == original.version:

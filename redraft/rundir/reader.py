@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import msgspec
 
-from redraft.errors import UserError
+from redraft.errors import UserError, did_you_mean
 from redraft.rundir._results import TaskEntry, latest_results
 from redraft.rundir.frames import Frame, unpack_frames
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object
@@ -59,8 +59,10 @@ class RunReader:
                 return entry
             if len(known) < 5:
                 known.append(entry.task_id)
-        hint = f" (e.g. {', '.join(known)})" if known else " (the run has no finished task)"
-        raise UserError(f"no task {task_id!r} in {self.root}{hint}")
+        if not known:
+            raise UserError(f"no task {task_id!r} in {self.root} (the run has no finished task)")
+        near = did_you_mean(task_id, (entry.task_id for entry in self.entries()))  # a second pass, ids not kept
+        raise UserError(f"no task {task_id!r} in {self.root} ({near}e.g. {', '.join(known)})")
 
     def frames(self, entry: TaskEntry, trace: IO[bytes] | None = None) -> list[Frame]:
         """The frames of one task, read by seeking to its byte range."""

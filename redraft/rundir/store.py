@@ -61,12 +61,7 @@ class RunStore:
         if manifest_path.exists():
             existing = _existing_manifest(manifest_path)
             if existing.get("fingerprint") != manifest["fingerprint"]:
-                changed = _changes(existing.get("identity", {}), manifest.get("identity", {}))
-                raise UserError(
-                    f"{root} holds a run with another configuration ({changed}; fingerprint "
-                    f"{existing.get('fingerprint')} vs {manifest['fingerprint']}); rerun with the same "
-                    "settings to resume it, or use another --out"
-                )
+                raise UserError(_refusal(root, existing, manifest))
             store._wall_before = float(existing.get("wall_s", 0.0))
         else:
             write_json(manifest_path, manifest)
@@ -131,14 +126,38 @@ def _existing_manifest(path: Path) -> dict[str, Any]:
     return existing
 
 
-def _changes(old: dict[str, Any], new: dict[str, Any], most: int = 4) -> str:
-    """The settings that differ between two identities, e.g. ``samples 1 -> 2``."""
-    keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-    shown = [f"{k} {_short(old.get(k))} -> {_short(new.get(k))}" for k in keys[:most]]
-    more = f" and {len(keys) - most} more" if len(keys) > most else ""
-    return ", ".join(shown) + more if shown else "settings differ"
+def _refusal(root: Path, existing: dict[str, Any], manifest: dict[str, Any]) -> str:
+    """Why ``root`` is not resumed: every setting that differs, one line each, its values whole.
+
+    Whole, because the difference may sit anywhere in a value (the port of an endpoint, the end of a path).
+    A nested setting (the prompts' versions) is shown entry by entry, ``prompts.critique``.
+    """
+    head = (
+        f"{root} holds a run with another configuration; rerun with the same settings to resume it, "
+        "or use another --out"
+    )
+    old, new = _flat(existing.get("identity")), _flat(manifest.get("identity"))
+    keys = sorted(k for k in old.keys() | new.keys() if old.get(k, _ABSENT) != new.get(k, _ABSENT))
+    if not keys:  # another version hashed the same settings otherwise
+        fingerprints = f"{existing.get('fingerprint')} vs {manifest['fingerprint']}"
+        return f"{head}: the settings read the same, but their fingerprints differ ({fingerprints})"
+    lines = [f"  {key}: {_shown(old.get(key, _ABSENT))} -> {_shown(new.get(key, _ABSENT))}" for key in keys]
+    return "\n".join([f"{head}. What differs (the run's -> this one's):", *lines])
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= 40 else text[:37] + "..."
+_ABSENT = object()
+"""A setting one identity has and the other has not (told apart from a setting that is null)."""
+
+
+def _flat(value: object, name: str = "") -> dict[str, object]:
+    """Settings by dotted name: a non-empty mapping is opened (``prompts.critique``), anything else is one value."""
+    if not isinstance(value, dict) or (name and not value):
+        return {name: value} if name else {}  # an identity that is no mapping (a hand-edited manifest): nothing
+    flat: dict[str, object] = {}
+    for key, inner in value.items():
+        flat |= _flat(inner, f"{name}.{key}" if name else str(key))
+    return flat
+
+
+def _shown(value: object) -> str:
+    return "(absent)" if value is _ABSENT else json.dumps(value, sort_keys=True)

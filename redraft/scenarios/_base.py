@@ -30,7 +30,7 @@ import abc
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Literal
 
-from redraft.errors import UserError
+from redraft.errors import UserError, unknown_name
 from redraft.plugins import Registry
 from redraft.protocols.messages import CheckResult, Task
 from redraft.protocols.stages import DEFAULT_STAGES, Stage
@@ -132,9 +132,11 @@ def get_scenario(name: str) -> Scenario:
     if ":" not in name:
         return _checked(name, SCENARIOS.get(name)())
     prefix, rest = name.split(":", 1)
-    family = next((n for n in SCENARIOS.names() if n.startswith(prefix + ":")), None)
-    if family is None:
-        return SCENARIOS.get(name)()  # raises, listing the known names
+    names = SCENARIOS.names()
+    family = next((n for n in names if n.startswith(prefix + ":")), None)
+    if family is None:  # a mistyped family is answered with the family meant, and the same parameter
+        like = [n.split(":", 1)[0] + ":" + rest for n in names if ":" in n]
+        raise unknown_name("scenario", name, names, like=like)
     if not rest:
         raise UserError(f"scenario {name!r} needs a parameter after the colon, as in {family!r}")
     return _checked(name, SCENARIOS.get(family)(rest))

@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 from msgspec import inspect
 
-from redraft.errors import UserError, missing_extra
+from redraft.errors import missing_extra, unknown_name
 from redraft.protocols.messages import Decision, Result, Usage
 from redraft.rundir import RunReader, TaskEntry, build_history
 
@@ -97,9 +97,9 @@ def export(root: Path, fmt: str, *, table: str = "results", out: Path | None = N
     ``fmt`` is one of `FORMATS`, ``table`` one of `TABLES`; `UserError` otherwise.
     """
     if fmt not in FORMATS:
-        raise UserError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise unknown_name("--format", fmt, FORMATS)
     if table not in TABLES:
-        raise UserError(f"--table must be one of {', '.join(TABLES)}, got {table!r}")
+        raise unknown_name("--table", table, TABLES)
     reader = RunReader(root)
     if table == "results":
         columns = results_columns(reader)

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import tomllib
+import typing
 from pathlib import Path
 
 import pytest
 
+from redraft import __version__
+from redraft.cli import main
+from redraft.config import GROUPS, description, flag
 from tests.support.paths import README, REPO_ROOT
 
 
@@ -17,6 +23,15 @@ def redraft(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     return subprocess.run(
         [sys.executable, "-m", "redraft.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
     )
+
+
+def in_process(*args: str) -> int:
+    """The command's exit code, run in this process (its output goes to the test's captured streams)."""
+    try:
+        main(list(args))
+    except SystemExit as ended:
+        return int(ended.code or 0)
+    return 0
 
 
 def test_scenarios_lists_one_name_per_line() -> None:
@@ -72,6 +87,8 @@ def test_strategies_lists_names_first() -> None:
         (["run", "arithmetic", "--threshold", "1.5"], "--threshold must be in [0, 1], got 1.5"),
         (["run", "arithmetic", "--max-rounds", "0"], "--max-rounds must be in [1, 1,000], got 0"),
         (["run", "arithmetic", "--limit", "-3"], "--limit must be in [1, 1,000,000], got -3"),
+        # An alias reaches its field: the bound is the field's, named by its flag.
+        (["run", "arithmetic", "--max-in-flight", "0"], "--max-tasks-in-flight must be in [1, 1,000,000], got 0"),
         (
             ["run", "arithmetic", "--max-tokens", "1" + "0" * 23],
             "--max-tokens must be in [1, 1,000,000], got 100" + ",000" * 7,
@@ -81,6 +98,31 @@ def test_strategies_lists_names_first() -> None:
         (["run", "arithmetic", "--budget-usd", "-1"], "--budget-usd must be in (0, 1,000,000,000], got -1"),
         (["run", "arithmetic", "--frobnicate"], "No such option: --frobnicate"),
         (["run", "arithmetic", "--model", "scripted:nope"], "scripted backend needs 'scripted:MODULE:FUNC'"),
+        # A near miss is answered with the name meant.
+        (["run", "arithmetc"], "unknown scenario 'arithmetc' (did you mean 'arithmetic'? known: arithmetic, "),
+        (
+            ["run", "reasoning-gym:leg_counting"],
+            "unknown scenario 'reasoning-gym:leg_counting' (did you mean 'reasoning_gym:leg_counting'? known: ",
+        ),
+        (
+            ["run", "arithmetic", "--strategy", "self-refine"],
+            "unknown strategy 'self-refine' (did you mean 'self_refine'? known: adversarial, ",
+        ),
+        (
+            ["run", "arithmetic", "--critic", "openai-compatibe:m@http://127.0.0.1:9/v1"],
+            "unknown backend spec 'openai-compatibe:m@http://127.0.0.1:9/v1' "
+            "(did you mean 'openai-compatible:m@http://127.0.0.1:9/v1'? known: ",
+        ),
+        (
+            ["run", "arithmetic", "--model", "local?rmp=5"],
+            "unknown rate limit 'rmp' in 'local?rmp=5' (did you mean 'rpm'?",
+        ),
+        (["export", "no-such-run", "--format", "parqet"], "unknown --format 'parqet' (did you mean 'parquet'? known: "),
+        (["export", "no-such-run", "--table", "round"], "unknown --table 'round' (did you mean 'rounds'? known: "),
+        (
+            ["compare", "arithmetic", "--arms", "adversarial", "--match", "call"],
+            "unknown --match 'call' (did you mean 'calls'? known: calls, tokens, usd)",
+        ),
     ],
 )
 def test_errors_are_one_line_with_exit_code_2(args: list[str], message: str, tmp_path: Path) -> None:
@@ -105,3 +147,118 @@ def test_readme_shows_the_real_help() -> None:
     shown = [line.rstrip() for line in block.strip().splitlines()]
     # The README shows the command as `redraft`; run as a module it is `python -m redraft.cli`.
     assert [line.replace("python -m redraft.cli", "redraft") for line in real] == shown
+
+
+@pytest.mark.parametrize(
+    ("args", "missing"),
+    [(["report"], "RUN_DIR"), (["export"], "RUN_DIR"), (["trace"], "RUN_DIR"), (["trace", "runs/x"], "TASK_ID")],
+)
+def test_a_missing_argument_is_named_in_one_line(args: list[str], missing: str) -> None:
+    done = redraft(*args)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"redraft: error: Missing argument '{missing}'. (see `python -m redraft.cli {args[0]} --help`)"
+    ]
+
+
+def test_version_prints_the_package_version() -> None:
+    done = redraft("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"redraft {__version__}\n", "")
+    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert __version__ == declared
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["run"], ["compare"], ["report"], ["trace"], ["export"], ["scenarios"], ["strategies"]]
+)
+def test_dash_h_is_help_wherever_help_is(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    shown = []
+    for asked in ("--help", "-h"):
+        assert in_process(*command, asked) == 0
+        shown.append(capsys.readouterr())
+    assert shown[0].err == shown[1].err == ""
+    assert "Usage:" in shown[0].out and shown[1].out == shown[0].out
+
+
+def help_at_80_columns(command: str) -> str:
+    env = os.environ | {"COLUMNS": "80", "TERM": "dumb", "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "redraft.cli", command, "--help"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def panels_of(shown: str) -> dict[str, str]:
+    """Each option's panel, read from the help's boxes: ``╭─ Loop ─...`` opens one, ``│ --samples ...`` is in it."""
+    panel, found = "", {}
+    for line in shown.splitlines():
+        if opened := re.match(r"╭─ (\w[\w ]*?) ─", line):
+            panel = opened[1]
+        elif option := re.match(r"│ (--[\w-]+)", line):
+            found[option[1]] = panel
+    return found
+
+
+def config_options() -> list[tuple[list[str], str]]:
+    """Every option a config field makes (its flag, --no- form, aliases and short name) and the field's panel."""
+    options = []
+    for struct in GROUPS.values():
+        for name, hint in typing.get_type_hints(struct).items():
+            extra = description(struct, name).extra or {}
+            if extra.get("argument"):
+                continue
+            names = [flag(name), *extra.get("aliases", []), *([extra["short"]] if "short" in extra else [])]
+            names += [f"--no-{flag(name)[2:]}"] if hint is bool else []
+            options.append((names, extra["panel"]))
+    return options
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_help_at_80_columns_groups_every_option_whole_in_its_panel(command: str) -> None:
+    shown = help_at_80_columns(command)
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    assert "…" not in shown  # nothing cut, a flag name least of all
+    panels = panels_of(shown)
+    for names, panel in config_options():
+        if command == "compare" and names[0] == "--strategy":
+            continue  # the arms choose the strategies
+        for name in names:
+            assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", shown), name
+        assert panels[names[0]] == panel, names[0]
+    assert {panels["--model"], panels["--drafter"], panels["--critic"]} == {"Model"}
+    assert {panels["--check"], panels["--grade"], panels["--tasks"]} == {"Tasks"}
+    assert list(dict.fromkeys(panels.values()))[-5:] == ["Model", "Loop", "Budgets", "Output", "Cluster"]
+    if command == "compare":
+        own = ["--arms", "--arms-file", "--baseline-samples", "--match", "--repeats", "--baseline", "--fail-if-worse"]
+        assert {panels[name] for name in own} == {"Comparison"}
+        assert "[default: 16]" in shown  # the baseline's N, said where the comparison keeps it
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_defaults_read_as_values(command: str) -> None:
+    shown = help_at_80_columns(command)
+    assert "[default: (" not in shown
+    defaults = re.findall(r"\[default: ([^\]]+)\]", shown)
+    # --model, --drafter and --critic: the config's default model; -k: the config's 3 drafts a round.
+    assert defaults.count("local") == 3 and "3" in defaults and "no-patch" in defaults and "cache" in defaults
+
+
+def test_a_default_the_help_shows_is_not_taken_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    from redraft.actors import driver
+    from redraft.config import RunConfig
+    from redraft.errors import UserError
+
+    seen: list[RunConfig] = []
+
+    def stop(config: RunConfig, **_: object) -> None:
+        seen.append(config)
+        raise UserError("stopped before running")
+
+    monkeypatch.setattr(driver, "run", stop)
+    assert in_process("run", "arithmetic", "--model", "scripted:m:f", "--critic", "local", "--no-cache") == 2
+    experiment, runtime = seen[0].experiment, seen[0].runtime
+    # --model fills the roles not given (the drafter's shown default, local, is not given); --critic is.
+    assert (experiment.drafter, experiment.critic, experiment.verifier) == ("scripted:m:f", "local", None)
+    assert (experiment.samples, runtime.cache, runtime.max_tasks_in_flight) == (3, False, None)

@@ -9,7 +9,7 @@ import pytest
 
 from redraft import RunConfig
 from redraft.actors.driver import identity
-from redraft.config import GROUPS, Budgets, Experiment, Runtime, flag
+from redraft.config import GROUPS, Budgets, Experiment, Runtime, flag, setting_aliases
 from redraft.errors import UserError
 from redraft.rundir import fingerprint
 
@@ -20,19 +20,27 @@ def test_build_routes_each_flat_setting_to_its_group() -> None:
     assert config.budgets == Budgets(task_timeout=30.0, budget_calls=100)
     assert config.runtime == Runtime(limit=7, cache=False)
     assert config.replace(samples=2).experiment.samples == 2 and config.replace(samples=2).runtime.limit == 7
-    with pytest.raises(UserError, match=r"unknown setting 'sample' \(known: .*samples"):
+    with pytest.raises(UserError, match=r"unknown setting 'sample' \(did you mean 'samples'\? known: .*samples"):
         RunConfig.build(sample=3)
 
 
-def test_every_setting_has_one_name_in_one_group_and_help() -> None:
+def test_an_alias_names_its_field_and_a_setting_is_given_once() -> None:
+    assert RunConfig.build(max_in_flight=4).runtime.max_tasks_in_flight == 4
+    with pytest.raises(UserError, match="--max-in-flight is another name of --max-tasks-in-flight: give one"):
+        RunConfig.build(max_tasks_in_flight=8, max_in_flight=4)
+
+
+def test_every_setting_has_one_name_in_one_group_and_help_in_a_panel() -> None:
     names = [name for struct in GROUPS.values() for name in struct.__struct_fields__]
     assert len(names) == len(set(names))  # a flat setting names one field
     assert set(RunConfig().flat()) == set(names)
-    from redraft.config import description
+    assert not set(setting_aliases()) & set(names)  # an alias never hides a field
+    from redraft.config import PANELS, description
 
     for struct in GROUPS.values():
         for name in struct.__struct_fields__:
             assert description(struct, name).description, name
+            assert (description(struct, name).extra or {})["panel"] in PANELS, name
 
 
 def test_only_the_experiment_enters_the_fingerprint() -> None:

@@ -141,3 +141,22 @@ def test_threads_that_read_a_registry_at_once_all_see_it_whole(monkeypatch: pyte
     for thread in threads:
         thread.join()
     assert seen == [["slow"]] * 4
+
+
+def test_a_near_miss_name_gets_the_nearest_known_one_suggested() -> None:
+    import pytest
+
+    from redraft.errors import UserError
+    from redraft.plugins import Registry
+
+    registry: Registry[int] = Registry("widget", "redraft.test-widgets-none")
+    registry.register("self_refine")(1)
+    registry.register("adversarial")(2)
+    with pytest.raises(UserError) as near:
+        registry.get("self-refine")
+    assert (
+        str(near.value) == "unknown widget 'self-refine' (did you mean 'self_refine'? known: adversarial, self_refine)"
+    )
+    with pytest.raises(UserError) as far:
+        registry.get("zzz")
+    assert str(far.value) == "unknown widget 'zzz' (known: adversarial, self_refine)"  # nothing near: no guess

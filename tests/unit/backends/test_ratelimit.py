@@ -95,6 +95,7 @@ def test_limits_in_the_spec_query() -> None:
     ("spec", "message"),
     [
         ("local?rps=5", "unknown rate limit 'rps'"),
+        ("local?rmp=5", "unknown rate limit 'rmp' in 'local?rmp=5' (did you mean 'rpm'? known: rpm, tpm, inflight)"),
         ("local?rpm=lots", "rate limit rpm='lots' in 'local?rpm=lots' is not a whole number"),
         ("local?rpm", "rate limit rpm='' in 'local?rpm' is not a whole number"),
         ("local?rpm=-1", "is not a whole number"),

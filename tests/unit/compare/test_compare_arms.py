@@ -51,7 +51,10 @@ def test_a_file_gives_each_arm_its_settings_and_the_baseline_its_n(tmp_path: Pat
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[arms.a]\nstratgy = 'adversarial'\n", "arm 'a': unknown field 'stratgy' (did you mean 'strategy'?)"),
+        (
+            "[arms.a]\nstratgy = 'adversarial'\n",
+            "arm 'a': unknown field 'stratgy' (did you mean 'strategy'? known: critic, drafter, ",
+        ),
         ("[arms.a]\nstrategy = 'adversarial'\nsamples = 0\n", "arm 'a': --samples must be in [1, 1,000], got 0"),
         ("[arms.a]\nstrategy = 'adversarial'\nsamples = 'three'\n", "arm 'a': field 'samples': Expected `int`"),
         ("[arms.a]\nstrategy = 'adversarial'\nscenario = 'sql'\n", "arm 'a': 'scenario' is the comparison's"),
@@ -90,3 +93,13 @@ def test_the_plan_runs_each_arm_and_repeat_in_its_own_folder_and_one_baseline(tm
     plan.validate()
     with pytest.raises(UserError, match="arm 'adversarial': --max-rounds must be"):
         ComparePlan(base=base.replace(max_rounds=0), arms=plan.arms, out=tmp_path).validate()
+
+
+def test_an_arm_of_an_unknown_strategy_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    base = RunConfig.build(scenario="arithmetic", limit=1)
+    plan = ComparePlan(base=base, arms=arms_from_names("adversarial,self-refine"), out=tmp_path)
+    with pytest.raises(UserError) as raised:
+        plan.validate()
+    assert str(raised.value).startswith(
+        "arm 'self-refine': unknown strategy 'self-refine' (did you mean 'self_refine'? known: adversarial, "
+    )

@@ -40,7 +40,10 @@ def arms_with(tmp_path: Path, prompts_text: str) -> Path:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[draft_tsk]\nversion = 2\ntext = "$task"\n', "unknown entry 'draft_tsk' (did you mean 'draft_task'?)"),
+        (
+            '[draft_tsk]\nversion = 2\ntext = "$task"\n',
+            "unknown entry 'draft_tsk' (did you mean 'draft_task'? known: ",
+        ),
         (
             '[draft_task]\nversion = 2\ntext = "Solve it."\n',
             "entry 'draft_task': field 'text' drops the placeholder $task",

@@ -69,10 +69,25 @@ def test_a_torn_last_line_is_cut_and_nothing_is_counted_twice(tmp_path: Path) ->
     assert (tmp_path / RESULTS).read_bytes().endswith(b"}\n")
 
 
-def test_a_changed_configuration_is_refused_naming_what_changed(tmp_path: Path) -> None:
+def test_a_changed_configuration_is_refused_showing_each_change_whole(tmp_path: Path) -> None:
+    server = "openai-compatible:fake@http://127.0.0.1:{}/v1?rpm=600&tpm=1000000"  # longer than any cut
+    RunStore.open(tmp_path, manifest(drafter=server.format(8001), prompts={"critique": 1, "draft": 1})).finish(0.0)
+    with pytest.raises(UserError) as refused:
+        RunStore.open(tmp_path, manifest(drafter=server.format(8002), prompts={"critique": 2, "draft": 1}, samples=2))
+    assert str(refused.value).splitlines() == [
+        f"{tmp_path} holds a run with another configuration; rerun with the same settings to resume it, "
+        "or use another --out. What differs (the run's -> this one's):",
+        f'  drafter: "{server.format(8001)}" -> "{server.format(8002)}"',
+        "  prompts.critique: 1 -> 2",
+        "  samples: 1 -> 2",
+    ]
+
+
+def test_a_changed_fingerprint_of_the_same_settings_is_refused_saying_so(tmp_path: Path) -> None:
     RunStore.open(tmp_path, manifest()).finish(0.0)
-    with pytest.raises(UserError, match=r"another configuration \(samples 1 -> 2; fingerprint .*use another --out"):
-        RunStore.open(tmp_path, manifest(samples=2))
+    same_settings = manifest() | {"fingerprint": "0" * 16}  # another version's hash of the same settings
+    with pytest.raises(UserError, match=r"the settings read the same, but their fingerprints differ \(.* vs 0{16}\)"):
+        RunStore.open(tmp_path, same_settings)
 
 
 def test_the_store_keeps_nothing_per_task_written_now(tmp_path: Path) -> None:

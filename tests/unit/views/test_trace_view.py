@@ -87,6 +87,13 @@ def test_an_unknown_task_id_is_a_user_error_naming_known_ones(run_dir: Path) -> 
         show_trace(run_dir, "nope", Console(file=io.StringIO()))
 
 
+def test_a_near_miss_task_id_gets_the_id_meant(run_dir: Path) -> None:
+    with pytest.raises(
+        UserError, match=r"no task 'suite/pass-frist' in .* \(did you mean 'suite/pass-first'\? e\.g\. "
+    ):
+        show_trace(run_dir, "suite/pass-frist", Console(file=io.StringIO()))
+
+
 @pytest.mark.parametrize("target", ["task", "dir"])
 def test_cli_errors_are_one_line_with_exit_code_2(run_dir: Path, tmp_path: Path, target: str) -> None:
     if target == "task":
