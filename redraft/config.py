@@ -155,6 +155,14 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = None
     out: Annotated[str | None, _help("Run directory (default runs/<run-id>).", panel="Output")] = None
+    verbose: Annotated[
+        bool,
+        _help(
+            "Show Ray's own messages in the terminal too (they always go to RUN_DIR/ray.log).",
+            panel="Output",
+            short="-v",
+        ),
+    ] = False
     address: Annotated[
         str | None, _help("Join this Ray cluster (e.g. auto); default: start a local Ray.", panel="Cluster")
     ] = None
@@ -172,12 +180,17 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def build(cls, **settings: Any) -> RunConfig:
-        """A config from flat settings named as the fields are (``samples=3, limit=10, out="runs/x"``), or by
-        a field's alias (`setting_aliases`).
+        """A config from flat settings named as the command line's flags are (``samples=3, limit=10,
+        out="runs/x"``), or by a field's alias (`setting_aliases`); ``model`` is every model role's backend,
+        as ``--model`` is (``drafter``, ``critic`` given beside it win).
 
         `UserError` for a name no group has, or a setting given twice (by its name and an alias). Values
         are not checked here: see `validate`.
         """
+        model = settings.pop("model", None)
+        if model is not None:
+            settings.setdefault("drafter", model)
+            settings.setdefault("critic", model)
         grouped: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
         owner = {name: group for group, struct in GROUPS.items() for name in struct.__struct_fields__}
         aliases = setting_aliases()

@@ -161,6 +161,7 @@ class RayOutput:
         import ray._private.worker as ray_worker
 
         self.path, self.verbose = path, verbose
+        path.parent.mkdir(parents=True, exist_ok=True)
         logger = logging.getLogger("ray")
         if self._file is not None:
             logger.removeHandler(self._file)

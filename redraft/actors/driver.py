@@ -166,7 +166,7 @@ def run(
     if skipped == total:  # a finished run, resumed (a comparison's finished lane): no actor to start
         return RunOutcome(out=out, summary=store.finish(0.0, None), total=total, skipped=skipped)
     pending = (t for t in tasks() if t.task_id not in store.done)
-    ensure_ray(config.runtime.address, log=out / RAY_LOG)
+    ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     settings = msgspec.structs.replace(arbiter_settings(config), run=out.name)
     fleet = Fleet(setup, config.experiment.strategy, settings)
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)

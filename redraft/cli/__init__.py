@@ -15,7 +15,7 @@ import importlib.metadata
 import inspect
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -27,9 +27,11 @@ from typer import Abort, Exit
 # them) derives from this public class: they are printed as one line.
 from typer.exceptions import TyperException
 
+from redraft.cli._next_steps import next_steps
 from redraft.cli._options import compare_parameters, run_parameters
 from redraft.cli._progress import RunProgress
-from redraft.errors import RedraftError, UserError
+from redraft.cli._signals import EXIT_INTERRUPTED, StopRequest, stop_on_signals
+from redraft.errors import Interrupted, RedraftError, UserError
 
 app = typer.Typer(
     name="redraft",
@@ -90,14 +92,19 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
     from redraft.config import RunConfig
 
     given = {name: value for name, value in settings.items() if value is not None}  # the rest: the config's defaults
-    if model is not None:
-        given.setdefault("drafter", model)
-        given.setdefault("critic", model)
-    config = RunConfig.build(scenario=_scenario_name(scenario, given.get("tasks"), check, grade), **given)
+    name = _scenario_name(scenario, given.get("tasks"), check, grade)
+    config = RunConfig.build(scenario=name, model=model, **given)
     progress = RunProgress()
-    with progress:
-        outcome = run(config, on_start=progress.start, on_result=progress.advance)
+    with stop_on_signals() as stop, progress:
+        try:
+            outcome = run(config, on_start=progress.start, on_result=progress.advance, stop=stop.event)
+        except Interrupted as exc:
+            _interrupted(exc, stop)
     _print_summary(outcome, oracle=config.experiment.oracle_feedback)
+    experiment = config.experiment
+    models = [experiment.drafter, experiment.critic, *([experiment.verifier] if experiment.verifier else [])]
+    for line in next_steps(outcome.out, models, first_task=progress.first_task):
+        print(line)
     if outcome.summary.stopped_by:
         print(
             f"redraft: stopped: {outcome.summary.stopped_by}; rerun with the same --out and a larger budget to go on",
@@ -133,18 +140,23 @@ def compare_command(
     if model is not None:
         given.setdefault("drafter", model)
         given.setdefault("critic", model)
-    lines = compare(
-        scenario=_scenario_name(scenario, given.get("tasks"), check, grade),
-        settings=given,
-        arms=arms,
-        arms_file=arms_file,
-        baseline_samples=baseline_samples,
-        match=match,
-        repeats=repeats,
-        previous=baseline,
-        progress=RunProgress(),
-        console=out,
-    )
+    with stop_on_signals() as stop:
+        try:
+            lines = compare(
+                scenario=_scenario_name(scenario, given.get("tasks"), check, grade),
+                settings=given,
+                arms=arms,
+                arms_file=arms_file,
+                baseline_samples=baseline_samples,
+                match=match,
+                repeats=repeats,
+                previous=baseline,
+                progress=RunProgress(),
+                console=out,
+                stop=stop.event,
+            )
+        except Interrupted as exc:
+            _interrupted(exc, stop)
     for line in lines:  # said even without --fail-if-worse, which only decides the exit code
         print(f"redraft: regression: {line}", file=sys.stderr)
     if lines and fail_if_worse:
@@ -153,6 +165,12 @@ def compare_command(
 
 compare_command.__signature__ = inspect.Signature(compare_parameters())  # type: ignore[attr-defined]
 app.command("compare")(compare_command)
+
+
+def _interrupted(exc: Interrupted, stop: StopRequest) -> NoReturn:
+    """A stopped run's one line, and the exit code of the signal that stopped it (130 for Ctrl-C)."""
+    print(f"redraft: {exc}; rerun with the same --out to resume", file=sys.stderr)
+    sys.exit(stop.exit_code)
 
 
 def _scenario_name(scenario: str | None, tasks: str | None, check: str | None, grade: str | None) -> str:
@@ -205,11 +223,14 @@ def report_command(
 def trace_command(
     run_dir: RunDir,
     task_id: Annotated[str, typer.Argument(metavar="TASK_ID", help="The task's id, as in results.jsonl.")],
+    messages: Annotated[
+        bool, typer.Option("--messages", help="Show every message each model call was sent (system prompts included).")
+    ] = False,
 ) -> None:
     """Show one task's rounds in the terminal, with diffs."""
     from redraft.views.trace import show_trace
 
-    show_trace(run_dir, task_id, out)
+    show_trace(run_dir, task_id, out, messages=messages)
 
 
 @app.command("export")
@@ -249,9 +270,9 @@ def main(argv: list[str] | None = None) -> None:
         if message := _usage_message(exc):
             print(f"redraft: error: {message}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except Abort:
+    except (Abort, KeyboardInterrupt):
         print("redraft: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except UserError as exc:
         print(f"redraft: error: {exc}", file=sys.stderr)
         sys.exit(EXIT_USAGE)

@@ -87,9 +87,8 @@ def _field_options(struct: type[msgspec.Struct], field: msgspec.structs.FieldInf
     if extra.get("argument"):
         return []
     kind, panel, name = typing.get_type_hints(struct)[field.name], extra["panel"], flag(field.name)[2:]
-    names = (
-        [f"--{name}/--no-{name}"] if kind is bool else [f"--{name}", *([extra["short"]] if "short" in extra else [])]
-    )
+    short = [extra["short"]] if "short" in extra else []
+    names = [f"--{name}/--no-{name}", *short] if kind is bool else [f"--{name}", *short]
     aliases = [alias for alias, target in setting_aliases().items() if target == field.name]
     text = (meta.description or "") + (f" Also {', '.join(flag(alias) for alias in aliases)}." if aliases else "")
     option = typer.Option(field.default, *names, help=text, callback=_given, rich_help_panel=panel)

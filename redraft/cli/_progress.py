@@ -46,6 +46,8 @@ class RunProgress:
         )
         self._id: Any = None
         self._done = self._passed = 0
+        self.first_task: str | None = None
+        """The first task that finished in this invocation (the end of a run names it)."""
 
     def __enter__(self) -> RunProgress:
         return self
@@ -68,6 +70,7 @@ class RunProgress:
         self._started = self._last_log = time.monotonic()
 
     def advance(self, result: Result) -> None:
+        self.first_task = self.first_task or result.task_id
         self._done += 1
         self._passed += result.passed
         self._bar.update(self._id, advance=1, pass_rate=f"{self._passed / self._done:.0%}")

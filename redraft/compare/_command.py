@@ -8,6 +8,7 @@ the notes, and where everything is.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -53,6 +54,7 @@ def compare(
     previous: Path | None,
     progress: Progress,
     console: Console,
+    stop: threading.Event | None = None,
 ) -> list[str]:
     """Run the comparison; its regressions against ``previous`` (one line each), or [] when there is none."""
     if match not in MATCHES:
@@ -64,6 +66,7 @@ def compare(
             plan,
             on_start=lambda label, total, done: progress.start(total, done, label),
             on_result=lambda _label, result: progress.advance(result),
+            stop=stop,
         )
     comparison = build(plan, cast(Match, match))
     reports = {lane.arm: str(write_report(plan.out / lane.label).relative_to(plan.out)) for lane in plan.lanes()}

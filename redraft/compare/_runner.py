@@ -28,6 +28,7 @@ from redraft.config import RunConfig
 from redraft.engine.setup import BackendOverrides, role_setup
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
+from redraft.rundir.layout import RAY_LOG
 
 BASELINE = "baseline"
 DEFAULT_BASELINE_SAMPLES = 16
@@ -120,7 +121,8 @@ def run_comparison(
     """
     plan.validate(backends)
     stop = stop or threading.Event()
-    ensure_ray(plan.base.runtime.address)  # once, before the lanes' threads: ray.init is not for racing
+    # Once, before the lanes' threads (ray.init is not for racing); Ray's own messages to the comparison's log.
+    ensure_ray(plan.base.runtime.address, log=plan.out / RAY_LOG, verbose=plan.base.runtime.verbose)
     lock = threading.Lock()
 
     def one(lane: Lane) -> RunOutcome:

@@ -118,3 +118,5 @@ def test_run_without_address_starts_its_own_ray_despite_a_dead_one_on_record(tmp
     # A quiet terminal: Ray's own start-up warnings go to the run's ray.log, not between redraft's lines.
     assert "Token authentication" not in done.stderr and "WARNING" not in done.stderr, done.stderr
     assert "Token authentication is enabled" in (out / "ray.log").read_text()
+    # The end says what to do next (and, with no embedded model in the run, nothing about it).
+    assert f"next: redraft report {out}" in done.stdout and "SmolLM2" not in done.stdout

@@ -64,3 +64,24 @@ def test_a_killed_comparison_resumes_each_lane_from_its_finished_tasks(ray_clust
             assert not re.search(rf"resuming {re.escape(lane)}:", stderr)
     comparison = json.loads((out / "comparison.json").read_text())
     assert [a["tasks"] + a["ungraded"] for a in comparison["arms"]] == [TASKS, TASKS]
+
+
+def test_ctrl_c_stops_every_lane_of_a_comparison_at_once_and_exits_130(ray_cluster: Any, tmp_path: Path) -> None:
+    """Before, a comparison ignored SIGINT: its lanes' threads went on paying until they were done."""
+    out = tmp_path / "cmp"
+    proc = redraft(command(ray_cluster.address, out))
+    first = out / LANES[0] / "results.jsonl"
+    while len(complete_lines(first)) < KILL_AFTER and proc.poll() is None:
+        time.sleep(0.02)
+    assert proc.poll() is None, f"the comparison ended before it could be stopped: {proc.communicate()[1][-2000:]}"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    code, stderr = finish(proc)
+    assert time.monotonic() - sent < 30 and code == 130, stderr[-2000:]
+    done = sum(len(complete_lines(out / lane / "results.jsonl")) for lane in LANES)
+    assert done < TASKS * len(LANES) and not (out / "comparison.json").exists()
+    assert stderr.strip().splitlines()[-1] == (
+        f"redraft: interrupted: {done} of {TASKS * len(LANES)} tasks done over the comparison's lanes; "
+        "rerun with the same --out to resume"
+    )
+    assert "Traceback" not in stderr and "threading" not in stderr

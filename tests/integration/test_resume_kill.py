@@ -118,3 +118,31 @@ def test_a_run_killed_three_times_resumes_exactly_once_to_the_uninterrupted_resu
     assert without_wall_times(summary) == without_wall_times(json.loads((reference / "summary.json").read_text()))
     # The run is a mix, so the equality above compares something: passes, failures, several rounds.
     assert 0 < summary["passed"] < TASKS and summary["mean_rounds"] > 1
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
+def test_a_signal_stops_the_run_at_once_says_so_and_exits_with_its_code(
+    ray_cluster: Any, tmp_path: Path, signum: int, code: int
+) -> None:
+    """Before, Ctrl-C exited 0 with a stray Ray line, and SIGTERM dumped a C-level report and a traceback."""
+    out = tmp_path / "stopped"
+    proc = redraft(command(ray_cluster.address, out))
+    while len(complete_lines(out / "results.jsonl")) < 5 and proc.poll() is None:
+        time.sleep(0.02)
+    assert proc.poll() is None, f"the run ended before it could be stopped: {proc.communicate()[1][-2000:]}"
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    returncode, stderr = finish(proc)
+    assert time.monotonic() - sent < 30  # stops at once: no waiting for the tasks in flight
+    assert returncode == code, stderr[-2000:]
+    done = len(records(out))
+    assert 5 <= done < TASKS
+    assert stderr.strip().splitlines()[-1] == (
+        f"redraft: interrupted: {done} of {TASKS} tasks done; rerun with the same --out to resume"
+    )
+    for noise in ("Traceback", "(raylet)", "*** SIGTERM", "threading"):
+        assert noise not in stderr, stderr[-2000:]
+    assert json.loads((out / "summary.json").read_text())["stopped_by"] == "interrupted"
+    again, stderr = finish(redraft(command(ray_cluster.address, out)))
+    assert again == 0, stderr[-2000:]
+    assert f"resuming: {done} of {TASKS} tasks already done" in stderr and len(records(out)) == TASKS

@@ -262,3 +262,18 @@ def test_a_default_the_help_shows_is_not_taken_as_given(monkeypatch: pytest.Monk
     # --model fills the roles not given (the drafter's shown default, local, is not given); --critic is.
     assert (experiment.drafter, experiment.critic, experiment.verifier) == ("scripted:m:f", "local", None)
     assert (experiment.samples, runtime.cache, runtime.max_tasks_in_flight) == (3, False, None)
+
+
+def test_the_end_of_a_run_says_where_its_report_is_and_what_the_embedded_model_is() -> None:
+    """Before, a run on the embedded model ended in a bleak table with no word of why or what next."""
+    from pathlib import Path
+
+    from redraft.cli._next_steps import next_steps
+
+    embedded = next_steps(Path("runs/x"), ["local", "local"], first_task="arithmetic-0000")
+    assert embedded[0] == "next: redraft report runs/x   (then open runs/x/report.html in a browser)"
+    assert embedded[1].strip() == "redraft trace runs/x arithmetic-0000   (one task's rounds, with diffs)"
+    said = " ".join(embedded)
+    assert "SmolLM2-135M" in said and "expect low scores" in said and "--model openai:gpt-4o-mini" in said
+    served = next_steps(Path("runs/my run"), ["openai:gpt-4o-mini", "openai:gpt-4o-mini"])
+    assert served == ["next: redraft report 'runs/my run'   (then open runs/my run/report.html in a browser)"]
