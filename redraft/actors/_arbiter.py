@@ -23,6 +23,7 @@ from redraft.actors._ray import set_up_actor_process
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.pools import Roles
 from redraft.protocols.messages import RoleName, StopLimit, Task, decode_as, encode
+from redraft.scenarios import Scenario, provide
 
 Chunk = tuple[list[bytes], list[tuple[int, int]], bool]
 """What `ArbiterActor.stream` yields: new frames, (request, reply) index pairs among the task's frames, and
@@ -32,8 +33,12 @@ whether this is the last chunk (its last frame the `Result`)."""
 class ArbiterActor:
     """One arbiter per node runs many tasks' loops at once on its event loop."""
 
-    def __init__(self, members: dict[RoleName, list[Any]], settings: ArbiterSettings) -> None:
+    def __init__(
+        self, members: dict[RoleName, list[Any]], settings: ArbiterSettings, provided: tuple[Scenario, ...] = ()
+    ) -> None:
         set_up_actor_process()
+        for made in provided:  # scenarios the driver made from objects (a check given as a function)
+            provide(made)
         self.metrics = ModelMetrics(settings.run)
         roles = Roles.of({name: [as_member(m) for m in ms] for name, ms in members.items()})
         self.arbiter = Arbiter(roles, settings, on_call=self.metrics.call)

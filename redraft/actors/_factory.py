@@ -31,6 +31,7 @@ from redraft.engine.grader import Grader
 from redraft.engine.setup import RoleSetup, role_constructors
 from redraft.errors import BackendError, describe
 from redraft.protocols.messages import RoleName
+from redraft.scenarios import provided
 
 _ROLE_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 3, "max_concurrency": 1000}
 
@@ -69,7 +70,7 @@ def _actor(role: RoleName, constructor: tuple[type, tuple[Any, ...], dict[str, A
 
     actor_class: Any = ray.remote(ACTOR_CLASSES[role])
     options = {"num_cpus": cpus, "scheduling_strategy": on_node(node), **_ROLE_OPTIONS}
-    return actor_class.options(**options).remote(constructor)
+    return actor_class.options(**options).remote(constructor, provided())
 
 
 def arbiter(crew: Members, settings: ArbiterSettings, node: str | None = None) -> Any:
@@ -79,7 +80,7 @@ def arbiter(crew: Members, settings: ArbiterSettings, node: str | None = None) -
     options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 10_000}
     if node is not None:
         options["scheduling_strategy"] = on_node(node)
-    return ray.remote(ArbiterActor).options(**options).remote(crew, settings)
+    return ray.remote(ArbiterActor).options(**options).remote(crew, settings, provided())
 
 
 def wait_ready(actors: Sequence[Any], timeout_s: float = 300.0) -> None:

@@ -27,13 +27,16 @@ from redraft.engine.pools import LocalMember, Member, Outcome, Reply, Request, R
 from redraft.engine.setup import Constructor
 from redraft.errors import ProtocolError, describe
 from redraft.protocols.messages import RoleName, decode, encode
+from redraft.scenarios import Scenario, provide
 
 
 class RoleActor:
     """A role behind the actor boundary: request frames in, reply frames out."""
 
-    def __init__(self, constructor: Constructor) -> None:
+    def __init__(self, constructor: Constructor, provided: tuple[Scenario, ...] = ()) -> None:
         set_up_actor_process()  # before the role: its backend's shared objects are actors
+        for made in provided:  # scenarios the driver made from objects (a check given as a function)
+            provide(made)
         cls, args, kwargs = constructor
         self._role: Role = cls(*args, **kwargs)
 

@@ -42,13 +42,21 @@ from redraft.actors._metrics import RunMetrics
 from redraft.actors._ray import RAY_OUTPUT
 from redraft.config import RunConfig
 from redraft.engine.prompt_files import load_prompts, overrides
-from redraft.engine.setup import BackendOverrides, RoleSetup, arbiter_settings, endpoints_by_role, role_setup
+from redraft.engine.setup import (
+    BackendOverrides,
+    RoleSetup,
+    arbiter_settings,
+    endpoints_by_role,
+    role_setup,
+    with_check,
+)
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Task
 from redraft.rundir import RunStore, Summary, fingerprint
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity
+from redraft.scenarios.user_check import CheckFunction
 
 
 @dataclass
@@ -145,14 +153,28 @@ def run(
     on_start: Callable[[int, int], None] | None = None,
     on_result: ProgressHook | None = None,
     stop: threading.Event | None = None,
+    check: CheckFunction | None = None,
+    grade: CheckFunction | None = None,
 ) -> RunOutcome:
-    """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray).
+    """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray), writing its run
+    directory; run it again with the same ``out`` to resume.
 
     ``on_start(total, already_done)`` is called once the run directory is open;
     ``on_result`` for each task that finishes in this invocation. Setting ``stop`` (from a signal handler,
     another thread) ends the run within a second: `Interrupted`, saying how many tasks are done, with the
-    tasks in flight cancelled and not recorded; a rerun with the same ``--out`` resumes.
+    tasks in flight cancelled and not recorded. ``check`` and ``grade`` steer and grade a task file's tasks
+    (``config.experiment.tasks``), as `redraft.refine`'s do.
+
+        >>> import tempfile
+        >>> from redraft import RunConfig, run
+        >>> from redraft.backends.scripted import ScriptedSpec
+        >>> model = ScriptedSpec(script=lambda request: "3 + 4 = 7\\nAnswer: 7")
+        >>> config = RunConfig.build(scenario="arithmetic", limit=2, samples=1, out=tempfile.mkdtemp())
+        >>> outcome = run(config, backends={"drafter": model, "critic": model})
+        >>> outcome.summary.tasks, outcome.total
+        (2, 2)
     """
+    config = with_check(config, check, grade)
     out, tasks = plan(config)
     setup = role_setup(config, backends)
     store = RunStore.open(out, manifest_for(config, out.name))

@@ -132,7 +132,7 @@ def compare_command(
     **settings: Any,
 ) -> None:
     """Compare critic strategies on the same tasks, against sampling at matched cost; rerun to resume."""
-    from redraft.compare._command import compare
+    from redraft.comparison._command import compare
 
     if fail_if_worse and baseline is None:
         raise UserError("--fail-if-worse needs --baseline OLD/comparison.json: the comparison to hold this one against")

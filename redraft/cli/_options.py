@@ -105,7 +105,7 @@ def _hidden(alias: str, kind: Any) -> inspect.Parameter:
 
 
 def _comparison_options() -> list[Placed]:
-    from redraft.compare._runner import DEFAULT_BASELINE_SAMPLES
+    from redraft.comparison._runner import DEFAULT_BASELINE_SAMPLES
 
     n = DEFAULT_BASELINE_SAMPLES  # None when not given: an arms file's [baseline] may set it
     return [

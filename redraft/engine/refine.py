@@ -12,14 +12,24 @@ import asyncio
 import concurrent.futures
 from dataclasses import dataclass
 
+import msgspec
+
 from redraft.config import RunConfig
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader
 from redraft.engine.grading import grade_request, graded
 from redraft.engine.pools import LocalMember, Roles
-from redraft.engine.setup import BackendOverrides, RoleSetup, arbiter_settings, role_constructors, role_setup
+from redraft.engine.setup import (
+    BackendOverrides,
+    RoleSetup,
+    arbiter_settings,
+    role_constructors,
+    role_setup,
+    with_check,
+)
 from redraft.protocols.messages import Message, Result, Task
 from redraft.scenarios import get_scenario
+from redraft.scenarios.user_check import CheckFunction
 
 
 @dataclass
@@ -30,13 +40,33 @@ class Refinement:
     trace: list[Message]
 
 
-def refine(task: Task, config: RunConfig | None = None, *, backends: BackendOverrides | None = None) -> Refinement:
+def refine(
+    task: Task,
+    config: RunConfig | None = None,
+    *,
+    check: CheckFunction | None = None,
+    grade: CheckFunction | None = None,
+    backends: BackendOverrides | None = None,
+) -> Refinement:
     """Refine one task in this process (no Ray): the task's scenario gives the feedback, and its gold, if it
-    has any, the held-out grade after the loop.
+    has any, the held-out grade after the loop; or ``check`` gives the feedback and ``grade`` the grade,
+    functions ``(text, data)`` or ``(text, data, prompt)`` returning a score in [0, 1] or (score, detail).
 
     It may be called from inside a running event loop (a notebook): the loop then runs on a thread of its own.
+
+    Example, with the deterministic scripted model in place of a real one:
+
+        >>> from redraft import RunConfig, Task, refine
+        >>> from redraft.backends.scripted import ScriptedSpec
+        >>> def says_42(text, data):
+        ...     return "42" in text, "the product of 6 and 7 is not in the answer"
+        >>> task = Task(task_id="q1", scenario="check", prompt="What is 6 times 7?")
+        >>> model = ScriptedSpec(script=lambda request: "6 times 7 is 42.")
+        >>> done = refine(task, RunConfig.build(samples=1), check=says_42, backends={"drafter": model, "critic": model})
+        >>> done.result.passed, done.result.rounds
+        (True, 1)
     """
-    work = refine_async(task, config, backends=backends)
+    work = refine_async(task, config, check=check, grade=grade, backends=backends)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -46,10 +76,30 @@ def refine(task: Task, config: RunConfig | None = None, *, backends: BackendOver
 
 
 async def refine_async(
-    task: Task, config: RunConfig | None = None, *, backends: BackendOverrides | None = None
+    task: Task,
+    config: RunConfig | None = None,
+    *,
+    check: CheckFunction | None = None,
+    grade: CheckFunction | None = None,
+    backends: BackendOverrides | None = None,
 ) -> Refinement:
-    """`refine`, awaited on the caller's event loop."""
-    config = (config or RunConfig()).replace(scenario=task.scenario)
+    """`refine`, awaited on the caller's event loop.
+
+    >>> import asyncio
+    >>> from redraft import RunConfig, Task, refine_async
+    >>> from redraft.backends.scripted import ScriptedSpec
+    >>> task = Task(task_id="q1", scenario="check", prompt="What is 6 times 7?")
+    >>> model = ScriptedSpec(script=lambda request: "42")
+    >>> config = RunConfig.build(samples=1)
+    >>> check = lambda text, data: text == "42"
+    >>> done = asyncio.run(refine_async(task, config, check=check, backends={"drafter": model, "critic": model}))
+    >>> done.result.text
+    '42'
+    """
+    config = with_check(config or RunConfig(), check, grade)
+    if check is not None:
+        task = msgspec.structs.replace(task, scenario=config.experiment.scenario)
+    config = config.replace(scenario=task.scenario)
     setup = role_setup(config, backends)
     arbiter = Arbiter(local_roles(setup, config.experiment.strategy), arbiter_settings(config))
     trace = await refine_trace(

@@ -23,9 +23,11 @@ from redraft.engine.drafter import Drafter
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.prompts import Prompts
 from redraft.engine.verifier import Verifier
+from redraft.errors import UserError
 from redraft.protocols.messages import RoleName
-from redraft.scenarios import get_scenario
+from redraft.scenarios import get_scenario, provide
 from redraft.scenarios.taskfile import validate_task_file
+from redraft.scenarios.user_check import CheckFunction, UserCheck
 from redraft.strategies import get_strategy
 
 BackendOverrides = dict[RoleName, BackendSpec]
@@ -54,6 +56,21 @@ class RoleSetup:
     """Feed the held-out grade back as feedback (an oracle-feedback run: upper-bound studies only)."""
     prompts: Prompts | None = None
     """The templates the roles render (a prompts file's over the built-in ones); None: the built-in ones."""
+
+
+def with_check(config: RunConfig, check: CheckFunction | None, grade: CheckFunction | None = None) -> RunConfig:
+    """``config`` steered by ``check`` and graded by ``grade``, functions given as objects (the Python API).
+
+    They become a scenario named ``check:MODULE:QUALNAME`` (`UserCheck.of`), provided to this process and,
+    through the actor system, to every actor of a run, so a function defined in a notebook works too.
+    """
+    if check is None:
+        if grade is not None:
+            raise UserError("a grade goes with a check: it grades the tasks the check steers")
+        return config
+    made = UserCheck.of(check, grade)
+    provide(made)
+    return config.replace(scenario=made.name)
 
 
 def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> RoleSetup:

@@ -122,13 +122,31 @@ def scenario_names() -> list[str]:
     return SCENARIOS.names()
 
 
+_PROVIDED: dict[str, Scenario] = {}
+"""Scenario instances made in this process rather than by name (a check given as a function), by name."""
+
+
+def provide(made: Scenario) -> None:
+    """Make ``get_scenario(made.name)`` answer ``made`` in this process (the actor system provides the same
+    instances to every actor process it starts)."""
+    _PROVIDED[made.name] = made
+
+
+def provided() -> tuple[Scenario, ...]:
+    """The instances `provide` was given in this process."""
+    return tuple(_PROVIDED.values())
+
+
 def get_scenario(name: str) -> Scenario:
-    """A new instance of the scenario ``name``; `UserError` listing the known ones otherwise.
+    """A new instance of the scenario ``name`` (or the one `provide` was given); `UserError` listing the
+    known ones otherwise.
 
     A name with a colon, ``prefix:rest``, goes to the family registered as
     ``prefix:PARAM``, whose factory gets ``rest`` (so the listed pattern itself,
     e.g. ``reasoning_gym:NAME``, is an ordinary, refused, parameter).
     """
+    if name in _PROVIDED:
+        return _PROVIDED[name]
     if ":" not in name:
         return _checked(name, SCENARIOS.get(name)())
     prefix, rest = name.split(":", 1)

@@ -126,11 +126,28 @@ class UserCheck(Scenario):
 
     def __init__(self, target: str) -> None:
         check, _, grade = target.partition(GRADE_SEPARATOR)
+        module, function = load_check(check)
+        self._set_up(check, function, grade, load_check(grade)[1] if grade else None, _system_prompt_of(module))
+
+    @classmethod
+    def of(
+        cls, check: CheckFunction, grade: CheckFunction | None = None, *, system_prompt: str | None = None
+    ) -> UserCheck:
+        """The scenario of functions given as objects (the Python API): named ``check:MODULE:QUALNAME`` like one
+        named on the command line, travelling to the actors by value when they cannot import it by name."""
+        made = cls.__new__(cls)
+        prompt = system_prompt or _system_prompt_of(sys.modules.get(check.__module__))
+        made._set_up(_target(check), check, _target(grade) if grade else "", grade, prompt)
+        return made
+
+    def _set_up(
+        self, check: str, function: CheckFunction, grade: str, grader: CheckFunction | None, system_prompt: str
+    ) -> None:
         self.name = user_scenario_name(check, grade or None)
-        self._module, self._function = load_check(check)
+        self._function, self._system_prompt = function, system_prompt
         self._check_target, self._check_name = check, check.rpartition(":")[2]
-        self._wants_prompt = _takes_three(self._function)
-        self._grade = load_check(grade)[1] if grade else None
+        self._wants_prompt = _takes_three(function)
+        self._grade = grader
         self._grade_target, self._grade_name = grade, grade.rpartition(":")[2]
 
     def split_reference(self, reference: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -141,8 +158,7 @@ class UserCheck(Scenario):
         raise UserError(f"the scenario {self.name!r} has no tasks of its own; give them with --tasks FILE.jsonl")
 
     def system_prompt(self) -> str:
-        prompt = getattr(self._module, "SYSTEM_PROMPT", None)
-        return prompt if isinstance(prompt, str) and prompt.strip() else DEFAULT_SYSTEM_PROMPT
+        return self._system_prompt
 
     def answer(self, text: str) -> str | None:
         normalised = " ".join(text.split())
@@ -173,3 +189,14 @@ def _takes_three(function: CheckFunction) -> bool:
         return False
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(positional) >= 3 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
+
+
+def _system_prompt_of(module: Any) -> str:
+    """``MODULE.SYSTEM_PROMPT`` when the check's module defines one, else the default instructions."""
+    prompt = getattr(module, "SYSTEM_PROMPT", None)
+    return prompt if isinstance(prompt, str) and prompt.strip() else DEFAULT_SYSTEM_PROMPT
+
+
+def _target(function: CheckFunction) -> str:
+    """``MODULE:QUALNAME`` of a function, as a check is named on the command line."""
+    return f"{getattr(function, '__module__', None) or 'python'}:{getattr(function, '__qualname__', repr(function))}"

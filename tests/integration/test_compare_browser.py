@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from redraft.compare._analysis import ArmFigures, Comparison, Curve, Difference, Interval
-from redraft.compare._html import write_html
+from redraft.comparison._analysis import ArmFigures, Comparison, Curve, Difference, Interval
+from redraft.comparison._html import write_html
 from tests.integration.test_report_browser import ARTIFACTS, CHROMIUM, chromium
 
 pytestmark = pytest.mark.skipif(

@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 
 from redraft import RunConfig
-from redraft.compare._analysis import Comparison
-from redraft.compare._arms import arms_from_names
-from redraft.compare._result import build
-from redraft.compare._runner import BASELINE, ComparePlan, run_comparison
+from redraft.comparison._analysis import Comparison
+from redraft.comparison._arms import arms_from_names
+from redraft.comparison._result import build
+from redraft.comparison._runner import BASELINE, ComparePlan, run_comparison
 from tests.support.replies import coin
 
 pytestmark = pytest.mark.ray

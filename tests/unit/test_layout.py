@@ -46,7 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "rundir": {"errors", "protocols"},
     "views": {"errors", "protocols", "rundir"},
-    "compare": {"errors", "protocols", "config", "engine", "actors", "rundir", "views"},
+    "comparison": {"errors", "protocols", "config", "scenarios", "engine", "actors", "rundir", "views"},
     "cli": {
         "errors",
         "protocols",
@@ -57,9 +57,9 @@ ALLOWED: dict[str, set[str]] = {
         "actors",
         "rundir",
         "views",
-        "compare",
+        "comparison",
     },
-    "__init__": {"protocols", "config", "engine", "actors"},
+    "__init__": {"protocols", "config", "engine", "actors", "comparison"},
 }
 """Room -> the rooms it may import from (besides itself)."""
 
@@ -147,12 +147,21 @@ def test_no_module_is_longer_than_a_reader_holds() -> None:
     assert long == {}
 
 
+def code_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """A function's lines, its docstring left out (a docstring's example is documentation, not code to hold)."""
+    lines = (function.end_lineno or function.lineno) - function.lineno + 1
+    first = function.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        lines -= (first.end_lineno or first.lineno) - first.lineno + 1
+    return lines
+
+
 def test_no_function_is_longer_than_a_reader_holds() -> None:
     long = {}
     for path in MODULES:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                lines = code_lines(node)
                 if lines > MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(PACKAGE)}:{node.name}"] = lines
     assert long == {}

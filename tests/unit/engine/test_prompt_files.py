@@ -15,7 +15,7 @@ import pytest
 from redraft import RunConfig
 from redraft.actors.driver import identity
 from redraft.backends.scripted import ScriptedSpec
-from redraft.compare._arms import arms_from_file
+from redraft.comparison._arms import arms_from_file
 from redraft.engine._model_role import CallSettings
 from redraft.engine.drafter import Drafter
 from redraft.engine.prompt_files import load_prompts

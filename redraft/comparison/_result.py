@@ -1,7 +1,7 @@
 """A comparison's figures from its lanes' run directories, ``comparison.json``, and the regression gate.
 
-`build` reads every lane (`redraft.compare._lane_figures`) and computes every figure
-(`redraft.compare._analysis`); `write_json` writes ``comparison.json`` under the
+`build` reads every lane (`redraft.comparison._lane_figures`) and computes every figure
+(`redraft.comparison._analysis`); `write_json` writes ``comparison.json`` under the
 comparison's ``--out``. `regressions` holds a comparison against an earlier one
 (``--baseline OLD/comparison.json --fail-if-worse``): an arm regressed when its
 graded pass rate fell by more than its interval allows (the old rate lies above
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import msgspec
 
-from redraft.compare._analysis import (
+from redraft.comparison._analysis import (
     ArmFigures,
     Comparison,
     Curve,
@@ -30,8 +30,8 @@ from redraft.compare._analysis import (
     curve,
     per_task_pass,
 )
-from redraft.compare._lane_figures import Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
-from redraft.compare._runner import BASELINE, ComparePlan
+from redraft.comparison._lane_figures import Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
+from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.errors import UserError
 from redraft.rundir.reader import RunReader
 

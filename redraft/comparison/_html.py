@@ -16,8 +16,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from redraft.compare._analysis import ArmFigures, Comparison, Curve, Difference
-from redraft.compare._charts import ArmPoint, cost_plane, flip_bars, rounds_lines
+from redraft.comparison._analysis import ArmFigures, Comparison, Curve, Difference
+from redraft.comparison._charts import ArmPoint, cost_plane, flip_bars, rounds_lines
 from redraft.views.plots import png
 from redraft.views.templating import render
 

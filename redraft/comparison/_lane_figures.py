@@ -15,7 +15,7 @@ passed is a *false alarm*, one that did not flag a candidate the grade failed a
 and the kept best passed.
 
 For the baseline, per task: its N samples as (feedback score, answer, graded
-pass), the input of `redraft.compare.stats`.
+pass), the input of `redraft.comparison.stats`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redraft.compare.stats import Sample
+from redraft.comparison.stats import Sample
 from redraft.protocols.messages import Critique, Decision, Grade, Message, Result, Verification
 from redraft.rundir.frames import Frame, KnownFrame
 from redraft.rundir.reader import RunReader

@@ -20,7 +20,7 @@ A TOML file names each arm in a table::
     prompts = "terse.toml"   # entries of prompts.toml overridden (relative to this file)
 
     [baseline]
-    samples = 16        # the sampling baseline's N (see `redraft.compare._runner`)
+    samples = 16        # the sampling baseline's N (see `redraft.comparison._runner`)
 
 Every fault is found before anything runs and named by file, arm and field.
 """

@@ -11,12 +11,12 @@ import pytest
 from rich.console import Console
 
 from redraft import RunConfig
-from redraft.compare._analysis import Comparison
-from redraft.compare._arms import Arm
-from redraft.compare._command import _print
-from redraft.compare._html import charts, pareto, write_html
-from redraft.compare._result import _oracle_notes, build, write_json
-from redraft.compare._runner import BASELINE, ComparePlan
+from redraft.comparison._analysis import Comparison
+from redraft.comparison._arms import Arm
+from redraft.comparison._command import _print
+from redraft.comparison._html import charts, pareto, write_html
+from redraft.comparison._result import _oracle_notes, build, write_json
+from redraft.comparison._runner import BASELINE, ComparePlan
 from tests.integration.test_compare_browser import arm, curve
 from tests.support.report_runs import html_tables, make_run
 

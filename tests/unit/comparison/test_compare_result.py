@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from redraft.compare._analysis import Comparison, Interval
-from redraft.compare._result import read_json, regressions
+from redraft.comparison._analysis import Comparison, Interval
+from redraft.comparison._result import read_json, regressions
 from tests.integration.test_compare_browser import arm
 
 

@@ -9,27 +9,23 @@ the notes, and where everything is.
 from __future__ import annotations
 
 import threading
-import time
-import uuid
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from redraft.compare._analysis import Comparison, Match
-from redraft.compare._arms import Arm, arms_from_file, arms_from_names
-from redraft.compare._html import TERMINAL_HEADER, write_html
-from redraft.compare._result import build, read_json, regressions, write_json
-from redraft.compare._runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
+from redraft.comparison._analysis import Comparison
+from redraft.comparison._api import MATCHES, default_out, write
+from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
+from redraft.comparison._html import TERMINAL_HEADER
+from redraft.comparison._result import read_json, regressions
+from redraft.comparison._runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
 from redraft.config import RunConfig
 from redraft.errors import UserError, unknown_name
 from redraft.protocols.messages import Result
-from redraft.views.report import write_report
-
-MATCHES = ("calls", "tokens", "usd")
 
 
 class Progress(Protocol):
@@ -68,13 +64,10 @@ def compare(
             on_result=lambda _label, result: progress.advance(result),
             stop=stop,
         )
-    comparison = build(plan, cast(Match, match))
-    reports = {lane.arm: str(write_report(plan.out / lane.label).relative_to(plan.out)) for lane in plan.lanes()}
-    json_path = write_json(comparison, plan.out)
-    html_path = write_html(comparison, plan.out, reports)
-    _print(comparison, console)
-    console.print(Text(f"comparison: {json_path} and {html_path}"))
-    return regressions(comparison, old) if old is not None else []
+    done = write(plan, match)
+    _print(done.comparison, console)
+    console.print(Text(f"comparison: {done.json} and {done.html}"))
+    return regressions(done.comparison, old) if old is not None else []
 
 
 def make_plan(
@@ -95,9 +88,7 @@ def make_plan(
     else:
         chosen = arms_from_names(arms or "")
     n = baseline_samples or int(file_baseline.get("samples", DEFAULT_BASELINE_SAMPLES))
-    out = Path(
-        settings.pop("out", None) or Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    )
+    out = Path(settings.pop("out", None) or default_out())
     base = RunConfig.build(scenario=scenario, **settings)
     plan = ComparePlan(base=base, arms=chosen, out=out, baseline_samples=n, repeats=repeats)
     plan.validate()
@@ -110,7 +101,7 @@ _WIDE_ONLY = {4, 5}
 
 
 def _print(comparison: Comparison, console: Console) -> None:
-    from redraft.compare._html import terminal_rows
+    from redraft.comparison._html import terminal_rows
 
     keep = [i for i in range(len(TERMINAL_HEADER)) if console.width >= NARROW or i not in _WIDE_ONLY]
     table = Table(title="redraft compare: graded pass rates (held out)", title_justify="left", box=box.SIMPLE_HEAD)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from redraft import RunConfig
-from redraft.compare._arms import arms_from_file, arms_from_names
-from redraft.compare._runner import BASELINE, ComparePlan
+from redraft.comparison._arms import arms_from_file, arms_from_names
+from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.errors import UserError
 
 

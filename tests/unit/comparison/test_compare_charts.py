@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from redraft.compare._analysis import Comparison, Interval
-from redraft.compare._html import charts, pareto
+from redraft.comparison._analysis import Comparison, Interval
+from redraft.comparison._html import charts, pareto
 from tests.integration.test_compare_browser import arm, curve
 
 

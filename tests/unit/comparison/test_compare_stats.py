@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
-from redraft.compare._analysis import arm_summary, between
-from redraft.compare._lane_figures import Behaviour, TaskFigures
-from redraft.compare.stats import (
+from redraft.comparison._analysis import arm_summary, between
+from redraft.comparison._lane_figures import Behaviour, TaskFigures
+from redraft.comparison.stats import (
     ALPHA,
     Sample,
     at_budget,

@@ -10,7 +10,7 @@ every lane; a finished lane costs nothing.
 
 The baseline is one run of K = N independent samples per task (no critic, no
 revision): both sampling baselines, best-of-n and self-consistency, are computed
-from it at any budget up to N (`redraft.compare.stats`), so every arm is a
+from it at any budget up to N (`redraft.comparison.stats`), so every arm is a
 point against two curves and no baseline is run per arm.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from redraft.actors.driver import RunOutcome, ensure_ray, run
-from redraft.compare._arms import Arm
+from redraft.comparison._arms import Arm
 from redraft.config import RunConfig
 from redraft.engine.setup import BackendOverrides, role_setup
 from redraft.errors import Interrupted, UserError

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from redraft.compare._analysis import Comparison
-from redraft.compare._command import _print
+from redraft.comparison._analysis import Comparison
+from redraft.comparison._command import _print
 from tests.integration.test_compare_browser import arm, curve, difference
 
 

@@ -1,1 +1,0 @@
-"""``redraft compare``: critic strategies against each other and against sampling, at matched compute."""

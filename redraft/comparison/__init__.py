@@ -1,0 +1,7 @@
+"""Comparing critic strategies on the same tasks, against sampling at matched cost: `compare`, and what it
+returns (`ComparisonOutcome`, holding the `Comparison`'s figures). The command is ``redraft compare``."""
+
+from redraft.comparison._analysis import ArmFigures, Comparison, Curve, Difference
+from redraft.comparison._api import ComparisonOutcome, compare
+
+__all__ = ["ArmFigures", "Comparison", "ComparisonOutcome", "Curve", "Difference", "compare"]

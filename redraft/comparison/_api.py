@@ -1,0 +1,108 @@
+"""``redraft.compare``: a comparison from Python, as ``redraft compare`` runs it, with its figures returned."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from redraft.comparison._analysis import Comparison, Match
+from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
+from redraft.comparison._result import build, write_json
+from redraft.comparison._runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
+from redraft.config import RunConfig
+from redraft.engine.setup import BackendOverrides, with_check
+from redraft.errors import UserError, unknown_name
+from redraft.protocols.messages import Result
+from redraft.scenarios.user_check import CheckFunction
+
+MATCHES: tuple[Match, ...] = ("calls", "tokens", "usd")
+
+
+@dataclass(frozen=True)
+class ComparisonOutcome:
+    """A finished comparison: its figures, and where its files are."""
+
+    comparison: Comparison
+    """Every arm's figures, the sampling baselines' curves, and each difference with its test."""
+    out: Path
+    """The comparison's directory: each lane's run directory (``arms/NAME``, ``baseline``) and the files below."""
+    json: Path
+    """``comparison.json``: the figures, for a regression gate (``redraft compare --baseline``)."""
+    html: Path
+    """``comparison.html``: the tables and plots for a person."""
+
+
+def compare(
+    config: RunConfig,
+    arms: Sequence[str] | Path,
+    *,
+    baseline_samples: int | None = None,
+    match: Match = "calls",
+    repeats: int = 1,
+    check: CheckFunction | None = None,
+    grade: CheckFunction | None = None,
+    backends: BackendOverrides | None = None,
+    on_result: Callable[[str, Result], None] | None = None,
+    stop: threading.Event | None = None,
+) -> ComparisonOutcome:
+    """Compare critic strategies on the same tasks, against sampling at matched cost, on Ray.
+
+    ``config`` holds the shared settings (scenario or task file, models, budgets, ``out``); ``arms`` names
+    strategies, one arm each, or is the path of an arms file (TOML). Every arm, and the sampling baseline of
+    ``baseline_samples`` samples per task, is a resumable run under ``config.runtime.out``: calling it again
+    with the same ``out`` resumes. ``check`` and ``grade`` steer and grade a task file's tasks, as `refine`'s.
+    ``on_result(lane, result)`` is told of every task that lands; setting ``stop`` ends every lane at once.
+
+        >>> import tempfile
+        >>> from redraft import RunConfig, compare
+        >>> from redraft.backends.scripted import ScriptedSpec
+        >>> model = ScriptedSpec(script=lambda request: "3 + 4 = 7\\nAnswer: 7")
+        >>> config = RunConfig.build(scenario="arithmetic", limit=3, samples=2, max_rounds=2, out=tempfile.mkdtemp())
+        >>> done = compare(config, ["self_refine"], baseline_samples=3, backends={"drafter": model, "critic": model})
+        >>> [arm.name for arm in done.comparison.arms], done.json.name
+        (['self_refine'], 'comparison.json')
+    """
+    if match not in MATCHES:
+        raise unknown_name("match", match, MATCHES)
+    config = with_check(config, check, grade)
+    plan = _plan(config, arms, baseline_samples, repeats)
+    run_comparison(plan, backends=backends, on_result=on_result, stop=stop)
+    return write(plan, match)
+
+
+def _plan(config: RunConfig, arms: Sequence[str] | Path, baseline_samples: int | None, repeats: int) -> ComparePlan:
+    chosen: list[Arm]
+    from_file: dict[str, object] = {}
+    if isinstance(arms, Path):
+        chosen, from_file = arms_from_file(arms)
+    elif isinstance(arms, str):
+        raise UserError("arms is a list of strategy names, e.g. ['adversarial', 'self_refine'], or an arms file's Path")
+    else:
+        chosen = arms_from_names(",".join(arms))
+    samples = baseline_samples or int(str(from_file.get("samples", DEFAULT_BASELINE_SAMPLES)))
+    out = Path(config.runtime.out) if config.runtime.out else default_out()
+    return ComparePlan(base=config, arms=chosen, out=out, baseline_samples=samples, repeats=repeats)
+
+
+def default_out() -> Path:
+    """Where a comparison without an ``out`` goes: ``runs/compare-<time>-<id>``."""
+    return Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def write(plan: ComparePlan, match: Match) -> ComparisonOutcome:
+    """The comparison of a plan whose lanes have run: each lane's report, ``comparison.json`` and ``.html``."""
+    from redraft.comparison._html import write_html  # with the plots: the report extra's, loaded when drawn
+    from redraft.views.report import write_report
+
+    comparison = build(plan, match)
+    reports = {lane.arm: str(write_report(plan.out / lane.label).relative_to(plan.out)) for lane in plan.lanes()}
+    return ComparisonOutcome(
+        comparison=comparison,
+        out=plan.out,
+        json=write_json(comparison, plan.out),
+        html=write_html(comparison, plan.out, reports),
+    )
