@@ -1,4 +1,4 @@
-# The two commands of the README. Each sets up .venv first (once).
+# The two commands of the README (demo, test), and the rest. Each sets up .venv first (once).
 .PHONY: demo test lint bench clean constraints docs
 
 STAMP := .venv/.redraft-installed
@@ -13,6 +13,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	.venv/bin/python -m pytest -q
+
+# The documentation site, into site/; strict: a dead link, a missing anchor or any other warning fails it.
+docs: $(STAMP)
+	.venv/bin/mkdocs build --strict --site-dir site
 
 lint: $(STAMP)
 	.venv/bin/ruff check redraft tests benchmarks

@@ -19,8 +19,10 @@ Per configuration:
 - ``step 8 @N``: milliseconds of one decode step of 8 sequences, each with N
   tokens of context (the demo's steady state is around 900);
 - ``perplexity``: over the first 12 chunks of 512 tokens of this project's
-  README, each chunk's second half scored (as llama.cpp's ``llama-perplexity``
-  does). Lower is better; the configurations should agree closely.
+  README and documentation pages (in path order), each chunk's second half scored
+  (as llama.cpp's ``llama-perplexity`` does). Lower is better; the configurations
+  should agree closely. The text changes with the docs, so compare configurations
+  within one run, not perplexities across runs.
 
 Printed: the medians per configuration, and each over the baseline (above 1:
 faster than it; for perplexity, the ratio of the two). Timings on a shared
@@ -47,7 +49,8 @@ from redraft.backends.local import embedded_model_path, shipped_model_path
 PROMPTS = (300, 700)
 STEP_SEQUENCES, STEP_CONTEXTS, STEPS = 8, (300, 900), 20
 CHUNK, CHUNKS = 512, 12
-TEXT = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = "\n\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))])
 
 
 class File:

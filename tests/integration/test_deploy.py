@@ -2,7 +2,7 @@
 
 The cluster is three raylets on this machine, started by the ``ray`` command with
 token authentication and the dashboard (the job server lives there), exactly as
-the README's "Deploying on a Ray cluster" says; see `real_cluster`. The model is
+docs/guides/cluster.md says; see `real_cluster`. The model is
 the scripted double, so the runs take seconds; what is tested is the deployment.
 """
 
@@ -55,9 +55,9 @@ def test_redraft_run_joins_a_ray_started_with_ray_start_and_spreads_over_its_nod
     assert len(nodes) == 3  # one drafter per node, samples spread over them
 
 
-def test_a_run_submitted_as_a_ray_job_lands_where_the_readme_says_and_logs_its_progress(cluster: RealCluster) -> None:
+def test_a_run_submitted_as_a_ray_job_lands_where_the_docs_say_and_logs_its_progress(cluster: RealCluster) -> None:
     out = cluster.temp_dir / "runs" / "via-job"
-    # The README's command, run from the repository: the working directory travels to the cluster, and the
+    # The documented command, run from the repository: the working directory travels to the cluster, and the
     # run directory is an absolute path on the node the job's driver runs on (the head).
     submit = subprocess.run(
         [

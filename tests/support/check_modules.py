@@ -13,7 +13,8 @@ SYSTEM_PROMPT = "Answer the question. End with a line 'Answer: <answer>'."
 
 
 def exact_answer(text: str, reference: dict[str, Any]) -> tuple[float, str]:
-    """The README's example: the last 'Answer: ...' line must equal reference['answer'] (ignoring case)."""
+    """The documented example (docs/scenarios/your-own.md): the last 'Answer: ...' line must equal
+    reference['answer'] (ignoring case)."""
     found = re.findall(r"Answer:\s*(.+)", text)
     if not found:
         return 0.0, "no line 'Answer: ...' found"

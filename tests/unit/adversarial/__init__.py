@@ -1,1 +1,1 @@
-"""The corpus of bad input (see the README): hostile bytes, task files, flags, candidates and programs."""
+"""The corpus of bad input (see docs/contributing.md): hostile bytes, task files, flags, candidates and programs."""

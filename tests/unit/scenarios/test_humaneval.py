@@ -3,6 +3,7 @@ bad text never raises, and no attack on the harness scores a pass."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -16,6 +17,7 @@ from redraft.sandbox import KillReason, SandboxLimits, SandboxResult, kill_detai
 from redraft.scenarios import Scenario, get_scenario
 from redraft.scenarios._humaneval_examples import Example, extract_examples
 from redraft.scenarios.humaneval import ERRATA, HumanEval, build_program, examples_of, extract_code
+from tests.support.paths import DOCS
 
 PROBLEMS: dict[str, dict[str, Any]] = read_problems()
 SCENARIO = HumanEval()
@@ -102,7 +104,7 @@ EXTRACTED = {tid: extract_examples(p["prompt"], p["entry_point"]) for tid, p in 
 
 
 def test_the_examples_of_all_164_prompts() -> None:
-    """Facts about the data set, also written in the README: who shows examples, and how many."""
+    """Facts about the data set, also written on the scenario's page: who shows examples, and how many."""
     assert sum(1 for examples in EXTRACTED.values() if examples) == 151
     assert sum(len(examples) for examples in EXTRACTED.values()) == 430
     doctests = [tid for tid, p in PROBLEMS.items() if ">>>" in p["prompt"]]
@@ -111,6 +113,25 @@ def test_the_examples_of_all_164_prompts() -> None:
     used = {tid: examples_of(TASKS[tid]) for tid in PROBLEMS}
     assert sum(1 for examples in used.values() if examples) == 150
     assert sum(len(examples) for examples in used.values()) == 424
+
+
+def test_the_scenario_page_states_these_figures() -> None:
+    """What a reader of docs/scenarios/humaneval.md is told is what the extractor finds."""
+    page = " ".join((DOCS / "scenarios" / "humaneval.md").read_text().split())
+    stated = re.search(
+        r"(\d+) examples in (\d+) of the (\d+) prompts, of which the feedback runs (\d+) in (\d+) \((\d+) examples",
+        page,
+    )
+    assert stated is not None, "the page no longer says how many examples the feedback runs"
+    used = {tid: examples_of(TASKS[tid]) for tid in PROBLEMS}
+    assert tuple(int(n) for n in stated.groups()) == (
+        sum(len(examples) for examples in EXTRACTED.values()),
+        sum(1 for examples in EXTRACTED.values() if examples),
+        len(PROBLEMS),
+        sum(len(examples) for examples in used.values()),
+        sum(1 for examples in used.values() if examples),
+        sum(len(calls) for calls in ERRATA.values()),
+    )
 
 
 def test_every_erratum_is_an_extracted_example() -> None:

@@ -22,7 +22,7 @@ from redraft.protocols.messages import Task
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
 from redraft.scenarios.user_check import UserCheck, to_check_result
-from tests.support.paths import README as README_FILE
+from tests.support.paths import DOCS
 from tests.support.task_files import CHECK, GOOD, write_lines
 
 # ---------------------------------------------------------------- the file format
@@ -236,40 +236,42 @@ def test_cli_usage_errors_are_one_line_and_start_nothing(
     assert not (tmp_path / "run").exists()
 
 
-# ---------------------------------------------------------------- the README's examples run as shown
-
-README = README_FILE.read_text()
+# ---------------------------------------------------------------- the documented examples keep their contract
 
 
-def readme_block(after: str, lang: str) -> str:
-    """The first ```lang block in the README after the text ``after``."""
-    rest = README.split(after, 1)[1]
+def doc_block(page: str, after: str, lang: str) -> str:
+    """The first ```lang block of the docs page ``page`` after the text ``after``."""
+    rest = (DOCS / page).read_text().split(after, 1)[1]
     return rest.split(f"```{lang}\n", 1)[1].split("```", 1)[0]
 
 
-def test_the_readme_check_module_example_keeps_the_contract() -> None:
+def test_the_documented_check_module_keeps_the_contract() -> None:
     namespace: dict[str, Any] = {}
-    exec(readme_block("An example, `my_checks.py`:", "python"), namespace)
+    exec(doc_block("scenarios/your-own.md", "An example, `my_checks.py`:", "python"), namespace)
     check = namespace["exact_answer"]
     assert check("It is Paris.\nAnswer: paris", {"answer": "Paris"}) == (1.0, "correct")
     assert check("Answer: Lyon", {"answer": "Paris"}) == (0.0, "the answer 'Lyon' is wrong")
     assert check("Paris", {"answer": "Paris"}) == (0.0, "no line 'Answer: ...' found")
     assert isinstance(namespace["SYSTEM_PROMPT"], str)
+    well_formed = namespace["well_formed"]  # reads the line's feedback object, never the reference
+    assert well_formed("Answer: Paris", {"max_words": 2}) == (1.0, "an answer line, short enough")
+    assert well_formed("Answer: it is Paris", {"max_words": 2}) == (0.5, "the answer has 3 words; keep it to 2")
+    assert well_formed("Paris", {}) == (0.0, "no line 'Answer: ...' found")
 
 
-def test_the_readme_scenario_package_example_registers_and_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_documented_scenario_package_registers_and_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     import tomllib
 
     from redraft.scenarios._base import SCENARIOS
 
     monkeypatch.setattr(SCENARIOS, "_entries", dict(SCENARIOS._entries))  # keep the registration local
-    exec(readme_block("**A scenario in a package.**", "python"), {})
+    exec(doc_block("guides/extending.md", "## A scenario in a package", "python"), {})
     capitals = get_scenario("capitals")
     tasks = list(capitals.tasks(seed=0))
     assert [t.task_id for t in tasks] == ["capital-France", "capital-Japan", "capital-Kenya"]
     assert capitals.check(tasks[0], " paris\n")[0].passed
     assert capitals.check(tasks[0], "Lyon")[0].detail == "wrong city"
-    toml = tomllib.loads(readme_block("**A scenario in a package.**", "toml"))
+    toml = tomllib.loads(doc_block("guides/extending.md", "## A scenario in a package", "toml"))
     assert toml["project"]["entry-points"]["redraft.scenarios"] == {"capitals": "my_suite.capitals"}
 
 

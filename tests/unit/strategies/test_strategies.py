@@ -28,7 +28,7 @@ from redraft.scenarios import get_scenario, scenario
 from redraft.scenarios.arithmetic import Arithmetic
 from redraft.strategies import get_strategy, strategy_names
 from tests.support.harness import run_task
-from tests.support.paths import README
+from tests.support.paths import DOCS
 from tests.support.replies import CRITIQUE, PLAN, SKEPTIC_CRITIQUE, Tutor, worked
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
@@ -272,10 +272,11 @@ def test_an_edit_that_does_not_apply_is_fed_back() -> None:
     assert CheckResult(name="edit", passed=False, score=0.0, detail=refused) in round2.revision.failed_checks
 
 
-def test_the_readme_strategy_example_registers_and_runs() -> None:
-    readme = README.read_text()
-    block = next(b for b in readme.split("```python\n")[1:] if '@strategy("lazy_critic")' in b).split("```")[0]
-    exec(compile(block, "README.md", "exec"), {})
+def test_the_documented_strategy_example_registers_and_runs() -> None:
+    page = DOCS / "guides" / "extending.md"
+    blocks = page.read_text().split("```python\n")[1:]
+    block = next(b for b in blocks if '@strategy("lazy_critic")' in b).split("```")[0]
+    exec(compile(block, str(page), "exec"), {})
     assert "lazy_critic" in strategy_names()
     trace = run_task(
         TASK, Tutor.for_tasks(TASKS, never=True), strategy="lazy_critic", samples=K, max_rounds=4, patience=5
