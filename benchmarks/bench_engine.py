@@ -27,8 +27,8 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 from redraft import RunConfig, run
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
+from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter
-from redraft.engine.refine import local_roles
 from redraft.engine.setup import arbiter_settings, role_setup
 from redraft.protocols.messages import ChatMessage
 from redraft.scenarios import get_scenario

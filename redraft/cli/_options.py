@@ -110,7 +110,9 @@ def _comparison_options() -> list[Placed]:
     n = DEFAULT_BASELINE_SAMPLES  # None when not given: an arms file's [baseline] may set it
     return [
         _option(COMPARISON, "arms", "--arms", "Strategies to compare, by name: adversarial,debate."),
-        _option(COMPARISON, "arms_file", "--arms-file", "A TOML file of arms (see the README).", kind=Path),
+        _option(
+            COMPARISON, "arms_file", "--arms-file", "A TOML file of arms (see the docs: guides/compare).", kind=Path
+        ),
         _option(
             COMPARISON,
             "baseline_samples",

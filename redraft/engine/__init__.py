@@ -6,12 +6,12 @@ this process, `LocalMember`; on a cluster, the actor system's own). `refine` and
 one task here; `role_setup` resolves a `RunConfig` into what the roles are built from.
 """
 
+from redraft.engine._refine import Refinement, refine, refine_async
 from redraft.engine.arbiter import Arbiter, ArbiterSettings, Checkpoint
 from redraft.engine.critic import Critic
 from redraft.engine.drafter import Drafter
 from redraft.engine.grader import Grader
 from redraft.engine.pools import LocalMember, Member, Reply, Request, Role, RolePool, Roles
-from redraft.engine.refine import Refinement, refine, refine_async
 from redraft.engine.setup import RoleSetup, arbiter_settings, role_setup
 from redraft.engine.verifier import Verifier
 

@@ -4,7 +4,7 @@
 backend specs, prompts file, task file): a bad one is a `UserError` here, on the
 caller's side, before any role exists. `role_constructors` then says which roles
 a strategy needs and how each is made; the same constructors build the roles in
-one process (`redraft.engine.refine`) and inside Ray actors (`redraft.actors`).
+one process (`redraft.engine._refine`) and inside Ray actors (`redraft.actors`).
 """
 
 from __future__ import annotations

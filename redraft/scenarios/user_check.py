@@ -1,8 +1,9 @@
 """The ``check:MODULE:FUNCTION`` scenarios: a task file's tasks judged by functions people bring.
 
 The whole scenario is in its name, so every verifier actor can rebuild it by
-importing ``MODULE`` (it must be importable in the Ray workers: see the README,
-"Bring your own tasks and checks"). The tasks come from a task file
+importing ``MODULE`` (it must be importable in the Ray workers: see the docs page
+"Your own tasks and checks"); one made from function objects (`UserCheck.of`) travels
+to the actors by value instead. The tasks come from a task file
 (`redraft.scenarios.taskfile`), never from the scenario itself.
 
 The check is feedback. A separate grade function may be named after it,

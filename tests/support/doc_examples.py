@@ -22,7 +22,7 @@ import typer
 from redraft.backends import resolve
 from redraft.backends.pricing import load_prices
 from redraft.cli import _scenario_name, app, compare_command, run_command
-from redraft.compare._arms import arms_from_file
+from redraft.comparison._arms import arms_from_file
 from redraft.config import RunConfig
 from redraft.engine._patches import parse_edits
 from redraft.engine.prompt_files import load_prompts

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from redraft.backends.scripted import Reply, ScriptedSpec
+from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
-from redraft.engine.refine import local_roles
 from redraft.engine.setup import RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Message, Task, encode, iter_frames

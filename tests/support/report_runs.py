@@ -24,8 +24,8 @@ from redraft import RunConfig
 from redraft.actors._attempts import failed_result
 from redraft.actors.driver import manifest_for
 from redraft.backends.base import ChatRequest
+from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
-from redraft.engine.refine import refine_trace
 from redraft.engine.setup import arbiter_settings
 from redraft.protocols.messages import Result, Task, decode_as, encode
 from redraft.rundir import RunStore

@@ -24,10 +24,10 @@ from redraft.actors._attempts import (
 from redraft.actors._clock import RunClock
 from redraft.actors._dispatcher import Dispatcher
 from redraft.backends.scripted import ScriptedSpec
+from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.grader import Grader
 from redraft.engine.pools import Outcome, Request, RolePool
-from redraft.engine.refine import local_roles
 from redraft.engine.setup import RoleSetup
 from redraft.errors import BackendUnavailableError, CheckBrokenError, ClusterError, InfrastructureError
 from redraft.protocols.messages import Draft, DraftRequest, Message, Result, Task, Usage, encode

@@ -14,10 +14,10 @@ import pytest
 from redraft import RunConfig, refine
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
+from redraft.engine._refine import local_roles, refine_trace
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader
 from redraft.engine.pools import Member, Outcome, Request, Roles
-from redraft.engine.refine import local_roles, refine_trace
 from redraft.engine.setup import arbiter_settings, role_setup
 from redraft.protocols.messages import Decision, Grade, Result, Task, Verification, decode, encode
 from redraft.scenarios import get_scenario

@@ -264,6 +264,7 @@ def test_the_documented_scenario_package_registers_and_checks(monkeypatch: pytes
 
     from redraft.scenarios._base import SCENARIOS
 
+    SCENARIOS.names()  # loaded before copying, so that the copy put back is whole
     monkeypatch.setattr(SCENARIOS, "_entries", dict(SCENARIOS._entries))  # keep the registration local
     exec(doc_block("guides/extending.md", "## A scenario in a package", "python"), {})
     capitals = get_scenario("capitals")
