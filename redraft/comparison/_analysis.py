@@ -25,7 +25,7 @@ from typing import Literal
 
 import msgspec
 
-from redraft.comparison._lane_figures import Behaviour, TaskFigures
+from redraft.comparison._lane_figures import Basis, Behaviour, TaskFigures
 from redraft.comparison.stats import (
     Method,
     Paired,
@@ -130,6 +130,19 @@ class Comparison(msgspec.Struct, kw_only=True):
     against_baselines: list[Difference]
     between_arms: list[Difference]
     notes: list[str] = []
+    basis: Basis = "grade"
+    """What every "graded" figure rests on: the held-out grade, or the feedback when nothing was held out (a
+    user's check without a grade): then they are what the loop optimised, and every view says so."""
+
+    @property
+    def rate_name(self) -> str:
+        """The pass rate every figure shows, in words: ``graded pass rate`` or ``feedback pass rate``."""
+        return "graded pass rate" if self.basis == "grade" else "feedback pass rate"
+
+    @property
+    def rate_source(self) -> str:
+        """Where that rate comes from, in words."""
+        return "held out" if self.basis == "grade" else "no held-out grade"
 
 
 def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviour, *, oracle: bool) -> ArmFigures:

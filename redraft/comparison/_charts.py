@@ -42,7 +42,9 @@ CurveLine = tuple[str, Sequence[float], Sequence[float]]
 """(name, cost at n = 1..N, pass rate at n = 1..N)."""
 
 
-def cost_plane(arms: Sequence[ArmPoint], curves: Sequence[CurveLine], cost_label: str) -> Figure:
+def cost_plane(
+    arms: Sequence[ArmPoint], curves: Sequence[CurveLine], cost_label: str, rate: str = "graded pass rate (held out)"
+) -> Figure:
     """Each arm's graded pass rate (with its 95 % interval) at its cost, over the sampling baselines' curves."""
     fig, ax = figure(width=6.4, height=4.0)
     for (name, costs, rates), style in zip(curves, ("-", "--"), strict=False):
@@ -62,13 +64,17 @@ def cost_plane(arms: Sequence[ArmPoint], curves: Sequence[CurveLine], cost_label
             clip_on=False,
         )
     ax.set_xlabel(cost_label)
-    percent_axis(ax, "graded pass rate (held out), % of tasks")
-    ax.set_title("Graded pass rate against cost: arms (95% CI) over sampling", fontsize=10)
+    percent_axis(ax, f"{rate}, % of tasks")
+    ax.set_title(f"{rate.split(' (')[0].capitalize()} against cost: arms (95% CI) over sampling", fontsize=10)
     ax.legend(fontsize=7, loc="lower right")
     return fig
 
 
-def rounds_lines(by_arm: Mapping[str, Sequence[float]], oracles: frozenset[str] = frozenset()) -> Figure:
+def rounds_lines(
+    by_arm: Mapping[str, Sequence[float]],
+    oracles: frozenset[str] = frozenset(),
+    rate: str = "graded pass rate (held out)",
+) -> Figure:
     """Each arm's graded pass rate of the best so far after each round; ``oracles``: the arms fed the grade."""
     fig, ax = figure()
     for i, (name, rates) in enumerate(by_arm.items()):
@@ -85,8 +91,8 @@ def rounds_lines(by_arm: Mapping[str, Sequence[float]], oracles: frozenset[str] 
     depth = max((len(rates) for rates in by_arm.values()), default=1)
     ax.set_xticks(range(depth))  # rounds are whole numbers, not the axis's default quarter steps
     ax.set_xlabel("round (0 = first draft)")
-    percent_axis(ax, "graded pass rate (held out), best so far")
-    ax.set_title("Graded pass rate after each round", fontsize=10)
+    percent_axis(ax, f"{rate}, best so far")
+    ax.set_title(f"{rate.split(' (')[0].capitalize()} after each round", fontsize=10)
     ax.legend(fontsize=7)
     return fig
 

@@ -104,7 +104,8 @@ def _print(comparison: Comparison, console: Console) -> None:
     from redraft.comparison._html import terminal_rows
 
     keep = [i for i in range(len(TERMINAL_HEADER)) if console.width >= NARROW or i not in _WIDE_ONLY]
-    table = Table(title="redraft compare: graded pass rates (held out)", title_justify="left", box=box.SIMPLE_HEAD)
+    title = f"redraft compare: {comparison.rate_name}s ({comparison.rate_source})"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for i in keep:
         # An arm's name whole (it is what a reader looks for); the rest folds rather than lose characters to "…".
         table.add_column(TERMINAL_HEADER[i], no_wrap=i == 0, overflow="fold")

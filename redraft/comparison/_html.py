@@ -113,6 +113,7 @@ def _against(difference: Difference | None, ceiling: int) -> str:
 def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]:
     """The page's plots, each with its caption; ``front``: the arms on the Pareto front."""
     match = comparison.match
+    rate, name = f"{comparison.rate_name} ({comparison.rate_source})", comparison.rate_name
     oracles = frozenset(a.name for a in comparison.arms if a.oracle)
     plane = cost_plane(
         [
@@ -121,12 +122,13 @@ def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]
         ],
         [(c.name, curve_costs(c, match), c.pass_rate) for c in comparison.baselines],
         COST_LABELS[match],
+        rate,
     )
     by_round = {a.name: a.pass_rate_by_round for a in comparison.arms}
     fixed_and_broke = {a.name: (_mean_rate(a.fixed_by_round), _mean_rate(a.broken_by_round)) for a in comparison.arms}
     return [
-        (plane, "graded pass rate against cost, arms over the sampling baselines"),
-        (rounds_lines(by_round, oracles), "graded pass rate after each round"),
+        (plane, f"{name} against cost, arms over the sampling baselines"),
+        (rounds_lines(by_round, oracles, rate), f"{name} after each round"),
         (flip_bars(fixed_and_broke, oracles), "revisions that fixed and broke an answer, by the grade"),
     ]
 

@@ -16,6 +16,10 @@ and the kept best passed.
 
 For the baseline, per task: its N samples as (feedback score, answer, graded
 pass), the input of `redraft.comparison.stats`.
+
+A comparison with no held-out grade at all (a user's check without ``--grade``)
+is read on the feedback instead (``basis="feedback"``): every "graded" figure is
+then the feedback's verdict, what the loop optimised, and the comparison says so.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from redraft.comparison.stats import Sample
 from redraft.protocols.messages import Critique, Decision, Grade, Message, Result, Verification
@@ -31,6 +36,9 @@ from redraft.rundir.frames import Frame, KnownFrame
 from redraft.rundir.reader import RunReader
 
 FLAGGING = frozenset({"critical", "major"})
+
+Basis = Literal["grade", "feedback"]
+"""What judges a candidate in a comparison: the held-out grade, or, when nothing was held out, the feedback."""
 
 
 @dataclass
@@ -80,18 +88,20 @@ class Behaviour:
     """Out of rollbacks: how many kept a passing best from a failing round."""
 
 
-def arm_figures(root: Path) -> tuple[list[TaskFigures], Behaviour]:
-    """Every task of an arm's run directory, and the arm's behaviour, streamed one task at a time."""
+def arm_figures(root: Path, basis: Basis = "grade") -> tuple[list[TaskFigures], Behaviour]:
+    """Every task of an arm's run directory, and the arm's behaviour, streamed one task at a time; ``basis``:
+    what judges a candidate (the held-out grade, or the feedback when nothing was held out)."""
     tasks: list[TaskFigures] = []
     behaviour = Behaviour()
     for result, messages in _tasks(root):
-        grades = _grades(messages)
+        grades = _grades(messages, basis)
+        graded = (result.graded_pass, result.initial_graded_pass) if basis == "grade" else None
         tasks.append(
             TaskFigures(
                 task_id=result.task_id,
-                graded_pass=result.graded_pass,
+                graded_pass=graded[0] if graded else result.passed,
                 passed=result.passed,
-                initial_graded_pass=result.initial_graded_pass,
+                initial_graded_pass=graded[1] if graded else result.initial_passed,
                 calls=result.usage.calls,
                 tokens=result.usage.total_tokens,
                 usd=result.usage.cost_usd,
@@ -103,11 +113,12 @@ def arm_figures(root: Path) -> tuple[list[TaskFigures], Behaviour]:
     return tasks, behaviour
 
 
-def baseline_samples(root: Path) -> dict[str, list[Sample]]:
-    """Each task's samples in the baseline run: feedback score and answer from the loop, pass from the grade."""
+def baseline_samples(root: Path, basis: Basis = "grade") -> dict[str, list[Sample]]:
+    """Each task's samples in the baseline run: feedback score and answer from the loop, pass from the grade
+    (from the feedback, when ``basis`` says so)."""
     samples: dict[str, list[Sample]] = {}
     for result, messages in _tasks(root):
-        grades = _grades(messages)
+        grades = _grades(messages, basis)
         own = [
             Sample(score=m.score, passed=bool(grades.get((m.round, m.sample))), answer=m.answer)
             for m in messages
@@ -131,7 +142,9 @@ Grades = dict[tuple[int | None, int | None], bool]
 """Each candidate's held-out verdict by (round, sample); a (None, None) key is never in it."""
 
 
-def _grades(messages: list[Message]) -> Grades:
+def _grades(messages: list[Message], basis: Basis = "grade") -> Grades:
+    if basis == "feedback":
+        return {(v.round, v.sample): v.passed for v in messages if isinstance(v, Verification) and v.stage is None}
     return {(g.round, g.sample): g.passed for m in messages if isinstance(m, Grade) for g in m.grades}
 
 

@@ -30,7 +30,7 @@ from redraft.comparison._analysis import (
     curve,
     per_task_pass,
 )
-from redraft.comparison._lane_figures import Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
+from redraft.comparison._lane_figures import Basis, Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
 from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.errors import UserError
 from redraft.rundir.reader import RunReader
@@ -43,13 +43,14 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
     repeats: dict[str, list[list[TaskFigures]]] = {}
     behaviours: dict[str, Behaviour] = {}
     oracles = {lane.arm: lane.config.experiment.oracle_feedback for lane in plan.lanes()}
+    basis = _basis(plan)
     for lane in plan.lanes():
         if lane.arm == BASELINE:
             continue
-        tasks, behaviour = arm_figures(plan.out / lane.label)
+        tasks, behaviour = arm_figures(plan.out / lane.label, basis)
         repeats.setdefault(lane.arm, []).append(tasks)
         behaviours[lane.arm] = _merged(behaviours.get(lane.arm), behaviour)
-    samples = baseline_samples(plan.out / BASELINE)
+    samples = baseline_samples(plan.out / BASELINE, basis)
     cost = _cost_per_sample(plan.out / BASELINE, plan.baseline_samples)
     curves = [curve(name, samples, cost) for name in ("best_of_n", "self_consistency")]
     arms = [arm_summary(name, runs, behaviours[name], oracle=oracles[name]) for name, runs in repeats.items()]
@@ -64,8 +65,26 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
         baselines=curves,
         against_baselines=vs_baselines,
         between_arms=vs_arms,
-        notes=_oracle_notes(arms, oracles[BASELINE]) + _notes(vs_baselines, curves),
+        notes=_basis_notes(basis) + _oracle_notes(arms, oracles[BASELINE]) + _notes(vs_baselines, curves),
+        basis=basis,
     )
+
+
+def _basis(plan: ComparePlan) -> Basis:
+    """The held-out grade, when any lane's task has one; else the feedback (nothing was held out)."""
+    for lane in plan.lanes():
+        if any(entry.result.graded_pass is not None for entry in RunReader(plan.out / lane.label).entries()):
+            return "grade"
+    return "feedback"
+
+
+def _basis_notes(basis: Basis) -> list[str]:
+    if basis == "grade":
+        return []
+    return [
+        "no task had a held-out grade: every pass rate, baseline and interval here is the feedback's, what the "
+        "loop optimised, not a held-out result (name a grade with --grade to compare on one)"
+    ]
 
 
 def _merged(into: Behaviour | None, more: Behaviour) -> Behaviour:
@@ -148,6 +167,8 @@ class Earlier(msgspec.Struct):
     """What the gate holds a new comparison against: the arms of an earlier ``comparison.json``."""
 
     arms: list[EarlierArm]
+    basis: Basis = "grade"
+    """What its pass rates rest on (files written before comparisons could rest on the feedback: the grade)."""
 
 
 def read_json(path: Path) -> Earlier:
@@ -162,6 +183,11 @@ def read_json(path: Path) -> Earlier:
 
 def regressions(new: Comparison, old: Earlier) -> list[str]:
     """One line per arm of ``new`` whose graded pass rate fell below ``old``'s by more than its interval allows."""
+    if new.basis != old.basis:
+        raise UserError(
+            f"the earlier comparison's pass rates rest on the {old.basis}, this one's on the {new.basis}: "
+            "they cannot be held against each other"
+        )
     before = {arm.name: arm for arm in old.arms}
     lines = []
     for arm in new.arms:
@@ -170,7 +196,7 @@ def regressions(new: Comparison, old: Earlier) -> list[str]:
             continue
         if was.pass_rate > arm.ci.high:
             lines.append(
-                f"arm {arm.name}: graded pass rate {arm.pass_rate:.1%} (95% CI {arm.ci.low:.1%}-{arm.ci.high:.1%}) "
+                f"arm {arm.name}: {new.rate_name} {arm.pass_rate:.1%} (95% CI {arm.ci.low:.1%}-{arm.ci.high:.1%}) "
                 f"is worse than the baseline comparison's {was.pass_rate:.1%} by {was.pass_rate - arm.pass_rate:.1%}"
             )
     return lines
