@@ -88,6 +88,14 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
     task_budget_calls: Annotated[Count | None, _help("Stop a task after this many model calls.", panel="Budgets")] = (
         None
     )
+    calls_per_task: Annotated[
+        Annotated[float, Meta(ge=1, le=1_000_000)] | None,
+        _help(
+            "The adaptive strategy's budget: model calls per task on average over the run; a task that passes "
+            "early leaves its unspent calls to tasks still failing.",
+            panel="Budgets",
+        ),
+    ] = None
     oracle_feedback: Annotated[
         bool,
         _help(

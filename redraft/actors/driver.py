@@ -38,6 +38,7 @@ from redraft.actors._attempts import Breaker
 from redraft.actors._clock import RunClock
 from redraft.actors._dispatcher import Dispatcher, ProgressHook
 from redraft.actors._fleet import Fleet
+from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
 from redraft.actors._metrics import RunMetrics
 from redraft.actors._ray import RAY_OUTPUT
 from redraft.config import RunConfig
@@ -73,6 +74,8 @@ def identity(config: RunConfig) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input): the experiment, every prompt template's
     version (a prompts file's text hashes too), and a task file's path and content hash."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
+    if data.get("calls_per_task") is None:  # absent when unset: the fingerprints of earlier runs stay as they were
+        data.pop("calls_per_task", None)
     prompts = load_prompts(config.experiment.prompts)
     data["prompts"] = prompts.versions()  # the versions, not the file's path
     if config.experiment.prompts is not None:  # absent without one: the fingerprints of earlier runs stay as they were
@@ -189,7 +192,9 @@ def run(
         return RunOutcome(out=out, summary=store.finish(0.0, None), total=total, skipped=skipped)
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
-    settings = msgspec.structs.replace(arbiter_settings(config), run=out.name)
+    batch = batch_name(out)
+    settings = msgspec.structs.replace(arbiter_settings(config), run=out.name, batch=batch)
+    ledger = start_ledger(config.experiment.strategy, batch, out, store.done, config.experiment.calls_per_task)
     fleet = Fleet(setup, config.experiment.strategy, settings)
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
     dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, stop or threading.Event())
@@ -202,6 +207,7 @@ def run(
         raise Interrupted(f"interrupted: {done} of {total} tasks done", done=done, total=total) from None
     finally:  # a stopped run still leaves a consistent directory and a summary of what finished
         fleet.shutdown()
+        stop_ledger(ledger)
         summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
 

@@ -21,11 +21,12 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from redraft.actors.driver import RunOutcome, ensure_ray, run
 from redraft.comparison._arms import Arm
 from redraft.config import RunConfig
-from redraft.engine.setup import BackendOverrides, role_setup
+from redraft.engine.setup import BackendOverrides, role_setup, spends_calls_per_task
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RAY_LOG
@@ -68,14 +69,16 @@ class ComparePlan:
         for repeat in range(self.repeats):
             for arm in self.arms:
                 label = f"arms/{arm.name}" + (f"@r{repeat}" if repeat else "")
+                settings = {**_budget(self.base, arm.settings), **arm.settings}
                 config = self.base.replace(
-                    **arm.settings, repeat=repeat, out=str(self.out / label), max_tasks_in_flight=per_lane
+                    **settings, repeat=repeat, out=str(self.out / label), max_tasks_in_flight=per_lane
                 )
                 lanes.append(Lane(label=label, arm=arm.name, repeat=repeat, config=config))
         baseline = self.base.replace(
             strategy="self_consistency",
             samples=self.baseline_samples,
             max_rounds=1,
+            calls_per_task=None,
             out=str(self.out / BASELINE),
             max_tasks_in_flight=per_lane,
         )
@@ -168,3 +171,15 @@ def _outcomes(futures: list[tuple[str, Future[RunOutcome]]]) -> dict[str, RunOut
             f"interrupted: {done} of {total} tasks done over the comparison's lanes", done=done, total=total
         )
     return outcomes
+
+
+def _budget(base: RunConfig, arm: dict[str, Any]) -> dict[str, Any]:
+    """``--calls-per-task`` is the budget of the arms whose strategy chooses its calls (``adaptive``); an arm of
+    another strategy runs without it, as that strategy would (an arm that sets it itself is checked as set)."""
+    if base.experiment.calls_per_task is None:
+        return {}
+    try:
+        spends = spends_calls_per_task(arm.get("strategy", base.experiment.strategy))
+    except UserError:
+        return {}  # an unknown strategy: `ComparePlan.validate` names the arm
+    return {} if spends else {"calls_per_task": None}

@@ -33,6 +33,11 @@ class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
     """``patch``: revisions are minimal search/replace edits of the best so far (delta-based correction)."""
     run: str = ""
     """The run's id, tagging the model-call metrics the actor system records; '' records none."""
+    calls_per_task: float | None = None
+    """The batch's budget of model calls per task on average, for a strategy that spends to it (``adaptive``)."""
+    batch: str = ""
+    """Names the batch every arbiter of a run shares (statistics a strategy learns across it are kept under
+    it); '' makes each arbiter its own batch (`redraft.refine`)."""
 
 
 @dataclass(frozen=True)
@@ -51,3 +56,5 @@ class Rules:
     on_call: CallHook
     stages: Callable[[str], list[Stage]]
     """A scenario's stages, by its name (looked up once per scenario)."""
+    batch: str
+    """The batch's name (`ArbiterSettings.batch`, or one of this arbiter's own)."""

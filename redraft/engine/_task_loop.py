@@ -43,6 +43,7 @@ from redraft.protocols.messages import (
     Decision,
     Draft,
     DraftRequest,
+    Intent,
     Issue,
     Message,
     Reflection,
@@ -59,7 +60,7 @@ from redraft.protocols.messages import (
     VerifyRequest,
 )
 from redraft.protocols.stages import Stage
-from redraft.strategies import CriticRole, RoundOutcome, Scored, attempt_of, rank, revision_of
+from redraft.strategies import CriticRole, RoundOutcome, Scored, attempt_of, rank, revision_of, told_finished
 
 R = TypeVar("R", bound=Reply)
 Replay = Sequence[tuple[Request, Reply]]
@@ -86,6 +87,8 @@ class TaskLoop:
         self.threshold = rules.convergence.threshold
         self.final_round = False
         self.state: dict[str, Any] = {}
+        self.batch = rules.batch
+        self.calls_per_task = rules.settings.calls_per_task
         self.trace: list[Message] = [task]
         self.spent = Usage()
         self.by_role: dict[str, Usage] = {}
@@ -107,7 +110,16 @@ class TaskLoop:
 
     # ------------------------------------------------------------ RoundContext
 
-    async def draft(self, n: int, *, stage: StageStep | None = None, revision: Revision | None = None) -> list[Draft]:
+    async def draft(
+        self,
+        n: int,
+        *,
+        stage: StageStep | None = None,
+        revision: Revision | None = None,
+        fresh: bool = False,
+        first: int = 0,
+        intent: Intent | None = None,
+    ) -> list[Draft]:
         # Stages of one round are distinct calls: the stage joins the seed, so each stage samples afresh.
         salt = f"{self.round}:{stage.name}" if stage is not None else self.round
         requests = [
@@ -116,11 +128,12 @@ class TaskLoop:
                 round=self.round,
                 sample=k,
                 seed=self.seed(salt, k),
-                revision=revision or self.revision,
+                revision=None if fresh else revision or self.revision,
                 stage=stage,
                 mode=self.rules.settings.revision_mode,
+                intent=intent,
             )
-            for k in range(n)
+            for k in range(first, first + n)
         ]
         return await self._exchange(requests, Draft, self.rules.roles.drafter, partial_ok=True)
 
@@ -245,7 +258,7 @@ class TaskLoop:
             self.check_error = cause if isinstance(cause := cause_of(exc), CheckError) else None
             verdict = protocol.fail(describe(exc))
             self._decide(verdict, leader=None)
-            self._finish(verdict)
+            await self._finish(verdict)
             return False
         self.seen.update({(round_, s.draft.sample): s for s in outcome.scored})
         self.initial = self.initial or leader
@@ -256,11 +269,15 @@ class TaskLoop:
             spent=self.spent,
             elapsed_s=rules.clock() - self.started,
             refused=bool(leader.draft.edit_errors) and not leader.draft.edits_applied,
+            tie_wins=outcome.tie_wins,
         )
+        if verdict.action == "continue" and outcome.stop is not None:
+            reason, detail = outcome.stop
+            verdict = msgspec.structs.replace(verdict, action="stop", reason=reason, detail=detail)
         self._decide(verdict, leader=leader)
         self.memory.append(attempt_of(leader, outcome.reflection))
         if verdict.action == "stop" or self.final_round:
-            self._finish(verdict)
+            await self._finish(verdict)
             return False
         assert verdict.best is not None
         best = self.seen[(verdict.best.round, verdict.best.sample)]
@@ -275,43 +292,46 @@ class TaskLoop:
         start, self.sent = self.sent, len(self.trace)
         return self.trace[start:], [(q, a) for q, a in self.pairs if a >= start]
 
-    def stop_early(self, limit: StopLimit, detail: str) -> None:
+    async def stop_early(self, limit: StopLimit, detail: str) -> None:
         """End the task now, mid-round (a timeout): stop with ``budget``, keeping the best of its finished rounds."""
         verdict = Verdict(action="stop", reason="budget", best=self.protocol.best, detail=detail, limit=limit)
         self._decide(verdict, leader=None)
-        self._finish(verdict)
+        await self._finish(verdict)
 
-    def _finish(self, verdict: Verdict) -> None:
-        """Append the task's `Result`: the best candidate of any finished round."""
+    async def _finish(self, verdict: Verdict) -> None:
+        """Append the task's `Result` (the best candidate of any finished round) and tell the strategy."""
+        result = self._result(verdict)
+        self.trace.append(result)
+        await told_finished(self.rules.strategy, self, result)
+
+    def _result(self, verdict: Verdict) -> Result:
         assert verdict.reason is not None
         final = self.seen.get((verdict.best.round, verdict.best.sample)) if verdict.best else None
         initial = self.initial
-        self.trace.append(
-            Result(
-                task_id=self.task.task_id,
-                scenario=self.task.scenario,
-                answer=final.verification.answer if final else None,
-                text=final.draft.text if final else "",
-                score=final.verification.score if final else 0.0,
-                passed=final.verification.passed if final else False,
-                initial_score=initial.verification.score if initial else 0.0,
-                initial_passed=initial.verification.passed if initial else False,
-                rounds=len(self.memory),
-                stop_reason=verdict.reason,
-                usage=self.spent,
-                wall_s=self.rules.clock() - self.started,
-                error=verdict.detail if verdict.reason == "error" else None,
-                usage_by_role=self.by_role,
-                unpriced_models=sorted(self.unpriced),
-                error_type=self.error_type if verdict.reason == "error" else None,
-                stop_limit=verdict.limit,
-                error_raised=self.check_error.raised if self.check_error else None,
-                error_where=self.check_error.where if self.check_error else None,
-                traceback=self.check_error.trace if self.check_error else None,
-                best_round=final.draft.round if final else None,
-                best_sample=final.draft.sample if final else None,
-                initial_sample=initial.draft.sample if initial else None,
-            )
+        return Result(
+            task_id=self.task.task_id,
+            scenario=self.task.scenario,
+            answer=final.verification.answer if final else None,
+            text=final.draft.text if final else "",
+            score=final.verification.score if final else 0.0,
+            passed=final.verification.passed if final else False,
+            initial_score=initial.verification.score if initial else 0.0,
+            initial_passed=initial.verification.passed if initial else False,
+            rounds=len(self.memory),
+            stop_reason=verdict.reason,
+            usage=self.spent,
+            wall_s=self.rules.clock() - self.started,
+            error=verdict.detail if verdict.reason == "error" else None,
+            usage_by_role=self.by_role,
+            unpriced_models=sorted(self.unpriced),
+            error_type=self.error_type if verdict.reason == "error" else None,
+            stop_limit=verdict.limit,
+            error_raised=self.check_error.raised if self.check_error else None,
+            error_where=self.check_error.where if self.check_error else None,
+            traceback=self.check_error.trace if self.check_error else None,
+            best_round=final.draft.round if final else None,
+            best_sample=final.draft.sample if final else None,
+            initial_sample=initial.draft.sample if initial else None,
         )
 
     def _decide(self, verdict: Verdict, *, leader: Scored | None) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -72,6 +73,7 @@ class Arbiter:
             clock=clock,
             on_call=on_call,
             stages=self.stages,
+            batch=settings.batch or f"local-{uuid.uuid4().hex[:12]}",
         )
 
     async def run(self, task: Task, timeout_s: float | None = None, limit: StopLimit = "task_timeout") -> list[Message]:
@@ -102,7 +104,7 @@ class Arbiter:
                 if not cut.expired():
                     raise  # not ours: a TimeoutError from inside the loop
                 await _not_stalled(loop)
-                loop.stop_early(limit, f"{_LIMIT_NAMES.get(limit, limit)} after {timeout_s:g} s")
+                await loop.stop_early(limit, f"{_LIMIT_NAMES.get(limit, limit)} after {timeout_s:g} s")
                 going = False
             messages, pairs = loop.checkpoint()
             yield Checkpoint(messages, pairs, last=not going)

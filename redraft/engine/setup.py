@@ -28,7 +28,7 @@ from redraft.protocols.messages import RoleName
 from redraft.scenarios import get_scenario, provide
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import CheckFunction, UserCheck
-from redraft.strategies import get_strategy
+from redraft.strategies import get_strategy, shares_batch
 
 BackendOverrides = dict[RoleName, BackendSpec]
 """Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
@@ -81,7 +81,11 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     get_scenario(experiment.scenario)
     if experiment.tasks is not None:
         validate_task_file(experiment.tasks, experiment.scenario)  # every line made a task, before anything starts
-    get_strategy(experiment.strategy)
+    if not spends_calls_per_task(experiment.strategy) and experiment.calls_per_task is not None:
+        raise UserError(
+            f"--calls-per-task is the budget of a strategy that chooses its calls (adaptive); "
+            f"{experiment.strategy} spends --samples drafts a round for up to --max-rounds rounds"
+        )
     backends = backends or {}
     drafter = backends.get("drafter") or resolve(experiment.drafter)
     critic = backends.get("critic") or resolve(experiment.critic)
@@ -99,6 +103,12 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     )
 
 
+def spends_calls_per_task(strategy: str) -> bool:
+    """Whether the strategy ``strategy`` spends to a batch's budget (``--calls-per-task``); `UserError` for an
+    unknown name."""
+    return shares_batch(get_strategy(strategy))
+
+
 def arbiter_settings(config: RunConfig) -> ArbiterSettings:
     """What every arbiter of the run is given: the strategy, K, the seed, convergence, prices, revision mode."""
     experiment = config.experiment
@@ -110,6 +120,7 @@ def arbiter_settings(config: RunConfig) -> ArbiterSettings:
         convergence=config.convergence(),
         prices=load_prices(config.runtime.prices),
         revision_mode="patch" if experiment.patch else "rewrite",
+        calls_per_task=experiment.calls_per_task,
     )
 
 

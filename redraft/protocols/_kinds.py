@@ -16,6 +16,7 @@ from redraft.protocols._records import (
     CandidateText,
     ChatMessage,
     CheckResult,
+    Intent,
     Issue,
     Revision,
     RevisionMode,
@@ -65,6 +66,8 @@ class DraftRequest(_Frame, tag="draft_request", frozen=True, kw_only=True):
     """Set by the ``stepwise`` strategy: write this stage only."""
     mode: RevisionMode = "rewrite"
     """``patch``: answer a revision with minimal search/replace edits, which the drafter applies."""
+    intent: Intent | None = None
+    """Why the strategy asked for this draft, when it chooses its calls (``adaptive``); None otherwise."""
 
 
 class Draft(_Frame, tag="draft", frozen=True, kw_only=True):

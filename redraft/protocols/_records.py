@@ -24,6 +24,15 @@ Stance = Literal["adversarial", "self", "skeptic"]
 """Which instructions a critic is given: a separate hostile critic, the drafter's own model, or a debate's
 second critic that doubts the first."""
 
+Action = Literal["fresh", "revise", "critique"]
+"""What a model call of an adaptive round was for: a fresh sample, a revision of the best so far with the
+verifier's feedback, or a revision that also carries a critique of it (the critique is charged to it)."""
+FeedbackState = Literal["first", "none", "score", "localized", "near"]
+"""What the verifier's feedback on the best candidate so far offers a revision: nothing yet (``first``, before
+any candidate), no signal (``none``: failed with nothing said), a score only (``score``), a localized failure
+(``localized``: a failed check that says what failed, such as a failed example or an error message), or a
+near pass (``near``)."""
+
 MAX_ISSUE_TEXT = 100
 """Characters in each text field of an `Issue`: bounds a grammar-constrained critique so it finishes
 inside its token limit (the schema models answer with is made from this type)."""
@@ -172,3 +181,13 @@ class CandidateGrade(msgspec.Struct, frozen=True, kw_only=True):
     passed: bool
     detail: str = ""
     """Why it failed the grade (for people reading the run; never shown to a role)."""
+
+
+class Intent(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a strategy that chooses its calls asked for a draft: what for, on what feedback, against what best."""
+
+    action: Action
+    state: FeedbackState
+    best_score: float | None = None
+    """The task's best feedback score when the call was chosen (None before any candidate): the draft raised
+    it if it scores higher."""

@@ -108,18 +108,24 @@ class ConvergenceProtocol:
         self._spent_before_round = Usage()
         self._elapsed_before_round = 0.0
 
-    def observe(self, leader: Candidate, *, spent: Usage, elapsed_s: float, refused: bool = False) -> Verdict:
+    def observe(
+        self, leader: Candidate, *, spent: Usage, elapsed_s: float, refused: bool = False, tie_wins: bool = False
+    ) -> Verdict:
         """Record ``leader`` (this round's top candidate); ``spent``/``elapsed_s`` are task totals.
 
         ``refused``: the leader is the best so far left unchanged because none of its
         patch edits applied. That is a failed revision, not convergence: it is not
         judged ``stable``, so the refusal reaches the drafter in the next round.
+        ``tie_wins``: a leader that ties the best's score replaces it (the strategy ranked it above the best
+        on what breaks ties, such as agreement over every round); the score did not improve all the same.
         """
         rolled_back = self.best is not None and leader.score < self.best.score
         if self.best is None or leader.score > self.best.score:
             self.best = leader
             self._stale_rounds = 0
         else:
+            if tie_wins and leader.score == self.best.score:
+                self.best = leader
             self._stale_rounds += 1
         repeat_of = None if refused else self._repeat_of(leader)
         self._leaders.append(leader)

@@ -5,7 +5,8 @@ The shared machinery (ranking, the round context, revisions, the registry) is in
 family and register on import, as a third-party strategy would.
 """
 
-from redraft.strategies import _critique, _feedback, _sampling, _stepwise  # noqa: F401 - each registers its own
+from redraft.strategies import _adaptive, _critique, _feedback, _sampling, _stepwise  # noqa: F401 - each registers its own
+from redraft.strategies._adaptive import feedback_state, ledger_name
 from redraft.strategies._base import (
     MAX_CONTENDERS,
     STRATEGIES,
@@ -24,30 +25,42 @@ from redraft.strategies._base import (
     revision_of,
     sample_and_verify,
     severity,
+    shares_batch,
     strategy,
     strategy_names,
+    told_finished,
     with_critiques,
 )
+from redraft.strategies._ledger import Ledger, Observation, Table, Tally, table_rows
 
 __all__ = [
     "MAX_CONTENDERS",
     "STRATEGIES",
     "CriticRole",
+    "Ledger",
+    "Observation",
     "RoundContext",
     "RoundOutcome",
     "Scored",
     "Strategy",
+    "Table",
+    "Tally",
     "agreement",
     "attach",
     "attempt_of",
     "contenders",
+    "feedback_state",
     "get_strategy",
+    "ledger_name",
     "needs_feedback",
     "rank",
     "revision_of",
     "sample_and_verify",
     "severity",
+    "shares_batch",
     "strategy",
     "strategy_names",
+    "table_rows",
+    "told_finished",
     "with_critiques",
 ]

@@ -27,12 +27,16 @@ from redraft.protocols.messages import (
     CheckResult,
     Critique,
     Draft,
+    Intent,
     Issue,
     Reflection,
+    Result,
     Revision,
     StageStep,
     Stance,
+    StopReason,
     Task,
+    Usage,
     Verification,
 )
 from redraft.protocols.stages import Stage
@@ -108,11 +112,30 @@ class RoundContext(Protocol):
     """No revision follows this round (the cycle limit)."""
     state: dict[str, Any]
     """The strategy's own memory for this task, kept across rounds (one strategy object serves many tasks)."""
+    batch: str
+    """Names the batch this task belongs to (a run, or one `redraft.refine` call): what a strategy that learns
+    across the batch keys its shared statistics by."""
+    spent: Usage
+    """What the task has spent so far, every role's calls included."""
+    calls_per_task: float | None
+    """The batch's budget of model calls per task on average (``--calls-per-task``), for a strategy that
+    spends to it; None: each task is bounded by the cycle limit alone."""
 
-    async def draft(self, n: int, *, stage: StageStep | None = None, revision: Revision | None = None) -> list[Draft]:
-        """``n`` candidates in parallel, spread over the drafters (distinct seeds).
+    async def draft(
+        self,
+        n: int,
+        *,
+        stage: StageStep | None = None,
+        revision: Revision | None = None,
+        fresh: bool = False,
+        first: int = 0,
+        intent: Intent | None = None,
+    ) -> list[Draft]:
+        """``n`` candidates in parallel, spread over the drafters (distinct seeds), samples ``first`` on.
 
-        ``revision`` replaces the arbiter's own for this call (a stage refined in place).
+        ``revision`` replaces the arbiter's own for this call (a stage refined in place); ``fresh`` drafts
+        from the task alone, with no revision. ``first`` numbers the samples when a round drafts in several
+        calls; ``intent`` says why they were asked for (it travels with each request, into the trace).
         """
         ...
 
@@ -135,6 +158,10 @@ class RoundContext(Protocol):
         """The task's scenario's stages (its own, else the default outline, draft, polish)."""
         ...
 
+    def seed(self, salt: int | str, sample: int) -> int:
+        """A seed for a strategy's own random choices, by the rule every model call's seed follows."""
+        ...
+
 
 @dataclass
 class RoundOutcome:
@@ -145,6 +172,12 @@ class RoundOutcome:
     reflection: str = ""
     """A diagnosis of the round's leader, kept in the memory later revisions see."""
     notes: list[str] = field(default_factory=list)
+    tie_wins: bool = False
+    """The round's leader replaces the best so far if it ties its score (the strategy ranked it above the best
+    on agreement over every round: self-consistency across rounds)."""
+    stop: tuple[StopReason, str] | None = None
+    """The strategy ends the task after this round, with this reason and detail (its answer is settled:
+    ``stable``; its share of the batch's budget is spent: ``budget``), unless the protocol stops it first."""
 
 
 class Strategy(Protocol):
@@ -161,8 +194,18 @@ class Strategy(Protocol):
     """Which critic the engine must start: a separate ``critic``, the drafter's own model, or none."""
     verifier_model: ClassVar[bool] = False
     """True if the verifier role needs a model (chain-of-verification questions)."""
+    shares_batch: ClassVar[bool] = False
+    """True if the strategy learns across the batch and spends to its budget (``--calls-per-task``): the actor
+    system then starts its batch's `redraft.strategies.Ledger` before any task and rebuilds it on resume.
+    Optional, as `finish` is: a strategy that does not define them neither shares nor is told (`shares_batch`,
+    `told_finished` read them so)."""
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome: ...
+
+    async def finish(self, ctx: RoundContext, result: Result) -> None:
+        """Told once a task has its result (a strategy that shares a budget across tasks returns what the
+        task left unspent); the default does nothing."""
+        return None
 
 
 STRATEGIES: Registry[Callable[[], Strategy]] = Registry("strategy", "redraft.strategies")
@@ -172,6 +215,18 @@ strategy = STRATEGIES.register
 
 def strategy_names() -> list[str]:
     return STRATEGIES.names()
+
+
+def shares_batch(strategy: Strategy) -> bool:
+    """Whether ``strategy`` learns across its batch (`Strategy.shares_batch`, False if it does not say)."""
+    return bool(getattr(strategy, "shares_batch", False))
+
+
+async def told_finished(strategy: Strategy, ctx: RoundContext, result: Result) -> None:
+    """Tell ``strategy`` a task has its result, if it listens (`Strategy.finish`)."""
+    finish = getattr(strategy, "finish", None)
+    if finish is not None:
+        await finish(ctx, result)
 
 
 def get_strategy(name: str) -> Strategy:

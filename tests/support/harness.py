@@ -50,6 +50,7 @@ def run_task(
     delay_s: float = 0.0,
     verifier: Script | None = None,
     timeout_s: float | None = None,
+    calls_per_task: float | None = None,
     **convergence: Any,
 ) -> list[Message]:
     """Refine ``task`` (its gold withheld, as in a run) and return every message of its trace, `Result` last.
@@ -61,6 +62,7 @@ def run_task(
         samples=samples,
         convergence=ConvergenceConfig(**convergence),
         revision_mode="patch" if patch else "rewrite",
+        calls_per_task=calls_per_task,
     )
     arbiter = scripted_arbiter(
         script, settings, scenario=task.scenario, model=model, delay_s=delay_s, verifier=verifier

@@ -57,6 +57,7 @@ def test_strategies_lists_names_first() -> None:
     assert done.returncode == 0
     names = done.stdout.split("\n\n")[0].splitlines()
     assert names == [
+        "adaptive",
         "adversarial",
         "best_of_n",
         "cove",
@@ -109,7 +110,7 @@ def test_strategies_lists_names_first() -> None:
         ),
         (
             ["run", "arithmetic", "--strategy", "self-refine"],
-            "unknown strategy 'self-refine' (did you mean 'self_refine'? known: adversarial, ",
+            "unknown strategy 'self-refine' (did you mean 'self_refine'? known: adaptive, adversarial, ",
         ),
         (
             ["run", "arithmetic", "--critic", "openai-compatibe:m@http://127.0.0.1:9/v1"],

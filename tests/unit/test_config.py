@@ -49,7 +49,9 @@ def test_only_the_experiment_enters_the_fingerprint() -> None:
     assert fingerprint(identity(same)) == fingerprint(identity(base))
     for change in ({"samples": 3}, {"task_budget_tokens": 500}, {"critic": "scripted:m:f"}, {"patch": True}):
         assert fingerprint(identity(base.replace(**change))) != fingerprint(identity(base)), change
-    assert set(identity(base)) == set(Experiment.__struct_fields__) | {"prompts"}
+    assert set(identity(base)) == set(Experiment.__struct_fields__) - {"calls_per_task"} | {"prompts"}
+    budgeted = base.replace(strategy="adaptive", calls_per_task=4)  # in the fingerprint once set, absent before
+    assert identity(budgeted)["calls_per_task"] == 4
 
 
 @pytest.mark.parametrize(

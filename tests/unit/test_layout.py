@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "plugins": {"errors"},
     "protocols": {"errors"},
     "config": {"errors", "protocols"},
-    "strategies": {"errors", "plugins", "protocols"},
+    "strategies": {"errors", "plugins", "protocols", "services"},
     "sandbox": {"errors"},
     "backends": {"errors", "plugins", "protocols", "services"},
     "scenarios": {"errors", "plugins", "protocols", "sandbox"},

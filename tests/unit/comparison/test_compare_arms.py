@@ -53,7 +53,7 @@ def test_a_file_gives_each_arm_its_settings_and_the_baseline_its_n(tmp_path: Pat
     [
         (
             "[arms.a]\nstratgy = 'adversarial'\n",
-            "arm 'a': unknown field 'stratgy' (did you mean 'strategy'? known: critic, drafter, ",
+            "arm 'a': unknown field 'stratgy' (did you mean 'strategy'? known: calls_per_task, critic, ",
         ),
         ("[arms.a]\nstrategy = 'adversarial'\nsamples = 0\n", "arm 'a': --samples must be in [1, 1,000], got 0"),
         ("[arms.a]\nstrategy = 'adversarial'\nsamples = 'three'\n", "arm 'a': field 'samples': Expected `int`"),
@@ -101,5 +101,5 @@ def test_an_arm_of_an_unknown_strategy_is_refused_before_anything_runs(tmp_path:
     with pytest.raises(UserError) as raised:
         plan.validate()
     assert str(raised.value).startswith(
-        "arm 'self-refine': unknown strategy 'self-refine' (did you mean 'self_refine'? known: adversarial, "
+        "arm 'self-refine': unknown strategy 'self-refine' (did you mean 'self_refine'? known: adaptive, adversarial, "
     )

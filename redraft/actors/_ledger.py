@@ -1,0 +1,73 @@
+"""The batch's ledger on a cluster: started by the driver before any task, rebuilt from the run directory on resume.
+
+A strategy that learns across the batch (`redraft.strategies.Strategy.shares_batch`)
+reaches its `redraft.strategies.Ledger` by name through `redraft.services`. The
+driver makes it first, on its own node (where the run directory is), and hands it
+what the finished tasks of earlier invocations taught and left in the bank, read
+from their frames (`redraft.rundir.spending`). So a resumed run goes on from what
+it had learned, and a task redone counts once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from redraft.actors._ray import RayServices, node_id, on_node
+from redraft.rundir import Frame, RunReader, TaskEntry
+from redraft.rundir.spending import spending
+from redraft.strategies import Ledger, Observation, get_strategy, ledger_name, shares_batch
+
+
+def batch_name(out: Path) -> str:
+    """The run's batch name: its directory's name and a hash of where it is (two runs of the same name on one
+    cluster are two batches)."""
+    where = hashlib.blake2b(str(out.resolve()).encode(), digest_size=4).hexdigest()
+    return f"{out.name}-{where}"
+
+
+def start_ledger(strategy: str, batch: str, out: Path, done: set[str], calls_per_task: float | None) -> Any | None:
+    """The batch's ledger as an actor on this node, primed from the finished tasks in ``out`` (None: the
+    strategy learns nothing across the batch)."""
+    if not shares_batch(get_strategy(strategy)):
+        return None
+    import ray
+
+    here = node_id()
+    ledger = RayServices().shared(
+        Ledger, ledger_name(batch), per_node=False, num_cpus=0, scheduling_strategy=on_node(here)
+    )
+    if done:
+        observations, settled = primer(RunReader(out).tasks(), done, calls_per_task)
+        ray.get(ledger.prime.remote(observations, settled))
+    return ledger
+
+
+def stop_ledger(ledger: Any | None) -> None:
+    """The run is over: its ledger goes (what it learned is in the run directory's frames)."""
+    if ledger is not None:
+        import ray
+
+        ray.kill(ledger)
+
+
+def primer(
+    tasks: Iterable[tuple[TaskEntry, list[Frame]]], done: set[str], calls_per_task: float | None
+) -> tuple[list[Observation], dict[str, float]]:
+    """What the finished tasks taught (their calls' outcomes) and left in the bank (their share less what
+    they spent), for `Ledger.prime`."""
+    observations: list[Observation] = []
+    settled: dict[str, float] = {}
+    for entry, frames in tasks:
+        if entry.task_id not in done:
+            continue
+        observations += [
+            Observation(f"{s.task_id}/{s.round}/{s.sample}", s.state, s.action, s.improved)
+            for s in spending(entry.task_id, frames)
+            if s.call == "draft" and s.improved is not None
+        ]
+        if calls_per_task is not None:
+            settled[entry.task_id] = calls_per_task - entry.result.usage.calls
+    return observations, settled

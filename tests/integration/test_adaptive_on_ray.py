@@ -1,0 +1,71 @@
+"""`adaptive` on Ray: the batch's ledger is one actor every arbiter shares, it lends each call of the bank once,
+and a resumed run rebuilds it from the run directory before any task starts.
+
+The rules themselves, in-process: tests/unit/strategies/test_adaptive.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redraft.backends.base import ChatRequest
+from redraft.backends.scripted import ScriptedSpec
+from redraft.protocols.messages import DraftRequest, iter_frames
+from redraft.scenarios import get_scenario
+from tests.support.replies import CRITIQUE, is_critique, task_of, worked
+
+TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 6))
+BUDGET = 3
+
+
+@dataclass(frozen=True)
+class EasyOrNever:
+    """The ``easy`` problems are solved at once; every other draft is wrong, each differently (by its seed)."""
+
+    easy: frozenset[str]
+
+    def __call__(self, request: ChatRequest) -> str:
+        if is_critique(request):
+            return json.dumps(CRITIQUE)
+        problem = task_of(request)
+        return worked(problem, 0 if problem in self.easy else 1 + (request.seed or 0) % 997)
+
+
+def records(out: Path) -> dict[str, dict[str, Any]]:
+    lines = (out / "results.jsonl").read_text().splitlines()
+    return {r["task_id"]: r for r in map(json.loads, lines)}
+
+
+@pytest.mark.ray
+def test_the_bank_is_shared_lent_once_and_rebuilt_on_resume(ray_cluster: Any, tmp_path: Path) -> None:
+    import ray
+
+    from redraft import RunConfig, run
+    from redraft.actors._ledger import batch_name
+    from redraft.strategies import ledger_name
+
+    spec = ScriptedSpec(script=EasyOrNever(frozenset(t.prompt for t in TASKS[:3])))
+    out = tmp_path / "run"
+    settings = dict(strategy="adaptive", samples=1, calls_per_task=BUDGET, max_rounds=30, patience=30, out=str(out))
+    first = run(RunConfig.build(**settings, limit=3), backends={"drafter": spec, "critic": spec})
+    assert (first.summary.tasks, first.summary.passed) == (3, 3)
+    assert [r["usage"]["calls"] for r in records(out).values()] == [1, 1, 1]  # each left 2 calls in the bank
+    with pytest.raises(ValueError):
+        ray.get_actor(ledger_name(batch_name(out)))  # the ledger went with its run
+
+    run(RunConfig.build(**settings, limit=6), backends={"drafter": spec, "critic": spec})
+    hard = [r for task_id, r in records(out).items() if task_id in {t.task_id for t in TASKS[3:]}]
+    assert len(hard) == 3 and all(r["stop_reason"] == "budget" and not r["passed"] for r in hard)
+    # Their own 3 calls each, and the 6 the first invocation's tasks left: only a ledger rebuilt from the run
+    # directory knows of those, and only one shared by every arbiter lends each of them exactly once.
+    assert sum(r["usage"]["calls"] for r in hard) == 3 * BUDGET + 6
+    assert sum(r["usage"]["calls"] for r in records(out).values()) == BUDGET * len(TASKS)
+    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    chosen = [m for m in trace if isinstance(m, DraftRequest)]
+    assert chosen and all(m.intent is not None for m in chosen)
