@@ -96,13 +96,15 @@ def default_out() -> Path:
 def write(plan: ComparePlan, match: Match) -> ComparisonOutcome:
     """The comparison of a plan whose lanes have run: each lane's report, ``comparison.json`` and ``.html``."""
     from redraft.comparison._html import write_html  # with the plots: the report extra's, loaded when drawn
+    from redraft.views._spending import run_spending
     from redraft.views.report import write_report
 
     comparison = build(plan, match)
     reports = {lane.arm: str(write_report(plan.out / lane.label).relative_to(plan.out)) for lane in plan.lanes()}
+    spent = {lane.label: view for lane in plan.lanes() if (view := run_spending(plan.out / lane.label)) is not None}
     return ComparisonOutcome(
         comparison=comparison,
         out=plan.out,
         json=write_json(comparison, plan.out),
-        html=write_html(comparison, plan.out, reports),
+        html=write_html(comparison, plan.out, reports, spent),
     )

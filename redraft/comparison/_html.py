@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from redraft.comparison._analysis import ArmFigures, Comparison, Curve, Difference
 from redraft.comparison._charts import ArmPoint, cost_plane, flip_bars, rounds_lines
+from redraft.views._spending import PARTS_HEADER, TABLE_HEADER, SpendingView
 from redraft.views.plots import png
 from redraft.views.templating import render
 
@@ -133,8 +134,11 @@ def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]
     ]
 
 
-def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Path:
-    """``comparison.html`` under ``out``; ``reports``: each arm's report page, relative to ``out``."""
+def write_html(
+    comparison: Comparison, out: Path, reports: dict[str, str], spending: dict[str, SpendingView] | None = None
+) -> Path:
+    """``comparison.html`` under ``out``; ``reports``: each arm's report page, relative to ``out``; ``spending``:
+    how the calls were spent, by lane, for the lanes whose strategy chose its calls."""
     front = pareto(comparison)
     plots = [(png(fig), caption) for fig, caption in charts(comparison, front)]
     path = out / COMPARISON_HTML
@@ -150,6 +154,9 @@ def write_html(comparison: Comparison, out: Path, reports: dict[str, str]) -> Pa
         oracles={a.name for a in comparison.arms if a.oracle},
         cost_label=COST_LABELS[comparison.match],
         tests=TEST_NAMES,
+        spending=spending or {},
+        spending_header=TABLE_HEADER,
+        parts_header=PARTS_HEADER,
     )
     path.write_text(page, encoding="utf-8")
     return path

@@ -130,3 +130,22 @@ def png(fig: Figure) -> bytes:
     fig.tight_layout()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def calls_over_the_batch(labels: Sequence[str], counts: Sequence[dict[str, int]]) -> Figure:
+    """Stacked calls per action (fresh, revise, critique) in each part of the batch, first part at the top."""
+    fig, ax = figure(height=max(1.8, 0.45 * len(labels) + 1.3))
+    rows = list(range(len(labels)))[::-1]
+    left = [0] * len(labels)
+    for action, colour in zip(("fresh", "revise", "critique"), (GREY, BLUE, ORANGE), strict=True):
+        values = [c.get(action, 0) for c in counts]
+        ax.barh(rows, values, left=left, color=colour, label=action)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    ax.set_yticks(rows, labels)
+    ax.set_ylabel("tasks, in the order they finished")
+    ax.set_xlabel("model calls")
+    count_axis(ax.xaxis)
+    ax.set_title("How the calls were spent over the batch", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.margins(x=0.05)
+    return fig

@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir import RunReader, Summary, TaskHistory, build_history, safe_name
 from redraft.rundir.layout import PAGES_DIR, REPORT
+from redraft.rundir.spending import Spent, spending
 from redraft.rundir.summary import Tally
 from redraft.views import plots
 from redraft.views._fields import is_empty
+from redraft.views._spending import PARTS_HEADER, TABLE_HEADER, SpendingView, spending_view
 from redraft.views.summary_table import summary_rows
 from redraft.views.templating import render, template
 
@@ -148,6 +150,8 @@ class RunFigures:
     """The first `INDEX_ROWS` tasks."""
     totals: Tally = field(default_factory=Tally)
     """The summary's figures, by the function `redraft run` uses (`redraft.rundir.summary`)."""
+    spent: list[list[Spent]] = field(default_factory=list)
+    """Each task's calls its strategy chose (`redraft.rundir.spending`), in the order they finished."""
 
     def add(
         self, row: TaskRow, result: Result, passed_by_round: list[bool], graded_by_round: list[bool | None]
@@ -210,6 +214,7 @@ def _stream_tasks(
         history = build_history(entry.task_id, frames)
         row = task_row(i, entry.result, linked=max_pages is None or i < max_pages)
         figures.add(row, entry.result, history.passed_by_round(threshold), history.graded_by_round())
+        figures.spent.append(spending(entry.task_id, frames))
         if row.page is not None:
             page = task_page(history, entry.result, record_extra=entry.extra)
             (pages / row.page).write_bytes(page.encode())  # bytes: no text layer per file
@@ -252,6 +257,7 @@ def run_summary(reader: RunReader, totals: Tally) -> Summary:
 def _report_page(root: Path, reader: RunReader, figures: RunFigures, max_pages: int | None) -> str:
     manifest = reader.manifest()
     s = run_summary(reader, figures.totals)
+    spent = spending_view(figures.spent)
     return render(
         "report.html.j2",
         title=f"redraft report · {root.name}",
@@ -260,7 +266,10 @@ def _report_page(root: Path, reader: RunReader, figures: RunFigures, max_pages: 
         summary_rows=summary_rows(
             s, breakdowns=False, oracle=bool((manifest.get("config") or {}).get("oracle_feedback"))
         ),
-        plots=[(plots.png(fig), alt) for fig, alt in plot_figures(s, figures)],
+        plots=[(plots.png(fig), alt) for fig, alt in plot_figures(s, figures, spent)],
+        spending=spent,
+        spending_header=TABLE_HEADER,
+        parts_header=PARTS_HEADER,
         **_breakdowns(s),
         slowest=figures.slowest.rows(),
         costliest=figures.costliest.rows(),
@@ -297,7 +306,7 @@ def _run_line(manifest: dict[str, Any]) -> str:
     )
 
 
-def plot_figures(s: Summary, figures: RunFigures) -> list[tuple[Figure, str]]:
+def plot_figures(s: Summary, figures: RunFigures, spent: SpendingView | None = None) -> list[tuple[Figure, str]]:
     """The report's plots, each with its alt text."""
     shown: list[tuple[Figure, str]] = []
     feedback, graded, active = figures.pass_curves()
@@ -311,4 +320,6 @@ def plot_figures(s: Summary, figures: RunFigures) -> list[tuple[Figure, str]]:
     roles = {r: (u.input_tokens, u.output_tokens) for r, u in s.usage_by_role.items()}
     if roles:
         shown.append((plots.tokens_by_role(roles), "tokens per role"))
+    if spent is not None:
+        shown.append((plots.calls_over_the_batch(spent.labels, spent.counts), "calls by action over the batch"))
     return shown

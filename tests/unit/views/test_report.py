@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from PIL import Image
 
-from redraft.protocols.messages import Decision
+from redraft.protocols.messages import CritiqueRequest, Decision, DraftRequest
 from redraft.rundir import KnownFrame, RunReader, build_history, safe_name
 from redraft.rundir.frames import decode_frame
 from redraft.views import report
@@ -289,6 +289,7 @@ def test_golden_frames_of_every_wire_version_render(version: str) -> None:
         ("verifier_only", ["<b>reflection</b>", "reflect_request"]),
         ("debate", ["(adversarial, gpt-4o-mini)", "(skeptic, gpt-4o-mini)", "opponent"]),
         ("cove", ["Verification questions", "Is &lt;one&gt; added to the first number?"]),
+        ("adaptive", ["intent", "fresh", "best_score"]),
     ],
 )
 def test_every_strategy_s_frames_render(strategy: str, shown: list[str], tmp_path: Path) -> None:
@@ -307,3 +308,22 @@ def test_every_strategy_s_frames_render(strategy: str, shown: list[str], tmp_pat
     assert re.findall(r'<h2 id="round-(\d+)">', page) == [str(r) for r in rounds] and len(rounds) >= 2
     for text in shown:
         assert text in page, text
+
+
+def test_an_adaptive_run_shows_how_its_calls_were_spent_as_its_frames_say(run_dir: Path, tmp_path: Path) -> None:
+    root = make_run(tmp_path / "adaptive", max_rounds=4, strategy="adaptive")
+    write_report(root)
+    tables = html_tables((root / "report.html").read_text())
+    [header, *rows] = tables["How the calls were spent"]
+    split = next(i for i, r in enumerate(rows) if r[0].startswith("tasks (in the order"))
+    rows, parts = rows[:split], rows[split + 1 :]  # the second table: the calls over the batch
+    assert header[:3] == ["feedback state", "action", "calls"]
+    frames = [f.message for _, fs in RunReader(root).tasks() for f in fs if isinstance(f, KnownFrame)]
+    chosen = [m for m in frames if isinstance(m, DraftRequest) and m.intent is not None]
+    critiques = sum(isinstance(m, CritiqueRequest) for m in frames)
+    assert sum(int(r[3]) for r in rows) == len(chosen) and sum(int(r[4]) for r in rows) == critiques
+    assert sum(int(r[2]) for r in rows) == len(chosen) + critiques == sum(int(c) for p in parts for c in p[1:])
+    first = next(r for r in rows if r[:2] == ["first", "fresh"])
+    assert int(first[3]) == sum(m.round == 0 for m in chosen) and first[5] == "0"  # nothing to raise yet
+    assert "calls by action over the batch" in (root / "report.html").read_text()
+    assert "How the calls were spent" not in (run_dir / "report.html").read_text()  # adversarial chose none
