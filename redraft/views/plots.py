@@ -145,7 +145,7 @@ def calls_over_the_batch(labels: Sequence[str], counts: Sequence[dict[str, int]]
     ax.set_ylabel("tasks, in the order they finished")
     ax.set_xlabel("model calls")
     count_axis(ax.xaxis)
-    ax.set_title("How the calls were spent over the batch", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("How the calls were spent over the batch", fontsize=10, pad=22)
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)  # above the bars
     ax.margins(x=0.05)
     return fig

@@ -78,3 +78,16 @@ def test_every_count_axis_has_whole_numbers_only(run_plots: dict[str, Figure]) -
         [ax] = fig.axes
         ticks = shown_ticks(fig, axis_of(ax))
         assert len(ticks) >= 2 and all(t == int(t) for t in ticks), (ax.get_title(), ticks)
+
+
+def test_the_calls_over_the_batch_stack_each_action_in_its_part_first_part_on_top() -> None:
+    counts = [{"fresh": 4, "revise": 1, "critique": 3}, {"fresh": 2, "revise": 6, "critique": 0}]
+    fig = plots.calls_over_the_batch(["1–5", "6–10"], counts)
+    [ax] = fig.axes
+    assert legend(ax) == ["fresh", "revise", "critique"]
+    bars = {(c.get_label(), round(p.get_y() + p.get_height() / 2)): p for c in ax.containers for p in c}
+    for row, part in zip([1, 0], counts, strict=True):  # the first part is the top row
+        assert [bars[(a, row)].get_width() for a in ("fresh", "revise", "critique")] == list(part.values())
+        assert bars[("revise", row)].get_x() == part["fresh"]  # stacked: revise starts where fresh ends
+    ticks = {round(y): t.get_text() for y, t in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)}
+    assert ticks == {1: "1–5", 0: "6–10"}
