@@ -35,13 +35,22 @@ def start_ledger(strategy: str, batch: str, out: Path, done: set[str], calls_per
         return None
     import ray
 
-    here = node_id()
+    observations, settled = primer(RunReader(out).tasks(), done, calls_per_task) if done else ([], {})
+    # Restarted if its process dies, from the same primer; a call it had not answered is sent again (every
+    # entry is keyed, so none counts twice). What this invocation taught it before then is lost: later
+    # tasks learn it again, and calls that finished tasks left in the bank go unspent, never spent twice.
     ledger = RayServices().shared(
-        Ledger, ledger_name(batch), per_node=False, num_cpus=0, scheduling_strategy=on_node(here)
+        Ledger,
+        ledger_name(batch),
+        observations,
+        settled,
+        per_node=False,
+        num_cpus=0,
+        scheduling_strategy=on_node(node_id()),
+        max_restarts=-1,
+        max_task_retries=-1,
     )
-    if done:
-        observations, settled = primer(RunReader(out).tasks(), done, calls_per_task)
-        ray.get(ledger.prime.remote(observations, settled))
+    ray.get(ledger.balance.remote())  # started, before any task asks for it
     return ledger
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import typing
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from redraft.protocols.messages import Action, FeedbackState
@@ -53,13 +54,15 @@ Table = dict[tuple[FeedbackState, Action], Tally]
 class Ledger:
     """The statistics and the bank of one batch (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, observations: Iterable[Observation] = (), settled: dict[str, float] | None = None) -> None:
+        """A ledger that already knows ``observations`` and ``settled`` deposits (see `prime`)."""
         self._observed: dict[str, Observation] = {}
         self._table: Table = {}
         self._deposits: dict[str, float] = {}
         self._loans: dict[str, float] = {}
+        self.prime(observations, settled or {})
 
-    def record(self, observations: list[Observation]) -> Table:
+    def record(self, observations: Iterable[Observation]) -> Table:
         """Add calls' outcomes (a key seen before is replaced, not added); what is learned so far."""
         for seen in observations:
             before = self._observed.get(seen.key)
@@ -90,7 +93,7 @@ class Ledger:
         """Calls in the bank: what finished tasks left, less what tasks borrowed."""
         return sum(self._deposits.values()) - sum(self._loans.values())
 
-    def prime(self, observations: list[Observation], settled: dict[str, float]) -> None:
+    def prime(self, observations: Iterable[Observation], settled: dict[str, float]) -> None:
         """Rebuild from a run directory's finished tasks: their calls' outcomes, and each one's share less
         what it spent (what it borrowed is part of what it spent, and no loan of it is outstanding)."""
         self.record(observations)

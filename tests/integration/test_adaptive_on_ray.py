@@ -69,3 +69,42 @@ def test_the_bank_is_shared_lent_once_and_rebuilt_on_resume(ray_cluster: Any, tm
     trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
     chosen = [m for m in trace if isinstance(m, DraftRequest)]
     assert chosen and all(m.intent is not None for m in chosen)
+
+
+@pytest.mark.ray
+def test_a_ledger_killed_mid_run_is_restarted_and_loses_no_task(ray_cluster: Any, tmp_path: Path) -> None:
+    import threading
+    import time
+
+    import ray
+
+    from redraft import RunConfig, run
+    from redraft.actors._ledger import batch_name
+    from redraft.strategies import ledger_name
+
+    out = tmp_path / "chaos"
+    spec = ScriptedSpec(script=EasyOrNever(frozenset(t.prompt for t in TASKS[::2])), delay_s=0.3)
+    answered_after_kill: list[float] = []
+
+    def kill_it_once_a_task_is_done() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+            (out / "results.jsonl").exists() and (out / "results.jsonl").read_text().strip()
+        ):
+            time.sleep(0.05)
+        ledger = ray.get_actor(ledger_name(batch_name(out)))
+        ray.kill(ledger, no_restart=False)
+        answered_after_kill.append(ray.get(ledger.balance.remote(), timeout=30))  # restarted: it answers
+
+    killer = threading.Thread(target=kill_it_once_a_task_is_done)
+    killer.start()
+    config = RunConfig.build(
+        strategy="adaptive", samples=1, calls_per_task=BUDGET, max_rounds=30, patience=30, limit=6, out=str(out)
+    )
+    outcome = run(config, backends={"drafter": spec, "critic": spec})
+    killer.join()
+    assert len(answered_after_kill) == 1
+    done = records(out)
+    assert len(done) == 6 == outcome.summary.tasks and all(r["error"] is None for r in done.values())
+    assert sum(r["passed"] for r in done.values()) == 3
+    assert sum(r["usage"]["calls"] for r in done.values()) <= BUDGET * 6  # no call of the bank lent twice
