@@ -20,7 +20,7 @@ from redraft.backends.registry import resolve
 from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.engine.prompts import critique_messages
 from redraft.errors import UserError
-from redraft.protocols.messages import Critique, Draft, Task, iter_frames
+from redraft.protocols.messages import Critique, Draft, DraftRequest, Task, iter_frames
 
 pytestmark = pytest.mark.model
 
@@ -152,3 +152,19 @@ def test_refines_arithmetic_on_ray_with_one_model_host_per_node(
     hosts = {actor: node for actor, node in model_hosts().items() if actor not in hosts_before}
     assert sorted(hosts.values()) == node_ids
     assert "/" not in (out / "manifest.json").read_text().split('"versions"')[0].replace('"/', "")
+
+
+@pytest.mark.ray
+def test_adaptive_spends_the_batch_budget_with_the_embedded_model(ray_cluster: Any, tmp_path: Path) -> None:
+    out = tmp_path / "adaptive"
+    config = RunConfig.build(
+        strategy="adaptive", limit=3, samples=2, calls_per_task=3, max_rounds=4, out=str(out), max_tokens=64
+    )
+    outcome = run(config)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and outcome.summary.tasks == 3 and all(r["error"] is None for r in records)
+    assert sum(r["usage"]["calls"] for r in records) <= 3 * 3  # the batch's budget, critiques included
+    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    requests = [m for m in trace if isinstance(m, DraftRequest)]
+    assert requests and all(m.intent is not None for m in requests)
+    assert {m.intent.state for m in requests if m.round == 0 and m.intent} == {"first"}
