@@ -50,8 +50,8 @@ def start_ledger(strategy: str, batch: str, out: Path, done: set[str], calls_per
         max_restarts=-1,
         max_task_retries=-1,
     )
-    ray.get(ledger.balance.remote())  # started, before any task asks for it
-    return ledger
+    ray.get(ledger.handle.balance.remote())  # started, before any task asks for it
+    return ledger.handle
 
 
 def stop_ledger(ledger: Any | None) -> None:

@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -109,11 +110,25 @@ def actor_state(handle: Any) -> tuple[str, int]:
     return str(table.get("State", "UNKNOWN")), int(table.get("NumRestarts", 0))
 
 
+@dataclass
+class SharedActor:
+    """A named actor `RayServices.shared` made or found, and how to make or find it again.
+
+    A Ray actor dies with the process that made it, whatever its restarts: a model host made by a drafter
+    goes when the fleet replaces that drafter, or when one lane of a comparison ends and its actors with it.
+    Every other caller then holds a dead handle. `RayServices.call` makes the actor again (or finds the one
+    another caller made first) and sends the call once more, so one actor's end is not every task's failure.
+    """
+
+    make: Callable[[], Any]
+    handle: Any
+
+
 class RayServices:
     """A backend's shared objects as named actors (`redraft.services.Services`), installed in every process the
     actor system sets up."""
 
-    def shared(self, cls: Callable[..., T], name: str, *args: Any, per_node: bool, **options: Any) -> Any:
+    def shared(self, cls: Callable[..., T], name: str, *args: Any, per_node: bool, **options: Any) -> SharedActor:
         import ray
 
         full_name = name
@@ -121,10 +136,22 @@ class RayServices:
             node = node_id()
             full_name = f"{name}-{node[:12]}"
             options["scheduling_strategy"] = on_node(node)
-        return ray.remote(cls).options(name=full_name, get_if_exists=True, **options).remote(*args)
+
+        def make() -> Any:
+            return ray.remote(cls).options(name=full_name, get_if_exists=True, **options).remote(*args)
+
+        return SharedActor(make, make())
 
     async def call(self, target: Any, method: str, *args: Any) -> Any:
-        return await getattr(target, method).remote(*args)
+        from ray.exceptions import ActorDiedError
+
+        if not isinstance(target, SharedActor):
+            return await getattr(target, method).remote(*args)
+        try:
+            return await getattr(target.handle, method).remote(*args)
+        except ActorDiedError:
+            target.handle = target.make()  # it went with the process that made it: made again, or found
+            return await getattr(target.handle, method).remote(*args)
 
     def node(self) -> str:
         return node_id()

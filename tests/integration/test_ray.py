@@ -199,3 +199,49 @@ def test_a_stop_request_ends_the_run_at_once_keeping_what_landed_and_a_rerun_res
     assert summary["stopped_by"] == "interrupted" and summary["tasks"] == len(recorded)
     again = run(config, backends={"drafter": spec, "critic": spec})
     assert again.skipped == len(recorded) and again.summary.tasks == len(TASKS)
+
+
+class _Tally:
+    """A shared service for the test below: it counts the calls it answered."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def ping(self) -> int:
+        self.calls += 1
+        return self.calls
+
+
+@pytest.mark.ray
+def test_a_shared_actor_that_died_with_its_maker_is_made_again_for_the_next_call(ray_cluster: Any) -> None:
+    """A model host or rate limiter is made by whichever actor asks first, and dies with it (a drafter the
+    fleet replaced, a comparison lane that ended): every other caller's next call must reach a new one."""
+    import asyncio
+    import time
+
+    import ray
+
+    from redraft.actors._ray import RayServices
+
+    @ray.remote(num_cpus=0)
+    class Maker:
+        def make(self) -> Any:
+            return RayServices().shared(_Tally, "test-tally-revived", per_node=False, num_cpus=0)
+
+    maker = Maker.remote()  # type: ignore[attr-defined]
+    shared = ray.get(maker.make.remote())
+    services = RayServices()
+    assert asyncio.run(services.call(shared, "ping")) == 1
+    dead = shared.handle
+    ray.kill(maker)  # its tally goes with it (once Ray has seen its maker die), whatever its restarts
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            ray.get(dead.ping.remote(), timeout=30)
+        except ray.exceptions.RayActorError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the tally outlived its maker")
+    assert asyncio.run(services.call(shared, "ping")) == 1  # a new tally, made by this caller
+    assert shared.handle != dead
