@@ -12,8 +12,11 @@ Bounds, so nothing loops forever:
   alone on an arbiter of its own from then on: other tasks stop dying with it,
   and a death there is its own doing.
 - After `AttemptPolicy.max_attempts` attempts that all failed this way, the task
-  is stopped as a poison task: recorded with stop reason ``error`` and its own
-  cause, ``PoisonTaskError``, naming the causes of its attempts.
+  is stopped as a poison task, if other tasks finished meanwhile (it fails where
+  they do not): recorded with stop reason ``error`` and its own cause,
+  ``PoisonTaskError``, naming the causes of its attempts. If none did, the
+  machinery is failing every task alike: the run stops (`ClusterError`, exit 1),
+  recording nothing for it, and a rerun with the same ``--out`` resumes it.
 - `Breaker`: a backend endpoint that failed whole calls (every retry) for several
   tasks, with no answer to any task in between, is down, not refusing one
   request. The run stops (`ClusterError`, exit 1) with one line naming it; the
@@ -66,11 +69,22 @@ class TaskAttempts:
     arbiter_deaths: int = 0
     replay: dict[bytes, bytes] = field(default_factory=dict)
     """Replies of finished rounds, by request frame, kept across attempts."""
+    finished_before: int | None = None
+    """How many tasks of the run had finished when this one first failed (None: it has not)."""
 
     def failed(
-        self, failure: InfrastructureError, *, arbiter_died: bool, frames: list[bytes], pairs: list[tuple[int, int]]
+        self,
+        failure: InfrastructureError,
+        *,
+        arbiter_died: bool,
+        frames: list[bytes],
+        pairs: list[tuple[int, int]],
+        finished: int = 0,
     ) -> None:
-        """Count a failed attempt; keep the replies its finished rounds received."""
+        """Count a failed attempt (``finished``: tasks of the run finished so far); keep the replies its finished
+        rounds received."""
+        if self.finished_before is None:
+            self.finished_before = finished
         self.causes.append(failure.cause)
         self.faults.append(failure.fault)
         self.arbiter_deaths += arbiter_died

@@ -65,6 +65,7 @@ from redraft.actors._ray import is_actor
 from redraft.engine.grading import grade_request, graded
 from redraft.errors import (
     AuthenticationError,
+    ClusterError,
     InfrastructureError,
     Interrupted,
     cause_of,
@@ -131,6 +132,8 @@ class Dispatcher:
         self.cut = 0
         """Tasks the run's deadline stopped while in flight."""
         self.retried = 0
+        self.finished = 0
+        """Tasks whose loop finished in this run: the evidence that the machinery works for others."""
         """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
         self.check_guard = CheckGuard()
         self.written = 0
@@ -257,7 +260,9 @@ class Dispatcher:
         self.fleet.release(pending.arbiter)
         self.breaker.failed(pending.task.task_id, failure)
         attempts = pending.attempts
-        attempts.failed(failure, arbiter_died=arbiter_died, frames=pending.frames, pairs=pending.pairs)
+        attempts.failed(
+            failure, arbiter_died=arbiter_died, frames=pending.frames, pairs=pending.pairs, finished=self.finished
+        )
         self.retried += 1
         self.metrics.retried(failure.cause)
         if attempts.number > self.policy.max_attempts:
@@ -271,13 +276,20 @@ class Dispatcher:
 
         When every attempt found one endpoint unreachable, the task is the cause only if that endpoint answered
         other tasks meanwhile (`TaskRefusedError`); otherwise the endpoint is down and the run stops, with
-        nothing recorded for the task. Any other mix of deaths and hangs makes it a poison task.
+        nothing recorded for the task. Any other mix of deaths and hangs makes it a poison task if other tasks
+        finished since it first failed; if none did, the machinery fails every task alike and the run stops.
         """
         endpoint = failure.endpoint
         if endpoint is not None and all(fault == "unreachable" for fault in attempts.faults):
             if not self.breaker.answered_since_failing(task.task_id, endpoint):
                 raise self.breaker.down(endpoint)
             record = refused_result(task, attempts, endpoint)
+        elif self.finished == attempts.finished_before:
+            raise ClusterError(
+                f"the machinery failed under every attempt of task {task.task_id} ({', '.join(attempts.causes)}) and "
+                "no task finished meanwhile: it is failing every task alike, not this one; nothing was recorded "
+                "for it, and a rerun with the same --out resumes it"
+            )
         else:
             record = poison_result(task, attempts)
         self._write([encode(task.without_gold()), encode(record)], record)
@@ -298,6 +310,7 @@ class Dispatcher:
         if attempts.causes:
             result = msgspec.structs.replace(result, attempts=attempts.number, retried_for=attempts.causes)
             frames = [*frames[:-1], encode(result)]
+        self.finished += 1
         self.breaker.answered(result.usage_by_role)
         request = grade_request(self.scenario, pending.task, [decode(f) for f in frames])
         if request is None:

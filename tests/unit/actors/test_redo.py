@@ -279,6 +279,38 @@ def test_a_task_the_endpoint_fails_while_it_answers_others_is_the_tasks_own_erro
     assert "while it answered other tasks" in (record.error or "")
 
 
+def fail_died(dispatcher: Dispatcher, task: Any, attempts: TaskAttempts) -> None:
+    """One attempt of ``task`` ends with an actor under it dead."""
+    died = InfrastructureError("the drafter's model host died", cause="ActorDiedError")
+    dispatcher._failed(Pending(task, 0, None, deadline=1e9, attempts=attempts), died)
+
+
+def test_a_task_dying_while_no_task_finishes_stops_the_run_and_is_not_recorded() -> None:
+    """A shared actor every task needs died for good: before, each task in turn was written as a poison task
+    after 4 attempts (111 of one comparison lane's 150), and a rerun skipped them."""
+    store = Written()
+    dispatcher = a_dispatcher(store)
+    attempts = {task.task_id: TaskAttempts() for task in TASKS}
+    with pytest.raises(ClusterError, match=r"no task finished meanwhile: it is failing every task alike"):
+        for _ in range(AttemptPolicy().max_attempts):
+            for task in TASKS:
+                fail_died(dispatcher, task, attempts[task.task_id])
+    assert store.results == []
+
+
+def test_a_task_dying_where_others_finish_is_a_poison_task() -> None:
+    store = Written()
+    dispatcher = a_dispatcher(store)
+    attempts = TaskAttempts()
+    fail_died(dispatcher, TASKS[0], attempts)
+    dispatcher.finished += 1  # another task finished meanwhile
+    for _ in range(AttemptPolicy().max_attempts - 1):
+        fail_died(dispatcher, TASKS[0], attempts)
+    [record] = store.results
+    assert (record.stop_reason, record.error_type) == ("error", "PoisonTaskError")
+    assert record.retried_for == ["ActorDiedError"] * AttemptPolicy().max_attempts
+
+
 def test_a_poison_record_written_by_count_for_an_unreachable_endpoint_is_redone_on_resume(tmp_path: Path) -> None:
     manifest = {"fingerprint": "f", "identity": {}}
     store = RunStore.open(tmp_path, manifest)
