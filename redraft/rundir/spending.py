@@ -108,11 +108,12 @@ def spending_table(spent: Sequence[Spent]) -> list[Row]:
     return [Row(st, a, drafts[(st, a)], critiques[(st, a)], raised[(st, a)], judged[(st, a)]) for st, a in cells]
 
 
-def over_the_batch(tasks: Sequence[Sequence[Spent]], parts: int = 4) -> list[Counter[Action]]:
+def over_the_batch(tasks: Sequence[Sequence[Spent]], parts: int = 4) -> list[tuple[range, Counter[Action]]]:
     """The calls of each action in each of ``parts`` consecutive shares of the tasks, in the order they
-    finished: how the choice moved as the batch taught the strategy."""
+    finished, each with the tasks' indices: how the choice moved as the batch taught the strategy."""
     size = max(1, -(-len(tasks) // parts))
-    return [Counter(s.action for task in tasks[k : k + size] for s in task) for k in range(0, len(tasks), size)]
+    shares = [range(k, min(k + size, len(tasks))) for k in range(0, len(tasks), size)]
+    return [(share, Counter(s.action for i in share for s in tasks[i])) for share in shares]
 
 
 def _order(cell: tuple[FeedbackState, Action]) -> tuple[int, int]:

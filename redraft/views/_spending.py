@@ -59,9 +59,8 @@ def spending_view(tasks: Sequence[Sequence[Spent]]) -> SpendingView | None:
         for r in spending_table([s for task in tasks for s in task])
     ]
     parts = over_the_batch(tasks)
-    size = max(1, -(-len(tasks) // len(parts)))
-    labels = [f"{k * size + 1:,}–{min((k + 1) * size, len(tasks)):,}" for k in range(len(parts))]
-    counts: list[dict[str, int]] = [{a: part[a] for a in get_args(Action)} for part in parts]
+    labels = [f"{share.start + 1:,}–{share.stop:,}" for share, _ in parts]
+    counts: list[dict[str, int]] = [{a: part[a] for a in get_args(Action)} for _, part in parts]
     table = [(label, *(f"{c[a]:,}" for a in get_args(Action))) for label, c in zip(labels, counts, strict=True)]
     return SpendingView(rows=rows, parts=table, counts=counts, labels=labels)
 
