@@ -96,12 +96,12 @@ def default_out() -> Path:
 def write(plan: ComparePlan, match: Match) -> ComparisonOutcome:
     """The comparison of a plan whose lanes have run: each lane's report, ``comparison.json`` and ``.html``."""
     from redraft.comparison._html import write_html  # with the plots: the report extra's, loaded when drawn
-    from redraft.views._spending import run_spending
-    from redraft.views.report import write_report
+    from redraft.views.report import report
 
     comparison = build(plan, match)
-    reports = {lane.arm: str(write_report(plan.out / lane.label).relative_to(plan.out)) for lane in plan.lanes()}
-    spent = {lane.label: view for lane in plan.lanes() if (view := run_spending(plan.out / lane.label)) is not None}
+    written = [(lane, report(plan.out / lane.label)) for lane in plan.lanes()]
+    reports = {lane.arm: str(done.path.relative_to(plan.out)) for lane, done in written}
+    spent = {lane.label: done.spending for lane, done in written if done.spending is not None}
     return ComparisonOutcome(
         comparison=comparison,
         out=plan.out,

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import get_args
 
 from redraft.protocols.messages import Action
-from redraft.rundir import RunReader
-from redraft.rundir.spending import Spent, over_the_batch, spending, spending_table
+from redraft.rundir.spending import Spent, over_the_batch, spending_table
 
 TABLE_HEADER = [
     "feedback state",
@@ -63,8 +61,3 @@ def spending_view(tasks: Sequence[Sequence[Spent]]) -> SpendingView | None:
     counts: list[dict[str, int]] = [{a: part[a] for a in get_args(Action)} for _, part in parts]
     table = [(label, *(f"{c[a]:,}" for a in get_args(Action))) for label, c in zip(labels, counts, strict=True)]
     return SpendingView(rows=rows, parts=table, counts=counts, labels=labels)
-
-
-def run_spending(root: Path) -> SpendingView | None:
-    """The view of the run in ``root`` (None: its strategy chose no call, or it has no task yet)."""
-    return spending_view([spending(entry.task_id, frames) for entry, frames in RunReader(root).tasks()])

@@ -183,11 +183,24 @@ def _bin(x: float) -> int:
     return min(BINS - 1, max(0, int(x * BINS)))
 
 
+@dataclass(frozen=True)
+class Report:
+    """A written report: its path, and how the run's calls were spent (None: its strategy chose none)."""
+
+    path: Path
+    spending: SpendingView | None
+
+
 def write_report(root: Path, *, max_pages: int | None = None) -> Path:
     """Write ``root/report.html`` and the task pages; return the report's path.
 
     ``max_pages`` caps the per-task pages (the first N tasks); None writes one per task.
     """
+    return report(root, max_pages=max_pages).path
+
+
+def report(root: Path, *, max_pages: int | None = None) -> Report:
+    """`write_report`, also returning what the one pass over the run found of how its calls were spent."""
     reader = RunReader(root)
     manifest = reader.manifest()
     pages = root / PAGES_DIR
@@ -202,8 +215,9 @@ def write_report(root: Path, *, max_pages: int | None = None) -> Path:
         str(pages / "index.html"), encoding="utf-8"
     )
     out = root / REPORT
-    out.write_text(_report_page(root, reader, figures, max_pages), encoding="utf-8")
-    return out
+    spent = spending_view(figures.spent)
+    out.write_text(_report_page(root, reader, figures, spent, max_pages), encoding="utf-8")
+    return Report(out, spent)
 
 
 def _stream_tasks(
@@ -254,10 +268,11 @@ def run_summary(reader: RunReader, totals: Tally) -> Summary:
     return summary
 
 
-def _report_page(root: Path, reader: RunReader, figures: RunFigures, max_pages: int | None) -> str:
+def _report_page(
+    root: Path, reader: RunReader, figures: RunFigures, spent: SpendingView | None, max_pages: int | None
+) -> str:
     manifest = reader.manifest()
     s = run_summary(reader, figures.totals)
-    spent = spending_view(figures.spent)
     return render(
         "report.html.j2",
         title=f"redraft report · {root.name}",
