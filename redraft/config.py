@@ -96,6 +96,14 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
             panel="Budgets",
         ),
     ] = None
+    tokens_per_task: Annotated[
+        Tokens | None,
+        _help(
+            "The adaptive strategy's budget in tokens (prompt and answer): per task on average over the run, "
+            "shared as --calls-per-task is.",
+            panel="Budgets",
+        ),
+    ] = None
     oracle_feedback: Annotated[
         bool,
         _help(

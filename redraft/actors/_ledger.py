@@ -18,7 +18,7 @@ from typing import Any
 from redraft.actors._ray import RayServices, node_id, on_node
 from redraft.rundir import Frame, RunReader, TaskEntry
 from redraft.rundir.spending import spending
-from redraft.strategies import Ledger, Observation, get_strategy, ledger_name, shares_batch
+from redraft.strategies import Ledger, Observation, Share, get_strategy, ledger_name, shares_batch
 
 
 def batch_name(out: Path) -> str:
@@ -28,14 +28,14 @@ def batch_name(out: Path) -> str:
     return f"{out.name}-{where}"
 
 
-def start_ledger(strategy: str, batch: str, out: Path, done: set[str], calls_per_task: float | None) -> Any | None:
+def start_ledger(strategy: str, batch: str, out: Path, done: set[str], share: Share | None) -> Any | None:
     """The batch's ledger as an actor on this node, primed from the finished tasks in ``out`` (None: the
     strategy learns nothing across the batch)."""
     if not shares_batch(get_strategy(strategy)):
         return None
     import ray
 
-    observations, settled = primer(RunReader(out).tasks(), done, calls_per_task) if done else ([], {})
+    observations, settled = primer(RunReader(out).tasks(), done, share) if done else ([], {})
     # Restarted if its process dies, from the same primer; a call it had not answered is sent again (every
     # entry is keyed, so none counts twice). What this invocation taught it before then is lost: later
     # tasks learn it again, and calls that finished tasks left in the bank go unspent, never spent twice.
@@ -63,7 +63,7 @@ def stop_ledger(ledger: Any | None) -> None:
 
 
 def primer(
-    tasks: Iterable[tuple[TaskEntry, list[Frame]]], done: set[str], calls_per_task: float | None
+    tasks: Iterable[tuple[TaskEntry, list[Frame]]], done: set[str], share: Share | None
 ) -> tuple[list[Observation], dict[str, float]]:
     """What the finished tasks taught (their calls' outcomes) and left in the bank (their share less what
     they spent), for `Ledger.prime`."""
@@ -77,6 +77,6 @@ def primer(
             for s in spending(entry.task_id, frames)
             if s.call == "draft" and s.improved is not None
         ]
-        if calls_per_task is not None:
-            settled[entry.task_id] = calls_per_task - entry.result.usage.calls
+        if share is not None:
+            settled[entry.task_id] = share.amount - share.spent(entry.result.usage)
     return observations, settled

@@ -49,6 +49,7 @@ from redraft.engine.setup import (
     arbiter_settings,
     endpoints_by_role,
     role_setup,
+    share,
     with_check,
 )
 from redraft.errors import Interrupted, UserError
@@ -74,8 +75,9 @@ def identity(config: RunConfig) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input): the experiment, every prompt template's
     version (a prompts file's text hashes too), and a task file's path and content hash."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
-    if data.get("calls_per_task") is None:  # absent when unset: the fingerprints of earlier runs stay as they were
-        data.pop("calls_per_task", None)
+    for budget in ("calls_per_task", "tokens_per_task"):  # absent when unset: earlier runs' fingerprints stay
+        if data.get(budget) is None:
+            data.pop(budget, None)
     prompts = load_prompts(config.experiment.prompts)
     data["prompts"] = prompts.versions()  # the versions, not the file's path
     if config.experiment.prompts is not None:  # absent without one: the fingerprints of earlier runs stay as they were
@@ -194,7 +196,7 @@ def run(
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     batch = batch_name(out)
     settings = msgspec.structs.replace(arbiter_settings(config), run=out.name, batch=batch)
-    ledger = start_ledger(config.experiment.strategy, batch, out, store.done, config.experiment.calls_per_task)
+    ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
     fleet = Fleet(setup, config.experiment.strategy, settings)
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
     dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, stop or threading.Event())

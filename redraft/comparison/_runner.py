@@ -79,6 +79,7 @@ class ComparePlan:
             samples=self.baseline_samples,
             max_rounds=1,
             calls_per_task=None,
+            tokens_per_task=None,
             out=str(self.out / BASELINE),
             max_tasks_in_flight=per_lane,
         )
@@ -174,12 +175,13 @@ def _outcomes(futures: list[tuple[str, Future[RunOutcome]]]) -> dict[str, RunOut
 
 
 def _budget(base: RunConfig, arm: dict[str, Any]) -> dict[str, Any]:
-    """``--calls-per-task`` is the budget of the arms whose strategy chooses its calls (``adaptive``); an arm of
-    another strategy runs without it, as that strategy would (an arm that sets it itself is checked as set)."""
-    if base.experiment.calls_per_task is None:
+    """``--calls-per-task`` (or ``--tokens-per-task``) is the budget of the arms whose strategy chooses its calls
+    (``adaptive``); an arm of another strategy runs without it, as that strategy would (an arm that sets it
+    itself is checked as set)."""
+    if base.experiment.calls_per_task is None and base.experiment.tokens_per_task is None:
         return {}
     try:
         spends = spends_calls_per_task(arm.get("strategy", base.experiment.strategy))
     except UserError:
         return {}  # an unknown strategy: `ComparePlan.validate` names the arm
-    return {} if spends else {"calls_per_task": None}
+    return {} if spends else {"calls_per_task": None, "tokens_per_task": None}

@@ -12,7 +12,7 @@ from redraft.engine.pools import Roles
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import RevisionMode, RoleName, Usage
 from redraft.protocols.stages import Stage
-from redraft.strategies import Strategy
+from redraft.strategies import Share, Strategy
 
 CallHook = Callable[[RoleName, str, Usage], None]
 """Told of every model call a task's loop pays for (role, model, priced usage); replayed replies are not."""
@@ -33,8 +33,8 @@ class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
     """``patch``: revisions are minimal search/replace edits of the best so far (delta-based correction)."""
     run: str = ""
     """The run's id, tagging the model-call metrics the actor system records; '' records none."""
-    calls_per_task: float | None = None
-    """The batch's budget of model calls per task on average, for a strategy that spends to it (``adaptive``)."""
+    share: Share | None = None
+    """Each task's share of the batch's budget, for a strategy that spends to it (``adaptive``)."""
     batch: str = ""
     """Names the batch every arbiter of a run shares (statistics a strategy learns across it are kept under
     it); '' makes each arbiter its own batch (`redraft.refine`)."""

@@ -88,7 +88,7 @@ class TaskLoop:
         self.final_round = False
         self.state: dict[str, Any] = {}
         self.batch = rules.batch
-        self.calls_per_task = rules.settings.calls_per_task
+        self.share = rules.settings.share
         self.trace: list[Message] = [task]
         self.spent = Usage()
         self.by_role: dict[str, Usage] = {}

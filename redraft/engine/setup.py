@@ -15,7 +15,7 @@ from typing import Any
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
-from redraft.config import RunConfig
+from redraft.config import Experiment, RunConfig
 from redraft.engine._model_role import CallSettings
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.critic import Critic
@@ -28,7 +28,7 @@ from redraft.protocols.messages import RoleName
 from redraft.scenarios import get_scenario, provide
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import CheckFunction, UserCheck
-from redraft.strategies import get_strategy, shares_batch
+from redraft.strategies import Share, get_strategy, shares_batch
 
 BackendOverrides = dict[RoleName, BackendSpec]
 """Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
@@ -81,11 +81,7 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     get_scenario(experiment.scenario)
     if experiment.tasks is not None:
         validate_task_file(experiment.tasks, experiment.scenario)  # every line made a task, before anything starts
-    if not spends_calls_per_task(experiment.strategy) and experiment.calls_per_task is not None:
-        raise UserError(
-            f"--calls-per-task is the budget of a strategy that chooses its calls (adaptive); "
-            f"{experiment.strategy} spends --samples drafts a round for up to --max-rounds rounds"
-        )
+    check_share(experiment)
     backends = backends or {}
     drafter = backends.get("drafter") or resolve(experiment.drafter)
     critic = backends.get("critic") or resolve(experiment.critic)
@@ -103,9 +99,42 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     )
 
 
+def check_share(experiment: Experiment) -> None:
+    """`UserError` for a batch budget the strategy does not spend, two at once, or tokens too few for a draft."""
+    given = (("--calls-per-task", experiment.calls_per_task), ("--tokens-per-task", experiment.tokens_per_task))
+    flags = [flag for flag, value in given if value is not None]
+    spends = spends_calls_per_task(experiment.strategy)  # an unknown strategy is named here
+    if not flags:
+        return
+    if not spends:
+        raise UserError(
+            f"{flags[0]} is the budget of a strategy that chooses its calls (adaptive); "
+            f"{experiment.strategy} spends --samples drafts a round for up to --max-rounds rounds"
+        )
+    if len(flags) > 1:
+        raise UserError(
+            "give the batch's budget in calls (--calls-per-task) or in tokens (--tokens-per-task), not both"
+        )
+    tokens = experiment.tokens_per_task
+    if tokens is not None and tokens < experiment.max_tokens:
+        raise UserError(
+            f"--tokens-per-task {tokens} cannot pay for one draft of up to --max-tokens {experiment.max_tokens} "
+            "tokens (and its prompt)"
+        )
+
+
+def share(experiment: Experiment) -> Share | None:
+    """Each task's share of the batch's budget (`check_share` has passed)."""
+    if experiment.calls_per_task is not None:
+        return Share(experiment.calls_per_task, "calls")
+    if experiment.tokens_per_task is not None:
+        return Share(float(experiment.tokens_per_task), "tokens")
+    return None
+
+
 def spends_calls_per_task(strategy: str) -> bool:
-    """Whether the strategy ``strategy`` spends to a batch's budget (``--calls-per-task``); `UserError` for an
-    unknown name."""
+    """Whether the strategy ``strategy`` spends to a batch's budget (``--calls-per-task``,
+    ``--tokens-per-task``); `UserError` for an unknown name."""
     return shares_batch(get_strategy(strategy))
 
 
@@ -120,7 +149,7 @@ def arbiter_settings(config: RunConfig) -> ArbiterSettings:
         convergence=config.convergence(),
         prices=load_prices(config.runtime.prices),
         revision_mode="patch" if experiment.patch else "rewrite",
-        calls_per_task=experiment.calls_per_task,
+        share=share(experiment),
     )
 
 

@@ -17,8 +17,10 @@ It picks the highest draw per call spent. What was chosen, in which state and
 against which best, travels with each draft request as its `Intent`, into the
 trace; the counts live in the batch's `Ledger`.
 
-With ``--calls-per-task`` B, tasks share a bank: each has B calls; one that stops
-early leaves the rest there, and one still failing borrows from it to go on. A
+With ``--calls-per-task`` B (or ``--tokens-per-task`` T), tasks share a bank: each
+has B calls (T tokens); one that stops early leaves the rest there, and one still
+failing borrows from it to go on. In tokens, a call is priced at what the task's
+own calls have cost on average so far. A
 task whose feedback gives no signal stops once its answer's majority is settled
 (the Beta stopping rule of Adaptive-Consistency, Aggarwal et al. 2023).
 """
@@ -156,7 +158,8 @@ class Adaptive(Strategy):
         memo: _Memo = ctx.state.setdefault("adaptive", _Memo())
         before = memo.best
         if before is None:
-            n = ctx.samples if ctx.calls_per_task is None else max(1, min(ctx.samples, int(ctx.calls_per_task)))
+            share = ctx.share
+            n = ctx.samples if share is None or share.unit != "calls" else max(1, min(ctx.samples, int(share.amount)))
             scored, _ = await _drafted(ctx, Counter({"fresh": n}), Intent(action="fresh", state="first"), None)
             observations: list[Observation] = []
         else:
@@ -185,8 +188,8 @@ class Adaptive(Strategy):
 
     async def finish(self, ctx: RoundContext, result: Result) -> None:
         memo: _Memo | None = ctx.state.get("adaptive")
-        if ctx.calls_per_task is not None and memo is not None:
-            net = ctx.calls_per_task + memo.borrowed - ctx.spent.calls
+        if ctx.share is not None and memo is not None:
+            net = ctx.share.amount + memo.borrowed - ctx.share.spent(ctx.spent)
             await self._call(ctx, "settle", ctx.task.task_id, net)
 
     async def _stop(self, ctx: RoundContext, memo: _Memo) -> tuple[StopReason, str] | None:
@@ -196,16 +199,20 @@ class Adaptive(Strategy):
             return None  # the protocol stops it
         if feedback_state(memo.best.verification) == "none" and (chance := settled(memo.answers)) is not None:
             return "stable", f"no feedback signal, and its answer is settled (the majority with p = {chance:.3f})"
-        if ctx.calls_per_task is None:
+        share = ctx.share
+        if share is None:
             return None
-        left = ctx.calls_per_task + memo.borrowed - ctx.spent.calls
+        per_call = share.spent(ctx.spent) / max(ctx.spent.calls, 1)  # 1 in calls; in tokens, this task's mean
+        left = share.amount + memo.borrowed - share.spent(ctx.spent)
+        want = ctx.samples * per_call
         lent = 0.0
-        if left < ctx.samples:
-            lent = await self._call(ctx, "borrow", f"{ctx.task.task_id}/{ctx.round + 1}", ctx.samples - max(left, 0.0))
+        if left < want:
+            lent = await self._call(ctx, "borrow", f"{ctx.task.task_id}/{ctx.round + 1}", want - left)
         memo.borrowed += lent
-        memo.calls = left + lent
+        memo.calls = (left + lent) / per_call if per_call > 0 else float(ctx.samples)
         if memo.calls < 1:
-            return "budget", f"its share of {ctx.calls_per_task:g} calls per task is spent and the bank is empty"
+            spent = f"its share of {share.amount:g} {share.unit} per task is spent"
+            return "budget", f"{spent}, and the bank cannot pay for another call"
         return None
 
     async def _call(self, ctx: RoundContext, method: str, *args: Any) -> Any:

@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, Protocol
 
+import msgspec
+
 from redraft.plugins import Registry
 from redraft.protocols.messages import (
     Attempt,
@@ -99,6 +101,18 @@ def contenders(scored: list[Scored]) -> list[Scored]:
     return [s for s in ranked if s.key[:2] == top][:MAX_CONTENDERS]
 
 
+class Share(msgspec.Struct, frozen=True):
+    """A batch's budget per task on average (``--calls-per-task`` or ``--tokens-per-task``), for a strategy
+    that spends to it: a task that stops under its share leaves the rest to tasks still failing."""
+
+    amount: float
+    unit: Literal["calls", "tokens"] = "calls"
+
+    def spent(self, usage: Usage) -> float:
+        """What ``usage`` spent of this budget: its calls, or its tokens (prompt and answer)."""
+        return float(usage.calls if self.unit == "calls" else usage.total_tokens)
+
+
 class RoundContext(Protocol):
     """What the arbiter offers a strategy for one round of one task."""
 
@@ -117,9 +131,9 @@ class RoundContext(Protocol):
     across the batch keys its shared statistics by."""
     spent: Usage
     """What the task has spent so far, every role's calls included."""
-    calls_per_task: float | None
-    """The batch's budget of model calls per task on average (``--calls-per-task``), for a strategy that
-    spends to it; None: each task is bounded by the cycle limit alone."""
+    share: Share | None
+    """Each task's share of the batch's budget (``--calls-per-task`` or ``--tokens-per-task``), for a
+    strategy that spends to it; None: each task is bounded by the cycle limit alone."""
 
     async def draft(
         self,
@@ -195,10 +209,10 @@ class Strategy(Protocol):
     verifier_model: ClassVar[bool] = False
     """True if the verifier role needs a model (chain-of-verification questions)."""
     shares_batch: ClassVar[bool] = False
-    """True if the strategy learns across the batch and spends to its budget (``--calls-per-task``): the actor
-    system then starts its batch's `redraft.strategies.Ledger` before any task and rebuilds it on resume.
-    Optional, as `finish` is: a strategy that does not define them neither shares nor is told (`shares_batch`,
-    `told_finished` read them so)."""
+    """True if the strategy learns across the batch and spends to its budget (``--calls-per-task`` or
+    ``--tokens-per-task``): the actor system then starts its batch's `redraft.strategies.Ledger` before any
+    task and rebuilds it on resume. Optional, as `finish` is: a strategy that does not define them neither
+    shares nor is told (`shares_batch`, `told_finished` read them so)."""
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome: ...
 

@@ -18,6 +18,7 @@ from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.setup import RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Message, Task, encode, iter_frames
+from redraft.strategies import Share
 
 Script = Sequence[str] | Reply
 
@@ -50,7 +51,7 @@ def run_task(
     delay_s: float = 0.0,
     verifier: Script | None = None,
     timeout_s: float | None = None,
-    calls_per_task: float | None = None,
+    share: Share | None = None,
     **convergence: Any,
 ) -> list[Message]:
     """Refine ``task`` (its gold withheld, as in a run) and return every message of its trace, `Result` last.
@@ -62,7 +63,7 @@ def run_task(
         samples=samples,
         convergence=ConvergenceConfig(**convergence),
         revision_mode="patch" if patch else "rewrite",
-        calls_per_task=calls_per_task,
+        share=share,
     )
     arbiter = scripted_arbiter(
         script, settings, scenario=task.scenario, model=model, delay_s=delay_s, verifier=verifier

@@ -49,7 +49,8 @@ def test_only_the_experiment_enters_the_fingerprint() -> None:
     assert fingerprint(identity(same)) == fingerprint(identity(base))
     for change in ({"samples": 3}, {"task_budget_tokens": 500}, {"critic": "scripted:m:f"}, {"patch": True}):
         assert fingerprint(identity(base.replace(**change))) != fingerprint(identity(base)), change
-    assert set(identity(base)) == set(Experiment.__struct_fields__) - {"calls_per_task"} | {"prompts"}
+    unset_budgets = {"calls_per_task", "tokens_per_task"}
+    assert set(identity(base)) == set(Experiment.__struct_fields__) - unset_budgets | {"prompts"}
     budgeted = base.replace(strategy="adaptive", calls_per_task=4)  # in the fingerprint once set, absent before
     assert identity(budgeted)["calls_per_task"] == 4
 

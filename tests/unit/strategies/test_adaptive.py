@@ -38,7 +38,7 @@ from redraft.rundir.frames import KnownFrame
 from redraft.rundir.spending import spending, spending_table
 from redraft.scenarios import Scenario
 from redraft.scenarios._base import SCENARIOS
-from redraft.strategies import Ledger, Observation, Tally, feedback_state, ledger_name
+from redraft.strategies import Ledger, Observation, Share, Tally, feedback_state, ledger_name
 from redraft.strategies._adaptive import plan, posterior, settled
 from tests.support.harness import run_task, scripted_arbiter, wire
 
@@ -117,13 +117,11 @@ def result(trace: list[Message]) -> Result:
 
 
 def run_batch(
-    tasks: list[Task], model: Model, batch: str, *, samples: int = 1, calls_per_task: float | None = None
+    tasks: list[Task], model: Model, batch: str, *, samples: int = 1, share: Share | None = None
 ) -> list[list[Message]]:
     """``tasks`` one after another through one arbiter of the batch ``batch``."""
     convergence = ConvergenceConfig(max_rounds=20, patience=20)
-    settings = ArbiterSettings(
-        strategy="adaptive", samples=samples, convergence=convergence, batch=batch, calls_per_task=calls_per_task
-    )
+    settings = ArbiterSettings(strategy="adaptive", samples=samples, convergence=convergence, batch=batch, share=share)
     arbiter = scripted_arbiter(model, settings, scenario="adaptive_sim")
 
     async def every() -> list[list[Message]]:
@@ -237,12 +235,27 @@ def test_what_the_batch_learns_steers_its_later_tasks() -> None:
 def test_tasks_that_pass_early_leave_their_calls_to_one_still_failing() -> None:
     model = Model(fresh=["7"], revised="8")  # the hard task is never right
     tasks = [task(0, easy=True), task(1, easy=True), task(2)]
-    traces = run_batch(tasks, model, "bank", calls_per_task=3.0)
+    traces = run_batch(tasks, model, "bank", share=Share(3.0))
     easy, hard = [result(t) for t in traces[:2]], result(traces[2])
     assert [r.usage.calls for r in easy] == [1, 1] and all(r.passed for r in easy)
     assert hard.usage.calls == 3 + 2 + 2  # its own 3 and the 2 each easy task left
     assert hard.stop_reason == "budget" and not hard.passed
     assert ledger("bank").balance() == 0.0
+
+
+def test_a_budget_in_tokens_is_shared_as_one_in_calls() -> None:
+    model = Model(fresh=["7"], revised="8")
+    tasks = [task(0, easy=True), task(1, easy=True), task(2)]
+    traces = run_batch(tasks, model, "tokens", share=Share(300.0, "tokens"))
+    easy, hard = [result(t) for t in traces[:2]], result(traces[2])
+    assert all(r.passed and r.usage.calls == 1 for r in easy)
+    left = sum(300 - r.usage.total_tokens for r in easy)
+    assert left > 0 and hard.stop_reason == "budget" and not hard.passed
+    assert "300 tokens per task is spent" in [m for m in traces[2] if isinstance(m, Decision)][-1].detail
+    per_call = hard.usage.total_tokens / hard.usage.calls
+    unspent = ledger("tokens").balance()  # what the batch did not spend, less than one more call of the hard task's
+    assert unspent == pytest.approx(300 * 3 - sum(result(t).usage.total_tokens for t in traces))
+    assert 0 <= unspent < per_call and hard.usage.calls > 4
 
 
 def test_with_no_feedback_signal_it_samples_until_the_majority_is_settled() -> None:
@@ -275,8 +288,18 @@ def test_calls_per_task_belongs_to_the_strategy_that_spends_it() -> None:
         role_setup(RunConfig.build(scenario="arithmetic", strategy="adversarial", calls_per_task=4))
     with pytest.raises(UserError, match="--calls-per-task"):
         RunConfig.build(scenario="arithmetic", strategy="adaptive", calls_per_task=0.5).validate()
+    with pytest.raises(UserError, match="--tokens-per-task is the budget of a strategy that chooses its calls"):
+        role_setup(RunConfig.build(scenario="arithmetic", strategy="adversarial", tokens_per_task=4000))
+    with pytest.raises(UserError, match=r"in calls \(--calls-per-task\) or in tokens \(--tokens-per-task\), not both"):
+        role_setup(RunConfig.build(scenario="arithmetic", strategy="adaptive", calls_per_task=4, tokens_per_task=4000))
+    with pytest.raises(UserError, match="--tokens-per-task 100 cannot pay for one draft of up to --max-tokens 128"):
+        role_setup(RunConfig.build(scenario="arithmetic", strategy="adaptive", tokens_per_task=100))
     arms = [Arm(name="a", settings={"strategy": "adaptive"}), Arm(name="b", settings={"strategy": "adversarial"})]
     base = RunConfig.build(scenario="arithmetic", calls_per_task=4, out="x")
     lanes = ComparePlan(base=base, arms=arms, out=Path("x")).lanes()
     budgets = {lane.arm: lane.config.experiment.calls_per_task for lane in lanes}
     assert budgets == {"a": 4.0, "b": None, "baseline": None}
+    base = RunConfig.build(scenario="arithmetic", tokens_per_task=4000, out="x")
+    lanes = ComparePlan(base=base, arms=arms, out=Path("x")).lanes()
+    in_tokens = {lane.arm: lane.config.experiment.tokens_per_task for lane in lanes}
+    assert in_tokens == {"a": 4000, "b": None, "baseline": None}
