@@ -108,6 +108,9 @@ class ArmFigures(msgspec.Struct, kw_only=True):
     miss_rate: float | None
     rollback_saved_rate: float | None
     rollbacks: int
+    compared_cost: dict[str, float] | None = None
+    """Mean calls, tokens and usd per task over the tasks it is compared on (graded; an errored task spent
+    little and is not compared): what its baselines are matched at. None in comparisons written before it."""
 
 
 class Curve(msgspec.Struct, kw_only=True):
@@ -151,6 +154,7 @@ def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviou
     graded = [v for v in per_task.values() if v is not None]
     every = [t for run in repeats for t in run]
     count = max(len(every), 1)
+    compared = [t for t in every if t.graded_pass is not None] or every
     return ArmFigures(
         name=name,
         oracle=oracle,
@@ -175,6 +179,11 @@ def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviou
         miss_rate=behaviour.misses.rate,
         rollback_saved_rate=behaviour.rollbacks_saved.rate,
         rollbacks=behaviour.rollbacks_saved.total,
+        compared_cost={
+            "calls": _mean([float(t.calls) for t in compared]),
+            "tokens": _mean([float(t.tokens) for t in compared]),
+            "usd": _mean([t.usd for t in compared]),
+        },
     )
 
 
@@ -222,12 +231,14 @@ def curve(name: str, samples: dict[str, list[Sample]], cost_per_sample: tuple[fl
 
 
 def matched_budget(arm: ArmFigures, baseline: Curve, match: Match) -> float:
-    """Samples per task the baseline gets for the arm's mean cost per task."""
-    spent, unit = {
-        "calls": (arm.mean_calls, baseline.mean_calls_per_sample),
-        "tokens": (arm.mean_tokens, baseline.mean_tokens_per_sample),
-        "usd": (arm.mean_usd, baseline.mean_usd_per_sample),
+    """Samples per task the baseline gets for the arm's mean cost per task over the tasks compared."""
+    every = {"calls": arm.mean_calls, "tokens": arm.mean_tokens, "usd": arm.mean_usd}
+    unit = {
+        "calls": baseline.mean_calls_per_sample,
+        "tokens": baseline.mean_tokens_per_sample,
+        "usd": baseline.mean_usd_per_sample,
     }[match]
+    spent = (arm.compared_cost or every)[match]
     return spent / unit if unit > 0 else math.nan
 
 

@@ -7,9 +7,10 @@ import itertools
 import random
 from collections import Counter
 
+import msgspec
 import pytest
 
-from redraft.comparison._analysis import arm_summary, between
+from redraft.comparison._analysis import Curve, arm_summary, between, matched_budget
 from redraft.comparison._lane_figures import Behaviour, TaskFigures
 from redraft.comparison.stats import (
     ALPHA,
@@ -87,6 +88,26 @@ def test_a_fractional_budget_interpolates_and_the_bounds_are_checked() -> None:
 
 def task(task_id: str, passed: bool) -> TaskFigures:
     return TaskFigures(task_id, passed, passed, passed, calls=1, tokens=10, usd=0.0, wall_s=1.0)
+
+
+def test_the_baselines_are_matched_at_the_cost_of_the_tasks_compared() -> None:
+    graded = [TaskFigures(f"t{i}", True, True, True, calls=4, tokens=40, usd=0.4, wall_s=1.0) for i in range(6)]
+    errored = [TaskFigures(f"e{i}", None, False, None, calls=0, tokens=0, usd=0.0, wall_s=1.0) for i in range(2)]
+    arm = arm_summary("a", [graded + errored], Behaviour(), oracle=False)
+    assert arm.mean_calls == 3.0  # what it spent over every task
+    curve = Curve(
+        name="best_of_n",
+        samples=8,
+        pass_rate=[0.5] * 8,
+        mean_calls_per_sample=1.0,
+        mean_tokens_per_sample=20.0,
+        mean_usd_per_sample=0.1,
+    )
+    assert matched_budget(arm, curve, "calls") == 4.0  # and what the six tasks it is compared on cost
+    assert matched_budget(arm, curve, "tokens") == 2.0
+    assert matched_budget(arm, curve, "usd") == pytest.approx(4.0)
+    earlier = msgspec.structs.replace(arm, compared_cost=None)  # a comparison.json written before the field
+    assert matched_budget(earlier, curve, "calls") == 3.0
 
 
 def test_an_arm_that_passed_every_task_gets_an_interval_not_a_point() -> None:
