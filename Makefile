@@ -41,4 +41,5 @@ bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_quantization.py
 	.venv/bin/python benchmarks/bench_batch.py
 	.venv/bin/python benchmarks/bench_adaptive.py
+	.venv/bin/python benchmarks/bench_adaptive_concurrency.py
 	.venv/bin/python benchmarks/chaos.py

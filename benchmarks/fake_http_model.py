@@ -7,6 +7,11 @@ does not share its interpreter. Every ``POST /v1/chat/completions`` waits
 requests it answered and when the first and last arrived (wall clock), and
 ``POST /reset`` zeroes that.
 
+With ``limit=(N, W)`` it enforces a provider's rate limit: at most N model
+requests answered in any W seconds; the rest get a 429 whose ``Retry-After`` (and
+``retry-after-ms``) says when the oldest answered request leaves the window, and
+are counted as ``refused`` in the stats.
+
 A request whose messages ask for DSPy's chat format (they name the end marker
 ``[[ ## completed ## ]]``) is answered in that format, as a model following the
 prompt would: each output field the system message lists gets a ``[[ ## name ## ]]``
@@ -22,6 +27,7 @@ the server's (a threaded server with a small backlog measures itself instead).
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import multiprocessing
 import re
@@ -40,10 +46,26 @@ _DSPY_MODULE_NAMES = re.compile(r"\[\[ ## module_names ## \]\]\n(\[.*?\])", re.D
 
 
 class _Stats:
-    def __init__(self) -> None:
+    def __init__(self, limit: tuple[int, float] | None = None) -> None:
         self.count = 0
         self.first = 0.0
         self.last = 0.0
+        self.refused = 0
+        self.limit = limit
+        self.window: collections.deque[float] = collections.deque()
+
+    def refuse_for(self, now: float) -> float | None:
+        """None if a request arriving ``now`` is within the limit (and counted in), else seconds to wait."""
+        if self.limit is None:
+            return None
+        requests, window_s = self.limit
+        while self.window and self.window[0] <= now - window_s:
+            self.window.popleft()
+        if len(self.window) >= requests:
+            self.refused += 1
+            return self.window[0] + window_s - now
+        self.window.append(now)
+        return None
 
 
 def _dspy_answer(system: str, user: str) -> str:
@@ -105,19 +127,31 @@ async def _serve_connection(
             if request is None:
                 return
             _method, path, body = request
-            if path.endswith("/chat/completions"):
+            status = b"200 OK"
+            headers = b""
+            if path.endswith("/chat/completions") and (wait := stats.refuse_for(time.monotonic())) is not None:
+                status = b"429 Too Many Requests"
+                headers = f"Retry-After: {wait:.3f}\r\nretry-after-ms: {wait * 1000:.0f}\r\n".encode()
+                payload = json.dumps({"error": {"message": "rate limit reached", "type": "requests"}}).encode()
+            elif path.endswith("/chat/completions"):
                 stats.count += 1
                 stats.last = time.time()
                 stats.first = stats.first or stats.last
                 await asyncio.sleep(latency_s)
                 payload = _completion(json.loads(body))
             elif path == "/reset":
-                stats.count, stats.first, stats.last = 0, 0.0, 0.0
+                stats.count, stats.first, stats.last, stats.refused = 0, 0.0, 0.0, 0
+                stats.window.clear()
                 payload = b"{}"
             else:
-                payload = json.dumps({"count": stats.count, "first": stats.first, "last": stats.last}).encode()
+                payload = json.dumps(
+                    {"count": stats.count, "first": stats.first, "last": stats.last, "refused": stats.refused}
+                ).encode()
             writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"HTTP/1.1 "
+                + status
+                + b"\r\nContent-Type: application/json\r\n"
+                + headers
                 + f"Content-Length: {len(payload)}\r\n\r\n".encode()
                 + payload
             )
@@ -126,8 +160,8 @@ async def _serve_connection(
         writer.close()
 
 
-def _serve(sock: socket.socket, latency_s: float) -> None:
-    stats = _Stats()
+def _serve(sock: socket.socket, latency_s: float, limit: tuple[int, float] | None = None) -> None:
+    stats = _Stats(limit)
 
     async def main() -> None:
         server = await asyncio.start_server(
@@ -140,12 +174,13 @@ def _serve(sock: socket.socket, latency_s: float) -> None:
 
 
 @contextmanager
-def serve_in_background(latency_s: float = 0.2) -> Iterator[tuple[str, int]]:
-    """Start the server in a child process; yield its base URL (``http://127.0.0.1:PORT``) and its pid."""
+def serve_in_background(latency_s: float = 0.2, limit: tuple[int, float] | None = None) -> Iterator[tuple[str, int]]:
+    """Start the server in a child process; yield its base URL (``http://127.0.0.1:PORT``) and its pid. ``limit``:
+    (N, W), at most N model requests answered in any W seconds, 429 for the rest."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(4096)
-    process = multiprocessing.get_context("fork").Process(target=_serve, args=(sock, latency_s), daemon=True)
+    process = multiprocessing.get_context("fork").Process(target=_serve, args=(sock, latency_s, limit), daemon=True)
     process.start()
     try:
         assert process.pid is not None

@@ -59,6 +59,7 @@ from redraft.actors._attempts import (
     refused_result,
 )
 from redraft.actors._clock import RunClock
+from redraft.actors._endpoints import EndpointWatch
 from redraft.actors._fleet import Fleet
 from redraft.actors._metrics import RunMetrics
 from redraft.actors._ray import is_actor
@@ -110,6 +111,7 @@ class Dispatcher:
         breaker: Breaker | None = None,
         metrics: RunMetrics | None = None,
         stop: threading.Event | None = None,
+        endpoints: EndpointWatch | None = None,
     ) -> None:
         self.fleet = fleet
         self.store = store
@@ -124,6 +126,8 @@ class Dispatcher:
         self.policy = policy or AttemptPolicy()
         self.breaker = breaker or Breaker({})
         self.metrics = metrics or RunMetrics()
+        self.endpoints = endpoints
+        """Asked once a turn for the endpoints' limiters (it asks them every few seconds)."""
         self.in_flight: dict[Any, Pending] = {}
         """Each task out, by its arbiter's stream (or its grader call's reference)."""
         self.retries: list[tuple[float, int, Task, TaskAttempts]] = []
@@ -163,6 +167,8 @@ class Dispatcher:
                         break
                     self._send(task, TaskAttempts())
                 self.metrics.in_flight(len(self.in_flight))  # once a turn: each change cost a record
+                if self.endpoints is not None:
+                    self.endpoints.poll()
                 if not self.in_flight and not self.retries:
                     break
                 self._turn()

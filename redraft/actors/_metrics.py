@@ -14,8 +14,11 @@ every series carries the run's id (``run``), so runs sharing a cluster stay apar
 | ``redraft_model_cache_hits`` | counter | run, role, model | calls answered by the response cache |
 | ``redraft_model_tokens`` | counter | run, role, model, direction (input, output) | tokens |
 | ``redraft_model_cost_usd`` | counter | run, role, model | USD, priced by the arbiter |
+| ``redraft_endpoint_window`` | gauge | run, endpoint | calls an adaptive limiter lets in flight now |
+| ``redraft_endpoint_in_flight`` | gauge | run, endpoint | calls in flight to the endpoint, every run's |
+| ``redraft_endpoint_throttled`` | gauge | run, endpoint | attempts its server throttled (429, 529), all told |
 
-The driver records the task figures, the arbiters the model calls (a reply
+The driver records the task figures and the endpoints' (asking their limiters), the arbiters the model calls (a reply
 replayed to a redone task is not counted again). Outside Ray nothing is recorded.
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from redraft.backends._ratelimit import EndpointState
 from redraft.protocols.messages import Result, Usage
 
 _METRICS: dict[str, Any] = {}
@@ -63,6 +67,18 @@ class RunMetrics:
             _metric("gauge", "redraft_tasks_in_flight", "Tasks out on arbiters and graders.", ()).set(
                 count, tags={"run": self.run}
             )
+
+    def endpoint(self, state: EndpointState) -> None:
+        if self._on:
+            tags = {"run": self.run, "endpoint": state.endpoint}
+            figures = {
+                "redraft_endpoint_window": ("Calls the endpoint's limiter lets in flight.", state.window),
+                "redraft_endpoint_in_flight": ("Calls in flight to the endpoint.", state.in_flight),
+                "redraft_endpoint_throttled": ("Attempts the endpoint's server throttled.", state.throttled),
+            }
+            for name, (description, value) in figures.items():
+                if value is not None:
+                    _metric("gauge", name, description, ("endpoint",)).set(value, tags=tags)
 
     def retried(self, cause: str) -> None:
         if self._on:

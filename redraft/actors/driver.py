@@ -37,6 +37,7 @@ import msgspec
 from redraft.actors._attempts import Breaker
 from redraft.actors._clock import RunClock
 from redraft.actors._dispatcher import Dispatcher, ProgressHook
+from redraft.actors._endpoints import EndpointHook, EndpointWatch
 from redraft.actors._fleet import Fleet
 from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
 from redraft.actors._metrics import RunMetrics
@@ -160,15 +161,17 @@ def run(
     stop: threading.Event | None = None,
     check: CheckFunction | None = None,
     grade: CheckFunction | None = None,
+    on_endpoints: EndpointHook | None = None,
 ) -> RunOutcome:
     """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray), writing its run
     directory; run it again with the same ``out`` to resume.
 
     ``on_start(total, already_done)`` is called once the run directory is open;
-    ``on_result`` for each task that finishes in this invocation. Setting ``stop`` (from a signal handler,
-    another thread) ends the run within a second: `Interrupted`, saying how many tasks are done, with the
-    tasks in flight cancelled and not recorded. ``check`` and ``grade`` steer and grade a task file's tasks
-    (``config.experiment.tasks``), as `redraft.refine`'s do.
+    ``on_result`` for each task that finishes in this invocation; ``on_endpoints`` every few seconds with the
+    state of each endpoint's limiter (calls in flight, the adaptive window, throttles). Setting ``stop`` (from
+    a signal handler, another thread) ends the run within a second: `Interrupted`, saying how many tasks are
+    done, with the tasks in flight cancelled and not recorded. ``check`` and ``grade`` steer and grade a task
+    file's tasks (``config.experiment.tasks``), as `redraft.refine`'s do.
 
         >>> import tempfile
         >>> from redraft import RunConfig, run
@@ -200,6 +203,7 @@ def run(
     fleet = Fleet(setup, config.experiment.strategy, settings)
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
     dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, stop or threading.Event())
+    dispatcher.endpoints = EndpointWatch(dispatcher.metrics, on_endpoints)
     stopped_by: str | None = None
     try:
         stopped_by = dispatcher.run(pending)

@@ -2,10 +2,27 @@
 
 Every role actor on every node that calls an endpoint asks the same named
 `RateLimiter` actor (``redraft-ratelimit-<endpoint>``, created on first use) for
-permission before each call and reports the tokens it really used afterwards.
-Limits are a strict sliding window (at most ``requests`` grants and ``tokens``
-tokens in any ``window_s`` seconds), not a token bucket, which would let up to
-twice the limit through in a minute. Grants are first come, first served.
+permission before each attempt of a call and reports afterwards the tokens it
+really used and whether the server throttled it. Limits are a strict sliding
+window (at most ``requests`` grants and ``tokens`` tokens in any ``window_s``
+seconds), not a token bucket, which would let up to twice the limit through in a
+minute. Grants are first come, first served.
+
+Adaptive concurrency (on by default for remote endpoints: ``openai:``,
+``anthropic:``, ``openai-compatible:``) finds the endpoint's own limit, as TCP
+finds a link's: the calls allowed in flight start at `START_WINDOW`, grow by one
+per success until the first throttle (slow start), then by one per window's
+worth of successes; a 429 (or 529, overloaded) halves them, once per window of
+calls in flight (the throttles of calls granted before the cut do not cut again),
+and holds every grant for the server's ``Retry-After``. ``inflight=`` is then
+the ceiling, and ``adaptive=0`` turns it off.
+
+Asking the limiter costs two actor calls an attempt, which halves the calls/s a
+zero-latency server sees (``benchmarks/bench_adaptive_concurrency.py``). So an
+endpoint with no limit given is not asked until its server first throttles a call:
+until then its calls go straight out, as without a limiter; the first 429 (in any
+process) starts the limiter at `START_WINDOW`, in slow start, and from then on that
+process asks it before every attempt (each other process from its own first 429).
 
 A spec string carries its limits as a query: ``openai:gpt-4o-mini?rpm=500&tpm=200000&inflight=32``.
 Outside Ray the limiter is an object in this process.
@@ -15,17 +32,30 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from redraft.backends._retrying import attempt_gate
 from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
-from redraft.errors import UserError, did_you_mean
+from redraft.errors import RetryableBackendError, UserError, did_you_mean
 from redraft.services import Services, current
+
+T = TypeVar("T")
+
+START_WINDOW = 8.0
+"""Calls an adaptive limiter lets in flight before it has learned anything."""
+CEILING = 4096
+"""An adaptive limiter's calls in flight never grow past this (nor past ``inflight=``)."""
+THROTTLES = frozenset({429, 529})
+"""The statuses that say "too many": rate limited, overloaded."""
+
+Outcome = Literal["ok", "throttled", "failed"]
 
 
 class RateLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,10 +65,29 @@ class RateLimits(msgspec.Struct, frozen=True, kw_only=True):
     """Tokens per window (``tpm``): estimated at grant, corrected to the real count after."""
     max_in_flight: int | None = None
     window_s: float = 60.0
+    adaptive: bool | None = None
+    """Calls in flight adapt to the server's throttling (up to ``max_in_flight``), see the module docstring;
+    None: the backend's default (on for remote endpoints, `redraft.backends.registry.resolve`)."""
 
     @property
     def active(self) -> bool:
+        return bool(self.adaptive) or self.fixed
+
+    @property
+    def fixed(self) -> bool:
+        """Some limit is given: every call asks the limiter, from the first."""
         return any(v is not None for v in (self.requests, self.tokens, self.max_in_flight))
+
+
+class EndpointState(msgspec.Struct, frozen=True, kw_only=True):
+    """What an endpoint's limiter shows: for the progress line and the metrics."""
+
+    endpoint: str
+    in_flight: int
+    window: float | None
+    """Calls an adaptive limiter allows in flight now (None: not adaptive, or not throttled yet)."""
+    throttled: int
+    """Attempts the server throttled (429, 529) since the limiter started."""
 
 
 class RateLimiter:
@@ -47,12 +96,21 @@ class RateLimiter:
     def __init__(
         self,
         limits: RateLimits,
+        endpoint: str = "",
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.limits = limits
+        self.endpoint = endpoint
         self._clock, self._sleep = clock, sleep
+        self._ceiling = float(min(limits.max_in_flight or CEILING, CEILING))
+        self._window = min(START_WINDOW, self._ceiling) if limits.adaptive and limits.fixed else None
+        self._slow_start = True
+        self._cut_before = 0
+        """A throttled call granted before this ticket was granted before the last cut: it does not cut again."""
+        self._paused_until = 0.0
+        self._throttled = 0
         self._grants: deque[tuple[float, int, int]] = deque()  # (time, ticket, tokens)
         self._tokens_by_ticket: dict[int, int] = {}
         self._in_flight = 0
@@ -75,11 +133,40 @@ class RateLimiter:
             self._in_flight += 1
             return ticket
 
-    async def release(self, ticket: int, used_tokens: int) -> None:
-        """The call is over; count the tokens it really used instead of the estimate."""
+    async def release(
+        self, ticket: int, used_tokens: int, outcome: Outcome = "ok", retry_after_s: float | None = None
+    ) -> None:
+        """The attempt is over; count the tokens it really used instead of the estimate, and adapt to how it
+        went: a success widens the window, a throttle halves it and holds grants for ``retry_after_s``."""
         self._in_flight -= 1
         if ticket in self._tokens_by_ticket:
             self._tokens_by_ticket[ticket] = used_tokens
+        if outcome == "throttled":
+            self._throttled += 1
+            if retry_after_s is not None:
+                self._paused_until = max(self._paused_until, self._clock() + retry_after_s)
+        if self._window is None:
+            return
+        if outcome == "ok":
+            grow = 1.0 if self._slow_start else 1.0 / self._window
+            self._window = min(self._ceiling, self._window + grow)
+        elif outcome == "throttled" and ticket >= self._cut_before:
+            self._window = max(1.0, self._window / 2)
+            self._slow_start = False
+            self._cut_before = self._next_ticket
+
+    async def engage(self, retry_after_s: float | None) -> None:
+        """A call that did not ask was throttled: from now on its process asks (see the module docstring)."""
+        self._throttled += 1
+        if retry_after_s is not None:
+            self._paused_until = max(self._paused_until, self._clock() + retry_after_s)
+        if self._window is None and self.limits.adaptive:
+            self._window = min(START_WINDOW, self._ceiling)
+
+    def state(self) -> EndpointState:
+        return EndpointState(
+            endpoint=self.endpoint, in_flight=self._in_flight, window=self._window, throttled=self._throttled
+        )
 
     def _wait_s(self, tokens: int) -> float:
         """0 if a grant of ``tokens`` fits now, else how long to wait before looking again."""
@@ -87,7 +174,10 @@ class RateLimiter:
         while self._grants and self._grants[0][0] <= now - lim.window_s:
             _, ticket, _ = self._grants.popleft()
             self._tokens_by_ticket.pop(ticket, None)
-        if lim.max_in_flight is not None and self._in_flight >= lim.max_in_flight:
+        if now < self._paused_until:
+            return self._paused_until - now
+        cap = lim.max_in_flight if self._window is None else math.floor(self._window)
+        if cap is not None and self._in_flight >= cap:
             return 0.05  # a release, not the clock, frees a slot: poll briefly
         expiry = self._grants[0][0] + lim.window_s - now if self._grants else 0.0
         if lim.requests is not None and len(self._grants) >= lim.requests:
@@ -98,31 +188,82 @@ class RateLimiter:
         return 0.0
 
 
-class RateLimitedBackend:
-    """Asks the endpoint's limiter before every call of ``inner``."""
+_THROTTLED: set[str] = set()
+"""The endpoints this process has seen throttled: it asks their limiters from then on."""
 
-    def __init__(self, inner: Backend, limiter: Any, services: Services) -> None:
+
+class RateLimitedBackend:
+    """Asks the endpoint's limiter before every attempt of every call of ``inner`` (the backend's retry layer
+    passes each attempt through `attempt_gate`), and tells it how the attempt went."""
+
+    def __init__(self, inner: Backend, limiter: Any, services: Services, endpoint: str, limits: RateLimits) -> None:
         self._inner = inner
         self._limiter = limiter
         self._services = services
+        self._endpoint = endpoint
+        self._lazy = not limits.fixed
 
     async def complete(self, request: ChatRequest) -> Completion:
         estimate = sum(len(m.content) for m in request.messages) // 4 + request.max_tokens
-        ticket = await self._services.call(self._limiter, "acquire", estimate)
-        used = estimate
+        gate = _Gate(self._limiter, self._services, estimate, self._endpoint, self._lazy)
+        if not getattr(self._inner, "gates_attempts", False):  # no retry layer: the call is its one attempt
+            return await gate.attempt(lambda: self._inner.complete(request))
+        token = attempt_gate.set(gate)
         try:
-            completion = await self._inner.complete(request)
-            used = completion.usage.total_tokens
-            return completion
+            return await self._inner.complete(request)
         finally:
-            await self._services.call(self._limiter, "release", ticket, used)
+            attempt_gate.reset(token)
+
+
+@dataclass
+class _Gate:
+    """One call's pass through its endpoint's limiter, attempt by attempt."""
+
+    limiter: Any
+    services: Services
+    estimate: int
+    endpoint: str
+    lazy: bool
+    """Not asked until the endpoint is throttled (no limit given: see the module docstring)."""
+
+    async def attempt(self, call: Callable[[], Awaitable[T]]) -> T:
+        if self.lazy and self.endpoint not in _THROTTLED:
+            try:
+                return await call()
+            except RetryableBackendError as exc:
+                if exc.status in THROTTLES:
+                    _THROTTLED.add(self.endpoint)
+                    await self.services.call(self.limiter, "engage", exc.retry_after_s)
+                raise
+        ticket = await self.services.call(self.limiter, "acquire", self.estimate)
+        used, outcome, wait = self.estimate, "failed", None  # failed: neither widens nor cuts the window
+        try:
+            result = await call()
+            usage = getattr(result, "usage", None)
+            used, outcome = (usage.total_tokens if usage is not None else self.estimate), "ok"
+            return result
+        except RetryableBackendError as exc:
+            if exc.status in THROTTLES:
+                outcome, wait = "throttled", exc.retry_after_s
+            raise
+        finally:
+            await self.services.call(self.limiter, "release", ticket, used, outcome, wait)
+
+
+LIMITER_PREFIX = "redraft-ratelimit-"
 
 
 def _limiter_for(services: Services, endpoint: str, limits: RateLimits) -> Any:
     """The endpoint's one limiter: shared by the whole cluster (a named actor), or an object of a plain process."""
     digest = hashlib.sha1(endpoint.encode()).hexdigest()[:12]
     return services.shared(
-        RateLimiter, f"redraft-ratelimit-{digest}", limits, per_node=False, num_cpus=0, max_concurrency=10_000
+        RateLimiter,
+        f"{LIMITER_PREFIX}{digest}",
+        limits,
+        endpoint,
+        per_node=False,
+        num_cpus=0,
+        max_concurrency=10_000,
     )
 
 
@@ -141,11 +282,11 @@ class LimitedSpec:
     def create(self) -> Backend:
         services = current()
         limiter = _limiter_for(services, self.endpoint or self.spec, self.limits)
-        return RateLimitedBackend(self.inner.create(), limiter, services)
+        return RateLimitedBackend(self.inner.create(), limiter, services, self.endpoint or self.spec, self.limits)
 
 
-_QUERY_KEYS = {"rpm": "requests", "tpm": "tokens", "inflight": "max_in_flight"}
-QUERY_RANGES = {"rpm": (1, 10_000_000), "tpm": (1, 10**12), "inflight": (1, 100_000)}
+_QUERY_KEYS = {"rpm": "requests", "tpm": "tokens", "inflight": "max_in_flight", "adaptive": "adaptive"}
+QUERY_RANGES = {"rpm": (1, 10_000_000), "tpm": (1, 10**12), "inflight": (1, 100_000), "adaptive": (0, 1)}
 """The range each rate limit of a spec's query may take."""
 
 
@@ -171,7 +312,7 @@ def split_limits(spec: str) -> tuple[str, RateLimits]:
         number = int(value) if len(value) <= 20 else None  # never int() of 5,000 digits
         if number is None or not low <= number <= high:
             raise UserError(f"rate limit {key} must be in [{low:,}, {high:,}] in {shown}, got {_shown(value)}")
-        values[_QUERY_KEYS[key]] = number
+        values[_QUERY_KEYS[key]] = bool(number) if key == "adaptive" else number
     return base, RateLimits(**values)
 
 

@@ -19,6 +19,10 @@ machinery's failure, not the task's. The arbiter hands it to the driver, which
 redoes the task later and, when several tasks find the same endpoint down with
 no success between them, stops the run (`redraft.actors._attempts.Breaker`).
 
+Each attempt, not each call, passes the endpoint's gate when there is one
+(`attempt_gate`: the cluster-wide limiter of `redraft.backends._ratelimit`), so
+a 429 is seen by the limiter that adapts the endpoint's concurrency to it.
+
 Backoff is exponential with full jitter (a uniform wait in ``[0, backoff]``, so
 actors that failed together do not retry together). A server's ``Retry-After``
 is a floor on the wait, honoured up to `RetryPolicy.max_retry_after_s`. Sleep
@@ -38,8 +42,9 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from redraft.errors import (
     AuthenticationError,
@@ -98,6 +103,16 @@ class RetryPolicy:
 _default_rng = random.Random()
 
 
+class AttemptGate(Protocol):
+    """What each attempt of a call passes through: it may wait before the attempt and learns how it went."""
+
+    async def attempt(self, call: Callable[[], Awaitable[T]]) -> T: ...
+
+
+attempt_gate: ContextVar[AttemptGate | None] = ContextVar("redraft_attempt_gate", default=None)
+"""The gate of the endpoint the current call goes to (set around a call by a rate-limited backend)."""
+
+
 async def with_retries(
     call: Callable[[], Awaitable[T]],
     *,
@@ -114,10 +129,11 @@ async def with_retries(
     ``endpoint`` (a backend spec, never a secret).
     """
     rng = rng or _default_rng
+    gate = attempt_gate.get()
     attempt = 1
     while True:
         try:
-            return await call()
+            return await (call() if gate is None else gate.attempt(call))
         except RetryableBackendError as exc:
             if attempt >= policy.max_attempts:
                 raise BackendUnavailableError(

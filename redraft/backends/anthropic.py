@@ -28,7 +28,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from redraft.backends._retrying import RetryPolicy, sdk_error, with_retries
 from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop, valid_text
@@ -49,6 +49,9 @@ TOOL_DESCRIPTION = "Report the issues found in the candidate answer. Call this e
 class AnthropicSpec:
     """A validated Anthropic model; holds no secret."""
 
+    remote: ClassVar[bool] = True
+    """Its calls in flight adapt to the server's throttling by default (`redraft.backends._ratelimit`)."""
+
     model: str
     spec: str
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -61,6 +64,9 @@ class AnthropicSpec:
 
 class AnthropicChat:
     """A Messages API client for one spec; lives in the actor that created it."""
+
+    gates_attempts: ClassVar[bool] = True
+    """Each attempt passes the endpoint's `attempt_gate` (its retries are inside `with_retries`)."""
 
     def __init__(self, spec: AnthropicSpec) -> None:
         try:

@@ -40,7 +40,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from redraft.backends._chat_wire import ChatWire, StatusError, WireReply
@@ -69,6 +69,9 @@ SCHEMA_NAME = "critique"
 class OpenAISpec:
     """A validated OpenAI or OpenAI-compatible endpoint and model; holds no secret."""
 
+    remote: ClassVar[bool] = True
+    """Its calls in flight adapt to the server's throttling by default (`redraft.backends._ratelimit`)."""
+
     model: str
     spec: str
     base_url: str | None = None
@@ -89,6 +92,9 @@ class _ResponseFormatRejected(Exception):
 
 class OpenAIChat:
     """A Chat Completions client for one spec; lives in the actor that created it."""
+
+    gates_attempts: ClassVar[bool] = True
+    """Each attempt passes the endpoint's `attempt_gate` (its retries are inside `with_retries`)."""
 
     def __init__(self, spec: OpenAISpec) -> None:
         key = os.environ.get(KEY_ENV) or (PLACEHOLDER_KEY if spec.compatible else None)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
+
 from redraft.backends._ratelimit import LimitedSpec, split_limits
 from redraft.backends.base import BackendSpec
 from redraft.errors import unknown_name
@@ -27,7 +29,8 @@ def backend_prefixes() -> list[str]:
 def resolve(spec: str) -> BackendSpec:
     """Parse and validate a spec string; `UserError` if it names nothing usable.
 
-    A query sets the endpoint's cluster-wide rate limits: ``openai:m?rpm=500&tpm=200000&inflight=32``.
+    A query sets the endpoint's cluster-wide rate limits: ``openai:m?rpm=500&tpm=200000&inflight=32``. A remote
+    endpoint's calls in flight adapt to its throttling unless the query says ``adaptive=0``.
     """
     base, limits = split_limits(spec)
     prefix, _, rest = base.partition(":")
@@ -36,4 +39,6 @@ def resolve(spec: str) -> BackendSpec:
         like = [p + spec[len(prefix) :] for p in prefixes]
         raise unknown_name("backend spec", spec, [f"{p}[:...]" for p in prefixes], like=like)
     parsed = BACKENDS.get(prefix)(rest)
+    if limits.adaptive is None:
+        limits = msgspec.structs.replace(limits, adaptive=bool(getattr(parsed, "remote", False)))
     return LimitedSpec(parsed, limits, endpoint=base) if limits.active else parsed

@@ -97,7 +97,13 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
     progress = RunProgress()
     with stop_on_signals() as stop, progress:
         try:
-            outcome = run(config, on_start=progress.start, on_result=progress.advance, stop=stop.event)
+            outcome = run(
+                config,
+                on_start=progress.start,
+                on_result=progress.advance,
+                stop=stop.event,
+                on_endpoints=progress.endpoints,
+            )
         except Interrupted as exc:
             _interrupted(exc, stop)
     _print_summary(outcome, oracle=config.experiment.oracle_feedback)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
+from redraft.actors._endpoints import EndpointState
 from redraft.protocols.messages import Result
 
 err = Console(stderr=True)
@@ -22,7 +23,8 @@ class _RateColumn(ProgressColumn):
 
 
 class RunProgress:
-    """The live bar: tasks done of total, pass rate so far, rate, ETA.
+    """The live bar: tasks done of total, pass rate so far, rate, ETA, and each throttled or adaptive endpoint's
+    calls in flight (of what its limiter allows now) and throttles.
 
     When stderr is not a terminal (``ray job submit`` logs, CI), the same figures
     are printed as a plain line at most every `LOG_EVERY_S` seconds, and at the end.
@@ -42,10 +44,12 @@ class RunProgress:
             _RateColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
+            TextColumn("{task.fields[endpoints]}", markup=False),
             console=err,
         )
         self._id: Any = None
         self._done = self._passed = 0
+        self._endpoints = ""
         self.first_task: str | None = None
         """The first task that finished in this invocation (the end of a run names it)."""
 
@@ -66,8 +70,14 @@ class RunProgress:
             return
         if not self._plain:
             self._bar.start()
-        self._id = self._bar.add_task("run", total=self._total, pass_rate="-")
+        self._id = self._bar.add_task("run", total=self._total, pass_rate="-", endpoints=self._endpoints)
         self._started = self._last_log = time.monotonic()
+
+    def endpoints(self, states: list[EndpointState]) -> None:
+        """The endpoints' limiters, as the run's driver last heard from them."""
+        self._endpoints = endpoints_text(states)
+        if self._id is not None:
+            self._bar.update(self._id, endpoints=self._endpoints)
 
     def advance(self, result: Result) -> None:
         self.first_task = self.first_task or result.task_id
@@ -81,7 +91,20 @@ class RunProgress:
             eta = (self._total - self._done) / rate
             print(
                 f"refining: {self._done}/{self._total} tasks, pass {self._passed / self._done:.0%}, "
-                f"{rate:.2f} tasks/s, ETA {eta:.0f} s",
+                f"{rate:.2f} tasks/s, ETA {eta:.0f} s" + (f", {self._endpoints}" if self._endpoints else ""),
                 file=sys.stderr,
                 flush=True,
             )
+
+
+def endpoints_text(states: list[EndpointState]) -> str:
+    """``openai:gpt-4o-mini 12/16 in flight, 3 throttled`` for each endpoint whose limiter adapts or was
+    throttled ('' for none: a run on the embedded model shows nothing)."""
+    shown = []
+    for state in states:
+        if state.window is None and not state.throttled:
+            continue
+        allowed = "" if state.window is None else f"/{int(state.window)}"
+        throttled = f", {state.throttled} throttled" if state.throttled else ""
+        shown.append(f"{state.endpoint} {state.in_flight}{allowed} in flight{throttled}")
+    return "; ".join(shown)

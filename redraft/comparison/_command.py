@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from redraft.actors._endpoints import EndpointState
 from redraft.comparison._analysis import Comparison
 from redraft.comparison._api import MATCHES, default_out, write
 from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
@@ -32,6 +33,8 @@ class Progress(Protocol):
     def start(self, total: int, already_done: int, what: str = "") -> None: ...
 
     def advance(self, result: Result) -> None: ...
+
+    def endpoints(self, states: list[EndpointState]) -> None: ...
 
     def __enter__(self) -> Any: ...
 
@@ -63,6 +66,7 @@ def compare(
             on_start=lambda label, total, done: progress.start(total, done, label),
             on_result=lambda _label, result: progress.advance(result),
             stop=stop,
+            on_endpoints=progress.endpoints,
         )
     done = write(plan, match)
     _print(done.comparison, console)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from redraft.actors._endpoints import EndpointHook, EndpointState
 from redraft.actors.driver import RunOutcome, ensure_ray, run
 from redraft.comparison._arms import Arm
 from redraft.config import RunConfig
@@ -116,6 +117,7 @@ def run_comparison(
     on_start: StartHook | None = None,
     on_result: ResultHook | None = None,
     stop: threading.Event | None = None,
+    on_endpoints: EndpointHook | None = None,
 ) -> dict[str, RunOutcome]:
     """Run every lane side by side; their outcomes by label.
 
@@ -140,8 +142,15 @@ def run_comparison(
                 with lock:
                     on_result(lane.label, result)
 
+        def endpoints(states: list[EndpointState]) -> None:  # every lane sees the same limiters
+            if on_endpoints is not None:
+                with lock:
+                    on_endpoints(states)
+
         try:
-            return run(lane.config, backends=backends, on_start=started, on_result=landed, stop=stop)
+            return run(
+                lane.config, backends=backends, on_start=started, on_result=landed, stop=stop, on_endpoints=endpoints
+            )
         except BaseException:
             stop.set()
             raise

@@ -1,4 +1,5 @@
-"""The cluster-wide rate limiter across two nodes: callers on both share one strict sliding window.
+"""The cluster-wide rate limiter across two nodes: callers on both share one strict sliding window, and an
+adaptive one finds a server's concurrency limit from its 429s.
 
 The window itself, on a fake clock, is tests/unit/backends/test_ratelimit.py.
 """
@@ -23,7 +24,7 @@ def test_the_limit_holds_across_two_nodes(ray_cluster: Any, node_ids: list[str],
     limit, window = 3, 1.0
     with FakeLLMServer() as server:
         server.reply_text = "Answer: 7"
-        spec = resolve(f"openai-compatible:fake@{server.openai_base_url}")
+        spec = resolve(f"openai-compatible:fake@{server.openai_base_url}?adaptive=0")  # the window alone
         limited = LimitedSpec(spec, RateLimits(requests=limit, window_s=window), endpoint=f"test-{server.url}")
         out = tmp_path / "run"
         run(
@@ -43,3 +44,37 @@ def test_the_limit_holds_across_two_nodes(ray_cluster: Any, node_ids: list[str],
         assert len(inside) <= limit, (start, inside)
     # And it did not just serialise everything: the 12 calls took about 12 / 3 windows, not much more.
     assert arrivals[-1] - arrivals[0] < (12 / limit) * window + 1.5
+
+
+@pytest.mark.ray
+def test_an_adaptive_limiter_finds_the_servers_limit_and_the_driver_shows_it(ray_cluster: Any, tmp_path: Path) -> None:
+    from redraft import RunConfig, run
+    from redraft.backends._ratelimit import START_WINDOW, EndpointState
+
+    seen: list[EndpointState] = []
+    with FakeLLMServer() as server:
+        server.reply_text = "Answer: 7"
+        server.latency_s = 0.05
+        server.max_concurrent = 2  # a provider that takes two calls at a time and answers 429 to the rest
+        model = f"openai-compatible:fake@{server.openai_base_url}"
+        out = tmp_path / "run"
+        config = RunConfig.build(
+            scenario="arithmetic",
+            strategy="self_consistency",
+            samples=4,
+            limit=12,
+            out=str(out),
+            cache=False,
+            drafter=model,
+            critic=model,
+            max_tasks_in_flight=12,
+        )
+        outcome = run(config, on_endpoints=seen.extend)
+        throttled, answered = server.throttled, len(server.requests) - server.throttled
+    assert outcome.summary.tasks == 12 and not outcome.summary.errors  # every throttled attempt was retried
+    assert answered == 12 * 4
+    mine = [s for s in seen if s.endpoint == model]
+    assert mine, "the driver never showed the endpoint"
+    last = mine[-1]
+    assert 1 <= last.throttled <= throttled  # every throttle the driver heard of, the server made
+    assert last.window is not None and last.window < START_WINDOW  # it learned to back off to the server's limit

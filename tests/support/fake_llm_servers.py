@@ -118,6 +118,12 @@ class FakeLLMServer:
         """When set, the reply text of each request, from its JSON body (instead of `reply_text`)."""
         self.fail_status: int | None = None
         """When set, every request is answered with this HTTP status (a server that is down)."""
+        self.max_concurrent: int | None = None
+        """When set, a request arriving while this many are being answered gets a 429 (``Retry-After``:
+        `throttle_retry_after`), as a provider's concurrency limit answers; `throttled` counts them."""
+        self.throttle_retry_after = "0.1"
+        self.throttled = 0
+        self._answering = 0
         self._thawed = threading.Event()
         self._thawed.set()
         self.requests: list[SeenRequest] = []
@@ -177,6 +183,15 @@ class FakeLLMServer:
         with self._lock:
             self.requests.append(seen)
             return self._faults.pop(0) if self._faults else None
+
+    def _over_the_limit(self, *, scripted: bool) -> bool:
+        """Count this request in; True if it is over `max_concurrent` (counted as throttled), unless it has a
+        ``scripted`` fault of its own."""
+        with self._lock:
+            self._answering += 1
+            over = not scripted and self.max_concurrent is not None and self._answering > self.max_concurrent
+            self.throttled += over
+            return over
 
     def _sleep(self, seconds: float) -> None:
         self._stopping.wait(seconds)
@@ -272,9 +287,15 @@ class _Handler(BaseHTTPRequestHandler):
             arrived=time.monotonic(),
         )
         fault = self.fake._record(seen)
+        if self.fake._over_the_limit(scripted=fault is not None):
+            fault = Fault.rate_limited(self.fake.throttle_retry_after)
         # The client may have given up already (its timeout ran out during a slow fault).
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._answer(seen, fault)
+        try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._answer(seen, fault)
+        finally:
+            with self.fake._lock:
+                self.fake._answering -= 1
 
     def _answer(self, seen: SeenRequest, fault: Fault | None) -> None:
         if self.fake.latency_s:

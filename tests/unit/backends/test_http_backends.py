@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
+from redraft.backends._ratelimit import LimitedSpec
 from redraft.backends._retrying import RetryPolicy, retry_after_s, with_retries
 from redraft.backends.anthropic import AnthropicSpec, parse_anthropic
-from redraft.backends.base import Backend, ChatRequest
+from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.openai import OpenAISpec, parse_openai, parse_openai_compatible
 from redraft.backends.registry import resolve
 from redraft.engine._answers import critique_json_schema, parse_report
@@ -122,10 +123,16 @@ async def test_anthropic_completion_reports_what_the_server_sent(server: FakeLLM
     assert "seed" not in seen.body and "temperature" not in seen.body and "tools" not in seen.body
 
 
+def inner(spec: BackendSpec) -> BackendSpec:
+    """The endpoint's own spec, through the adaptive limiter every remote endpoint is behind by default."""
+    assert isinstance(spec, LimitedSpec) and spec.limits.adaptive
+    return spec.inner
+
+
 async def test_backends_register_through_entry_points(server: FakeLLMServer) -> None:
-    assert isinstance(resolve("openai:gpt-test"), OpenAISpec)
-    assert isinstance(resolve("anthropic:claude-test"), AnthropicSpec)
-    compatible = resolve(f"openai-compatible:org/model@v2@{server.openai_base_url}")
+    assert isinstance(inner(resolve("openai:gpt-test")), OpenAISpec)
+    assert isinstance(inner(resolve("anthropic:claude-test")), AnthropicSpec)
+    compatible = inner(resolve(f"openai-compatible:org/model@v2@{server.openai_base_url}"))
     assert isinstance(compatible, OpenAISpec)
     assert (compatible.model, compatible.base_url) == ("org/model@v2", server.openai_base_url)
     assert compatible.spec == f"openai-compatible:org/model@v2@{server.openai_base_url}"

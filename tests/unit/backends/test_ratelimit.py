@@ -9,9 +9,13 @@ import asyncio
 
 import pytest
 
-from redraft.backends._ratelimit import LimitedSpec, RateLimiter, RateLimits, split_limits
+from redraft.backends._ratelimit import START_WINDOW, LimitedSpec, RateLimiter, RateLimits, _limiter_for, split_limits
+from redraft.backends.base import ChatRequest
 from redraft.backends.registry import resolve
 from redraft.errors import UserError
+from redraft.protocols.messages import ChatMessage
+from redraft.services import current
+from tests.support.fake_llm_servers import FakeLLMServer, Fault
 
 
 class FakeTime:
@@ -95,7 +99,10 @@ def test_limits_in_the_spec_query() -> None:
     ("spec", "message"),
     [
         ("local?rps=5", "unknown rate limit 'rps'"),
-        ("local?rmp=5", "unknown rate limit 'rmp' in 'local?rmp=5' (did you mean 'rpm'? known: rpm, tpm, inflight)"),
+        (
+            "local?rmp=5",
+            "unknown rate limit 'rmp' in 'local?rmp=5' (did you mean 'rpm'? known: rpm, tpm, inflight, adaptive)",
+        ),
         ("local?rpm=lots", "rate limit rpm='lots' in 'local?rpm=lots' is not a whole number"),
         ("local?rpm", "rate limit rpm='' in 'local?rpm' is not a whole number"),
         ("local?rpm=-1", "is not a whole number"),
@@ -110,3 +117,119 @@ def test_bad_limits_are_user_errors(spec: str, message: str) -> None:
     with pytest.raises(UserError) as info:
         resolve(spec)
     assert message in str(info.value) and len(str(info.value)) < 300  # a 5,000-digit value is not echoed whole
+
+
+# ------------------------------------------------------------ adaptive concurrency
+
+
+def adaptive(ceiling: int = 1000) -> tuple[RateLimiter, FakeTime]:
+    """An adaptive limiter with a ceiling: asked from the first call (with no limit at all, from the first 429)."""
+    fake = FakeTime()
+    limits = RateLimits(max_in_flight=ceiling, adaptive=True)
+    return RateLimiter(limits, clock=fake.clock, sleep=fake.sleep), fake
+
+
+def test_the_window_grows_fast_until_a_throttle_then_halves_and_grows_slowly() -> None:
+    limiter, _ = adaptive()
+
+    async def go() -> list[float | None]:
+        windows = []
+        for outcome in ["ok"] * 8 + ["throttled"] + ["ok"] * 8:
+            ticket = await limiter.acquire(1)
+            await limiter.release(ticket, 1, outcome)  # type: ignore[arg-type]
+            windows.append(limiter.state().window)
+        return windows
+
+    windows = asyncio.run(go())
+    assert windows[:8] == [START_WINDOW + n for n in range(1, 9)]  # slow start: one more per success
+    assert windows[8] == (START_WINDOW + 8) / 2  # a throttle halves it
+    grown = windows[-1] - windows[8]
+    assert 0 < grown < 1  # then one more per window's worth of successes
+    assert limiter.state().throttled == 1
+
+
+def test_a_burst_of_throttles_from_one_window_cuts_once() -> None:
+    limiter, _ = adaptive()
+
+    async def go() -> float | None:
+        tickets = [await limiter.acquire(1) for _ in range(8)]  # eight calls out, all throttled together
+        for ticket in tickets:
+            await limiter.release(ticket, 1, "throttled")
+        after_burst = limiter.state().window
+        ticket = await limiter.acquire(1)  # granted after the cut: its throttle cuts again
+        await limiter.release(ticket, 1, "throttled")
+        assert limiter.state().window == after_burst / 2
+        return after_burst
+
+    assert asyncio.run(go()) == START_WINDOW / 2
+    assert limiter.state().throttled == 9
+
+
+def test_calls_in_flight_wait_for_the_window_and_a_retry_after_holds_every_grant() -> None:
+    limiter, fake = adaptive(ceiling=4)
+    assert limiter.state().window == 4  # the ceiling, below the start
+
+    async def go() -> list[float]:
+        held = [await limiter.acquire(1) for _ in range(4)]
+        waiting = asyncio.ensure_future(limiter.acquire(1))
+        await asyncio.sleep(0)
+        assert not waiting.done()  # the window is full
+        await limiter.release(held[0], 1, "throttled", retry_after_s=30.0)  # window 2, and a 30 s hold
+        for ticket in held[1:]:
+            await limiter.release(ticket, 1, "ok")
+        await waiting
+        return [fake.now]
+
+    [granted_at] = asyncio.run(go())
+    assert granted_at >= 30.0  # not before the server said
+
+
+def test_a_failure_that_is_not_a_throttle_leaves_the_window_alone() -> None:
+    limiter, _ = adaptive()
+
+    async def go() -> None:
+        ticket = await limiter.acquire(1)
+        await limiter.release(ticket, 1, "failed")
+
+    asyncio.run(go())
+    assert limiter.state().window == START_WINDOW and limiter.state().throttled == 0
+
+
+def test_remote_endpoints_adapt_by_default_and_a_query_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "placeholder")
+    spec = resolve("openai:gpt-4o-mini")
+    assert isinstance(spec, LimitedSpec) and spec.limits.adaptive is True
+    capped = resolve("anthropic:claude-haiku-4-5?inflight=16")
+    assert isinstance(capped, LimitedSpec) and capped.limits.adaptive and capped.limits.max_in_flight == 16
+    assert not isinstance(resolve("openai:gpt-4o-mini?adaptive=0"), LimitedSpec)
+    assert not isinstance(resolve("local"), LimitedSpec)  # the embedded model is not throttled by anyone
+    with pytest.raises(UserError, match=r"rate limit adaptive must be in \[0, 1\]"):
+        resolve("openai:gpt-4o-mini?adaptive=2")
+
+
+async def test_each_attempt_of_a_real_call_passes_the_limiter_which_learns_from_a_429() -> None:
+    request = ChatRequest(messages=[ChatMessage(role="user", content="2+2?")], max_tokens=8)
+    with FakeLLMServer() as server:
+        server.script(Fault.rate_limited(retry_after="0.05"))
+        spec = resolve(f"openai-compatible:m@{server.openai_base_url}")
+        assert isinstance(spec, LimitedSpec)
+        completion = await spec.create().complete(request)  # the openai SDK, over HTTP: a 429, then the answer
+        assert completion.text == server.reply_text and len(server.requests) == 2
+        limiter = _limiter_for(current(), spec.endpoint, spec.limits)
+        state = limiter.state()
+        assert state.throttled == 1 and state.in_flight == 0
+        assert state.window == START_WINDOW + 1  # started by the 429, in slow start; then one success
+        assert state.endpoint == spec.endpoint and "127.0.0.1" in state.endpoint
+
+
+async def test_an_endpoint_is_not_asked_until_throttled_unless_it_has_a_limit() -> None:
+    request = ChatRequest(messages=[ChatMessage(role="user", content="hi")], max_tokens=8)
+    for model, query, window in (("always_seven", "adaptive=1", None), ("garbage", "adaptive=1&inflight=64", 11)):
+        spec = resolve(f"scripted:tests.support.replies:{model}?{query}")  # one endpoint, one limiter, each
+        assert isinstance(spec, LimitedSpec)
+        backend = spec.create()  # no retry layer: each call is its one attempt
+        for _ in range(3):
+            await backend.complete(request)
+        state = _limiter_for(current(), spec.endpoint, spec.limits).state()
+        assert state.window == window and state.in_flight == 0 and state.throttled == 0, query
