@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from redraft.backends._ratelimit import LimitedSpec
+from redraft.backends._ratelimit import START_WINDOW, LimitedSpec, RateLimits, _limiter_for
 from redraft.backends._retrying import RetryPolicy, retry_after_s, with_retries
 from redraft.backends.anthropic import AnthropicSpec, parse_anthropic
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
@@ -26,6 +26,7 @@ from redraft.backends.registry import resolve
 from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.errors import AuthenticationError, PermanentBackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import ChatMessage
+from redraft.services import current
 from tests.support.fake_llm_servers import FakeLLMServer, Fault
 
 KEY = "sk-test-SECRET-123"
@@ -469,3 +470,22 @@ def test_retry_policy_rejects_nonsense() -> None:
 def test_retry_after_header_parsing(headers: dict[str, str], expected: float | None) -> None:
     now = 1445412480.0  # Wed, 21 Oct 2015 07:28:00 GMT
     assert retry_after_s(headers, now=lambda: now) == expected
+
+
+# ---------------------------------------------------------------- the endpoint's limiter
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_every_sdk_reports_a_429_to_the_endpoints_limiter_and_retries(server: FakeLLMServer, kind: str) -> None:
+    endpoint = f"{kind}-limited-{server.url}"  # a limiter of its own
+    limited = LimitedSpec(
+        {"openai": openai_spec, "openai-compatible": compatible_spec, "anthropic": anthropic_spec}[kind](),
+        RateLimits(adaptive=True),
+        endpoint=endpoint,
+    )
+    server.script(Fault.rate_limited(retry_after="0.01"), Fault.overloaded())
+    completion = await limited.create().complete(REQUEST)
+    assert completion.text == server.reply_text and len(server.requests) == 3
+    state = _limiter_for(current(), endpoint, limited.limits).state()
+    assert state.throttled == 2 and state.in_flight == 0  # the 429 started it; the 529 went through it
+    assert state.window == START_WINDOW / 2 + 1 / (START_WINDOW / 2)  # halved by the 529, then one success
