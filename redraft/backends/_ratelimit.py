@@ -120,6 +120,8 @@ class RateLimiter:
 
     async def acquire(self, estimated_tokens: int) -> int:
         """Wait until a call may start; returns a ticket for `release`."""
+        if self._window is None and self.limits.adaptive:  # asked by a process that saw a throttle (this limiter
+            self._window = min(START_WINDOW, self._ceiling)  # was made again since): adapting, as it was
         loop = asyncio.get_running_loop()
         if self._turn is None or self._turn_loop is not loop:  # an in-process limiter may see several loops
             self._turn, self._turn_loop = asyncio.Lock(), loop

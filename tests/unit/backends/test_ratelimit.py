@@ -233,3 +233,15 @@ async def test_an_endpoint_is_not_asked_until_throttled_unless_it_has_a_limit() 
             await backend.complete(request)
         state = _limiter_for(current(), spec.endpoint, spec.limits).state()
         assert state.window == window and state.in_flight == 0 and state.throttled == 0, query
+
+
+def test_a_limiter_made_again_adapts_from_the_first_process_that_asks_it() -> None:
+    fresh = RateLimiter(RateLimits(adaptive=True))  # no limit given: not adapting until throttled, or asked
+    assert fresh.state().window is None
+
+    async def asked_by_a_process_that_was_throttled_before() -> None:
+        ticket = await fresh.acquire(1)
+        await fresh.release(ticket, 1, "throttled")
+
+    asyncio.run(asked_by_a_process_that_was_throttled_before())
+    assert fresh.state().window == START_WINDOW / 2
