@@ -5,7 +5,10 @@
   checks drafts itself, as a call of microseconds should, without two hops. Its
   grades are instant too: the driver grades such tasks itself, with no grader actor.
 - A verifier whose checks ``execute`` the candidate reserves a CPU per actor (a
-  sandboxed program runs while it checks); every other role actor reserves none:
+  sandboxed program runs while it checks), or its share of one when runs share the
+  nodes (`RoleSetup.cpu_share`: each lane of a comparison has a verifier on every
+  node, and a whole CPU each would leave the later lanes unplaceable on a small
+  cluster); every other role actor reserves none:
   they wait on models, and a grader runs at most one grade per CPU at once on its
   own threads, after the loop.
 """
@@ -30,4 +33,4 @@ def grades_on_driver(setup: RoleSetup) -> bool:
 def cpus_of(setup: RoleSetup, role: RoleName) -> float:
     """The CPUs an actor of ``role`` reserves."""
     executes = get_scenario(setup.scenario).check_cost == "executes"
-    return 1.0 if role == "verifier" and executes else 0.0
+    return setup.cpu_share if role == "verifier" and executes else 0.0

@@ -16,6 +16,7 @@ stop as their raylet goes (`redraft.actors._ray.die_with_raylet`).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import logging
 import os
@@ -162,6 +163,7 @@ def run(
     check: CheckFunction | None = None,
     grade: CheckFunction | None = None,
     on_endpoints: EndpointHook | None = None,
+    cpu_share: float = 1.0,
 ) -> RunOutcome:
     """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray), writing its run
     directory; run it again with the same ``out`` to resume.
@@ -171,7 +173,8 @@ def run(
     state of each endpoint's limiter (calls in flight, the adaptive window, throttles). Setting ``stop`` (from
     a signal handler, another thread) ends the run within a second: `Interrupted`, saying how many tasks are
     done, with the tasks in flight cancelled and not recorded. ``check`` and ``grade`` steer and grade a task
-    file's tasks (``config.experiment.tasks``), as `redraft.refine`'s do.
+    file's tasks (``config.experiment.tasks``), as `redraft.refine`'s do. ``cpu_share``: the share of a CPU
+    each actor that runs candidates reserves, when other runs share the nodes (a comparison's lanes).
 
         >>> import tempfile
         >>> from redraft import RunConfig, run
@@ -184,7 +187,7 @@ def run(
     """
     config = with_check(config, check, grade)
     out, tasks = plan(config)
-    setup = role_setup(config, backends)
+    setup = dataclasses.replace(role_setup(config, backends), cpu_share=cpu_share)
     store = RunStore.open(out, manifest_for(config, out.name))
     total = skipped = 0
     for task in tasks():  # one pass: how many tasks, and how many an earlier invocation finished

@@ -149,13 +149,20 @@ def run_comparison(
 
         try:
             return run(
-                lane.config, backends=backends, on_start=started, on_result=landed, stop=stop, on_endpoints=endpoints
+                lane.config,
+                backends=backends,
+                on_start=started,
+                on_result=landed,
+                stop=stop,
+                on_endpoints=endpoints,
+                cpu_share=share,
             )
         except BaseException:
             stop.set()
             raise
 
     lanes = plan.lanes()
+    share = 1.0 / len(lanes)  # side by side: each lane's checking actors reserve their share of each node's CPU
     with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="redraft-lane") as pool:
         futures = [(lane.label, pool.submit(one, lane)) for lane in lanes]
     return _outcomes(futures)

@@ -56,6 +56,9 @@ class RoleSetup:
     """Feed the held-out grade back as feedback (an oracle-feedback run: upper-bound studies only)."""
     prompts: Prompts | None = None
     """The templates the roles render (a prompts file's over the built-in ones); None: the built-in ones."""
+    cpu_share: float = 1.0
+    """The share of a CPU an actor that runs candidates reserves (`redraft.actors._placement`): a comparison's
+    lanes run side by side and split the nodes between them."""
 
 
 def with_check(config: RunConfig, check: CheckFunction | None, grade: CheckFunction | None = None) -> RunConfig:

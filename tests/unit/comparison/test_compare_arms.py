@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,29 @@ def test_an_arm_of_an_unknown_strategy_is_refused_before_anything_runs(tmp_path:
     assert str(raised.value).startswith(
         "arm 'self-refine': unknown strategy 'self-refine' (did you mean 'self_refine'? known: adaptive, adversarial, "
     )
+
+
+def test_lanes_side_by_side_split_each_nodes_cpu_between_their_checking_actors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a 2-CPU machine, four humaneval lanes whose sandboxed verifiers each reserved a whole CPU left two lanes
+    unplaceable until the actors' start deadline failed the comparison."""
+    from redraft.actors._placement import cpus_of
+    from redraft.comparison import _runner
+    from redraft.engine.setup import role_setup
+
+    shares: list[float] = []
+
+    def run(config: RunConfig, **kwargs: object) -> None:
+        shares.append(kwargs["cpu_share"])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_runner, "run", run)
+    monkeypatch.setattr(_runner, "ensure_ray", lambda *args, **kwargs: None)
+    base = RunConfig.build(scenario="humaneval", limit=1)
+    plan = ComparePlan(base=base, arms=arms_from_names("none,self_consistency,adversarial"), out=tmp_path)
+    _runner.run_comparison(plan)
+    assert shares == [0.25] * 4  # three arms and the baseline
+    setup = role_setup(base)
+    assert cpus_of(setup, "verifier") == 1.0  # a run alone reserves a whole CPU for each
+    shared = dataclasses.replace(setup, cpu_share=0.25)
+    assert (cpus_of(shared, "verifier"), cpus_of(shared, "drafter")) == (0.25, 0.0)
