@@ -49,7 +49,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from redraft.errors import ProtocolError, UserError
+from redraft.errors import ProtocolError, UserError, did_you_mean
 from redraft.protocols.messages import Task, encode
 from redraft.scenarios._base import Scenario, get_scenario
 
@@ -202,7 +202,8 @@ def _parse(where: str, text: str) -> dict[str, Any]:
         raise UserError(f"{where}: expected a JSON object, got {_json_type(record)}")
     unknown = sorted(set(record) - set(FIELDS))
     if unknown:
-        raise UserError(f"{where}: unknown field {_quoted(unknown[0])} (allowed: {', '.join(FIELDS)})")
+        near = did_you_mean(unknown[0], FIELDS) if isinstance(unknown[0], str) else ""
+        raise UserError(f"{where}: unknown field {_quoted(unknown[0])} ({near}allowed: {', '.join(FIELDS)})")
     for field in ("id", "prompt"):
         if field not in record:
             raise UserError(f"{where}: missing field {field!r}")

@@ -53,7 +53,14 @@ def test_a_good_file_streams_its_tasks_in_order(tmp_path: Path) -> None:
         ([{"id": 3, "prompt": "x"}], "line 1: 'id' must be a string, got a number"),
         ([{"id": "a", "prompt": None}], "line 1: 'prompt' must be a string, got null"),
         ([{"id": "a", "prompt": "  "}], "line 1: 'prompt' is empty"),
-        ([{"id": "a", "promt": "x"}], "line 1: unknown field 'promt' (allowed: id, prompt, reference, feedback)"),
+        (
+            [{"id": "a", "promt": "x"}],
+            "line 1: unknown field 'promt' (did you mean 'prompt'? allowed: id, prompt, reference, feedback)",
+        ),
+        (
+            [{"id": "a", "prompt": "x", "zzz": 1}],
+            "line 1: unknown field 'zzz' (allowed: id, prompt, reference, feedback)",
+        ),
         ([{"id": "a", "prompt": "x", "reference": "7"}], "line 1: 'reference' must be an object, got a string"),
         ([GOOD[0], "", GOOD[1], {**GOOD[1], "id": "right"}], "line 4: duplicate id 'right' (first on line 1)"),
         (["", "  "], ": no tasks (the file is empty)"),
