@@ -43,14 +43,14 @@ class EndpointWatch:
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=True)
             if len(ready) < len(refs):
                 return
-            states = []
+            states: list[EndpointState] = []
             for name, ref in self._asked.items():
                 try:
                     states.append(ray.get(ref))
                 except ray.exceptions.RayError:  # it went with its maker; the next caller makes it again
                     self._handles.pop(name, None)
             self._asked = {}
-            self._report([s for s in states if isinstance(s, EndpointState)])
+            self._report(states)
         now = self._clock()
         if now - self._last < self.EVERY_S:
             return

@@ -205,8 +205,7 @@ def run(
     ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
     fleet = Fleet(setup, config.experiment.strategy, settings)
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
-    dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, stop or threading.Event())
-    dispatcher.endpoints = EndpointWatch(dispatcher.metrics, on_endpoints)
+    dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, on_endpoints, stop or threading.Event())
     stopped_by: str | None = None
     try:
         stopped_by = dispatcher.run(pending)
@@ -228,9 +227,11 @@ def _dispatcher(
     store: RunStore,
     clock: RunClock,
     on_result: ProgressHook | None,
+    on_endpoints: EndpointHook | None,
     stop: threading.Event,
 ) -> Dispatcher:
     budgets = config.budgets
+    metrics = RunMetrics(store.root.name)
     return Dispatcher(
         fleet,
         store,
@@ -243,8 +244,9 @@ def _dispatcher(
         budget_spent=budgets.spent_by,
         on_result=on_result,
         breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
-        metrics=RunMetrics(store.root.name),
+        metrics=metrics,
         stop=stop,
+        endpoints=EndpointWatch(metrics, on_endpoints),
     )
 
 

@@ -105,7 +105,7 @@ class RateLimiter:
         self.endpoint = endpoint
         self._clock, self._sleep = clock, sleep
         self._ceiling = float(min(limits.max_in_flight or CEILING, CEILING))
-        self._window = min(START_WINDOW, self._ceiling) if limits.adaptive and limits.fixed else None
+        self._window: float | None = None
         self._slow_start = True
         self._cut_before = 0
         """A throttled call granted before this ticket was granted before the last cut: it does not cut again."""
@@ -117,11 +117,12 @@ class RateLimiter:
         self._next_ticket = 0
         self._turn: asyncio.Lock | None = None
         self._turn_loop: asyncio.AbstractEventLoop | None = None
+        if limits.fixed:  # asked from the first call: adapting from the first, if adaptive
+            self._adapt()
 
     async def acquire(self, estimated_tokens: int) -> int:
         """Wait until a call may start; returns a ticket for `release`."""
-        if self._window is None and self.limits.adaptive:  # asked by a process that saw a throttle (this limiter
-            self._window = min(START_WINDOW, self._ceiling)  # was made again since): adapting, as it was
+        self._adapt()  # asked: by a process that saw a throttle, if this limiter was made again since
         loop = asyncio.get_running_loop()
         if self._turn is None or self._turn_loop is not loop:  # an in-process limiter may see several loops
             self._turn, self._turn_loop = asyncio.Lock(), loop
@@ -144,9 +145,7 @@ class RateLimiter:
         if ticket in self._tokens_by_ticket:
             self._tokens_by_ticket[ticket] = used_tokens
         if outcome == "throttled":
-            self._throttled += 1
-            if retry_after_s is not None:
-                self._paused_until = max(self._paused_until, self._clock() + retry_after_s)
+            self._note_throttle(retry_after_s)
         if self._window is None:
             return
         if outcome == "ok":
@@ -159,11 +158,19 @@ class RateLimiter:
 
     async def engage(self, retry_after_s: float | None) -> None:
         """A call that did not ask was throttled: from now on its process asks (see the module docstring)."""
+        self._note_throttle(retry_after_s)
+        self._adapt()
+
+    def _adapt(self) -> None:
+        """Start adapting (at `START_WINDOW`, in slow start), if adaptive and not already."""
+        if self._window is None and self.limits.adaptive:
+            self._window = min(START_WINDOW, self._ceiling)
+
+    def _note_throttle(self, retry_after_s: float | None) -> None:
+        """Count a throttled attempt, and hold every grant for the server's ``Retry-After``."""
         self._throttled += 1
         if retry_after_s is not None:
             self._paused_until = max(self._paused_until, self._clock() + retry_after_s)
-        if self._window is None and self.limits.adaptive:
-            self._window = min(START_WINDOW, self._ceiling)
 
     def state(self) -> EndpointState:
         return EndpointState(
@@ -198,16 +205,15 @@ class RateLimitedBackend:
     """Asks the endpoint's limiter before every attempt of every call of ``inner`` (the backend's retry layer
     passes each attempt through `attempt_gate`), and tells it how the attempt went."""
 
-    def __init__(self, inner: Backend, limiter: Any, services: Services, endpoint: str, limits: RateLimits) -> None:
+    def __init__(self, inner: Backend, limiter: Any, services: Services, endpoint: str, *, lazy: bool) -> None:
         self._inner = inner
         self._limiter = limiter
         self._services = services
         self._endpoint = endpoint
-        self._lazy = not limits.fixed
+        self._lazy = lazy
 
     async def complete(self, request: ChatRequest) -> Completion:
-        estimate = sum(len(m.content) for m in request.messages) // 4 + request.max_tokens
-        gate = _Gate(self._limiter, self._services, estimate, self._endpoint, self._lazy)
+        gate = _Gate(self._limiter, self._services, request, self._endpoint, self._lazy)
         if not getattr(self._inner, "gates_attempts", False):  # no retry layer: the call is its one attempt
             return await gate.attempt(lambda: self._inner.complete(request))
         token = attempt_gate.set(gate)
@@ -223,7 +229,7 @@ class _Gate:
 
     limiter: Any
     services: Services
-    estimate: int
+    request: ChatRequest
     endpoint: str
     lazy: bool
     """Not asked until the endpoint is throttled (no limit given: see the module docstring)."""
@@ -237,12 +243,13 @@ class _Gate:
                     _THROTTLED.add(self.endpoint)
                     await self.services.call(self.limiter, "engage", exc.retry_after_s)
                 raise
-        ticket = await self.services.call(self.limiter, "acquire", self.estimate)
-        used, outcome, wait = self.estimate, "failed", None  # failed: neither widens nor cuts the window
+        estimate = sum(len(m.content) for m in self.request.messages) // 4 + self.request.max_tokens
+        ticket = await self.services.call(self.limiter, "acquire", estimate)
+        used, outcome, wait = estimate, "failed", None  # failed: neither widens nor cuts the window
         try:
             result = await call()
             usage = getattr(result, "usage", None)
-            used, outcome = (usage.total_tokens if usage is not None else self.estimate), "ok"
+            used, outcome = (usage.total_tokens if usage is not None else estimate), "ok"
             return result
         except RetryableBackendError as exc:
             if exc.status in THROTTLES:
@@ -282,9 +289,9 @@ class LimitedSpec:
         return self.inner.spec
 
     def create(self) -> Backend:
-        services = current()
-        limiter = _limiter_for(services, self.endpoint or self.spec, self.limits)
-        return RateLimitedBackend(self.inner.create(), limiter, services, self.endpoint or self.spec, self.limits)
+        services, endpoint = current(), self.endpoint or self.spec
+        limiter = _limiter_for(services, endpoint, self.limits)
+        return RateLimitedBackend(self.inner.create(), limiter, services, endpoint, lazy=not self.limits.fixed)
 
 
 _QUERY_KEYS = {"rpm": "requests", "tpm": "tokens", "inflight": "max_in_flight", "adaptive": "adaptive"}
