@@ -35,11 +35,13 @@ from any text that came back from a server.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import json
 import logging
 import math
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -151,19 +153,61 @@ async def with_retries(
 
 
 def retry_after_s(headers: Mapping[str, str], *, now: Callable[[], float] = time.time) -> float | None:
-    """The wait a response asks for: ``retry-after-ms``, else ``Retry-After`` in seconds or as an HTTP date."""
+    """The wait a response asks for: ``retry-after-ms``, else ``Retry-After`` in seconds or as an HTTP date,
+    else the providers' rate-limit headers: when a limit's remaining count is 0, the time until it resets
+    (OpenAI: ``x-ratelimit-reset-requests: 6m0s``; Anthropic: ``anthropic-ratelimit-tokens-reset`` as an
+    RFC 3339 time), the longest of those exhausted."""
     milliseconds = _finite(headers.get("retry-after-ms"))
     if milliseconds is not None:
         return max(0.0, milliseconds / 1000)
     value = headers.get("retry-after")
     if value is None:
-        return None
+        return _exhausted_limit_resets(headers, now)
     seconds = _finite(value)
     if seconds is not None:
         return max(0.0, seconds)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - now())
+
+
+_RATE_LIMITS = (
+    ("x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
+    ("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
+    ("anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset"),
+    ("anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset"),
+    ("anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset"),
+    ("anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset"),
+)
+"""(remaining, reset) header pairs of the providers' rate limits."""
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?")
+
+
+def _exhausted_limit_resets(headers: Mapping[str, str], now: Callable[[], float]) -> float | None:
+    waits = [
+        wait
+        for remaining, reset in _RATE_LIMITS
+        if _finite(headers.get(remaining)) == 0 and (wait := _until_reset(headers.get(reset), now)) is not None
+    ]
+    return max(waits) if waits else None
+
+
+def _until_reset(value: str | None, now: Callable[[], float]) -> float | None:
+    """Seconds until a rate limit resets: OpenAI's duration (``1s``, ``6m0s``, ``20ms``, ``1h2m3.5s``) or
+    Anthropic's RFC 3339 time."""
+    if not value:
+        return None
+    match = _DURATION.fullmatch(value.strip())
+    if match and any(match.groups()):
+        hours, minutes, seconds, millis = (float(g) if g else 0.0 for g in match.groups())
+        return hours * 3600 + minutes * 60 + seconds + millis / 1000
+    try:
+        when = datetime.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - now())
 

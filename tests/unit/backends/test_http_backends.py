@@ -8,6 +8,7 @@ error each fault became. No Ray, no network, no real key.
 
 from __future__ import annotations
 
+import datetime
 import os
 import pickle
 import random
@@ -190,6 +191,25 @@ async def test_retry_after_is_honoured(server: FakeLLMServer, kind: str) -> None
     await make(kind).complete(REQUEST)  # FAST's own backoff is 0.01 s
     first, second = server.requests
     assert second.arrived - first.arrived >= 1.0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_429_with_only_the_providers_rate_limit_headers_waits_for_the_reset(
+    server: FakeLLMServer, kind: str
+) -> None:
+    exhausted = (
+        {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"}
+        if kind.startswith("openai")
+        else {"anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": _in_seconds(1.2)}
+    )
+    server.script(Fault("status", 429, "rate limit reached", exhausted))
+    await make(kind).complete(REQUEST)
+    first, second = server.requests
+    assert second.arrived - first.arrived >= 0.95
+
+
+def _in_seconds(seconds: float) -> str:
+    return (datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds)).isoformat()
 
 
 # ---------------------------------------------------------------- errors not retried
@@ -465,6 +485,29 @@ def test_retry_policy_rejects_nonsense() -> None:
         ({"retry-after": "soon"}, None),
         ({"retry-after": "Wed, 21 Oct 2015 07:28:30 GMT"}, 30.0),
         ({"retry-after": "Wed, 21 Oct 2015 07:27:00 GMT"}, 0.0),
+        # No Retry-After: the reset of each exhausted provider limit, the longest.
+        ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}, 360.0),
+        ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1h2m3.5s"}, 3723.5),
+        ({"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "20ms"}, 0.02),
+        ({"x-ratelimit-remaining-tokens": "12", "x-ratelimit-reset-tokens": "20s"}, None),  # not exhausted
+        (
+            {
+                "x-ratelimit-remaining-requests": "0",
+                "x-ratelimit-reset-requests": "1s",
+                "x-ratelimit-remaining-tokens": "0",
+                "x-ratelimit-reset-tokens": "7s",
+            },
+            7.0,
+        ),
+        (
+            {
+                "anthropic-ratelimit-requests-remaining": "0",
+                "anthropic-ratelimit-requests-reset": "2015-10-21T07:28:45Z",
+            },
+            45.0,
+        ),
+        ({"anthropic-ratelimit-tokens-remaining": "0", "anthropic-ratelimit-tokens-reset": "yesterday"}, None),
+        ({"retry-after": "2", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "9s"}, 2.0),
     ],
 )
 def test_retry_after_header_parsing(headers: dict[str, str], expected: float | None) -> None:
