@@ -162,6 +162,21 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
         str | None, _help("JSON price file (USD per million tokens) over the built-in table.", panel="Budgets")
     ] = None
     cache: Annotated[bool, _help("Answer repeated model calls from the response cache.", panel="Model")] = True
+    batch: Annotated[
+        bool,
+        _help(
+            "Send each round's model calls through the provider's batch API (openai:, anthropic:): half the price, "
+            "answered within hours.",
+            panel="Model",
+        ),
+    ] = False
+    batch_wait: Annotated[
+        PositiveSeconds,
+        _help(
+            "With --batch: cancel a batch not ended after this many seconds and make its unanswered calls online.",
+            panel="Model",
+        ),
+    ] = 86_400.0
     max_tasks_in_flight: Annotated[
         Count | None,
         _help(

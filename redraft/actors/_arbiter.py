@@ -40,7 +40,9 @@ class ArbiterActor:
         for made in provided:  # scenarios the driver made from objects (a check given as a function)
             provide(made)
         self.metrics = ModelMetrics(settings.run)
-        roles = Roles.of({name: [as_member(m) for m in ms] for name, ms in members.items()})
+        roles = Roles.of(
+            {name: [as_member(m) for m in ms] for name, ms in members.items()}, deadline_s=settings.call_deadline_s
+        )
         self.arbiter = Arbiter(roles, settings, on_call=self.metrics.call)
 
     async def stream(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import logging
+import math
 import os
 import platform
 import signal
@@ -36,6 +37,7 @@ from typing import Any
 import msgspec
 
 from redraft.actors._attempts import Breaker
+from redraft.actors._batches import start_batches, stop_batches
 from redraft.actors._clock import RunClock
 from redraft.actors._dispatcher import Dispatcher, ProgressHook
 from redraft.actors._endpoints import EndpointHook, EndpointWatch
@@ -201,7 +203,10 @@ def run(
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     batch = batch_name(out)
+    setup, batches = start_batches(setup, batch, out, config.runtime)
     settings = msgspec.structs.replace(arbiter_settings(config), run=out.name, batch=batch)
+    if batches.collectors:  # a call waits hours for its batch, which `--batch-wait` bounds
+        settings = msgspec.structs.replace(settings, call_deadline_s=None)
     ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
     fleet = Fleet(setup, config.experiment.strategy, settings)
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
@@ -214,6 +219,7 @@ def run(
         done = skipped + dispatcher.written
         raise Interrupted(f"interrupted: {done} of {total} tasks done", done=done, total=total) from None
     finally:  # a stopped run still leaves a consistent directory and a summary of what finished
+        stop_batches(batches)
         fleet.shutdown()
         stop_ledger(ledger)
         summary = store.finish(time.monotonic() - started, stopped_by)
@@ -237,10 +243,11 @@ def _dispatcher(
         store,
         scenario=get_scenario(config.experiment.scenario),
         oracle=config.experiment.oracle_feedback,
-        max_in_flight=config.runtime.max_tasks_in_flight or _default_in_flight(setup, len(fleet.arbiters)),
+        max_in_flight=config.runtime.max_tasks_in_flight
+        or _default_in_flight(setup, len(fleet.arbiters), batch=config.runtime.batch),
         clock=clock,
         task_timeout=budgets.task_timeout,
-        task_watchdog=budgets.task_watchdog,
+        task_watchdog=budgets.task_watchdog or (math.inf if config.runtime.batch else None),
         budget_spent=budgets.spent_by,
         on_result=on_result,
         breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
@@ -250,15 +257,18 @@ def _dispatcher(
     )
 
 
-def _default_in_flight(setup: RoleSetup, nodes: int) -> int:
-    """10 tasks per node with a local model, 64 with remote backends.
+def _default_in_flight(setup: RoleSetup, nodes: int, *, batch: bool = False) -> int:
+    """10 tasks per node with a local model, 64 with remote backends, 4096 with ``--batch`` (a batch answers
+    thousands of calls at once; more tasks in flight make fewer, larger batches).
 
     The node's model host decodes up to 8 sequences at once (`redraft.backends._llama_batch`), and a step of 8
     costs less per token than a step of 4. A task has 1 to 3 calls out, so 10 tasks keep the host's slots full
     where fewer would leave them part empty with nothing waiting. The tokens do not depend on it: a call's text
     depends only on its own prompt and seed, not on what runs beside it."""
     specs = [setup.drafter, setup.critic] + ([setup.verifier] if setup.verifier else [])
-    return 10 * nodes if any(s.spec.startswith("local") for s in specs) else 64
+    if any(s.spec.startswith("local") for s in specs):
+        return 10 * nodes
+    return 4096 if batch else 64
 
 
 def ensure_ray(address: str | None, *, probe_s: float = 5.0, log: Path | None = None, verbose: bool = False) -> None:

@@ -1,7 +1,8 @@
 """OpenAI Chat Completions, from OpenAI itself or from any server that speaks its API.
 
 - ``openai:MODEL`` calls OpenAI; the key comes from ``OPENAI_API_KEY`` and the
-  base URL from ``OPENAI_BASE_URL`` if set (the SDK reads it).
+  base URL from the driver's ``OPENAI_BASE_URL`` if set (read where the spec is
+  parsed, so every worker calls the endpoint the driver names).
 - ``openai-compatible:MODEL@URL`` calls a server such as vLLM, llama.cpp's
   ``llama-server`` or Ollama at URL (e.g. ``http://127.0.0.1:8000/v1``); the key
   is optional (``OPENAI_API_KEY`` if set, else a placeholder).
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KEY_ENV = "OPENAI_API_KEY"
+BASE_URL_ENV = "OPENAI_BASE_URL"
 PLACEHOLDER_KEY = "not-needed"
 """Sent to OpenAI-compatible servers when no key is set: a bearer header is what servers that check keys expect,
 and most local servers ignore it."""
@@ -75,7 +77,8 @@ class OpenAISpec:
     model: str
     spec: str
     base_url: str | None = None
-    """None: the SDK's default, or ``OPENAI_BASE_URL``. Always set for ``openai-compatible``."""
+    """None: the SDK's default. ``OPENAI_BASE_URL`` where the spec was parsed, for ``openai``; always set for
+    ``openai-compatible``."""
     compatible: bool = False
     """An OpenAI-compatible server: the key is optional, ``max_tokens`` is sent, schema fallback allowed."""
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -273,7 +276,8 @@ def parse_openai(rest: str) -> OpenAISpec:
         raise UserError("the openai backend needs a model: 'openai:MODEL', e.g. openai:gpt-4o-mini")
     if not os.environ.get(KEY_ENV):
         raise UserError(f"openai:{model} needs an API key: set {KEY_ENV}")
-    return OpenAISpec(model=model, spec=f"openai:{model}")
+    # The driver's base URL goes with the spec to every worker (the key does not: each reads its own).
+    return OpenAISpec(model=model, spec=f"openai:{model}", base_url=os.environ.get(BASE_URL_ENV) or None)
 
 
 @backend("openai-compatible")

@@ -8,7 +8,8 @@ models and scripted doubles cost nothing. A model the table does not know is
 
 The built-in prices are list prices as the providers published them (checked
 2025); they change. Override or extend them with a JSON file
-(``--prices FILE``): ``{"my-model": {"input": 1.0, "cached_input": 0.1, "output": 4.0}}``.
+(``--prices FILE``): ``{"my-model": {"input": 1.0, "cached_input": 0.1, "output": 4.0}}``. A call
+answered through a batch API (``--batch``) costs ``batch`` times these (0.5 unless the file says otherwise).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class Price(msgspec.Struct, frozen=True, kw_only=True):
     output: UsdPerMillion
     cached_input: UsdPerMillion | None = None
     """Price of prompt tokens served from the provider's cache; the input price if unset."""
+    batch: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.5
+    """A call through the provider's batch API (``--batch``) costs this share of the price above: half, at
+    OpenAI and at Anthropic."""
 
 
 _BUILTIN: dict[str, Price] = {
@@ -79,7 +83,7 @@ class PriceTable(msgspec.Struct, frozen=True):
         dollars = (
             (usage.input_tokens - cached) * price.input + cached * cached_price + usage.output_tokens * price.output
         )
-        return dollars / 1e6
+        return dollars / 1e6 * (price.batch if usage.batch_calls else 1.0)
 
 
 def default_prices() -> PriceTable:

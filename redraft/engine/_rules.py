@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import msgspec
 
 from redraft.backends.pricing import PriceTable, default_prices
-from redraft.engine.pools import Roles
+from redraft.engine.pools import ROLE_CALL_DEADLINE_S, Roles
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import RevisionMode, RoleName, Usage
 from redraft.protocols.stages import Stage
@@ -38,6 +38,9 @@ class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
     batch: str = ""
     """Names the batch every arbiter of a run shares (statistics a strategy learns across it are kept under
     it); '' makes each arbiter its own batch (`redraft.refine`)."""
+    call_deadline_s: float | None = ROLE_CALL_DEADLINE_S
+    """How long one role call may take before its member counts as hung; None: no limit (``--batch``, whose
+    calls wait hours for their batch, which the batch's own deadline bounds)."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from redraft.backends._batch_apis import batchable
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
@@ -89,6 +90,12 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     drafter = backends.get("drafter") or resolve(experiment.drafter)
     critic = backends.get("critic") or resolve(experiment.critic)
     verifier = backends.get("verifier") or (resolve(experiment.verifier) if experiment.verifier else None)
+    if config.runtime.batch and not any(batchable(s) for s in (drafter, critic, verifier)):
+        shown = ", ".join(sorted({s.spec for s in (drafter, critic) if s is not None}))
+        raise UserError(
+            f"--batch sends model calls through the batch APIs of openai: and anthropic:; this run's models "
+            f"({shown}) have none: run it without --batch"
+        )
     return RoleSetup(
         scenario=experiment.scenario,
         drafter=drafter,

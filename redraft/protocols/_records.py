@@ -53,6 +53,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     """Priced by the arbiter from the price table (`redraft.pricing`); 0 in role replies."""
     cache_hits: int = 0
     """Calls answered by the response cache (their tokens were paid for once, earlier)."""
+    batch_calls: int = 0
+    """Calls answered through a provider's batch API (``--batch``), priced at its batch price."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -62,6 +64,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             cached_tokens=self.cached_tokens + other.cached_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
             cache_hits=self.cache_hits + other.cache_hits,
+            batch_calls=self.batch_calls + other.batch_calls,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -72,6 +75,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             cached_tokens=self.cached_tokens - other.cached_tokens,
             cost_usd=self.cost_usd - other.cost_usd,
             cache_hits=self.cache_hits - other.cache_hits,
+            batch_calls=self.batch_calls - other.batch_calls,
         )
 
     @property

@@ -18,6 +18,13 @@ For load and chaos tests the server can answer by a function of the request body
 (``reply_for``), fail every request alike (``fail_status``: a server down), and
 hold every request unanswered while it is frozen (``freeze``/``thaw``). Its listen
 backlog is large, so dozens of concurrent clients are not reset.
+
+It also serves both providers' batch APIs (OpenAI's Files and Batches, Anthropic's Message Batches), in
+tests/support/fake_batch_apis.py: a batch's lines are answered as the online endpoints answer them, after
+``batch_delay_s`` or never while ``batch_hold`` is set, and ``batch_fail`` fails the lines it picks. Their requests
+are recorded in ``batch_requests``, not ``requests`` (which holds the chat requests only), and their batches in
+``batches``. Scripted faults, ``fail_status`` and ``freeze`` apply to them too; ``latency_s`` and
+``max_concurrent`` (a model's latency and concurrency) do not.
 """
 
 from __future__ import annotations
@@ -31,6 +38,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
+
+from tests.support import fake_batch_apis
+from tests.support.fake_batch_apis import BatchAPIs, SeenBatch
+
+__all__ = ["FakeLLMServer", "Fault", "SeenBatch", "SeenRequest"]
 
 FaultKind = Literal["status", "slow", "malformed", "drop"]
 
@@ -126,7 +138,23 @@ class FakeLLMServer:
         self._answering = 0
         self._thawed = threading.Event()
         self._thawed.set()
+        self.batch_delay_s = 0.0
+        """A batch is in progress for this long after its creation, then done (its lines answered)."""
+        self.batch_hold = False
+        """While set, no batch is ever done (one that never ends within a run's deadline); a cancel still ends it."""
+        self.batch_fail: Callable[[str, dict[str, Any]], int | None] | None = None
+        """When set, called with (custom_id, request body) of each line as its batch is done: a status (500, 400,
+        529...) fails that line (OpenAI: a line of the error file with that ``status_code``; Anthropic: ``errored``,
+        with an ``api_error`` for a 5xx, ``overloaded_error`` for 529, ``invalid_request_error`` for a 4xx)."""
         self.requests: list[SeenRequest] = []
+        """The chat requests (``/v1/chat/completions``, ``/v1/messages``), not the batch APIs' ones."""
+        self.batch_requests: list[SeenRequest] = []
+        """The batch APIs' requests (a multipart upload's body is ``{"multipart_bytes": n}``)."""
+        self.batches: list[SeenBatch] = []
+        """Every batch created, in order."""
+        self.batch_lines_answered = 0
+        """Batch lines that got a model's answer (not failed, not cancelled): to compare with online requests."""
+        self._batch_apis = BatchAPIs(self)
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -179,9 +207,9 @@ class FakeLLMServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
-    def _record(self, seen: SeenRequest) -> Fault | None:
+    def _record(self, seen: SeenRequest, *, batch: bool = False) -> Fault | None:
         with self._lock:
-            self.requests.append(seen)
+            (self.batch_requests if batch else self.requests).append(seen)
             return self._faults.pop(0) if self._faults else None
 
     def _over_the_limit(self, *, scripted: bool) -> bool:
@@ -274,8 +302,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
 
+    def do_GET(self) -> None:
+        if fake_batch_apis.serves(self.path):
+            self._serve_batch_api(b"")
+        else:
+            self._send(404, json.dumps(_error_body(self.path, 404, f"no route GET {self.path}")).encode())
+
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        raw = self._read_body()
+        if fake_batch_apis.serves(self.path):
+            self._serve_batch_api(raw)
+            return
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
@@ -300,23 +337,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, seen: SeenRequest, fault: Fault | None) -> None:
         if self.fake.latency_s:
             self.fake._sleep(self.fake.latency_s)
-        self.fake._hold_while_frozen()
-        if self.fake.fail_status is not None:
-            status = self.fake.fail_status
-            self._send(status, json.dumps(_error_body(seen.path, status, "the server is down")).encode())
+        if self._failed(seen.path, fault, _error_body):
             return
-        if fault is not None:
-            if fault.kind == "drop":
-                self.close_connection = True
-                return
-            if fault.kind == "malformed":
-                self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"index": 0, "mess')
-                return
-            if fault.kind == "status":
-                payload = json.dumps(_error_body(seen.path, fault.status, fault.message)).encode()
-                self._send(fault.status, payload, fault.headers)
-                return
-            self.fake._sleep(fault.delay_s)  # "slow": then answer normally
         if seen.path == "/v1/chat/completions":
             if self.fake.reject_response_format and "response_format" in seen.body:
                 message = "response_format is not supported by this server"
@@ -328,9 +350,62 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, json.dumps(_error_body(seen.path, 404, f"no route {seen.path}")).encode())
 
-    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+    def _failed(self, path: str, fault: Fault | None, error_body: Callable[[str, int, str], dict[str, Any]]) -> bool:
+        """Hold while frozen, then play `fail_status` or the request's fault; True if that answered it."""
+        self.fake._hold_while_frozen()
+        if self.fake.fail_status is not None:
+            status = self.fake.fail_status
+            self._send(status, json.dumps(error_body(path, status, "the server is down")).encode())
+            return True
+        if fault is not None:
+            if fault.kind == "drop":
+                self.close_connection = True
+                return True
+            if fault.kind == "malformed":
+                self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"index": 0, "mess')
+                return True
+            if fault.kind == "status":
+                payload = json.dumps(error_body(path, fault.status, fault.message)).encode()
+                self._send(fault.status, payload, fault.headers)
+                return True
+            self.fake._sleep(fault.delay_s)  # "slow": then answer normally
+        return False
+
+    def _serve_batch_api(self, raw: bytes) -> None:
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            body = json.loads(raw or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = {"multipart_bytes": len(raw)}
+        if not isinstance(body, dict):
+            body = {"json": body}
+        seen = SeenRequest(path=self.path, headers=headers, body=body, arrived=time.monotonic())
+        fault = self.fake._record(seen, batch=True)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            if not self._failed(self.path, fault, fake_batch_apis.error_body):
+                status, payload, content_type = self.fake._batch_apis.answer(self.command, self.path, headers, raw)
+                self._send(status, payload, content_type=content_type)
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        chunks = []
+        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()  # the CRLF after the chunk
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+            pass
+        return b"".join(chunks)
+
+    def _send(
+        self,
+        status: int,
+        payload: bytes,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)

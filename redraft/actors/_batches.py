@@ -1,0 +1,102 @@
+"""A run's provider batches on a cluster (``--batch``): one collector per endpoint, on the driver's node.
+
+The driver starts each endpoint's `redraft.backends._batch.BatchCollector` before any
+role, on its own node (where the run directory, and so the batch journal, is), and
+asks it to follow the batches an earlier invocation left open. Role actors find it by
+name through `redraft.services`. When the run stops, the driver has it cancel what is
+still open at the provider, then ends it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from redraft.actors._ray import RayServices, node_id, on_node
+from redraft.backends._batch import JOURNAL, MAX_WAITING, BatchCollector, BatchedSpec, BatchSettings
+from redraft.backends._batch_apis import batchable
+from redraft.backends.base import BackendSpec
+from redraft.config import Runtime
+from redraft.engine.setup import RoleSetup
+
+log = logging.getLogger(__name__)
+
+STOP_TIMEOUT_S = 60.0
+"""How long the driver waits for the collectors to cancel the batches still open."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Batches:
+    """The run's collectors, and how many batches of an earlier invocation they follow."""
+
+    collectors: list[Any]
+    resumed: int = 0
+
+
+def start_batches(setup: RoleSetup, batch: str, out: Path, runtime: Runtime) -> tuple[RoleSetup, Batches]:
+    """``setup`` with each role whose backend has a batch API sending through its endpoint's collector, each
+    collector started on this node (none without ``runtime.batch``)."""
+    if not runtime.batch:
+        return setup, Batches([])
+    import ray
+
+    settings = BatchSettings(wait_s=runtime.batch_wait)
+    journal = str(out / JOURNAL)
+    made: dict[str, Any] = {}
+
+    def through_batches(spec: BackendSpec | None) -> BackendSpec | None:
+        inner = batchable(spec)
+        if inner is None:
+            return spec
+        name = collector_name(batch, inner.spec)
+        if name not in made:
+            made[name] = (
+                RayServices()
+                .shared(
+                    BatchCollector,
+                    name,
+                    inner,
+                    journal,
+                    settings,
+                    per_node=False,
+                    num_cpus=0,
+                    scheduling_strategy=on_node(node_id()),
+                    max_concurrency=MAX_WAITING,
+                    max_restarts=-1,
+                    max_task_retries=-1,
+                )
+                .handle
+            )
+        return BatchedSpec(inner, name, journal, settings)
+
+    drafter, critic = through_batches(setup.drafter), through_batches(setup.critic)
+    assert drafter is not None and critic is not None
+    setup = dataclasses.replace(setup, drafter=drafter, critic=critic, verifier=through_batches(setup.verifier))
+    resumed = sum(ray.get([c.resume.remote() for c in made.values()]))
+    if resumed:
+        log.warning("following %d batch(es) sent by an earlier invocation of this run", resumed)
+    return setup, Batches(list(made.values()), resumed)
+
+
+def stop_batches(batches: Batches) -> int:
+    """Cancel what the run's batches still have open at the provider and end the collectors; how many batches
+    were cancelled."""
+    if not batches.collectors:
+        return 0
+    import ray
+
+    try:
+        cancelled: int = sum(ray.get([c.cancel_open.remote() for c in batches.collectors], timeout=STOP_TIMEOUT_S))
+    except Exception as exc:  # the run is over either way: its journal lets a resume follow what is left
+        log.warning("could not cancel the open batches: %s", exc)
+        cancelled = 0
+    for collector in batches.collectors:
+        ray.kill(collector)
+    return cancelled
+
+
+def collector_name(batch: str, endpoint: str) -> str:
+    return f"redraft-batches-{batch}-{hashlib.blake2b(endpoint.encode(), digest_size=6).hexdigest()}"
