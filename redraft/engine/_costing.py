@@ -102,10 +102,11 @@ class CostingBackend:
         """The answer's text and the output tokens it is charged: ``fill`` of its max tokens; a structured
         answer, bounded by its schema, is charged what its text holds, unless it is charged in full."""
         if request.json_schema == _CRITIQUE_SCHEMA:
-            text = json.dumps({"issues": [self._issue(seed, k) for k in range(MAX_ISSUES)]})
+            text = json.dumps({"issues": [self._issue(seed, k) for k in range(MAX_ISSUES)]}, ensure_ascii=False)
         elif request.json_schema == _QUESTION_SCHEMA:
             size = max(1, int(self.fill * MAX_QUESTION_TEXT))
-            text = json.dumps({"questions": [random_text(size, (seed, k)) for k in range(MAX_QUESTIONS)]})
+            questions = [random_text(size, (seed, k)) for k in range(MAX_QUESTIONS)]
+            text = json.dumps({"questions": questions}, ensure_ascii=False)
         else:
             tokens = max(1, round(self.fill * request.max_tokens))
             return random_text(min(tokens, MAX_TEXT_TOKENS) * CHARS_PER_TOKEN, seed), tokens

@@ -312,15 +312,15 @@ def _assumptions(config: RunConfig, tasks: int, simulated: int, done: int, error
     said = [
         f"simulated: a seeded sample of {simulated:,} of the {tasks:,} tasks, scaled up to all of them"
         if simulated < tasks
-        else f"simulated: each of the {tasks:,} tasks, in the real loop, with models that call nothing",
-        f"worst case: every answer as long as its max tokens allows (--max-tokens {e.max_tokens} for a draft), "
-        f"the feedback never passing, every task running to --max-rounds {e.max_rounds}" + _sooner(config),
+        else f"simulated: all {tasks:,} tasks, through the real loop, with models that call nothing",
+        f"worst case: every answer at its max tokens (--max-tokens {e.max_tokens} a draft), the feedback never "
+        f"passing, every task to --max-rounds {e.max_rounds}" + _sooner(config),
         f"expected: the mean real cost of the {done:,} tasks the run directory holds, times the {tasks:,} left"
         if done
-        else "expected: an assumption, not a forecast: half the tasks pass at their first round and the rest run "
-        "to the cycle limit, every answer filling half of its max tokens",
-        "tokens: about 4 characters a token; no provider prompt caching, no response cache hits (both make a real "
-        "run cheaper)",
+        else "expected: assumed, not known: half the tasks pass at once, the rest run to the cycle limit, "
+        "answers at half their max tokens",
+        "tokens: about 4 characters each; no provider prompt caching, no response cache hits (a real run may "
+        "have both)",
     ]
     if errors:
         said.append(f"incomplete: {len(errors)} simulated task(s) ended in error ({errors[0]})")

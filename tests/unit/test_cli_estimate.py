@@ -57,7 +57,7 @@ def test_a_dry_run_prints_the_estimate_and_starts_nothing(
     worst = made.worst.total
     assert rows[4][1:] == [f"{worst.calls:,}", f"{worst.input_tokens:,}", f"{worst.output_tokens:,}", made.usd(worst)]
     assert worst.calls == 6 * (3 * 2 + 2 * 2) and made.usd(worst).startswith("$")
-    assert "- worst case: every answer as long as its max tokens allows" in shown.out
+    assert "- worst case: every answer at its max tokens (--max-tokens 128 a draft)" in shown.out
     assert "dry run: no model was called and nothing was written" in shown.err
 
 
