@@ -49,9 +49,10 @@ MESSAGE_TOKENS = 4
 """Tokens a chat message costs beyond its text (its role and separators)."""
 MAX_TEXT_TOKENS = 16_384
 """An answer's text is written out to this many tokens at most (it is charged in full)."""
-_HIGH = bytes(0x4E + b % 64 for b in range(256))
-"""The high byte of a random character: 0x4E00 to 0x8DFF, 16,384 characters, so two random texts share next to no
-run of characters."""
+_FIRST_PAGE, _PAGES = 0x4E, 64
+"""A text's characters are drawn from one of 64 pages of 256 CJK ideographs (U+4E00 to U+8DFF): two texts share no
+character at all 63 times in 64, and next to no run of characters otherwise, so comparing them (is a leader a repeat
+of an earlier one?) is quick, and never finds them alike."""
 _CRITIQUE_SCHEMA = critique_json_schema()
 _QUESTION_SCHEMA = question_json_schema()
 
@@ -76,7 +77,7 @@ def random_text(chars: int, seed: object) -> str:
     count = max(1, chars)
     units = bytearray(2 * count)  # UTF-16 code units, little-endian: made in C, not a character at a time
     units[0::2] = rng.randbytes(count)
-    units[1::2] = rng.randbytes(count).translate(_HIGH)
+    units[1::2] = bytes([_FIRST_PAGE + rng.randrange(_PAGES)]) * count
     return units.decode("utf-16-le")
 
 
