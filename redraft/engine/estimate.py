@@ -137,10 +137,14 @@ class Estimate:
         lines = []
         for flag, setting, unit in _BUDGETS:
             limit = getattr(budgets, setting)
-            if limit is None or (unit == "cost_usd" and self.free):
+            if limit is None or (unit == "cost_usd" and self.free) or not self.tasks:
                 continue
             left = limit - getattr(self.spent, unit)
             worst, expected = getattr(self.worst.total, unit), getattr(self.expected.total, unit)
+            if left <= 0:
+                spent = _amount(unit, getattr(self.spent, unit))
+                lines.append(f"{flag} {limit:g} is spent already ({spent} by the tasks done): the run will start none")
+                continue
             if worst <= left:
                 continue
             covered = max(0, min(self.tasks, int(left / (worst / self.tasks)))) if self.tasks else 0

@@ -5,6 +5,7 @@ finished tasks really cost; a large run is a sample scaled up; a batch budget bo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 from itertools import islice
@@ -218,4 +219,13 @@ def test_an_estimate_says_which_run_budgets_its_worst_case_is_over() -> None:
         "10 tasks if they all cost the worst case",
     ]
     assert made.over_budget(RunConfig.build(budget_usd=2.0).budgets) == []  # at the budget is not over it
+    resumed = dataclasses.replace(made, done=3, spent=Usage(calls=12, cost_usd=1.5))
+    assert resumed.over_budget(RunConfig.build(budget_usd=2.0).budgets) == [
+        "the worst case, $2.00, is over --budget-usd 2 ($0.5000 of it left): the budget stops the run after about "
+        "2 of its 10 tasks if they all cost the worst case"  # the expected $0.50 is not over the $0.50 left
+    ]
+    assert resumed.over_budget(RunConfig.build(budget_calls=12).budgets) == [
+        "--budget-calls 12 is spent already (12 calls by the tasks done): the run will start none"
+    ]
+    assert dataclasses.replace(made, tasks=0).over_budget(RunConfig.build(budget_usd=0.1).budgets) == []
     assert "(the expected $0.5000 is over it too)" in made.over_budget(RunConfig.build(budget_usd=0.4).budgets)[0]
