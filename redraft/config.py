@@ -161,6 +161,14 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     prices: Annotated[
         str | None, _help("JSON price file (USD per million tokens) over the built-in table.", panel="Budgets")
     ] = None
+    dry_run: Annotated[
+        bool,
+        _help(
+            "Print the run's estimated cost (expected and worst case, per role) and stop: no model is called, "
+            "nothing is written.",
+            panel="Budgets",
+        ),
+    ] = False
     cache: Annotated[bool, _help("Answer repeated model calls from the response cache.", panel="Model")] = True
     batch: Annotated[
         bool,

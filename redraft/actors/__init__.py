@@ -1,13 +1,14 @@
 """The actor system, and the only package that imports Ray: the engine's roles made Ray actors, and a run.
 
 `run` refines a scenario's tasks on a Ray cluster (joining one, or starting a local Ray), writes the
-run directory as tasks land, and resumes it when called again with the same output directory. Inside:
+run directory as tasks land, and resumes it when called again with the same output directory; `estimate`
+says what it would spend, before anything starts (`_preflight` reads what a run directory already spent). Inside:
 the roles as actors (`_members`, where frames are encoded and decoded, once), the arbiter as an actor
 (`_arbiter`), where each actor goes and what it reserves (`_factory`, `_placement`), the fleet kept
 whole (`_fleet`), the dispatch loop (`_dispatcher`), what happens when the machinery fails under a
 task (`_attempts`), the run's Ray metrics (`_metrics`) and Ray itself, asked in one place (`_ray`).
 """
 
-from redraft.actors.driver import RunOutcome, ensure_ray, run
+from redraft.actors.driver import RunOutcome, ensure_ray, estimate, run
 
-__all__ = ["RunOutcome", "ensure_ray", "run"]
+__all__ = ["RunOutcome", "ensure_ray", "estimate", "run"]

@@ -44,8 +44,11 @@ from redraft.actors._endpoints import EndpointHook, EndpointWatch
 from redraft.actors._fleet import Fleet
 from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
 from redraft.actors._metrics import RunMetrics
+from redraft.actors._preflight import estimate_left
 from redraft.actors._ray import RAY_OUTPUT
+from redraft.backends.pricing import load_prices
 from redraft.config import RunConfig
+from redraft.engine.estimate import Estimate, paid
 from redraft.engine.prompt_files import load_prompts, overrides
 from redraft.engine.setup import (
     BackendOverrides,
@@ -166,6 +169,7 @@ def run(
     grade: CheckFunction | None = None,
     on_endpoints: EndpointHook | None = None,
     cpu_share: float = 1.0,
+    on_estimate: Callable[[Estimate], None] | None = None,
 ) -> RunOutcome:
     """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray), writing its run
     directory; run it again with the same ``out`` to resume.
@@ -177,6 +181,9 @@ def run(
     done, with the tasks in flight cancelled and not recorded. ``check`` and ``grade`` steer and grade a task
     file's tasks (``config.experiment.tasks``), as `redraft.refine`'s do. ``cpu_share``: the share of a CPU
     each actor that runs candidates reserves, when other runs share the nodes (a comparison's lanes).
+    ``on_estimate`` is told the estimate of the tasks left (`estimate`) before anything starts, when a role's
+    model costs money or may (one not local nor scripted). A config with ``dry_run`` set is refused: call
+    `estimate`.
 
         >>> import tempfile
         >>> from redraft import RunConfig, run
@@ -187,10 +194,14 @@ def run(
         >>> outcome.summary.tasks, outcome.total
         (2, 2)
     """
+    if config.runtime.dry_run:
+        raise UserError("a dry run starts nothing: redraft.estimate(config) is its estimate")
     config = with_check(config, check, grade)
     out, tasks = plan(config)
     setup = dataclasses.replace(role_setup(config, backends), cpu_share=cpu_share)
-    store = RunStore.open(out, manifest_for(config, out.name))
+    manifest = manifest_for(config, out.name)
+    _estimated(config, setup, out, tasks, manifest, on_estimate)
+    store = RunStore.open(out, manifest)
     total = skipped = 0
     for task in tasks():  # one pass: how many tasks, and how many an earlier invocation finished
         total += 1
@@ -224,6 +235,51 @@ def run(
         stop_ledger(ledger)
         summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
+
+
+def _estimated(
+    config: RunConfig,
+    setup: RoleSetup,
+    out: Path,
+    tasks: Callable[[], Iterator[Task]],
+    manifest: dict[str, Any],
+    on_estimate: Callable[[Estimate], None] | None,
+) -> None:
+    """Tell ``on_estimate`` the estimate of the tasks left, when a role's model costs money (or may)."""
+    if on_estimate is not None and paid(setup, config.experiment.strategy, load_prices(config.runtime.prices)):
+        on_estimate(estimate_left(config, setup, out, tasks, manifest))
+
+
+def estimate(
+    config: RunConfig,
+    *,
+    backends: BackendOverrides | None = None,
+    check: CheckFunction | None = None,
+    grade: CheckFunction | None = None,
+) -> Estimate:
+    """What `run` would spend on the config's tasks, estimated before any call: no Ray, no model, nothing written.
+
+    The real strategy runs in this process over each task (a seeded sample of 200 of a larger run, scaled up),
+    with models that call nothing and verdicts set in advance, priced by the run's price table: the worst case
+    (every answer at its max tokens, the feedback never passing, every task to ``max_rounds``), the expected
+    case (an assumption, or on a resume the mean real cost of the tasks done) and the case where every task
+    passes its first round. `Estimate.assumptions` says how each was made; `Estimate.over_budget` says which
+    run budget the worst case is over. Every name in the config is checked as `run` checks it.
+
+        >>> from redraft import RunConfig, estimate
+        >>> from redraft.backends.scripted import ScriptedSpec
+        >>> model = ScriptedSpec(script=lambda request: "", model="gpt-4o-mini")  # priced as gpt-4o-mini
+        >>> config = RunConfig.build(scenario="arithmetic", limit=20, samples=2, max_rounds=3)
+        >>> cost = estimate(config, backends={"drafter": model, "critic": model})
+        >>> cost.tasks, cost.worst.total.calls  # a round: 2 drafts and 2 critiques; the last round no critique
+        (20, 200)
+        >>> cost.first_pass.total.cost_usd <= cost.expected.total.cost_usd <= cost.worst.total.cost_usd
+        True
+    """
+    config = with_check(config, check, grade)
+    out, tasks = plan(config)
+    setup = role_setup(config, backends)
+    return estimate_left(config, setup, out, tasks, manifest_for(config, out.name))
 
 
 def _dispatcher(

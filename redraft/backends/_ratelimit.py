@@ -288,6 +288,11 @@ class LimitedSpec:
     def spec(self) -> str:
         return self.inner.spec
 
+    @property
+    def model(self) -> str:
+        """The model its calls are priced by: the limited spec's (its spec string if it names none)."""
+        return str(getattr(self.inner, "model", self.inner.spec))
+
     def create(self) -> Backend:
         services, endpoint = current(), self.endpoint or self.spec
         limiter = _limiter_for(services, endpoint, self.limits)

@@ -321,6 +321,11 @@ class LocalSpec:
     """None: the embedded model, found (or made: `embedded_model_path`) on the node that runs it."""
     spec: str
 
+    @property
+    def model(self) -> str:
+        """The model name its completions report (the file's base name)."""
+        return Path(self.model_path).name if self.model_path is not None else EMBEDDED_MODEL_FILE
+
     def create(self) -> Backend:
         return LocalClient(self.model_path)
 

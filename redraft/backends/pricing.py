@@ -71,9 +71,14 @@ class PriceTable(msgspec.Struct, frozen=True):
         matches = [key for key in self.prices if model.startswith(key)]
         return self.prices[max(matches, key=len)] if matches else None
 
+    @staticmethod
+    def free(model: str) -> bool:
+        """Whether ``model``'s calls cost nothing: a local GGUF model or a scripted double."""
+        return model.endswith(_FREE_SUFFIXES) or model.startswith(_FREE_PREFIXES)
+
     def cost(self, model: str, usage: Usage) -> float | None:
         """USD for one call's usage; 0 for local and scripted models; None if the model is unpriced."""
-        if model.endswith(_FREE_SUFFIXES) or model.startswith(_FREE_PREFIXES):
+        if self.free(model):
             return 0.0
         price = self.price_of(model)
         if price is None:

@@ -15,7 +15,7 @@ import importlib.metadata
 import inspect
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -27,11 +27,16 @@ from typer import Abort, Exit
 # them) derives from this public class: they are printed as one line.
 from typer.exceptions import TyperException
 
+from redraft.cli._estimate import show_estimate, warnings
 from redraft.cli._next_steps import next_steps
 from redraft.cli._options import compare_parameters, run_parameters
 from redraft.cli._progress import RunProgress
 from redraft.cli._signals import EXIT_INTERRUPTED, StopRequest, stop_on_signals
 from redraft.errors import Interrupted, RedraftError, UserError
+
+if TYPE_CHECKING:
+    from redraft.config import RunConfig
+    from redraft.engine.estimate import Estimate
 
 app = typer.Typer(
     name="redraft",
@@ -94,6 +99,9 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
     given = {name: value for name, value in settings.items() if value is not None}  # the rest: the config's defaults
     name = _scenario_name(scenario, given.get("tasks"), check, grade)
     config = RunConfig.build(scenario=name, model=model, **given)
+    if config.runtime.dry_run:
+        _dry_run(config)
+        return
     progress = RunProgress()
     with stop_on_signals() as stop, progress:
         try:
@@ -103,6 +111,7 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
                 on_result=progress.advance,
                 stop=stop.event,
                 on_endpoints=progress.endpoints,
+                on_estimate=lambda estimate: _said_before(estimate, config),
             )
         except Interrupted as exc:
             _interrupted(exc, stop)
@@ -121,6 +130,25 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
 
 run_command.__signature__ = inspect.Signature(run_parameters())  # type: ignore[attr-defined]
 app.command("run")(run_command)
+
+
+def _dry_run(config: RunConfig) -> None:
+    """``redraft run --dry-run``: the estimate's table, a warning for each run budget it is over, and nothing run."""
+    from redraft.actors.driver import estimate
+
+    made = estimate(config)
+    show_estimate(made, config, out)
+    for line in warnings(made, config):
+        print(line, file=sys.stderr)
+    print("dry run: no model was called and nothing was written; leave out --dry-run to run it", file=sys.stderr)
+
+
+def _said_before(made: Estimate, config: RunConfig) -> None:
+    """Before a run whose models cost money: the estimate in one line, and a warning per budget it is over."""
+    if made.tasks:
+        print(f"redraft: {made.summary()} (--dry-run shows how)", file=sys.stderr)
+    for line in warnings(made, config):
+        print(line, file=sys.stderr)
 
 
 def compare_command(

@@ -37,9 +37,14 @@ def run_parameters() -> list[inspect.Parameter]:
     return [_scenario(), *_in_panel_order(_run_options(), PANELS)]
 
 
+RUN_ONLY = frozenset({"strategy", "dry_run"})
+"""``redraft run``'s options that ``redraft compare`` has not: the arms choose the strategies, and a comparison
+has no estimate to print."""
+
+
 def compare_parameters() -> list[inspect.Parameter]:
-    """``redraft run``'s but --strategy (the arms choose the strategies), and the comparison's own after the tasks."""
-    options = [placed for placed in _run_options() if placed[1].name != "strategy"] + _comparison_options()
+    """``redraft run``'s but `RUN_ONLY`, and the comparison's own after the tasks."""
+    options = [placed for placed in _run_options() if placed[1].name not in RUN_ONLY] + _comparison_options()
     return [_scenario(), *_in_panel_order(options, (PANELS[0], COMPARISON, *PANELS[1:]))]
 
 

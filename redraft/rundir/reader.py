@@ -16,7 +16,8 @@ from typing import IO, Any
 import msgspec
 
 from redraft.errors import UserError, did_you_mean
-from redraft.rundir._results import TaskEntry, latest_results
+from redraft.protocols.messages import Result
+from redraft.rundir._results import TaskEntry, is_infrastructure_failure, latest_results
 from redraft.rundir.frames import Frame, unpack_frames
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object
 from redraft.rundir.summary import Summary
@@ -50,6 +51,10 @@ class RunReader:
     def entries(self) -> Iterator[TaskEntry]:
         """Every task's latest record, in trace order, with its frame range (see `latest_results`)."""
         return latest_results(self.root)
+
+    def finished(self) -> Iterator[Result]:
+        """The results of the tasks a resume skips: every task's latest record but the machinery's failures."""
+        return (entry.result for entry in self.entries() if not is_infrastructure_failure(entry.result))
 
     def find(self, task_id: str) -> TaskEntry:
         """The entry of ``task_id``; `UserError` naming a few known ids if there is none."""

@@ -56,15 +56,12 @@ class RunStore:
     def open(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
         """Create ``root`` or resume it; `UserError` if it holds a different configuration."""
         store = cls(root)
+        existing = resumable(root, manifest)
         root.mkdir(parents=True, exist_ok=True)
-        manifest_path = root / MANIFEST
-        if manifest_path.exists():
-            existing = _existing_manifest(manifest_path)
-            if existing.get("fingerprint") != manifest["fingerprint"]:
-                raise UserError(_refusal(root, existing, manifest))
+        if existing is not None:
             store._wall_before = float(existing.get("wall_s", 0.0))
         else:
-            write_json(manifest_path, manifest)
+            write_json(root / MANIFEST, manifest)
         store._recover()
         store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
         store._results = open(root / RESULTS, "ab")  # noqa: SIM115
@@ -114,6 +111,19 @@ class RunStore:
         summary.stopped_by = stopped_by
         write_json(self.root / SUMMARY, msgspec.to_builtins(summary))
         return summary
+
+
+def resumable(root: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The manifest ``root`` holds, if any (None: a new run); `UserError` if it is another configuration's.
+
+    Writes nothing: a dry run asks it too."""
+    manifest_path = root / MANIFEST
+    if not manifest_path.exists():
+        return None
+    existing = _existing_manifest(manifest_path)
+    if existing.get("fingerprint") != manifest["fingerprint"]:
+        raise UserError(_refusal(root, existing, manifest))
+    return existing
 
 
 def _existing_manifest(path: Path) -> dict[str, Any]:

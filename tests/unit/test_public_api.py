@@ -18,12 +18,14 @@ def test_the_package_offers_the_public_api_and_nothing_else() -> None:
         [
             "Comparison",
             "ComparisonOutcome",
+            "Estimate",
             "Refinement",
             "Result",
             "RunConfig",
             "RunOutcome",
             "Task",
             "compare",
+            "estimate",
             "refine",
             "refine_async",
             "run",
@@ -32,7 +34,7 @@ def test_the_package_offers_the_public_api_and_nothing_else() -> None:
     assert all(callable(getattr(redraft, name)) for name in redraft.__all__)
 
 
-@pytest.mark.parametrize("function", [redraft.refine, redraft.refine_async], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("function", [redraft.refine, redraft.refine_async, redraft.estimate], ids=lambda f: f.__name__)
 def test_a_docstring_example_runs_as_written(function: object) -> None:
     finder = doctest.DocTestFinder(recurse=False)
     [test] = finder.find(function, globs={})

@@ -1,0 +1,363 @@
+"""A run's cost before its first call: the real loop run in this process over its tasks, with models that call
+nothing (`redraft.engine._costing`), priced by the run's price table.
+
+Each task (or a seeded sample of `SAMPLE`, scaled up to every task) goes through the
+real arbiter and the real strategy, so the calls a round makes, the critiques, the
+reflections, the stages and a batch budget's bank are the strategy's own; only the
+models and the verifier's verdicts are doubles. Three courses are simulated:
+
+- **worst case**: every answer as long as its ``max_tokens`` allows, the feedback never
+  passing, every task running to ``--max-rounds`` (a per-task budget, or an adaptive
+  strategy's share of the batch's budget, may end it sooner, as in a run);
+- **first pass**: every task passes its first round, answers filling half of their
+  ``max_tokens`` (the least a task costs under that assumption);
+- **expected**, an assumption and said to be one: half the tasks pass at their first
+  round and the rest run to the cycle limit, answers filling half of their
+  ``max_tokens``. When the run directory already holds finished tasks (a resume),
+  the expected cost is their mean real cost instead, times the tasks left.
+
+A task's worst case is the most it spends in either failing course (the half-length
+course may go more rounds under a per-task token or USD budget). Prompts are counted
+at about four characters a token, with no provider prompt caching and no response
+cache hits (both make a real run cheaper); a task's time limits are not simulated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import random
+import uuid
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import msgspec
+
+from redraft import services
+from redraft.backends.base import BackendSpec
+from redraft.backends.pricing import PriceTable
+from redraft.config import Budgets, RunConfig
+from redraft.engine._costing import CostingSpec, CostingVerifier, Course
+from redraft.engine.arbiter import Arbiter
+from redraft.engine.pools import LocalMember, Roles
+from redraft.engine.setup import RoleSetup, arbiter_settings, role_constructors, verifier_backend
+from redraft.protocols.messages import Result, Task, Usage
+from redraft.strategies import ledger_name
+
+SAMPLE = 200
+"""Tasks simulated at most; a larger run is estimated from a seeded sample of this many."""
+IN_FLIGHT = 32
+"""Simulated tasks at once (they share the batch's budget, as a run's tasks in flight do)."""
+WORST = Course(passes=False, fill=1.0)
+FAILING = Course(passes=False, fill=0.5)
+PASSING = Course(passes=True, fill=0.5)
+
+T = TypeVar("T")
+
+
+class Spend(msgspec.Struct, frozen=True):
+    """What some tasks spend, by role (`RoleName`)."""
+
+    by_role: dict[str, Usage] = {}
+
+    @property
+    def total(self) -> Usage:
+        return sum(self.by_role.values(), Usage())
+
+    def __add__(self, other: Spend) -> Spend:
+        roles = self.by_role.keys() | other.by_role.keys()
+        return Spend({r: self.by_role.get(r, Usage()) + other.by_role.get(r, Usage()) for r in sorted(roles)})
+
+    def scaled(self, factor: float) -> Spend:
+        """Each figure times ``factor`` (token and call counts rounded)."""
+        return Spend({role: _scaled(usage, factor) for role, usage in self.by_role.items()})
+
+    def most(self, other: Spend) -> Spend:
+        """Each role's figures, each the larger of the two."""
+        roles = sorted(self.by_role.keys() | other.by_role.keys())
+        return Spend({r: _most(self.by_role.get(r, Usage()), other.by_role.get(r, Usage())) for r in roles})
+
+
+def _scaled(usage: Usage, factor: float) -> Usage:
+    ints = {name: round(getattr(usage, name) * factor) for name in Usage.__struct_fields__ if name != "cost_usd"}
+    return Usage(**ints, cost_usd=usage.cost_usd * factor)
+
+
+def _most(a: Usage, b: Usage) -> Usage:
+    return Usage(**{name: max(getattr(a, name), getattr(b, name)) for name in Usage.__struct_fields__})
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run is estimated to spend on the tasks it has left, and on what assumptions (`assumptions`)."""
+
+    tasks: int
+    """Tasks the estimate covers: those the run has left."""
+    simulated: int
+    """Tasks the simulation ran (all of them, or a sample scaled up to ``tasks``)."""
+    first_pass: Spend
+    """If every task passed its first round."""
+    expected: Spend
+    worst: Spend
+    models: dict[str, str]
+    """Each role's model (the name the price table is asked for)."""
+    unpriced: tuple[str, ...] = ()
+    """Models the price table does not know: their calls are counted, not priced."""
+    free: bool = False
+    """Every model is local or scripted: nothing costs USD."""
+    done: int = 0
+    """Tasks an earlier invocation finished (a resume); not in the estimate."""
+    spent: Usage = field(default_factory=Usage)
+    """What those tasks spent (run budgets count it)."""
+    assumptions: tuple[str, ...] = ()
+    """How the figures were made, one sentence each, for people."""
+
+    def summary(self) -> str:
+        """The estimate in one line."""
+        worst, expected = self.worst.total, self.expected.total
+        calls = f"{expected.calls:,} calls expected, {worst.calls:,} at most"
+        head = f"estimate: {self.tasks:,} task{'s' if self.tasks != 1 else ''}"
+        if self.free:
+            return f"{head}, {calls}, {worst.total_tokens:,} tokens at most (the models cost no USD)"
+        return f"{head}, expected {self.usd(expected)}, worst case {self.usd(worst)}; {calls}"
+
+    def usd(self, usage: Usage, role: str | None = None) -> str:
+        """USD as the estimate shows it: ``unpriced`` for what the price table cannot price, never a made-up $0."""
+        models = [self.models[role]] if role is not None else list(self.models.values())
+        unpriced = [m for m in models if m in self.unpriced]
+        if unpriced and len(unpriced) == len(models):
+            return "unpriced"
+        return _dollars(usage.cost_usd) + (" + unpriced" if unpriced else "")
+
+    def over_budget(self, budgets: Budgets) -> list[str]:
+        """A line for each run budget the worst case is over (what earlier invocations spent counts against it),
+        with how many tasks the budget pays for at the worst case."""
+        lines = []
+        for flag, setting, unit in _BUDGETS:
+            limit = getattr(budgets, setting)
+            if limit is None or (unit == "cost_usd" and self.free) or not self.tasks:
+                continue
+            left = limit - getattr(self.spent, unit)
+            worst, expected = getattr(self.worst.total, unit), getattr(self.expected.total, unit)
+            if left <= 0:
+                spent = _amount(unit, getattr(self.spent, unit))
+                lines.append(f"{flag} {limit:g} is spent already ({spent} by the tasks done): the run will start none")
+                continue
+            if worst <= left:
+                continue
+            covered = max(0, min(self.tasks, int(left / (worst / self.tasks)))) if self.tasks else 0
+            rest = f" ({_amount(unit, max(left, 0))} of it left)" if getattr(self.spent, unit) else ""
+            line = (
+                f"the worst case, {_amount(unit, worst)}, is over {flag} {limit:g}{rest}: the budget stops the run "
+                f"after about {covered:,} of its {self.tasks:,} tasks if they all cost the worst case"
+            )
+            too = f" (the expected {_amount(unit, expected)} is over it too)" if expected > left else ""
+            lines.append(line + too)
+        return lines
+
+
+_BUDGETS = (
+    ("--budget-usd", "budget_usd", "cost_usd"),
+    ("--budget-tokens", "budget_tokens", "total_tokens"),
+    ("--budget-calls", "budget_calls", "calls"),
+)
+"""The run budgets an estimate is held against: flag, setting, and the `Usage` figure it counts."""
+
+
+def _amount(unit: str, value: float) -> str:
+    return _dollars(value) if unit == "cost_usd" else f"{value:,.0f} {unit.removeprefix('total_')}"
+
+
+@dataclass(frozen=True)
+class Done:
+    """What the tasks a run directory already holds spent (a resume's, else none)."""
+
+    tasks: int = 0
+    spend: Spend = field(default_factory=Spend)
+
+    def plus(self, result: Result) -> Done:
+        return Done(self.tasks + 1, self.spend + Spend(dict(result.usage_by_role)))
+
+
+def _dollars(usd: float) -> str:
+    if usd >= 100:
+        return f"${usd:,.0f}"
+    return f"${usd:.2f}" if usd >= 1 else f"${usd:.4f}"
+
+
+def model_of(spec: BackendSpec) -> str:
+    """The model name a backend's calls are priced by (its spec string when it names none)."""
+    return str(getattr(spec, "model", spec.spec))
+
+
+def estimate_tasks(
+    config: RunConfig,
+    setup: RoleSetup,
+    tasks: Iterable[Task],
+    *,
+    done: Done = Done(),
+    sample: int = SAMPLE,
+) -> Estimate:
+    """The estimate for ``tasks`` (those the run has left) of a resolved ``config`` and its ``setup``; ``done``:
+    what the tasks the run directory already holds spent."""
+    total, picked = _sample(tasks, sample, config.experiment.seed)
+    results = _run(_simulate_all(config, setup, picked))
+    worst, failing, passing = ([Spend(dict(r.usage_by_role)) for r in course] for course in results)
+    factor = total / len(picked) if picked else 0.0
+    per_task_worst = [w.most(f) for w, f in zip(worst, failing, strict=True)]
+    first_pass = _sum(passing).scaled(factor)
+    expected = (_sum(passing) + _sum(failing)).scaled(factor / 2)
+    if done.tasks:
+        expected = done.spend.scaled(total / done.tasks)
+    models = _models(setup, config.experiment.strategy)
+    prices = arbiter_settings(config).prices
+    unpriced = tuple(sorted({m for m in models.values() if not prices.free(m) and prices.price_of(m) is None}))
+    free = all(prices.free(m) for m in models.values())
+    errors = [r.error for course in results for r in course if r.error]
+    said = _assumptions(config, total, len(picked), done.tasks, errors)
+    if unpriced:
+        said += (f"unpriced: {', '.join(unpriced)}, not in the price table: counted, not priced (--prices FILE)",)
+    if free:
+        said += ("USD: the models are local or scripted, and cost nothing",)
+    return Estimate(
+        tasks=total,
+        simulated=len(picked),
+        first_pass=first_pass,
+        expected=expected,
+        worst=_sum(per_task_worst).scaled(factor),
+        models=models,
+        unpriced=unpriced,
+        free=free,
+        done=done.tasks,
+        spent=done.spend.total,
+        assumptions=said,
+    )
+
+
+def _sum(spends: Iterable[Spend]) -> Spend:
+    return sum(spends, Spend())
+
+
+def _sample(tasks: Iterable[Task], size: int, seed: int) -> tuple[int, list[Task]]:
+    """How many tasks there are, and a seeded uniform sample of at most ``size`` of them, in their order."""
+    rng = random.Random(seed)
+    kept: list[tuple[int, Task]] = []
+    seen = 0
+    for seen, task in enumerate(tasks, 1):
+        if len(kept) < size:
+            kept.append((seen, task))
+        elif (slot := rng.randrange(seen)) < size:
+            kept[slot] = (seen, task)
+    return seen, [task for _, task in sorted(kept, key=lambda pair: pair[0])]
+
+
+async def _simulate_all(config: RunConfig, setup: RoleSetup, tasks: list[Task]) -> list[list[Result]]:
+    return [await _simulate(config, setup, tasks, course) for course in (WORST, FAILING, PASSING)]
+
+
+async def _simulate(config: RunConfig, setup: RoleSetup, tasks: list[Task], course: Course) -> list[Result]:
+    """Each task's result through the real loop, its roles doubles that follow ``course``."""
+    batch = f"estimate-{uuid.uuid4().hex[:12]}"
+    settings = msgspec.structs.replace(arbiter_settings(config), batch=batch)
+    arbiter = Arbiter(costing_roles(setup, config.experiment.strategy, course, config), settings)
+    slots = asyncio.Semaphore(IN_FLIGHT)
+
+    async def one(task: Task) -> Result:
+        async with slots:
+            result = (await arbiter.run(task.without_gold()))[-1]
+        assert isinstance(result, Result)
+        return result
+
+    try:
+        return list(await asyncio.gather(*(one(task) for task in tasks)))
+    finally:  # a strategy that shares a batch's budget left its ledger with this process's services
+        if isinstance(here := services.current(), services.InProcess):
+            here.objects.pop(ledger_name(batch), None)
+
+
+def costing_roles(setup: RoleSetup, strategy: str, course: Course, config: RunConfig) -> Roles:
+    """The roles ``strategy`` needs, in this process, every model a `CostingSpec` of the model it stands in for
+    and the verifier a `CostingVerifier` that follows ``course``."""
+
+    def double(spec: BackendSpec) -> CostingSpec:
+        return CostingSpec(model=model_of(spec), fill=course.fill)
+
+    costing = dataclasses.replace(
+        setup,
+        drafter=double(setup.drafter),
+        critic=double(setup.critic),
+        verifier=double(setup.verifier) if setup.verifier is not None else None,
+        cache=False,
+    )
+    made = role_constructors(costing, strategy)
+    convergence = config.convergence()
+    _, args, kwargs = made["verifier"]
+    verdicts = {"course": course, "rounds": convergence.max_rounds, "threshold": convergence.threshold}
+    made["verifier"] = (CostingVerifier, args, kwargs | verdicts)
+    return Roles.of({name: [LocalMember(cls(*a, **k))] for name, (cls, a, k) in made.items()})
+
+
+def _models(setup: RoleSetup, strategy: str) -> dict[str, str]:
+    """Each role's model, for the roles ``strategy`` starts that call one."""
+    made = role_constructors(setup, strategy)
+    specs: dict[str, BackendSpec | None] = {
+        "drafter": setup.drafter,
+        "critic": setup.critic,
+        "self_critic": setup.drafter,
+        "verifier": verifier_backend(setup, strategy),
+    }
+    return {role: model_of(spec) for role, spec in specs.items() if role in made and spec is not None}
+
+
+def _assumptions(config: RunConfig, tasks: int, simulated: int, done: int, errors: list[str]) -> tuple[str, ...]:
+    e = config.experiment
+    said = [
+        f"simulated: a seeded sample of {simulated:,} of the {tasks:,} tasks, scaled up to all of them"
+        if simulated < tasks
+        else f"simulated: all {tasks:,} tasks, through the real loop, with models that call nothing",
+        f"worst case: every answer at its max tokens (--max-tokens {e.max_tokens} a draft), the feedback never "
+        f"passing, every task to --max-rounds {e.max_rounds}" + _sooner(config),
+        f"expected: the mean real cost of the {done:,} tasks the run directory holds, times the {tasks:,} left"
+        if done
+        else "expected: assumed, not known: half the tasks pass at once, the rest run to the cycle limit, "
+        "answers at half their max tokens",
+        "tokens: about 4 characters each; no provider prompt caching, no response cache hits (a real run may "
+        "have both)",
+    ]
+    if errors:
+        said.append(f"incomplete: {len(errors)} simulated task(s) ended in error ({errors[0]})")
+    return tuple(said)
+
+
+def _sooner(config: RunConfig) -> str:
+    """What else may end a task before the cycle limit, in the simulation as in a run."""
+    e = config.experiment
+    limits = [
+        flag
+        for flag, value in (
+            ("--task-budget-usd", e.task_budget_usd),
+            ("--task-budget-tokens", e.task_budget_tokens),
+            ("--task-budget-calls", e.task_budget_calls),
+            ("--calls-per-task", e.calls_per_task),
+            ("--tokens-per-task", e.tokens_per_task),
+        )
+        if value is not None
+    ]
+    return f" or its {' and '.join(limits)} running out" if limits else ""
+
+
+def _run(work: Coroutine[Any, Any, T]) -> T:
+    """``work`` on an event loop of its own (on a thread of its own when the caller's loop runs: a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="redraft-estimate") as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+def paid(setup: RoleSetup, strategy: str, prices: PriceTable) -> bool:
+    """Whether a role ``strategy`` starts calls a model that costs money, or might (an unpriced one)."""
+    return not all(prices.free(model) for model in _models(setup, strategy).values())

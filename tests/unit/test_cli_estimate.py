@@ -1,0 +1,111 @@
+"""`redraft run --dry-run` prints the estimate and starts nothing; a run on a paid model says its estimate in one
+line before it starts, with a warning for each run budget its worst case is over; an unpriced model is said to be
+unpriced, never priced at $0; the embedded model's run says nothing more than it did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import redraft
+from redraft import RunConfig
+from redraft.actors import driver
+from redraft.errors import UserError
+from tests.unit.test_cli import in_process
+
+PAID = ["run", "arithmetic", "--model", "openai:gpt-4o-mini", "--limit", "6", "--samples", "2"]
+UNPRICED = "openai-compatible:my-model@http://127.0.0.1:9/v1"
+
+
+def table_rows(printed: str) -> list[list[str]]:
+    """The cells of each row of a table the terminal shows."""
+    return [[cell.strip() for cell in line.strip("│").split("│")] for line in printed.splitlines() if line[:1] == "│"]
+
+
+@pytest.fixture
+def no_ray(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Ray is never started: joining it fails the command (with a usage error) and is recorded."""
+    started: list[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        started.append(args)
+        raise UserError("no Ray in this test")
+
+    monkeypatch.setattr(driver, "ensure_ray", refuse)
+    return started
+
+
+def test_a_dry_run_prints_the_estimate_and_starts_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_ray: list[object]
+) -> None:
+    assert in_process(*PAID, "--dry-run", "--out", str(tmp_path / "run")) == 0
+    shown = capsys.readouterr()
+    assert no_ray == [] and not (tmp_path / "run").exists()  # no Ray, no run directory
+    assert shown.out.splitlines()[0] == "estimate: arithmetic, 6 tasks, adversarial, 2 drafts a round, up to 3 rounds"
+    rows = table_rows(shown.out)
+    assert [row[0] for row in rows] == [
+        "all pass at once",
+        "expected",
+        "drafter gpt-4o-mini",
+        "critic gpt-4o-mini",
+        "worst case",
+        "drafter gpt-4o-mini",
+        "critic gpt-4o-mini",
+    ]
+    made = redraft.estimate(RunConfig.build(scenario="arithmetic", model="openai:gpt-4o-mini", limit=6, samples=2))
+    worst = made.worst.total
+    assert rows[4][1:] == [f"{worst.calls:,}", f"{worst.input_tokens:,}", f"{worst.output_tokens:,}", made.usd(worst)]
+    assert worst.calls == 6 * (3 * 2 + 2 * 2) and made.usd(worst).startswith("$")
+    assert "- worst case: every answer at its max tokens (--max-tokens 128 a draft)" in shown.out
+    assert "dry run: no model was called and nothing was written" in shown.err
+
+
+@pytest.mark.parametrize("flag", ["--budget-usd", "--budget-calls"])
+def test_the_budget_warning_appears_exactly_when_the_worst_case_is_over_the_budget(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = redraft.estimate(RunConfig.build(scenario="arithmetic", model="openai:gpt-4o-mini", limit=6, samples=2))
+    worst = made.worst.total.cost_usd if flag == "--budget-usd" else made.worst.total.calls
+    below, at = (worst * 0.999, worst * 1.001) if flag == "--budget-usd" else (worst - 1, worst)
+    for budget, warned in ((below, True), (at, False)):
+        assert in_process(*PAID, "--dry-run", flag, repr(budget)) == 0
+        err = capsys.readouterr().err
+        assert (f"is over {flag}" in err) == warned, (budget, err)
+    assert in_process(*PAID, "--dry-run", flag, repr(below)) == 0
+    assert "the budget stops the run after about 5 of its 6 tasks" in capsys.readouterr().err
+
+
+def test_an_unpriced_model_is_said_to_be_unpriced_not_free(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["run", "arithmetic", "--model", UNPRICED, "--limit", "3", "--dry-run", "--budget-usd", "0.01"]
+    assert in_process(*args) == 0
+    shown = capsys.readouterr()
+    rows = table_rows(shown.out)
+    assert rows and {row[-1] for row in rows} == {"unpriced"}
+    assert "$" not in shown.out and "$" not in shown.err
+    assert "- unpriced: my-model, not in the price table: counted, not priced" in " ".join(shown.out.split())
+
+
+def test_local_models_show_calls_and_tokens_and_no_usd(capsys: pytest.CaptureFixture[str]) -> None:
+    assert in_process("run", "arithmetic", "--limit", "3", "--dry-run") == 0
+    shown = capsys.readouterr().out
+    assert "USD" not in shown.splitlines()[2] and "$" not in shown
+    assert "- USD: the models are local or scripted, and cost nothing" in shown
+
+
+def test_a_paid_run_says_its_estimate_in_one_line_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_ray: list[object]
+) -> None:
+    assert in_process(*PAID, "--out", str(tmp_path / "paid"), "--budget-usd", "0.0001") == 2
+    said = capsys.readouterr().err.splitlines()
+    assert len(no_ray) == 1  # it got as far as starting Ray, after the estimate
+    assert said[0].startswith("redraft: estimate: 6 tasks, expected $") and said[0].endswith("(--dry-run shows how)")
+    assert said[1].startswith("redraft: warning: the worst case, $") and "is over --budget-usd 0.0001" in said[1]
+
+
+def test_the_embedded_models_run_says_no_more_than_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_ray: list[object]
+) -> None:
+    assert in_process("run", "arithmetic", "--limit", "3", "--out", str(tmp_path / "local")) == 2
+    assert len(no_ray) == 1
+    assert "estimate" not in capsys.readouterr().err
