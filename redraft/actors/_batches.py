@@ -20,6 +20,7 @@ from redraft.backends._batch import JOURNAL, MAX_WAITING, BatchCollector, Batche
 from redraft.backends._batch_apis import batchable
 from redraft.backends.base import BackendSpec
 from redraft.config import Runtime
+from redraft.engine.pools import ROLE_CALL_DEADLINE_S
 from redraft.engine.setup import RoleSetup
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,12 @@ class Batches:
 
     collectors: list[Any]
     resumed: int = 0
+
+    @property
+    def call_deadline_s(self) -> float | None:
+        """How long a role call may take: no limit when calls wait hours for their batch (``--batch-wait``
+        bounds that)."""
+        return None if self.collectors else ROLE_CALL_DEADLINE_S
 
 
 def start_batches(setup: RoleSetup, batch: str, out: Path, runtime: Runtime) -> tuple[RoleSetup, Batches]:

@@ -194,18 +194,13 @@ def run(
         >>> outcome.summary.tasks, outcome.total
         (2, 2)
     """
-    if config.runtime.dry_run:
-        raise UserError("a dry run starts nothing: redraft.estimate(config) is its estimate")
     config = with_check(config, check, grade)
     out, tasks = plan(config)
     setup = dataclasses.replace(role_setup(config, backends), cpu_share=cpu_share)
     manifest = manifest_for(config, out.name)
     _estimated(config, setup, out, tasks, manifest, on_estimate)
     store = RunStore.open(out, manifest)
-    total = skipped = 0
-    for task in tasks():  # one pass: how many tasks, and how many an earlier invocation finished
-        total += 1
-        skipped += task.task_id in store.done
+    total, skipped = _counted(tasks(), store.done)
     if on_start is not None:
         on_start(total, skipped)
     started = time.monotonic()
@@ -215,9 +210,9 @@ def run(
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     batch = batch_name(out)
     setup, batches = start_batches(setup, batch, out, config.runtime)
-    settings = msgspec.structs.replace(arbiter_settings(config), run=out.name, batch=batch)
-    if batches.collectors:  # a call waits hours for its batch, which `--batch-wait` bounds
-        settings = msgspec.structs.replace(settings, call_deadline_s=None)
+    settings = msgspec.structs.replace(
+        arbiter_settings(config), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
+    )
     ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
     fleet = Fleet(setup, config.experiment.strategy, settings)
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
@@ -237,6 +232,15 @@ def run(
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
 
 
+def _counted(tasks: Iterator[Task], done: set[str]) -> tuple[int, int]:
+    """In one pass: how many tasks, and how many of them an earlier invocation finished."""
+    total = skipped = 0
+    for task in tasks:
+        total += 1
+        skipped += task.task_id in done
+    return total, skipped
+
+
 def _estimated(
     config: RunConfig,
     setup: RoleSetup,
@@ -245,7 +249,10 @@ def _estimated(
     manifest: dict[str, Any],
     on_estimate: Callable[[Estimate], None] | None,
 ) -> None:
-    """Tell ``on_estimate`` the estimate of the tasks left, when a role's model costs money (or may)."""
+    """Tell ``on_estimate`` the estimate of the tasks left, when a role's model costs money (or may); `UserError`
+    for a dry run, which starts nothing."""
+    if config.runtime.dry_run:
+        raise UserError("a dry run starts nothing: redraft.estimate(config) is its estimate")
     if on_estimate is not None and paid(setup, config.experiment.strategy, load_prices(config.runtime.prices)):
         on_estimate(estimate_left(config, setup, out, tasks, manifest))
 

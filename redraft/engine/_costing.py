@@ -84,16 +84,23 @@ def random_text(chars: int, seed: object) -> str:
 class CostingBackend:
     """Answers without calling anything; see the module docstring."""
 
-    def __init__(self, model: str, fill: float) -> None:
+    def __init__(self, model: str, fill: float, batch: bool = False) -> None:
         self.model = model
         self.fill = fill
+        self.batch = batch
+        """Its calls go through the provider's batch API (``--batch``): priced at the batch price."""
 
     async def complete(self, request: ChatRequest) -> Completion:
         seed = (request.seed, request.messages[-1].content[-64:], len(request.messages[-1].content))
         text, tokens = self._answer(request, seed)
         return Completion(
             text=text,
-            usage=Usage(input_tokens=prompt_tokens(request.messages), output_tokens=tokens, calls=1),
+            usage=Usage(
+                input_tokens=prompt_tokens(request.messages),
+                output_tokens=tokens,
+                calls=1,
+                batch_calls=int(self.batch),
+            ),
             model=self.model,
             finish_reason="length",
             latency_s=0.0,
@@ -126,9 +133,10 @@ class CostingSpec:
     model: str
     fill: float
     spec: str = "costing"
+    batch: bool = False
 
     def create(self) -> Backend:
-        return CostingBackend(self.model, self.fill)
+        return CostingBackend(self.model, self.fill, self.batch)
 
 
 class CostingVerifier(Verifier):

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from redraft import services
+from redraft.backends._batch_apis import batchable
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import PriceTable
 from redraft.config import Budgets, RunConfig
@@ -282,7 +283,8 @@ def costing_roles(setup: RoleSetup, strategy: str, course: Course, config: RunCo
     and the verifier a `CostingVerifier` that follows ``course``."""
 
     def double(spec: BackendSpec) -> CostingSpec:
-        return CostingSpec(model=model_of(spec), fill=course.fill)
+        batch = config.runtime.batch and batchable(spec) is not None
+        return CostingSpec(model=model_of(spec), fill=course.fill, batch=batch)
 
     costing = dataclasses.replace(
         setup,

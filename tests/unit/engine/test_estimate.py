@@ -229,3 +229,13 @@ def test_an_estimate_says_which_run_budgets_its_worst_case_is_over() -> None:
     ]
     assert dataclasses.replace(made, tasks=0).over_budget(RunConfig.build(budget_usd=0.1).budgets) == []
     assert "(the expected $0.5000 is over it too)" in made.over_budget(RunConfig.build(budget_usd=0.4).budgets)[0]
+
+
+def test_a_batch_run_is_estimated_at_the_batch_price(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    online = RunConfig.build(scenario="arithmetic", model="openai:gpt-4o-mini", limit=4, samples=2, max_rounds=2)
+    made, batched = redraft.estimate(online), redraft.estimate(online.replace(batch=True))
+    assert batched.worst.total.calls == made.worst.total.calls == batched.worst.total.batch_calls > 0
+    assert made.worst.total.cost_usd > 0
+    assert batched.worst.total.cost_usd == pytest.approx(made.worst.total.cost_usd / 2)
+    assert batched.expected.total.cost_usd == pytest.approx(made.expected.total.cost_usd / 2)
