@@ -49,9 +49,15 @@ def test_run_writes_the_run_directory_and_prints_the_table(
     for record in records:
         assert required <= set(record)
         assert record["answer"] == "7"
-        assert {"input_tokens", "output_tokens", "calls", "cached_tokens", "cost_usd", "cache_hits"} == set(
-            record["usage"]
-        )
+        assert {
+            "input_tokens",
+            "output_tokens",
+            "calls",
+            "cached_tokens",
+            "cost_usd",
+            "cache_hits",
+            "batch_calls",
+        } == set(record["usage"])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["tasks"] == 4
     assert summary["usage"]["calls"] == sum(r["usage"]["calls"] for r in records)
