@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from redraft.errors import SandboxError
@@ -57,6 +57,10 @@ class SandboxLimits:
     """Size of the tmpfs work directory (when the mount namespace is available)."""
     max_open_files: int = 128
     """RLIMIT_NOFILE."""
+    max_input_bytes: int = 8_000_000
+    """The input files a run is handed, all together (`redraft.sandbox._files`)."""
+    max_collect_bytes: int = 2_000_000
+    """An output file larger than this is not collected."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +84,10 @@ class SandboxResult:
     """stdout or stderr went past ``max_output_bytes`` and was cut."""
     layers: tuple[str, ...] = ()
     """The containment layers that applied, e.g. ``netns``, ``uid:65534``, ``audit_hook``."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """The output files asked for and collected, by name (`redraft.sandbox._files`)."""
+    uncollected: dict[str, str] = field(default_factory=dict)
+    """Each output file asked for and not collected, with why (not written, not a regular file, too large)."""
 
     @property
     def ok(self) -> bool:

@@ -25,10 +25,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from redraft.errors import SandboxError
+from redraft.sandbox._files import check_exchange, collect, write_inputs
 from redraft.sandbox._limits import SANDBOX_UID, KillReason, Outcome, SandboxLimits, SandboxResult, result_of
 from redraft.sandbox._workdirs import owned_workdir
 
@@ -47,9 +49,33 @@ _LAUNCHER_GRACE_S = 1.0
 _DEFAULT_LIMITS = SandboxLimits()
 
 
-def run_python(source: str, *, limits: SandboxLimits = _DEFAULT_LIMITS, stdin: str = "") -> SandboxResult:
-    """Run ``source`` as ``__main__`` in a fresh sandboxed interpreter and report what happened."""
-    return _run(source, limits=limits, stdin=stdin)
+def run_python(
+    source: str,
+    *,
+    limits: SandboxLimits = _DEFAULT_LIMITS,
+    stdin: str = "",
+    files: Mapping[str, bytes] | None = None,
+    outputs: Sequence[str] = (),
+) -> SandboxResult:
+    """Run ``source`` as ``__main__`` in a fresh sandboxed interpreter and report what happened.
+
+    ``files`` are put in its working directory first; the ``outputs`` it wrote there are collected
+    (`SandboxResult.files`, see `redraft.sandbox._files`). `ValueError` for a name that is not a plain file name.
+    """
+    exchange = Exchange(dict(files or {}), tuple(outputs))
+    check_exchange(exchange.files, exchange.outputs, _SOURCE_NAME, limits)
+    return _run(source, limits=limits, stdin=stdin, exchange=exchange)
+
+
+@dataclasses.dataclass(frozen=True)
+class Exchange:
+    """The files a run is handed and the ones collected from it."""
+
+    files: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+
+
+_NO_EXCHANGE = Exchange()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,12 +107,19 @@ def _run(
     namespaces: bool = True,
     audit_hook: bool = True,
     wiring: Wiring = _NO_WIRING,
+    exchange: Exchange = _NO_EXCHANGE,
 ) -> SandboxResult:
     """`run_python` with layers switchable (so tests can prove each OS layer holds on its own), and wired."""
     handed = _Handed(wiring.channels)
     try:
         with owned_workdir() as (workdir, lock_fd):
-            return _run_in(workdir, lock_fd, source, limits, stdin, handed, namespaces, audit_hook, wiring)
+            write_inputs(workdir, exchange.files)
+            result = _run_in(workdir, lock_fd, source, limits, stdin, handed, namespaces, audit_hook, wiring, exchange)
+            if not exchange.outputs:
+                return result
+            from_outbox = "tmpfs" in result.layers  # the launcher copied them out from under its tmpfs
+            files, uncollected = collect(workdir, exchange.outputs, limits.max_collect_bytes, from_outbox=from_outbox)
+            return dataclasses.replace(result, files=files, uncollected=uncollected)
     finally:
         handed.close()
 
@@ -116,6 +149,7 @@ def _run_in(
     namespaces: bool,
     audit_hook: bool,
     wiring: Wiring,
+    exchange: Exchange = _NO_EXCHANGE,
 ) -> SandboxResult:
     _write_source(workdir, source)
     status_r, status_w = os.pipe()
@@ -126,6 +160,7 @@ def _run_in(
     try:
         fds = {"status_fd": status_w, "lifeline_fd": lifeline_r, "lock_fd": lock_fd}
         config = _config(workdir, limits, fds, namespaces=namespaces, audit_hook=audit_hook, wiring=wiring)
+        config |= {"inputs": list(exchange.files), "outputs": list(exchange.outputs)}
         try:
             with tempfile.TemporaryFile() as stdin_file:
                 # A file, not a pipe: a large stdin cannot deadlock against a child that does not read it.
@@ -176,6 +211,7 @@ def _config(
         "max_open_files": limits.max_open_files,
         "channel_fds": list(wiring.channels),
         "preload": list(wiring.preload),
+        "max_collect_bytes": limits.max_collect_bytes,
     }
 
 

@@ -10,12 +10,13 @@ are forks of that one interpreter:
   the modules a harnessed run asks for (``preload``, beside this file too), enters new network,
   mount and PID namespaces (a non-root caller gets them inside a new user namespace), masks the
   world-writable directories (/tmp, /var/tmp, /dev/shm) with small tmpfs mounts, mounts a
-  size-capped tmpfs as the work directory and, when the interpreter lives in a directory uid 65534
-  cannot enter (pyenv under /root), hides that directory behind a tmpfs with only ``sys.path`` bound
-  back in; then it forks the keeper and waits. It SIGKILLs the keeper's process group on SIGTERM
-  from the caller, when the caller is gone (the lifeline pipe, whose write end only the caller
-  holds, closes) and at its own deadline (the timeout plus a grace), so the tree keeps its own time
-  and dies with its caller, even a frozen or killed one. It is a child subreaper and reaps
+  size-capped tmpfs as the work directory (the source and the caller's input files written back in it)
+  and, when the interpreter lives in a directory uid 65534 cannot enter (pyenv under /root), hides that
+  directory behind a tmpfs with only ``sys.path`` bound back in; then it forks the keeper and waits,
+  and at the end copies the output files asked for out from under the tmpfs. It SIGKILLs the keeper's
+  process group on SIGTERM from the caller, when the caller is gone (the lifeline pipe, whose write
+  end only the caller holds, closes) and at its own deadline (the timeout plus a grace), so the tree
+  keeps its own time and dies with its caller, even a frozen or killed one. It is a child subreaper and reaps
   everything, so no zombie is left behind (this machine's PID 1 does not reap), and holds the work
   directory's lock until it exits (see workdirs.py).
 - *keeper* (PID 1 of the new PID namespace, still privileged so the candidate cannot signal it):
@@ -73,8 +74,7 @@ else:
     namespaces = load_sibling("namespaces")
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
-LINUX_CAPABILITY_VERSION_3 = 0x20080522
-EX_SOFTWARE = 70
+LINUX_CAPABILITY_VERSION_3, EX_SOFTWARE = 0x20080522, 70
 
 # What solutions commonly import, imported while still privileged when the standard library would
 # be unreadable after the uid drop (no mount namespace to expose it).
@@ -118,6 +118,9 @@ class Config:
     preload: list[str] = field(default_factory=list)
     """Modules beside this file (standard library only) the launcher loads before any mount, privileged, as
     ``redraft_sandbox_<name>`` in ``sys.modules``, in this order: the candidate has them when its source runs."""
+    inputs: list[str] = field(default_factory=list)  # put in ``workdir`` by the caller, carried under its tmpfs
+    outputs: list[str] = field(default_factory=list)  # copied out from under the tmpfs when the candidate ends
+    max_collect_bytes: int = 0
     root: bool = False
     """Whether the launcher started as root (fixed before the candidate drops its uid)."""
 
@@ -141,10 +144,6 @@ def fail(cfg: Config, message: str) -> NoReturn:
     os._exit(EX_SOFTWARE)
 
 
-def last_error(what: str) -> str:
-    return f"{what}: {os.strerror(ctypes.get_errno())}"
-
-
 def prctl(option: int, value: int) -> bool:
     return int(LIBC.prctl(option, value, 0, 0, 0)) == 0
 
@@ -166,6 +165,7 @@ def main(argv: list[str]) -> NoReturn:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     with open(cfg.source_path, "rb") as f:
         source = f.read()
+    inputs = namespaces.read_files(cfg.workdir, cfg.inputs)  # as the source, before a tmpfs hides them
     # Loaded now, privileged and before the mounts: the package may be out of the uid's reach, or under a
     # directory a tmpfs is about to hide (a checkout in /tmp). The candidate inherits them through the fork.
     for name in cfg.preload:
@@ -173,7 +173,7 @@ def main(argv: list[str]) -> NoReturn:
     layers: list[str] = []
     entered = namespaces.enter_namespaces(cfg.root, layers) if cfg.namespaces else set()
     if "mountns" in entered:
-        namespaces.private_mounts(cfg, source, layers)
+        namespaces.private_mounts(cfg, source, layers, inputs)
     report(cfg, layers=layers)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     keeper_pid = os.fork()
@@ -185,6 +185,8 @@ def main(argv: list[str]) -> NoReturn:
         os.setpgid(keeper_pid, keeper_pid)
     keeper_status = wait_for_keeper(cfg, keeper_pid, deadline=started + cfg.deadline_s)
     reap_orphans()
+    if "tmpfs" in layers and cfg.outputs and (error := namespaces.collect_outputs(cfg)) is not None:
+        report(cfg, collect_error=error)
     code = os.waitstatus_to_exitcode(keeper_status)
     os._exit(code if code >= 0 else 128 - code)
 
@@ -338,13 +340,13 @@ def drop_privileges(cfg: Config, layers: list[str]) -> None:
             fail(cfg, f"still privileged after dropping to uid {uid}")
         layers.append(f"uid:{uid}")
     if not prctl(PR_SET_NO_NEW_PRIVS, 1):
-        fail(cfg, last_error("no_new_privs"))
+        fail(cfg, namespaces.last_error("no_new_privs"))
     layers.append("no_new_privs")
     # A non-root caller's user namespace granted full capabilities inside it: give them up.
     header = CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
     data = (CapData * 2)()
     if int(LIBC.capset(ctypes.byref(header), ctypes.byref(data))) != 0:
-        fail(cfg, last_error("capset"))
+        fail(cfg, namespaces.last_error("capset"))
 
 
 def candidate(cfg: Config, source: bytes) -> NoReturn:

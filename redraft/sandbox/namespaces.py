@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 import sys
 from typing import TYPE_CHECKING
 
@@ -82,7 +83,7 @@ def enter_user_namespace(layers: list[str]) -> set[str]:
     return set()
 
 
-def private_mounts(cfg: Config, source: bytes, layers: list[str]) -> None:
+def private_mounts(cfg: Config, source: bytes, layers: list[str], inputs: dict[str, bytes] | None = None) -> None:
     """Hide the world-writable directories and give the candidate a size-capped work directory."""
     try:
         # Without this, the mounts below would propagate back to the host.
@@ -107,6 +108,61 @@ def private_mounts(cfg: Config, source: bytes, layers: list[str]) -> None:
         if cfg.root:
             os.chown(cfg.workdir, cfg.uid, cfg.uid)
             os.chown(cfg.source_path, cfg.uid, cfg.uid)
+        for name, data in (inputs or {}).items():  # and the input files the caller handed it
+            path = os.path.join(cfg.workdir, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            if cfg.root:
+                os.chown(path, cfg.uid, cfg.uid)
+
+
+def read_files(directory: str, names: list[str]) -> dict[str, bytes]:
+    files = {}
+    for name in names:
+        with open(os.path.join(directory, name), "rb") as f:
+            files[name] = f.read()
+    return files
+
+
+def collect_outputs(cfg: Config) -> str | None:
+    """Copy each output file the candidate wrote out of the tmpfs into the host work directory's ``.outbox``
+    (reached through the lock descriptor: the tmpfs hides its path), for the caller to read. The candidate has
+    ended and its group is dead: nothing changes the files meanwhile. Regular files only, never through a
+    symbolic link, never opening a FIFO, each up to its cap; the others are left for the caller to call
+    missing. An error that kept it from copying anything, or None."""
+    try:
+        os.mkdir(".outbox", 0o700, dir_fd=cfg.lock_fd)
+        outbox = os.open(".outbox", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=cfg.lock_fd)
+        inside = os.open(cfg.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        return str(exc)
+    for name in cfg.outputs:
+        data = read_regular(inside, name, cfg.max_collect_bytes)
+        if data is None:
+            continue
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=outbox)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+    os.close(outbox)
+    os.close(inside)
+    return None
+
+
+def read_regular(directory: int, name: str, limit: int) -> bytes | None:
+    """The regular file ``name`` in ``directory`` if it is one and at most ``limit`` bytes (as the caller's
+    `redraft.sandbox._files.read_regular`, which says why not: this program imports nothing of redraft)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = os.read(fd, limit + 1)
+        return data if len(data) <= limit else None
+    finally:
+        os.close(fd)
 
 
 def mount_proc() -> None:

@@ -1,0 +1,95 @@
+"""Files handed to a sandboxed run and collected from it, with and without the mount namespace's tmpfs."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from redraft.sandbox import SandboxLimits, run_python
+from redraft.sandbox import _supervisor as supervisor
+
+LIMITS = SandboxLimits(timeout_s=10.0, max_collect_bytes=1000)
+MOUNTS = {"tmpfs": True, "no_namespaces": False}
+
+
+def run(source: str, namespaces: bool, **exchange: object) -> supervisor.SandboxResult:
+    files = exchange.get("files", {})
+    outputs = exchange.get("outputs", ())
+    assert isinstance(files, dict) and isinstance(outputs, tuple)
+    supervisor.check_exchange(files, outputs, "main.py", LIMITS)
+    return supervisor._run(
+        textwrap.dedent(source),
+        limits=LIMITS,
+        namespaces=namespaces,
+        exchange=supervisor.Exchange(files, outputs),
+    )
+
+
+@pytest.mark.parametrize("mounts", MOUNTS)
+def test_a_run_reads_the_files_it_is_handed_and_its_outputs_are_collected(mounts: str) -> None:
+    result = run(
+        """
+        rows = open("orders.csv").read().splitlines()
+        with open("output.csv", "w") as out:
+            out.write("\\n".join(r.upper() for r in rows))
+        open("notes.txt", "w").write("not asked for")
+        """,
+        MOUNTS[mounts],
+        files={"orders.csv": b"id,amount\na1,3"},
+        outputs=("output.csv", "summary.json"),
+    )
+    assert result.ok, result.stderr
+    assert ("tmpfs" in result.layers) == MOUNTS[mounts]
+    assert result.files == {"output.csv": b"ID,AMOUNT\nA1,3"}  # only what was asked for
+    assert result.uncollected == {"summary.json": "not written"}
+
+
+@pytest.mark.parametrize("mounts", MOUNTS)
+def test_an_output_that_is_a_link_a_fifo_a_directory_or_too_large_is_not_collected(mounts: str) -> None:
+    result = run(
+        """
+        import os
+        os.symlink("/etc/passwd", "link.csv")
+        os.mkfifo("fifo.csv")
+        os.mkdir("dir.csv")
+        open("big.csv", "w").write("x" * 1001)
+        open("fine.csv", "w").write("x" * 1000)
+        """,
+        MOUNTS[mounts],
+        outputs=("link.csv", "fifo.csv", "dir.csv", "big.csv", "fine.csv"),
+    )
+    assert result.ok, result.stderr
+    assert result.files == {"fine.csv": b"x" * 1000}
+    assert set(result.uncollected) == {"link.csv", "fifo.csv", "dir.csv", "big.csv"}
+    if not MOUNTS[mounts]:  # read where written: each says why
+        assert result.uncollected["fifo.csv"] == "not a regular file"
+        assert result.uncollected["dir.csv"] == "not a regular file"
+        assert "over the limit of 1,000" in result.uncollected["big.csv"]
+        assert result.uncollected["link.csv"].startswith("not readable")
+
+
+def test_names_that_are_not_plain_file_names_and_inputs_over_their_cap_are_refused() -> None:
+    for bad in ("../escape", "/etc/passwd", ".hidden", "a/b", "main.py", "", "x" * 65):
+        with pytest.raises(ValueError, match="sandbox file name"):
+            run_python("pass", files={bad: b""})
+        with pytest.raises(ValueError, match="sandbox file name"):
+            run_python("pass", outputs=(bad,))
+    with pytest.raises(ValueError, match="over max_input_bytes 10"):
+        run_python("pass", files={"a.csv": b"x" * 11}, limits=SandboxLimits(max_input_bytes=10))
+
+
+def test_a_candidate_cannot_reach_the_outbox_or_plant_its_outputs_early() -> None:
+    """The outbox is made after the candidate has ended, outside its tmpfs: what it writes under that name in its
+    own directory is its own file, never what the caller reads as collected."""
+    result = run(
+        """
+        import os
+        os.mkdir(".outbox")
+        open(".outbox/output.csv", "w").write("planted")
+        open("output.csv", "w").write("real")
+        """,
+        True,
+        outputs=("output.csv",),
+    )
+    assert result.files == {"output.csv": b"real"}
