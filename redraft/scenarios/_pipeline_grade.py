@@ -23,7 +23,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from redraft.protocols.messages import CheckResult
-from redraft.scenarios._pipeline_data import TYPE_WORDS, Column, Contract, PipelineCase, Quirk
+from redraft.scenarios._pipeline_data import TYPE_WORDS, Column, Contract, PipelineCase, Quirk, Row
 from redraft.scenarios._pipeline_table import (
     Table,
     UnreadableTable,
@@ -144,17 +144,24 @@ def _examples(table: Table, contract: Contract, index: dict[str, int]) -> CheckR
         if len(found) != 1:
             problems.append(f"the example row {key} appears {len(found)} times, not once")
             continue
-        wrong = [
-            f"{column.name} {cell(found[0], index[column.name])[:40]!r} (the example has {gold!r})"
-            for column, gold in zip(contract.columns, example, strict=True)
-            if column.name not in index or not same_cell(column, cell(found[0], index[column.name]), gold)
-        ]
+        wrong = _differences(found[0], example, contract, index)
         if wrong:
             problems.append(f"the example row {key} differs: " + ", ".join(wrong))
     good = len(contract.examples) - len(problems)
     if not problems:
         return _check("examples", 1.0, f"the {len(contract.examples)} example rows are there, as published")
     return _check("examples", good / max(1, len(contract.examples)), _listed(problems))
+
+
+def _differences(row: tuple[str, ...], example: Row, contract: Contract, index: dict[str, int]) -> list[str]:
+    """The cells of ``row`` that are not the example's (a column the header lacks among them)."""
+    wrong = []
+    for column, gold in zip(contract.columns, example, strict=True):
+        mine = cell(row, index[column.name]) if column.name in index else None
+        if mine is None or not same_cell(column, mine, gold):
+            shown = "(no such column)" if mine is None else repr(mine[:40])
+            wrong.append(f"{column.name} {shown} (the example has {gold!r})")
+    return wrong
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,8 @@ breaks the quoting rules (``strict``), a field past the csv module's limit. It t
 writers do: a UTF-8 byte-order mark, CRLF line ends, a quoted newline, blank lines (dropped); bytes that
 are not UTF-8 become U+FFFD, which equals no gold cell. A cell is typed by a pattern before it is
 converted, so ``nan``, ``inf``, ``1e3``, ``1_000``, ``1,234.50`` and a formula (``=1+1``) are no numbers,
-and a date is ISO YYYY-MM-DD or nothing.
+a date is ISO YYYY-MM-DD or nothing, and text is one line of at most `MAX_TEXT_CHARS` (a formula in a
+text column is text: it is never evaluated, and equals no gold cell).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from redraft.scenarios._pipeline_data import Column
 
 MAX_OUTPUT_BYTES = 2_000_000
 """The largest output read; the biggest right table is about 10 KB."""
+MAX_TEXT_CHARS = 200
+"""The longest text cell that is a value (a name is a few dozen characters; a page is no name)."""
 FLOAT_ABSOLUTE = 0.01
 """Two amounts within this many euros are the same (a cent of rounding), or within `FLOAT_RELATIVE`."""
 FLOAT_RELATIVE = 1e-6
@@ -69,7 +72,7 @@ def parse_cell(column: Column, text: str) -> Value | None:
     """The typed value of a cell (surrounding spaces ignored), or None when it is no value of its type."""
     text = text.strip()
     if column.type == "str":
-        return text if text and not _CONTROL.search(text) else None
+        return text if 0 < len(text) <= MAX_TEXT_CHARS and not _CONTROL.search(text) else None
     if column.type == "int":
         return int(text) if _INT.fullmatch(text) else None
     if column.type == "float":
@@ -88,7 +91,7 @@ def cell_problem(column: Column, text: str) -> str | None:
     shown = repr(text[:40])
     if parse_cell(column, text) is None:
         wanted = {
-            "str": "non-empty text on one line",
+            "str": f"non-empty text on one line, at most {MAX_TEXT_CHARS} characters",
             "int": "a whole number",
             "float": "a plain decimal number (digits and a point)",
             "date": "a date written YYYY-MM-DD",
