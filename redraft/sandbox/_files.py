@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Mapping, Sequence
 
 from redraft.sandbox._limits import SANDBOX_UID, SandboxLimits
+from redraft.sandbox.namespaces import read_regular
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """A file name a run may be handed or asked for: no directory, no leading dot."""
@@ -47,9 +47,10 @@ def write_inputs(workdir: str, files: Mapping[str, bytes]) -> None:
 
 
 def collect(
-    workdir: str, outputs: Sequence[str], limit: int, *, from_outbox: bool
+    workdir: str, outputs: Sequence[str], limit: int, *, from_outbox: bool, reasons: Mapping[str, str] | None = None
 ) -> tuple[dict[str, bytes], dict[str, str]]:
-    """The output files read back (by name), and why each other one was not."""
+    """The output files read back (by name), and why each other one was not (``reasons``: the launcher's, for
+    the files it did not copy out)."""
     collected: dict[str, bytes] = {}
     missing: dict[str, str] = {}
     try:
@@ -63,27 +64,7 @@ def collect(
             if isinstance(got, bytes):
                 collected[name] = got
             else:
-                missing[name] = got
+                missing[name] = (reasons or {}).get(name, got)
     finally:
         os.close(directory)
     return collected, missing
-
-
-def read_regular(directory: int, name: str, limit: int) -> bytes | str:
-    """The bytes of the regular file ``name`` in ``directory``, or why not (the launcher has its own copy)."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
-    except FileNotFoundError:
-        return "not written"
-    except OSError as exc:
-        return f"not readable ({exc.strerror})"
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return "not a regular file"
-        if info.st_size > limit:
-            return f"{info.st_size:,} bytes, over the limit of {limit:,}"
-        data = os.read(fd, limit + 1)
-        return data if len(data) <= limit else f"over the limit of {limit:,} bytes"
-    finally:
-        os.close(fd)

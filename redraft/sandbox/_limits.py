@@ -168,6 +168,7 @@ def result_of(outcome: Outcome, status: list[dict[str, Any]], limits: SandboxLim
         cpu_s=cpu_s,
         truncated=outcome.truncated,
         layers=layers,
+        uncollected={str(k): str(v) for r in status for k, v in dict(r.get("uncollected", {})).items()},
     )
 
 

@@ -118,7 +118,9 @@ def _run(
             if not exchange.outputs:
                 return result
             from_outbox = "tmpfs" in result.layers  # the launcher copied them out from under its tmpfs
-            files, uncollected = collect(workdir, exchange.outputs, limits.max_collect_bytes, from_outbox=from_outbox)
+            files, uncollected = collect(
+                workdir, exchange.outputs, limits.max_collect_bytes, from_outbox=from_outbox, reasons=result.uncollected
+            )
             return dataclasses.replace(result, files=files, uncollected=uncollected)
     finally:
         handed.close()

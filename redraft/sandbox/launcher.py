@@ -185,8 +185,8 @@ def main(argv: list[str]) -> NoReturn:
         os.setpgid(keeper_pid, keeper_pid)
     keeper_status = wait_for_keeper(cfg, keeper_pid, deadline=started + cfg.deadline_s)
     reap_orphans()
-    if "tmpfs" in layers and cfg.outputs and (error := namespaces.collect_outputs(cfg)) is not None:
-        report(cfg, collect_error=error)
+    if "tmpfs" in layers and cfg.outputs:
+        report(cfg, uncollected=namespaces.collect_outputs(cfg))
     code = os.waitstatus_to_exitcode(keeper_status)
     os._exit(code if code >= 0 else 128 - code)
 

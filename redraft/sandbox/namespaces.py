@@ -126,43 +126,48 @@ def read_files(directory: str, names: list[str]) -> dict[str, bytes]:
     return files
 
 
-def collect_outputs(cfg: Config) -> str | None:
+def collect_outputs(cfg: Config) -> dict[str, str]:
     """Copy each output file the candidate wrote out of the tmpfs into the host work directory's ``.outbox``
     (reached through the lock descriptor: the tmpfs hides its path), for the caller to read. The candidate has
     ended and its group is dead: nothing changes the files meanwhile. Regular files only, never through a
-    symbolic link, never opening a FIFO, each up to its cap; the others are left for the caller to call
-    missing. An error that kept it from copying anything, or None."""
+    symbolic link, never opening a FIFO, each up to its cap. Returns why each other output was not copied."""
     try:
         os.mkdir(".outbox", 0o700, dir_fd=cfg.lock_fd)
         outbox = os.open(".outbox", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=cfg.lock_fd)
         inside = os.open(cfg.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
-        return str(exc)
+        return dict.fromkeys(cfg.outputs, f"not collected ({exc.strerror})")
+    reasons: dict[str, str] = {}
     for name in cfg.outputs:
         data = read_regular(inside, name, cfg.max_collect_bytes)
-        if data is None:
+        if isinstance(data, str):
+            reasons[name] = data
             continue
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=outbox)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
     os.close(outbox)
     os.close(inside)
-    return None
+    return reasons
 
 
-def read_regular(directory: int, name: str, limit: int) -> bytes | None:
-    """The regular file ``name`` in ``directory`` if it is one and at most ``limit`` bytes (as the caller's
-    `redraft.sandbox._files.read_regular`, which says why not: this program imports nothing of redraft)."""
+def read_regular(directory: int, name: str, limit: int) -> bytes | str:
+    """The bytes of the regular file ``name`` in ``directory``, or why not: never through a symbolic link,
+    never opening a FIFO or a device, at most ``limit`` bytes (the caller reads its outputs with it too)."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
-    except OSError:
-        return None
+    except FileNotFoundError:
+        return "not written"
+    except OSError as exc:
+        return f"not readable ({exc.strerror})"
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size > limit:
+            return f"{info.st_size:,} bytes, over the limit of {limit:,}"
         data = os.read(fd, limit + 1)
-        return data if len(data) <= limit else None
+        return data if len(data) <= limit else f"over the limit of {limit:,} bytes"
     finally:
         os.close(fd)
 

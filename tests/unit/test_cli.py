@@ -47,6 +47,7 @@ def test_scenarios_lists_one_name_per_line() -> None:
         "constrained_writing",
         "humaneval",
         "json_extract",
+        "pipeline",
         "reasoning_gym:NAME",
         "sql",
     ]
@@ -77,7 +78,7 @@ def test_strategies_lists_names_first() -> None:
         (
             ["run", "sudoku"],
             "unknown scenario 'sudoku' (known: arithmetic, check:MODULE:FUNCTION, constrained_writing, humaneval, "
-            "json_extract, reasoning_gym:NAME, sql)",
+            "json_extract, pipeline, reasoning_gym:NAME, sql)",
         ),
         (["run", "arithmetic", "--strategy", "vibes"], "unknown strategy 'vibes'"),
         (["run", "arithmetic", "--model", "gpt:4"], "unknown backend spec 'gpt:4'"),

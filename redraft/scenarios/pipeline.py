@@ -1,0 +1,136 @@
+"""Data pipelines from messy files: a program that turns a task's files into the table its contract states.
+
+Each task is generated from the run's seed (`redraft.scenarios._pipeline_data`): a clean table of
+orders is drawn first (the gold), then corrupted into the files a program must read: a CSV with
+several date formats and thousands separators, JSON with near-duplicate records, XML with amounts in
+cents or in other currencies, a file whose extension lies about its format. Difficulty (1 to 4, in
+turn) sets how many of those quirks a task has and how many show only past the first 50 records.
+
+The drafter answers with a Python script (standard library only). The **feedback** runs it in the
+sandbox over the task's files (the only files it has: the gold never enters it) and reads back the
+``output.csv`` it wrote: whether it ran (exit status, the end of stderr) and the contract's checks
+(columns, types, ISO dates, the key, the order, the row bound, the two or three example rows the
+prompt shows). The **grade**, held out, runs it again the same way and compares the table with the
+gold, key-aligned, typed, cell by cell with tolerance (`redraft.scenarios._pipeline_grade`), and
+says which quirks the table handled. The task carries the gold as the case's seed and difficulty,
+which the grader alone turns back into the gold table; a candidate cannot (the sandbox hides
+redraft's code and every installed package from it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+
+import msgspec
+
+from redraft.protocols.messages import CheckResult, Task
+from redraft.sandbox import SandboxLimits, SandboxResult, run_python
+from redraft.scenarios._base import Scenario, scenario
+from redraft.scenarios._pipeline_data import Contract, make_case, prompt_text
+from redraft.scenarios._pipeline_grade import contract_checks, grade_table
+
+TASKS = 200
+DEFAULT_LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=10, memory_mb=512, max_collect_bytes=2_000_000)
+OUTPUT = "output.csv"
+_FENCE = re.compile(r"```[ \t]*(\w*)[^\n]*\n(.*?)```", re.DOTALL)
+_STDERR_CHARS = 600
+_CODE_START = re.compile(r"^(?:#|import |from \S+ import |def |class |with |for |if |print\(|\w+ = )")
+
+INSTRUCTIONS = (
+    "Write one Python 3 program, standard library only, that reads the input files from its working "
+    f"directory and writes {OUTPUT} there, exactly as the contract says. Look at what the files really "
+    "hold before you trust their names: formats, date styles, units and duplicates may differ from what "
+    "you expect."
+)
+
+
+@scenario("pipeline")
+class Pipeline(Scenario):
+    """Messy order files into one clean table: feedback by running the program on them, graded against the gold."""
+
+    check_cost = "executes"  # each check runs the candidate's program in the sandbox
+    feedback_keys = frozenset({"files", "contract"})
+
+    def __init__(self, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    def tasks(self, *, seed: int) -> Iterator[Task]:
+        for index in range(TASKS):
+            difficulty = index % 4 + 1
+            case_seed = int.from_bytes(hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest(), "big")
+            case = make_case(case_seed, difficulty)
+            yield Task(
+                task_id=f"pipeline-{index:03d}",
+                scenario=self.name,
+                prompt=f"{prompt_text(case)}\n\n{INSTRUCTIONS}",
+                reference={
+                    "files": {name: data.decode("utf-8") for name, data in case.files.items()},
+                    "contract": msgspec.json.decode(msgspec.json.encode(case.contract)),  # as a frame reads it
+                },
+                gold={"seed": case_seed, "difficulty": difficulty},
+            )
+
+    def system_prompt(self) -> str:
+        return (
+            "You are a careful data engineer. You write Python 3 programs that use only the standard library "
+            "(csv, json, xml.etree.ElementTree, datetime, decimal, re). Answer with the whole program in a "
+            "single ```python fenced block; no explanation is needed."
+        )
+
+    def answer(self, text: str) -> str | None:
+        lines = [line.rstrip() for line in script_of(text).splitlines()]
+        return "\n".join(line for line in lines if line) or None
+
+    def check(self, task: Task, text: str) -> list[CheckResult]:
+        ran = self._run(task, text)
+        if isinstance(ran, CheckResult):
+            return [ran]
+        runs = _runs(ran)
+        if OUTPUT not in ran.files:
+            why = ran.uncollected.get(OUTPUT, "not written")
+            return [runs, CheckResult(name="output", passed=False, score=0.0, detail=f"{OUTPUT}: {why}")]
+        contract = msgspec.convert(task.reference["contract"], Contract)
+        return [runs, *contract_checks(ran.files[OUTPUT], contract)]
+
+    def grade(self, task: Task, text: str) -> CheckResult | None:
+        if "seed" not in task.gold:
+            return None
+        ran = self._run(task, text)
+        if isinstance(ran, CheckResult):
+            return CheckResult(name="table", passed=False, score=0.0, detail=ran.detail)
+        if OUTPUT not in ran.files:
+            why = ran.uncollected.get(OUTPUT, "not written")
+            return CheckResult(name="table", passed=False, score=0.0, detail=f"{OUTPUT}: {why}")
+        case = make_case(int(task.gold["seed"]), int(task.gold["difficulty"]))
+        return grade_table(ran.files[OUTPUT], case).as_check()
+
+    def _run(self, task: Task, text: str) -> SandboxResult | CheckResult:
+        """The program's run over the task's files, or a failed ``runs`` check when the reply holds none."""
+        script = script_of(text)
+        if not script.strip():
+            detail = "no program found; answer with the whole program in a ```python block"
+            return CheckResult(name="runs", passed=False, score=0.0, detail=detail)
+        files = {name: str(data).encode("utf-8") for name, data in dict(task.reference["files"]).items()}
+        return run_python(script, limits=self.limits, files=files, outputs=(OUTPUT,))
+
+
+def script_of(text: str) -> str:
+    """The program in a reply: its last ```python block (else its last fenced block), else the whole text if
+    it starts as a program does; else nothing."""
+    blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
+    python = [body for tag, body in blocks if tag in ("python", "py", "python3")]
+    chosen = python or [body for _, body in blocks]
+    if chosen:
+        return str(chosen[-1])
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return text if _CODE_START.match(first) else ""
+
+
+def _runs(ran: SandboxResult) -> CheckResult:
+    if ran.ok:
+        return CheckResult(name="runs", passed=True, score=1.0, detail="the program ran and exited 0")
+    how = ran.kill_description or f"exited {ran.returncode}"
+    tail = ran.stderr.strip()[-_STDERR_CHARS:]
+    return CheckResult(name="runs", passed=False, score=0.0, detail=f"{how}: {tail}" if tail else how)
