@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -30,6 +32,8 @@ from redraft.engine.setup import (
 from redraft.protocols.messages import Message, Result, Task
 from redraft.scenarios import get_scenario
 from redraft.scenarios.user_check import CheckFunction
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -66,12 +70,17 @@ def refine(
         >>> done.result.passed, done.result.rounds
         (True, 1)
     """
-    work = refine_async(task, config, check=check, grade=grade, backends=backends)
+    return run_blocking(refine_async(task, config, check=check, grade=grade, backends=backends))
+
+
+def run_blocking(work: Coroutine[Any, Any, T], name: str = "redraft-refine") -> T:
+    """``work`` on an event loop of its own (on a thread of its own, named ``name``, when the caller's loop
+    runs: a notebook)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(work)
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="redraft-refine") as pool:
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name) as pool:
         return pool.submit(asyncio.run, work).result()
 
 

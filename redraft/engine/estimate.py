@@ -25,13 +25,12 @@ cache hits (both make a real run cheaper); a task's time limits are not simulate
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
 import random
 import uuid
-from collections.abc import Coroutine, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 
@@ -41,6 +40,7 @@ from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import PriceTable
 from redraft.config import Budgets, RunConfig
 from redraft.engine._costing import CostingSpec, CostingVerifier, Course
+from redraft.engine._refine import run_blocking
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.pools import LocalMember, Roles
 from redraft.engine.setup import RoleSetup, arbiter_settings, role_constructors, verifier_backend
@@ -204,7 +204,7 @@ def estimate_tasks(
     """The estimate for ``tasks`` (those the run has left) of a resolved ``config`` and its ``setup``; ``done``:
     what the tasks the run directory already holds spent."""
     total, picked = _sample(tasks, sample, config.experiment.seed)
-    results = _run(_simulate_all(config, setup, picked))
+    results = run_blocking(_simulate_all(config, setup, picked), "redraft-estimate")
     worst, failing, passing = ([Spend(dict(r.usage_by_role)) for r in course] for course in results)
     factor = total / len(picked) if picked else 0.0
     per_task_worst = [w.most(f) for w, f in zip(worst, failing, strict=True)]
@@ -348,16 +348,6 @@ def _sooner(config: RunConfig) -> str:
         if value is not None
     ]
     return f" or its {' and '.join(limits)} running out" if limits else ""
-
-
-def _run(work: Coroutine[Any, Any, T]) -> T:
-    """``work`` on an event loop of its own (on a thread of its own when the caller's loop runs: a notebook)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(work)
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="redraft-estimate") as pool:
-        return pool.submit(asyncio.run, work).result()
 
 
 def paid(setup: RoleSetup, strategy: str, prices: PriceTable) -> bool:

@@ -33,7 +33,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -411,3 +411,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+@contextlib.contextmanager
+def sdks_pointed_at(monkeypatch: Any, key: str) -> Iterator[FakeLLMServer]:
+    """A running server, with both SDKs' keys and base URLs set to it for one test (``monkeypatch``), and the
+    settings that would send anything else cleared."""
+    with FakeLLMServer() as fake:
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.anthropic_base_url)
+        for name in ("ANTHROPIC_AUTH_TOKEN", "OPENAI_CUSTOM_HEADERS", "ANTHROPIC_CUSTOM_HEADERS"):
+            monkeypatch.delenv(name, raising=False)
+        yield fake

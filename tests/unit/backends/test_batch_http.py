@@ -18,7 +18,7 @@ from redraft.backends.cache import ResponseCache
 from redraft.backends.openai import OpenAISpec, parse_openai
 from redraft.errors import PermanentBackendError
 from redraft.protocols.messages import ChatMessage
-from tests.support.fake_llm_servers import FakeLLMServer
+from tests.support.fake_llm_servers import FakeLLMServer, sdks_pointed_at
 
 KEY = "sk-test-batch-KEY"
 FAST = BatchSettings(gather_s=0.05, max_gather_s=1.0, first_poll_s=0.02, max_poll_s=0.05)
@@ -28,13 +28,7 @@ PROVIDERS = ["openai", "anthropic"]
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_base_url)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.anthropic_base_url)
-        for name in ("ANTHROPIC_AUTH_TOKEN", "OPENAI_CUSTOM_HEADERS", "ANTHROPIC_CUSTOM_HEADERS"):
-            monkeypatch.delenv(name, raising=False)
+    with sdks_pointed_at(monkeypatch, KEY) as fake:
         fake.model = "gpt-4o-mini"
         yield fake
 

@@ -28,7 +28,7 @@ from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.errors import AuthenticationError, PermanentBackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import ChatMessage
 from redraft.services import current
-from tests.support.fake_llm_servers import FakeLLMServer, Fault
+from tests.support.fake_llm_servers import FakeLLMServer, Fault, sdks_pointed_at
 
 KEY = "sk-test-SECRET-123"
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.02, jitter=False)
@@ -52,13 +52,7 @@ STRUCTURED = ChatRequest(messages=REQUEST.messages, max_tokens=64, json_schema=c
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_base_url)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.anthropic_base_url)
-        for name in ("ANTHROPIC_AUTH_TOKEN", "OPENAI_CUSTOM_HEADERS", "ANTHROPIC_CUSTOM_HEADERS"):
-            monkeypatch.delenv(name, raising=False)
+    with sdks_pointed_at(monkeypatch, KEY) as fake:
         yield fake
 
 
