@@ -44,4 +44,5 @@ bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_adaptive_concurrency.py
 	.venv/bin/python benchmarks/bench_provider_batch.py
 	.venv/bin/python benchmarks/bench_estimate.py
+	.venv/bin/python benchmarks/bench_sandbox_files.py
 	.venv/bin/python benchmarks/chaos.py
