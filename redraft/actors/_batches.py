@@ -31,10 +31,9 @@ STOP_TIMEOUT_S = 60.0
 
 @dataclasses.dataclass(frozen=True)
 class Batches:
-    """The run's collectors, and how many batches of an earlier invocation they follow."""
+    """The run's collectors (one per endpoint with a batch API; none without ``--batch``)."""
 
     collectors: list[Any]
-    resumed: int = 0
 
     @property
     def call_deadline_s(self) -> float | None:
@@ -85,24 +84,23 @@ def start_batches(setup: RoleSetup, batch: str, out: Path, runtime: Runtime) -> 
     resumed = sum(ray.get([c.resume.remote() for c in made.values()]))
     if resumed:
         log.warning("following %d batch(es) sent by an earlier invocation of this run", resumed)
-    return setup, Batches(list(made.values()), resumed)
+    return setup, Batches(list(made.values()))
 
 
-def stop_batches(batches: Batches) -> int:
-    """Cancel what the run's batches still have open at the provider and end the collectors; how many batches
-    were cancelled."""
+def stop_batches(batches: Batches) -> None:
+    """Cancel what the run's batches still have open at the provider, and end the collectors."""
     if not batches.collectors:
-        return 0
+        return
     import ray
 
     try:
-        cancelled: int = sum(ray.get([c.cancel_open.remote() for c in batches.collectors], timeout=STOP_TIMEOUT_S))
+        cancelled = sum(ray.get([c.cancel_open.remote() for c in batches.collectors], timeout=STOP_TIMEOUT_S))
+        if cancelled:
+            log.warning("cancelled %d batch(es) still open at the provider", cancelled)
     except Exception as exc:  # the run is over either way: its journal lets a resume follow what is left
         log.warning("could not cancel the open batches: %s", exc)
-        cancelled = 0
     for collector in batches.collectors:
         ray.kill(collector)
-    return cancelled
 
 
 def collector_name(batch: str, endpoint: str) -> str:

@@ -170,7 +170,7 @@ class BatchCollector:
         self._open: dict[str, _Open] = {}
         self._sent: dict[str, str] = {}
         """Each key in an open batch: the batch's id."""
-        self._early: dict[str, tuple[Answer, str | None]] = {}
+        self._early: dict[str, tuple[Answer, str]] = {}
         """Answers (and their batch) of a resumed batch whose calls were not asked again yet."""
         self._first = self._last = 0.0
         self._gathering: asyncio.Task[None] | None = None
@@ -196,8 +196,7 @@ class BatchCollector:
         key = ResponseCache.key(self._spec.spec, request)
         if key in self._early:
             answer, batch_id = self._early.pop(key)
-            if batch_id is not None:
-                self._delivered(batch_id)
+            self._delivered(batch_id)
             return answer
         future = self._waiting.get(key)
         if future is None:
@@ -330,12 +329,12 @@ class BatchCollector:
         if isinstance(answer, Completion):
             answer = msgspec.structs.replace(answer, usage=msgspec.structs.replace(answer.usage, batch_calls=1))
         future = self._waiting.pop(key, None)
-        if future is None or future.done():  # a resumed batch answered before its call was asked again
+        if future is not None and not future.done():
+            future.set_result(answer)
+            if batch_id is not None:
+                self._delivered(batch_id)
+        elif batch_id is not None:  # a resumed batch answered before its call was asked again
             self._early[key] = (answer, batch_id)
-            return
-        future.set_result(answer)
-        if batch_id is not None:
-            self._delivered(batch_id)
 
     def _delivered(self, batch_id: str) -> None:
         batch = self._open[batch_id]
@@ -344,10 +343,6 @@ class BatchCollector:
             del self._open[batch_id]
             if self._journal is not None:
                 self._journal.ended(batch_id)
-
-    async def state(self) -> tuple[int, int, int]:
-        """(calls gathered for the next batch, batches running at the provider, calls waiting for an answer)."""
-        return len(self._pending), sum(not b.ended for b in self._open.values()), len(self._waiting)
 
 
 def _failure(exc: Exception) -> LineFailure:

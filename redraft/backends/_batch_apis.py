@@ -11,7 +11,6 @@ reads the same. What drives the adapters, and why, is `redraft.backends._batch`.
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -22,8 +21,8 @@ from redraft.backends._retrying import sdk_error, server_detail
 from redraft.backends.anthropic import AnthropicChat, AnthropicSpec
 from redraft.backends.base import ChatRequest, Completion, PerLoop
 from redraft.backends.openai import KEY_ENV as OPENAI_KEY_ENV
-from redraft.backends.openai import OpenAIChat, OpenAISpec, _sdk_client
-from redraft.errors import BackendError, UserError
+from redraft.backends.openai import OpenAIChat, OpenAISpec
+from redraft.errors import BackendError
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -87,12 +86,12 @@ class OpenAIBatches:
     max_bytes = 190 * 2**20  # the provider's limit is 200 MB per input file
 
     def __init__(self, spec: OpenAISpec) -> None:
-        key = os.environ.get(OPENAI_KEY_ENV)
-        if not key:
-            raise UserError(f"{spec.spec} needs {OPENAI_KEY_ENV} set where the batches are sent (the driver's node)")
-        self._spec, self._key = spec, key
-        self._chat = OpenAIChat(spec)
-        self._clients: PerLoop[AsyncOpenAI] = PerLoop(lambda: _sdk_client(spec, key))
+        self._spec = spec
+        self._chat = OpenAIChat(spec)  # refuses a missing key
+        self._key = self._chat._key
+        clients = self._chat._client
+        assert isinstance(clients, PerLoop)  # OpenAI itself (`batchable`): the SDK's client, one per loop
+        self._clients: PerLoop[AsyncOpenAI] = clients
 
     def line(self, custom_id: str, request: ChatRequest) -> bytes:
         body = self._chat._arguments(request)
@@ -169,19 +168,10 @@ class AnthropicBatches:
     max_bytes = 240 * 2**20  # the provider's limit is 256 MB per batch
 
     def __init__(self, spec: AnthropicSpec) -> None:
-        import anthropic
-
         self._spec = spec
         self._chat = AnthropicChat(spec)  # refuses a missing key
         self._key = self._chat._key
-        self._clients: PerLoop[AsyncAnthropic] = PerLoop(
-            lambda: anthropic.AsyncAnthropic(
-                api_key=self._key,
-                max_retries=0,
-                timeout=spec.timeout_s,
-                http_client=anthropic.DefaultAioHttpClient(timeout=spec.timeout_s),
-            )
-        )
+        self._clients: PerLoop[AsyncAnthropic] = self._chat._clients
 
     def line(self, custom_id: str, request: ChatRequest) -> bytes:
         params = self._chat._arguments(request)
