@@ -52,19 +52,20 @@ def collect(
     """The output files read back (by name), and why each other one was not (``reasons``: the launcher's, for
     the files it did not copy out)."""
     collected: dict[str, bytes] = {}
-    missing: dict[str, str] = {}
+    said = reasons or {}
     try:
         where = os.path.join(workdir, OUTBOX) if from_outbox else workdir
         directory = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return collected, dict.fromkeys(outputs, "not written")
+    except OSError:  # nothing was copied out: the launcher's reasons, where it gave them
+        return collected, {name: said.get(name, "not written") for name in outputs}
+    missing: dict[str, str] = {}
     try:
         for name in outputs:
             got = read_regular(directory, name, limit)
             if isinstance(got, bytes):
                 collected[name] = got
             else:
-                missing[name] = (reasons or {}).get(name, got)
+                missing[name] = said.get(name, got)
     finally:
         os.close(directory)
     return collected, missing
