@@ -10,8 +10,9 @@ System messages go, joined, into ``system=``; the others are the conversation.
 A request's ``seed`` and ``temperature`` are ignored: Anthropic has no seed, and
 API version 2026-10-21 (the one anthropic 2.x sends) refuses every sampling
 parameter, even ``temperature=1``. A JSON-schema request
-(the critic's) becomes a forced call of the tool ``report_critique`` whose input
-schema is the requested one; the completion's text is that tool input as JSON.
+becomes a forced call of one tool whose input schema is the requested one
+(``report_critique`` for the critic's, ``report_<title>`` for a schema with a title: a
+plan, a decision); the completion's text is that tool input as JSON.
 
 Usage follows redraft's convention that cached tokens are a subset of the input
 tokens: Anthropic reports uncached input (``input_tokens``), cache reads and cache
@@ -43,6 +44,8 @@ KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_TIMEOUT_S = 60.0
 TOOL_NAME = "report_critique"
 TOOL_DESCRIPTION = "Report the issues found in the candidate answer. Call this exactly once."
+TITLED_DESCRIPTION = "Give your answer in this form. Call this exactly once."
+"""The tool of a structured request whose schema has a title (a plan, a decision): ``report_<title>``."""
 
 
 @dataclass(frozen=True)
@@ -102,10 +105,10 @@ class AnthropicChat:
         if request.stop:
             arguments["stop_sequences"] = request.stop
         if request.json_schema is not None:
-            arguments["tools"] = [
-                {"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "input_schema": request.json_schema}
-            ]
-            arguments["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+            title = request.json_schema.get("title")
+            name, description = (f"report_{title}", TITLED_DESCRIPTION) if title else (TOOL_NAME, TOOL_DESCRIPTION)
+            arguments["tools"] = [{"name": name, "description": description, "input_schema": request.json_schema}]
+            arguments["tool_choice"] = {"type": "tool", "name": name}
         return arguments
 
     async def _complete_once(self, request: ChatRequest) -> Completion:
@@ -122,7 +125,7 @@ class AnthropicChat:
 
     def _completion(self, response: Message, latency_s: float) -> Completion:
         try:
-            tool_inputs = [b.input for b in response.content if b.type == "tool_use" and b.name == TOOL_NAME]
+            tool_inputs = [b.input for b in response.content if b.type == "tool_use"]  # the one tool it was offered
             text = (
                 json.dumps(tool_inputs[0])
                 if tool_inputs

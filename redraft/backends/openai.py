@@ -64,7 +64,13 @@ PLACEHOLDER_KEY = "not-needed"
 and most local servers ignore it."""
 DEFAULT_TIMEOUT_S = 60.0
 SCHEMA_NAME = "critique"
-"""The ``json_schema.name`` sent with a structured request; the critic is the only role that makes one."""
+"""The ``json_schema.name`` sent with a structured request whose schema has no title (a critique's)."""
+
+
+def schema_name(request: ChatRequest) -> str:
+    """The name of a structured request's answer: its schema's title (``plan``, ``decision``), else a critique."""
+    title = (request.json_schema or {}).get("title")
+    return title if isinstance(title, str) and title else SCHEMA_NAME
 
 
 @dataclass(frozen=True)
@@ -151,7 +157,7 @@ class OpenAIChat:
             else:
                 arguments["response_format"] = {
                     "type": "json_schema",
-                    "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": False},
+                    "json_schema": {"name": schema_name(request), "schema": request.json_schema, "strict": False},
                 }
         arguments["messages"] = messages
         return arguments

@@ -1,4 +1,5 @@
-"""The shapes models must answer in, when an answer is structured: a critique, a plan of questions.
+"""The shapes models must answer in, when an answer is structured: a critique, a plan of questions, a
+plan of steps and a decision about it (``plan_execute``).
 
 These are not protocol messages (they never cross an actor boundary as frames):
 they are what a critic or verifier *model* is asked to reply, as JSON. Their JSON
@@ -14,7 +15,7 @@ grammar-constrained reply short enough to finish inside its token limit.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -58,6 +59,38 @@ def parse_report(text: str) -> CritiqueReport:
 def parse_plan(text: str) -> QuestionPlan:
     """Validate a model's reply as a `QuestionPlan`; `msgspec.ValidationError`/`DecodeError` if not."""
     return _plan_decoder.decode(text.strip())
+
+
+Name = Annotated[str, msgspec.Meta(max_length=60)]
+
+
+class StepAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """One step of a plan as a model must write it (the strategy reads replies more leniently than this)."""
+
+    intent: Annotated[str, msgspec.Meta(max_length=200)]
+    inputs: Annotated[list[Name], msgspec.Meta(max_length=6)]
+    output: Name
+    columns: Annotated[list[Name], msgspec.Meta(max_length=12)]
+    types: dict[str, Literal["int", "float", "date", "text"]]
+    min_rows: int = 0
+    max_rows: int | None = None
+
+
+class PlanAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    steps: Annotated[list[StepAnswer], msgspec.Meta(min_length=1, max_length=6)]
+
+
+class DecisionAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    action: Literal["continue", "retry", "revise", "finish"]
+    reason: Annotated[str, msgspec.Meta(max_length=200)]
+    redo: int | None = None
+    steps: Annotated[list[StepAnswer], msgspec.Meta(max_length=6)] = []
+
+
+def plan_json_schema(kind: Literal["plan", "decision"]) -> dict[str, Any]:
+    """The JSON Schema of a plan, or of a decision about one, titled by what it is (a backend that names a
+    structured answer, a tool or a response format, takes the title as its name)."""
+    return _inlined_schema(PlanAnswer if kind == "plan" else DecisionAnswer) | {"title": kind}
 
 
 def critique_json_schema() -> dict[str, Any]:

@@ -41,7 +41,7 @@ from redraft.engine._answers import (
 )
 from redraft.engine.prompts import MAX_DETAIL_CHARS, MAX_FEEDBACK_CHARS
 from redraft.engine.verifier import Verifier
-from redraft.protocols.messages import MAX_ISSUE_TEXT, ChatMessage, CheckResult, Usage, VerifyRequest
+from redraft.protocols.messages import MAX_ISSUE_TEXT, ChatMessage, CheckResult, Observation, Usage, VerifyRequest
 
 CHARS_PER_TOKEN = 4
 """Characters of a prompt counted as one token."""
@@ -150,18 +150,24 @@ class CostingVerifier(Verifier):
         self._rounds = rounds
         self._threshold = threshold
 
-    def _check(self, request: VerifyRequest) -> tuple[list[CheckResult], str | None]:
+    def _check(self, request: VerifyRequest) -> tuple[list[CheckResult], str | None, Observation | None]:
+        step = request.step
         if self._course.passes:
-            return [CheckResult(name="estimate", passed=True, score=1.0, detail="passes")], None
+            ran = None if step is None else Observation(step=step.step.number, output=step.step.output, written=True)
+            return [CheckResult(name="estimate", passed=True, score=1.0, detail="passes")], None, ran
         draft = request.draft
         score = self._threshold * (draft.round + 1) / (self._rounds + 1)  # rising, below the threshold
         size = max(1, int(self._course.fill * MAX_DETAIL_CHARS))
-        return [
-            CheckResult(
-                name=f"estimate_{k}",
-                passed=False,
-                score=score,
-                detail=random_text(size, (draft.task_id, draft.round, draft.sample, request.stage, k)),
-            )
-            for k in range(MAX_FEEDBACK_CHARS // MAX_DETAIL_CHARS)  # as much feedback as a prompt carries
-        ], None
+        return (
+            [
+                CheckResult(
+                    name=f"estimate_{k}",
+                    passed=False,
+                    score=score,
+                    detail=random_text(size, (draft.task_id, draft.round, draft.sample, request.stage, k)),
+                )
+                for k in range(MAX_FEEDBACK_CHARS // MAX_DETAIL_CHARS)  # as much feedback as a prompt carries
+            ],
+            None,
+            None,
+        )

@@ -18,6 +18,7 @@ finished rounds can be handed back as such a replay (`checkpoint`).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -46,6 +47,8 @@ from redraft.protocols.messages import (
     Intent,
     Issue,
     Message,
+    PlanAsk,
+    PlanVersion,
     Reflection,
     ReflectRequest,
     Result,
@@ -53,6 +56,7 @@ from redraft.protocols.messages import (
     RoleName,
     StageStep,
     Stance,
+    StepRun,
     StopLimit,
     Task,
     Usage,
@@ -105,6 +109,10 @@ class TaskLoop:
         """The class of the exception that ended the task, when one did."""
         self.check_error: CheckError | None = None
         """The check's failure that ended the task, when that is what did."""
+        self.progressed = asyncio.Event()
+        """Set by `progress`: the round has work worth keeping before it ends (the arbiter checkpoints it)."""
+        self._plan_asks = 0
+        """Plan asks of this round so far: each samples with a seed of its own."""
         # Spread each task's samples over the pool, starting at a task-dependent member.
         self._offset = int.from_bytes(hashlib.blake2b(task.task_id.encode(), digest_size=2).digest(), "big")
 
@@ -119,9 +127,13 @@ class TaskLoop:
         fresh: bool = False,
         first: int = 0,
         intent: Intent | None = None,
+        plan: PlanAsk | None = None,
     ) -> list[Draft]:
         # Stages of one round are distinct calls: the stage joins the seed, so each stage samples afresh.
-        salt = f"{self.round}:{stage.name}" if stage is not None else self.round
+        salt: int | str = f"{self.round}:{stage.name}" if stage is not None else self.round
+        if plan is not None:  # and so does every ask of a plan
+            self._plan_asks += 1
+            salt = f"{self.round}:plan:{self._plan_asks}"
         requests = [
             DraftRequest(
                 task=self.task,
@@ -132,14 +144,23 @@ class TaskLoop:
                 stage=stage,
                 mode=self.rules.settings.revision_mode,
                 intent=intent,
+                plan=plan,
             )
             for k in range(first, first + n)
         ]
         return await self._exchange(requests, Draft, self.rules.roles.drafter, partial_ok=True)
 
-    async def verify(self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0) -> list[Verification]:
-        requests = [VerifyRequest(task=self.task, draft=d, stage=stage, questions=questions) for d in drafts]
+    async def verify(
+        self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0, step: StepRun | None = None
+    ) -> list[Verification]:
+        requests = [VerifyRequest(task=self.task, draft=d, stage=stage, questions=questions, step=step) for d in drafts]
         return await self._exchange(requests, Verification, self.rules.roles.verifier)
+
+    def record(self, message: PlanVersion | Draft) -> None:
+        self.trace.append(message)
+
+    def progress(self) -> None:
+        self.progressed.set()
 
     async def critique(
         self, drafts: list[Draft], *, role: CriticRole, stance: Stance, opponent: list[Issue] | None = None
@@ -244,6 +265,7 @@ class TaskLoop:
         """
         rules, protocol = self.rules, self.protocol
         round_ = self.round = len(self.memory)
+        self._plan_asks = 0
         self.final_round = round_ + 1 >= rules.convergence.max_rounds
         try:
             outcome: RoundOutcome = await rules.strategy.run_round(self)

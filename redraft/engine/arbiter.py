@@ -4,10 +4,12 @@ One arbiter runs many task loops at once (each `Arbiter.refine` is one task, a
 `redraft.engine._task_loop.TaskLoop`, on the caller's event loop). It hands back
 every message of the task's trace with the `Result` last, so a task that failed
 still has both, as `Checkpoint`s: one after each finished round (its messages and
-which reply answers which request), then the rest with the `Result`. Whoever runs
-the arbiter may keep the finished rounds and hand them to the task's next attempt
-as its ``replay`` (the actor system does, when a node dies under a task), so no
-finished round is paid for twice.
+which reply answers which request), then the rest with the `Result`; a strategy
+whose round holds work worth keeping (a plan's verified step) asks for one mid-round
+(`RoundContext.progress`). Whoever runs the arbiter may keep the checkpoints and
+hand their replies to the task's next attempt as its ``replay`` (the actor system
+does, when a node dies under a task), so no finished round or verified step is
+paid for twice.
 
 A task's timeout ends it with ``budget`` and its best so far, unless it was
 waiting on a role member that no longer answers (frozen or dead): then the
@@ -97,17 +99,20 @@ class Arbiter:
         deadline = None if timeout_s is None else asyncio.get_running_loop().time() + timeout_s
         going = True
         while going:
+            playing = asyncio.ensure_future(_play(loop, deadline, timeout_s, limit))
             try:
-                async with asyncio.timeout_at(deadline) as cut:
-                    going = await loop.step()
-            except TimeoutError:
-                if not cut.expired():
-                    raise  # not ours: a TimeoutError from inside the loop
-                await _not_stalled(loop)
-                await loop.stop_early(limit, f"{_LIMIT_NAMES.get(limit, limit)} after {timeout_s:g} s")
-                going = False
-            messages, pairs = loop.checkpoint()
-            yield Checkpoint(messages, pairs, last=not going)
+                while not playing.done():  # a round that calls `progress` is checkpointed mid-way, too
+                    woke = asyncio.ensure_future(loop.progressed.wait())
+                    await asyncio.wait((playing, woke), return_when=asyncio.FIRST_COMPLETED)
+                    woke.cancel()
+                    if loop.progressed.is_set() and not playing.done():
+                        loop.progressed.clear()
+                        yield Checkpoint(*loop.checkpoint(), last=False)
+            finally:
+                playing.cancel()  # nothing if it is done; the task's loop if our consumer stopped reading
+            going = playing.result()
+            loop.progressed.clear()
+            yield Checkpoint(*loop.checkpoint(), last=not going)
 
     def replace_member(self, role: RoleName, index: int, member: Member | None) -> None:
         """A role member that died for good was replaced (None: the slot stays empty)."""
@@ -118,6 +123,19 @@ class Arbiter:
         if scenario not in self._stages:
             self._stages[scenario] = get_scenario(scenario).stages()
         return self._stages[scenario]
+
+
+async def _play(loop: TaskLoop, deadline: float | None, timeout_s: float | None, limit: StopLimit) -> bool:
+    """The task's next round, cut at ``deadline`` (see `Arbiter.run`); False once the task has its result."""
+    try:
+        async with asyncio.timeout_at(deadline) as cut:
+            return await loop.step()
+    except TimeoutError:
+        if not cut.expired():
+            raise  # not ours: a TimeoutError from inside the loop
+        await _not_stalled(loop)
+        await loop.stop_early(limit, f"{_LIMIT_NAMES.get(limit, limit)} after {timeout_s:g} s")
+        return False
 
 
 STALL_PING_S = 5.0

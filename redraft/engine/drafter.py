@@ -12,8 +12,10 @@ call is); any other text, however wrong, is a candidate for the verifier to judg
 from __future__ import annotations
 
 from redraft.backends.base import BackendSpec, ChatRequest
+from redraft.engine._answers import plan_json_schema
 from redraft.engine._model_role import CallSettings, ModelRole
 from redraft.engine._patches import apply_edits
+from redraft.engine._plan_prompts import plan_messages
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import draft_messages, reflect_messages
 from redraft.errors import ModelError, ProtocolError
@@ -22,6 +24,8 @@ from redraft.scenarios import get_scenario
 from redraft.services import current
 
 REFLECTION_MAX_TOKENS = 96
+_SCHEMAS = {"plan": plan_json_schema("plan"), "decide": plan_json_schema("decision")}
+"""What a plan's and a decision's replies must follow, where the backend can enforce it (a grammar, a tool)."""
 
 
 class Drafter(ModelRole):
@@ -41,13 +45,22 @@ class Drafter(ModelRole):
         raise ProtocolError(f"the drafter does not serve `{type(request).__name__}` requests")
 
     async def draft(self, request: DraftRequest) -> Draft:
-        patch = request.mode == "patch" and request.revision is not None
-        messages = draft_messages(
-            self._system, request.task, request.revision, stage=request.stage, patch=patch, prompts=self._prompts
-        )
+        plan = request.plan
+        patch = request.mode == "patch" and request.revision is not None and plan is None
+        if plan is not None:
+            messages = plan_messages(self._system, request.task, plan, self._prompts)
+        else:
+            messages = draft_messages(
+                self._system, request.task, request.revision, stage=request.stage, patch=patch, prompts=self._prompts
+            )
+        schema = None if plan is None or plan.kind == "step" else _SCHEMAS[plan.kind]
         completion = await self._backend.complete(
             ChatRequest(
-                messages=messages, max_tokens=self._max_tokens, temperature=self._temperature, seed=request.seed
+                messages=messages,
+                max_tokens=self._max_tokens,
+                temperature=self._temperature,
+                seed=request.seed,
+                json_schema=schema,
             )
         )
         text, applied, errors = completion.text, 0, []
@@ -69,7 +82,7 @@ class Drafter(ModelRole):
             finish_reason=completion.finish_reason,
             latency_s=completion.latency_s,
             node_id=self._node,
-            stage=request.stage.name if request.stage else None,
+            stage=_stage(request),
             edits_applied=applied,
             edit_errors=errors,
             messages=messages,
@@ -90,3 +103,11 @@ class Drafter(ModelRole):
             model=completion.model,
             messages=messages,
         )
+
+
+def _stage(request: DraftRequest) -> str | None:
+    """What a draft is of: a ``stepwise`` stage, or a plan's ask (``plan``, ``step-2``, ``decide-2``)."""
+    plan = request.plan
+    if plan is not None:
+        return plan.kind if plan.step is None else f"{plan.kind}-{plan.step}"
+    return request.stage.name if request.stage else None

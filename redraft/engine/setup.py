@@ -26,10 +26,10 @@ from redraft.engine.prompts import Prompts
 from redraft.engine.verifier import Verifier
 from redraft.errors import UserError
 from redraft.protocols.messages import RoleName
-from redraft.scenarios import get_scenario, provide
+from redraft.scenarios import Scenario, get_scenario, provide
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import CheckFunction, UserCheck
-from redraft.strategies import Share, get_strategy, shares_batch
+from redraft.strategies import Share, executes_plans, get_strategy, shares_batch
 
 BackendOverrides = dict[RoleName, BackendSpec]
 """Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
@@ -82,7 +82,7 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     config.validate()
     experiment = config.experiment
     load_prices(config.runtime.prices)
-    get_scenario(experiment.scenario)
+    check_plans(experiment.strategy, get_scenario(experiment.scenario))
     if experiment.tasks is not None:
         validate_task_file(experiment.tasks, experiment.scenario)  # every line made a task, before anything starts
     check_share(experiment)
@@ -107,6 +107,15 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
         oracle=experiment.oracle_feedback,
         prompts=load_prompts(experiment.prompts),  # a bad prompts file fails here, before any role starts
     )
+
+
+def check_plans(strategy: str, scenario: Scenario) -> None:
+    """`UserError` for a strategy that executes plans (``plan_execute``) on a scenario with no files to run over."""
+    if executes_plans(get_strategy(strategy)) and not scenario.has_workspace:
+        raise UserError(
+            f"{strategy} runs each step of a plan over the task's files; scenario {scenario.name!r} has none "
+            "(pipeline has)"
+        )
 
 
 def check_share(experiment: Experiment) -> None:

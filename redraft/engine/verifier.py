@@ -13,9 +13,11 @@ task with stop reason ``error`` and cause `CheckError` (a redraft error, such as
 `SandboxError` when the sandbox itself cannot run, keeps its own name). A
 candidate that crashes its own sandboxed interpreter is evidence: a failed check.
 
-Two requests go beyond the scenario's final check: a ``stage`` names an
+Three requests go beyond the scenario's final check: a ``stage`` names an
 intermediate step of a ``stepwise`` solution, judged by the scenario's stage
-check; ``questions`` asks the verifier's own model for chain-of-verification
+check; a ``step`` runs the draft as one step of a plan (``plan_execute``) over
+the task's files and the earlier steps' outputs (`Scenario.check_step`), and
+the `Verification` carries what the run showed; ``questions`` asks the verifier's own model for chain-of-verification
 questions about the candidate, each then answered in a separate call that never
 sees the candidate (factored CoVe). The answers inform the next revision; they
 never change the score, which stays hard evidence.
@@ -38,6 +40,7 @@ from redraft.engine.prompts import Prompts, answer_messages, question_messages
 from redraft.errors import CheckError, ProtocolError, RedraftError
 from redraft.protocols.messages import (
     CheckResult,
+    Observation,
     Task,
     Usage,
     Verification,
@@ -92,9 +95,9 @@ class Verifier:
     async def verify(self, request: VerifyRequest) -> Verification:
         draft = request.draft
         if self._inline:
-            checks, answer = self._check(request)
+            checks, answer, observation = self._check(request)
         else:
-            checks, answer = await self._workers.run(self._check, request)
+            checks, answer, observation = await self._workers.run(self._check, request)
         questions, usage, model = await self._questions(request)
         return Verification(
             task_id=draft.task_id,
@@ -104,11 +107,12 @@ class Verifier:
             passed=bool(checks) and all(c.passed for c in checks),
             answer=answer,
             checks=checks,
-            stage=request.stage,
+            stage=request.draft.stage if request.step is not None else request.stage,
             questions=questions,
             usage=usage,
             model=model,
-            oracle=self._oracle and request.stage is None,
+            oracle=self._oracle and request.stage is None and request.step is None,
+            observation=observation,
         )
 
     async def _questions(self, request: VerifyRequest) -> tuple[list[VerificationQuestion], Usage, str]:
@@ -150,17 +154,20 @@ class Verifier:
         ]
         return answered, usage, model
 
-    def _check(self, request: VerifyRequest) -> tuple[list[CheckResult], str | None]:
+    def _check(self, request: VerifyRequest) -> tuple[list[CheckResult], str | None, Observation | None]:
         try:
+            if request.step is not None:
+                checks, observation = self._scenario.check_step(request.task, request.step, request.draft.text)
+                return checks, None, observation
             if request.stage is not None:
-                return self._scenario.check_stage(request.task, request.stage, request.draft.text), None
+                return self._scenario.check_stage(request.task, request.stage, request.draft.text), None, None
             checks = self._feedback(request.task, request.draft.text)
             answer = self._scenario.answer(request.draft.text)
         except RedraftError:
             raise  # it names its own cause, e.g. SandboxError: the sandbox itself could not run
         except Exception as exc:  # a bug in the check is no evidence against the candidate: end the task
             raise CheckError.of(f"the check of {self._scenario.name}", exc) from exc
-        return checks, answer
+        return checks, answer, None
 
     def _feedback(self, task: Task, text: str) -> list[CheckResult]:
         """The scenario's checks; in an oracle-feedback run, its held-out grade (the checks if it has none)."""

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from redraft.protocols._plans import Observation, PlanAsk, PlanStep, StepRun
 from redraft.protocols._records import (
     Attempt,
     CandidateGrade,
@@ -28,7 +29,7 @@ from redraft.protocols._records import (
     VerificationQuestion,
 )
 
-WIRE_VERSION = 4
+WIRE_VERSION = 5
 
 
 class _Frame(msgspec.Struct, tag_field="kind", frozen=True, kw_only=True, forbid_unknown_fields=False):
@@ -68,6 +69,8 @@ class DraftRequest(_Frame, tag="draft_request", frozen=True, kw_only=True):
     """``patch``: answer a revision with minimal search/replace edits, which the drafter applies."""
     intent: Intent | None = None
     """Why the strategy asked for this draft, when it chooses its calls (``adaptive``); None otherwise."""
+    plan: PlanAsk | None = None
+    """Set by ``plan_execute``: write the plan, one step's program, or the decision after a step (v5)."""
 
 
 class Draft(_Frame, tag="draft", frozen=True, kw_only=True):
@@ -102,6 +105,8 @@ class VerifyRequest(_Frame, tag="verify_request", frozen=True, kw_only=True):
     """Check the output of this intermediate stage (its stage check), not the final answer."""
     questions: int = 0
     """Chain of verification: ask the verifier's model up to this many questions about the candidate."""
+    step: StepRun | None = None
+    """Run the draft as this plan step's program over the task's files and earlier steps' outputs (v5)."""
 
 
 class Verification(_Frame, tag="verification", frozen=True, kw_only=True):
@@ -123,6 +128,8 @@ class Verification(_Frame, tag="verification", frozen=True, kw_only=True):
     model: str = ""
     oracle: bool = False
     """The checks are the held-out grade, fed back as feedback (an oracle-feedback run)."""
+    observation: Observation | None = None
+    """A plan step's run: what it really did and produced (v5)."""
 
 
 class CritiqueRequest(_Frame, tag="critique_request", frozen=True, kw_only=True):
@@ -258,6 +265,29 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         _none_for_minus_one(self, ("best_round", "best_sample", "initial_sample"))
+
+
+class PlanVersion(_Frame, tag="plan", frozen=True, kw_only=True):
+    """A plan as ``plan_execute`` revised it (v5): every version is kept in the trace, with why it changed."""
+
+    task_id: str
+    round: int
+    version: int
+    """1 for the first plan, then one more per revision."""
+    reason: str
+    steps: list[PlanStep] = []
+    trigger_step: int | None = None
+    """The step whose observation prompted the revision (None for the first plan)."""
+    observation: Observation | None = None
+    """That observation (without its files)."""
+    added: list[int] = []
+    """Step numbers (in this version) that the previous version did not have."""
+    removed: list[int] = []
+    """Step numbers (in the previous version) that this one dropped."""
+    changed: list[int] = []
+    """Step numbers whose intent, inputs, output or contract changed."""
+    kept: list[int] = []
+    """Verified steps kept, with their outputs: the rest run again."""
 
 
 class GradeRequest(_Frame, tag="grade_request", frozen=True, kw_only=True):

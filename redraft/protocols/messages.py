@@ -53,6 +53,7 @@ from redraft.protocols._kinds import (
     DraftRequest,
     Grade,
     GradeRequest,
+    PlanVersion,
     Reflection,
     ReflectRequest,
     Result,
@@ -60,6 +61,17 @@ from redraft.protocols._kinds import (
     Verification,
     VerifyRequest,
     _Frame,
+)
+from redraft.protocols._plans import (
+    ColumnProfile,
+    ColumnType,
+    Observation,
+    PlanAction,
+    PlanAsk,
+    PlanAskKind,
+    PlanStep,
+    StepContract,
+    StepRun,
 )
 from redraft.protocols._records import (
     MAX_ISSUE_TEXT,
@@ -95,6 +107,8 @@ __all__ = [  # the frames, and the records they embed (re-exported: they are par
     "ChatMessage",
     "ChatRole",
     "CheckResult",
+    "ColumnProfile",
+    "ColumnType",
     "Critique",
     "CritiqueRequest",
     "Decision",
@@ -106,6 +120,12 @@ __all__ = [  # the frames, and the records they embed (re-exported: they are par
     "Intent",
     "Issue",
     "Message",
+    "Observation",
+    "PlanAction",
+    "PlanAsk",
+    "PlanAskKind",
+    "PlanStep",
+    "PlanVersion",
     "ProtocolError",
     "ReflectRequest",
     "Reflection",
@@ -116,6 +136,8 @@ __all__ = [  # the frames, and the records they embed (re-exported: they are par
     "Severity",
     "StageStep",
     "Stance",
+    "StepContract",
+    "StepRun",
     "StopLimit",
     "StopReason",
     "Task",
@@ -141,6 +163,7 @@ Message = (
     | ReflectRequest
     | Reflection
     | Decision
+    | PlanVersion
     | Result
     | GradeRequest
     | Grade

@@ -28,6 +28,7 @@ from redraft.protocols.messages import (
     Grade,
     GradeRequest,
     Message,
+    PlanVersion,
     Reflection,
     ReflectRequest,
     Result,
@@ -106,6 +107,15 @@ class BestStep:
     """Unified diff lines from the previous best (empty on round 0 or when unchanged)."""
 
 
+@dataclass(frozen=True)
+class PlanChange:
+    """One version of a task's plan: the frame, its steps as lines, and the diff from the version before."""
+
+    plan: PlanVersion
+    lines: list[str]
+    diff: list[str]
+
+
 @dataclass
 class TaskHistory:
     task_id: str
@@ -116,6 +126,20 @@ class TaskHistory:
     """Frames outside any round (kinds this version does not know, without a ``round``)."""
     grade: KnownFrame[Grade] | None = None
     """The held-out grade of the task's candidates, and the gold it was graded against (runs of wire v3 on)."""
+    plans: list[KnownFrame[PlanVersion]] = field(default_factory=list)
+    """Every version of the task's plan, in order (``plan_execute``, wire v5 on)."""
+
+    def plan_changes(self) -> list[PlanChange]:
+        """Each version of the plan, as lines, with its diff from the version before (none for the first)."""
+        changes: list[PlanChange] = []
+        before: str | None = None
+        for frame in self.plans:
+            plan = frame.message
+            lines = [f"{s.number}. {s.summary()}" for s in plan.steps]
+            text = "\n".join(lines)
+            changes.append(PlanChange(plan, lines, text_diff(before, text, "the plan before", f"plan v{plan.version}")))
+            before = text
+        return changes
 
     def best_steps(self) -> list[BestStep]:
         """The best candidate after each decided round, with a diff whenever it changed."""
@@ -228,6 +252,8 @@ def _place_known(history: TaskHistory, rounds: dict[int, Round], frame: KnownFra
             history.result = cast(KnownFrame[Result], frame)
         case Grade():
             history.grade = cast(KnownFrame[Grade], frame)
+        case PlanVersion():
+            history.plans.append(cast(KnownFrame[PlanVersion], frame))
         case GradeRequest():
             history.others.append(frame)
 

@@ -32,8 +32,12 @@ from typing import Any, ClassVar, Literal
 
 from redraft.errors import UserError, unknown_name
 from redraft.plugins import Registry
-from redraft.protocols.messages import CheckResult, Task
+from redraft.protocols.messages import CheckResult, Observation, StepRun, Task
 from redraft.protocols.stages import DEFAULT_STAGES, Stage
+from redraft.sandbox import SandboxLimits
+from redraft.scenarios._steps import run_step
+
+STEP_LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=10, memory_mb=512, max_collect_bytes=2_000_000)
 
 CheckCost = Literal["instant", "blocking", "executes"]
 """What one check (or grade) of a candidate costs: ``instant``, pure Python on the text that takes
@@ -56,6 +60,11 @@ class Scenario(abc.ABC):
     other key is held-out gold, for the grade only (`Scenario.split_reference`)."""
     needs_task_file: ClassVar[bool] = False
     """True when the scenario has no tasks of its own: a run must give ``--tasks``."""
+    has_workspace: ClassVar[bool] = False
+    """True when its tasks carry files that programs run over (`workspace`): a plan's steps
+    (``plan_execute``) can then be executed and observed one at a time (`check_step`)."""
+    step_limits: SandboxLimits = STEP_LIMITS
+    """The sandbox's limits for one step of a plan."""
 
     @abc.abstractmethod
     def tasks(self, *, seed: int) -> Iterator[Task]:
@@ -91,6 +100,18 @@ class Scenario(abc.ABC):
         failed = [c.detail for c in checks if not c.passed]
         passed = bool(checks) and not failed
         return CheckResult(name="grade", passed=passed, score=score_of(checks), detail="; ".join(failed)[:500])
+
+    def workspace(self, task: Task) -> dict[str, bytes]:
+        """The files, by name, that a program answering ``task`` runs over (none unless `has_workspace`)."""
+        return {}
+
+    def check_step(self, task: Task, run: StepRun, text: str) -> tuple[list[CheckResult], Observation]:
+        """Run ``text`` as the program of one plan step over `workspace` and the earlier steps' outputs: its
+        checks (it ran, it wrote its file, the step's contract) and what the run showed. Must not raise for
+        bad text."""
+        if not self.has_workspace:
+            raise UserError(f"scenario {self.name!r} has no files for a plan's steps to run over")
+        return run_step(self.workspace(task), run, text, self.step_limits)
 
     def stages(self) -> list[Stage]:
         """The stages of a top-down (``stepwise``) solution, in order; the last one's output is the answer,

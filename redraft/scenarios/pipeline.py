@@ -20,7 +20,6 @@ redraft's code and every installed package from it).
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterator
 
 import msgspec
@@ -30,13 +29,11 @@ from redraft.sandbox import SandboxLimits, SandboxResult, run_python
 from redraft.scenarios._base import Scenario, scenario
 from redraft.scenarios._pipeline_data import Contract, make_case, prompt_text
 from redraft.scenarios._pipeline_grade import contract_checks, grade_table
+from redraft.scenarios._steps import runs_check, script_of
 
 TASKS = 200
 DEFAULT_LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=10, memory_mb=512, max_collect_bytes=2_000_000)
 OUTPUT = "output.csv"
-_FENCE = re.compile(r"```[ \t]*(\w*)[^\n]*\n(.*?)```", re.DOTALL)
-_STDERR_CHARS = 600
-_CODE_START = re.compile(r"^(?:#|import |from \S+ import |def |class |with |for |if |print\(|\w+ = )")
 
 INSTRUCTIONS = (
     "Write one Python 3 program, standard library only, that reads the input files from its working "
@@ -52,9 +49,10 @@ class Pipeline(Scenario):
 
     check_cost = "executes"  # each check runs the candidate's program in the sandbox
     feedback_keys = frozenset({"files", "contract"})
+    has_workspace = True
 
     def __init__(self, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
-        self.limits = limits
+        self.limits = self.step_limits = limits
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         for index in range(TASKS):
@@ -87,7 +85,7 @@ class Pipeline(Scenario):
         ran = self._run(task, text)
         if isinstance(ran, CheckResult):
             return [ran]
-        runs = _runs(ran)
+        runs = runs_check(ran)
         if OUTPUT not in ran.files:
             why = ran.uncollected.get(OUTPUT, "not written")
             return [runs, CheckResult(name="output", passed=False, score=0.0, detail=f"{OUTPUT}: {why}")]
@@ -112,25 +110,7 @@ class Pipeline(Scenario):
         if not script.strip():
             detail = "no program found; answer with the whole program in a ```python block"
             return CheckResult(name="runs", passed=False, score=0.0, detail=detail)
-        files = {name: str(data).encode("utf-8") for name, data in dict(task.reference["files"]).items()}
-        return run_python(script, limits=self.limits, files=files, outputs=(OUTPUT,))
+        return run_python(script, limits=self.limits, files=self.workspace(task), outputs=(OUTPUT,))
 
-
-def script_of(text: str) -> str:
-    """The program in a reply: its last ```python block (else its last fenced block), else the whole text if
-    it starts as a program does; else nothing."""
-    blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
-    python = [body for tag, body in blocks if tag in ("python", "py", "python3")]
-    chosen = python or [body for _, body in blocks]
-    if chosen:
-        return str(chosen[-1])
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    return text if _CODE_START.match(first) else ""
-
-
-def _runs(ran: SandboxResult) -> CheckResult:
-    if ran.ok:
-        return CheckResult(name="runs", passed=True, score=1.0, detail="the program ran and exited 0")
-    how = ran.kill_description or f"exited {ran.returncode}"
-    tail = ran.stderr.strip()[-_STDERR_CHARS:]
-    return CheckResult(name="runs", passed=False, score=0.0, detail=f"{how}: {tail}" if tail else how)
+    def workspace(self, task: Task) -> dict[str, bytes]:
+        return {name: str(data).encode("utf-8") for name, data in dict(task.reference["files"]).items()}

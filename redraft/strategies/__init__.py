@@ -5,7 +5,14 @@ The shared machinery (ranking, the round context, revisions, the registry) is in
 family and register on import, as a third-party strategy would.
 """
 
-from redraft.strategies import _adaptive, _critique, _feedback, _sampling, _stepwise  # noqa: F401 - each registers its own
+from redraft.strategies import (  # noqa: F401 - each registers its own
+    _adaptive,
+    _critique,
+    _feedback,
+    _plan_execute,
+    _sampling,
+    _stepwise,
+)
 from redraft.strategies._adaptive import feedback_state, ledger_name
 from redraft.strategies._base import (
     MAX_CONTENDERS,
@@ -20,6 +27,7 @@ from redraft.strategies._base import (
     attach,
     attempt_of,
     contenders,
+    executes_plans,
     get_strategy,
     needs_feedback,
     rank,
@@ -51,6 +59,7 @@ __all__ = [
     "attach",
     "attempt_of",
     "contenders",
+    "executes_plans",
     "feedback_state",
     "get_strategy",
     "ledger_name",

@@ -31,11 +31,14 @@ from redraft.protocols.messages import (
     Draft,
     Intent,
     Issue,
+    PlanAsk,
+    PlanVersion,
     Reflection,
     Result,
     Revision,
     StageStep,
     Stance,
+    StepRun,
     StopReason,
     Task,
     Usage,
@@ -144,18 +147,33 @@ class RoundContext(Protocol):
         fresh: bool = False,
         first: int = 0,
         intent: Intent | None = None,
+        plan: PlanAsk | None = None,
     ) -> list[Draft]:
         """``n`` candidates in parallel, spread over the drafters (distinct seeds), samples ``first`` on.
 
         ``revision`` replaces the arbiter's own for this call (a stage refined in place); ``fresh`` drafts
         from the task alone, with no revision. ``first`` numbers the samples when a round drafts in several
         calls; ``intent`` says why they were asked for (it travels with each request, into the trace).
+        ``plan`` asks for a plan, a step's program or a decision instead of an answer (each with a seed of its own).
         """
         ...
 
-    async def verify(self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0) -> list[Verification]:
+    async def verify(
+        self, drafts: list[Draft], *, stage: str | None = None, questions: int = 0, step: StepRun | None = None
+    ) -> list[Verification]:
         """The verifier's checks of each draft, in parallel: the stage's check if ``stage`` is set,
-        plus up to ``questions`` chain-of-verification questions from the verifier's model."""
+        plus up to ``questions`` chain-of-verification questions from the verifier's model; with ``step``,
+        the draft run as that plan step's program, and what the run showed (`Verification.observation`)."""
+        ...
+
+    def record(self, message: PlanVersion | Draft) -> None:
+        """Add a message of the strategy's own to the task's trace: a new version of its plan, or a candidate
+        no single model call wrote (a plan's verified steps as one program)."""
+        ...
+
+    def progress(self) -> None:
+        """The round has work worth keeping before it ends (a verified step): its replies so far are handed
+        out as a checkpoint, so a task redone after a crash replays them instead of paying again."""
         ...
 
     async def critique(
@@ -234,6 +252,11 @@ def strategy_names() -> list[str]:
 def shares_batch(strategy: Strategy) -> bool:
     """Whether ``strategy`` learns across its batch (`Strategy.shares_batch`, False if it does not say)."""
     return bool(getattr(strategy, "shares_batch", False))
+
+
+def executes_plans(strategy: Strategy) -> bool:
+    """Whether ``strategy`` runs a plan's steps over a task's files (needs a scenario with a workspace)."""
+    return bool(getattr(strategy, "executes_plans", False))
 
 
 async def told_finished(strategy: Strategy, ctx: RoundContext, result: Result) -> None:

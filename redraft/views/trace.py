@@ -1,4 +1,5 @@
-"""``redraft trace``: one task's evolution in the terminal, round by round, with coloured diffs.
+"""``redraft trace``: one task's evolution in the terminal, round by round, with coloured diffs (and a
+plan's versions, each as a diff from the one before).
 
 It renders the same `TaskHistory` as the HTML page. Model text is printed as
 `rich.text.Text`, never as markup: a candidate containing ``[bold]`` or
@@ -19,7 +20,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from redraft.protocols.messages import ChatMessage, Critique, Decision, Draft, Result, Verification
+from redraft.protocols.messages import ChatMessage, Critique, Decision, Draft, PlanVersion, Result, Verification
 from redraft.rundir import Frame, KnownFrame, RunReader, TaskHistory, build_history
 from redraft.rundir.history import Candidate, Round
 from redraft.views._fields import extra, frame_fields, grade_line, request_news, revision_of, usage_line
@@ -41,7 +42,7 @@ def show_trace(root: Path, task_id: str, console: Console, *, messages: bool = F
 
 
 def render(history: TaskHistory, result: Result, *, messages: bool = False) -> list[RenderableType]:
-    out: list[RenderableType] = [_header(history, result), *_system_prompts(history)]
+    out: list[RenderableType] = [_header(history, result), *_system_prompts(history), *_plans(history)]
     steps = {s.round: s for s in history.best_steps()}
     for rnd in history.rounds:
         out.append(Rule(Text(f"round {rnd.number}", style="bold"), align="left"))
@@ -91,6 +92,25 @@ def _header(history: TaskHistory, r: Result) -> RenderableType:
         summary.append(f"\nthe grade failed: {history.grade.message.error}", style="red")
     prompt = history.task.message.prompt if history.task is not None else ""
     return Panel(Group(summary, Text(""), Text(prompt)), title=Text(f"task {history.task_id}"), title_align="left")
+
+
+def _plans(history: TaskHistory) -> list[RenderableType]:
+    """Every version of the task's plan (``plan_execute``): why it changed, after which step, and the diff."""
+    out: list[RenderableType] = []
+    for change in history.plan_changes():
+        plan = change.plan
+        after = f" after step {plan.trigger_step}" if plan.trigger_step is not None else ""
+        out.append(Rule(Text(f"plan v{plan.version} (round {plan.round}{after})", style="bold"), align="left"))
+        out.append(Text.assemble(("why: ", "bold"), plan.reason))
+        moves = [f"{name} {numbers}" for name, numbers in _moves(plan) if numbers]
+        if moves:
+            out.append(Text(" · ".join(moves), style="dim"))
+        out.append(diff_text(change.diff) if change.diff else Text("\n".join(change.lines)))
+    return out
+
+
+def _moves(plan: PlanVersion) -> list[tuple[str, list[int]]]:
+    return [("added", plan.added), ("removed", plan.removed), ("changed", plan.changed), ("kept verified", plan.kept)]
 
 
 def _system_prompts(history: TaskHistory) -> list[RenderableType]:

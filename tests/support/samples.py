@@ -1,10 +1,12 @@
 """One fully populated message of every kind, shared by protocol tests and golden frames.
 
-`V1`, `V2` and `V3` are the messages of wire versions 1 to 3 (saved as ``tests/golden/v1`` to
-``tests/golden/v3``); `ALL` are those of the current version, every field of every kind set
-(saved as ``tests/golden/v4`` by ``python -m tests.support.samples``, run from the repository's
+`V1` to `V4` are the messages of wire versions 1 to 4 (saved as ``tests/golden/v1`` to
+``tests/golden/v4``); `ALL` are those of the current version, every field of every kind set
+(saved as ``tests/golden/v5`` by ``python -m tests.support.samples``, run from the repository's
 root). Version 4 retyped fields (None for "none", stances a closed set) and added the messages
 each model call was sent and what a failed check raised: its samples are version 3's with those set.
+Version 5 added a plan's records (what a drafter is asked of a plan, a step's run, what it showed)
+and the `PlanVersion` kind: its samples are version 4's with those set, and one plan version.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from redraft.protocols.messages import (
     CandidateText,
     ChatMessage,
     CheckResult,
+    ColumnProfile,
     Critique,
     CritiqueRequest,
     Decision,
@@ -26,11 +29,17 @@ from redraft.protocols.messages import (
     GradeRequest,
     Issue,
     Message,
+    Observation,
+    PlanAsk,
+    PlanStep,
+    PlanVersion,
     Reflection,
     ReflectRequest,
     Result,
     Revision,
     StageStep,
+    StepContract,
+    StepRun,
     Task,
     Usage,
     Verification,
@@ -261,7 +270,62 @@ def _v4(message: Message) -> Message:
     return message
 
 
-ALL: list[Message] = [_v4(m) for m in V3]
+V4: list[Message] = [_v4(m) for m in V3]
+
+CONTRACT = StepContract(columns=["order_id", "order_date"], types={"order_date": "date"}, min_rows=1, max_rows=500)
+PLAN = [
+    PlanStep(number=1, intent="gather the orders", inputs=["orders.csv"], output="gathered.csv", contract=CONTRACT),
+    PlanStep(number=2, intent="normalise the dates", inputs=["gathered.csv"], output="output.csv", contract=CONTRACT),
+]
+OBSERVATION = Observation(
+    step=1,
+    returncode=0,
+    killed="killed: wall-clock timeout",
+    stderr_tail="warning: 2 rows skipped",
+    output="gathered.csv",
+    written=True,
+    rows=2,
+    columns=[ColumnProfile(name="order_date", type="date", patterns={"YYYY-MM-DD": 1, "DD.MM.YYYY": 1}, distinct=2)],
+    sample=[["ORD-00001", "2024-03-05"]],
+    files={"gathered.csv": b"order_id,order_date\nORD-00001,2024-03-05\nORD-00002,05.03.2024\n"},
+    program="print('gather')",
+)
+ASK = PlanAsk(
+    kind="decide",
+    steps=PLAN,
+    step=1,
+    verified=[1],
+    observations=[msgspec.structs.replace(OBSERVATION, files={})],
+    checks=[CHECK],
+    code="print('gather')",
+)
+
+
+def _v5(message: Message) -> Message:
+    """A version-4 sample with the fields version 5 added set."""
+    if isinstance(message, DraftRequest):
+        return msgspec.structs.replace(message, plan=ASK)
+    if isinstance(message, VerifyRequest):
+        return msgspec.structs.replace(message, step=StepRun(step=PLAN[1], files=OBSERVATION.files))
+    if isinstance(message, Verification):
+        return msgspec.structs.replace(message, observation=OBSERVATION)
+    return message
+
+
+PLAN_VERSION = PlanVersion(
+    task_id="t-1",
+    round=0,
+    version=2,
+    reason="order_date holds two date formats: normalise them",
+    steps=PLAN,
+    trigger_step=1,
+    observation=msgspec.structs.replace(OBSERVATION, files={}, program=""),
+    added=[2],
+    removed=[3],
+    changed=[1],
+    kept=[1],
+)
+ALL: list[Message] = [*(_v5(m) for m in V4), PLAN_VERSION]
 
 
 if __name__ == "__main__":  # write the golden frames of the current version (once, when a version is made)

@@ -64,6 +64,7 @@ def test_strategies_lists_names_first() -> None:
         "cove",
         "debate",
         "none",
+        "plan_execute",
         "self_consistency",
         "self_refine",
         "stepwise",

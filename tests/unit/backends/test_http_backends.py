@@ -9,6 +9,7 @@ error each fault became. No Ray, no network, no real key.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import pickle
 import random
@@ -16,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
+import msgspec
 import pytest
 
 from redraft.backends._ratelimit import START_WINDOW, LimitedSpec, RateLimits, _limiter_for
@@ -24,7 +26,7 @@ from redraft.backends.anthropic import AnthropicSpec, parse_anthropic
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.openai import OpenAISpec, parse_openai, parse_openai_compatible
 from redraft.backends.registry import resolve
-from redraft.engine._answers import critique_json_schema, parse_report
+from redraft.engine._answers import critique_json_schema, parse_report, plan_json_schema
 from redraft.errors import AuthenticationError, PermanentBackendError, RetryableBackendError, UserError
 from redraft.protocols.messages import ChatMessage
 from redraft.services import current
@@ -274,6 +276,20 @@ async def test_anthropic_structured_request_forces_the_critique_tool(server: Fak
     [tool] = seen.body["tools"]
     assert (tool["name"], tool["input_schema"]) == ("report_critique", critique_json_schema())
     assert seen.body["tool_choice"] == {"type": "tool", "name": "report_critique"}
+
+
+async def test_a_titled_schema_names_the_structured_answer_after_its_title(server: FakeLLMServer) -> None:
+    """A plan's schema is sent as a response format named ``plan`` and as a forced tool ``report_plan``."""
+    plan = {"steps": [{"intent": "read", "inputs": [], "output": "a.csv", "columns": ["x"], "types": {}}]}
+    server.reply_text = json.dumps(plan)
+    request = msgspec.structs.replace(STRUCTURED, json_schema=plan_json_schema("plan"))
+    completion = await make("openai").complete(request)
+    assert json.loads(completion.text) == plan
+    await make("anthropic").complete(request)
+    sent_openai, sent_anthropic = server.requests
+    assert sent_openai.body["response_format"]["json_schema"]["name"] == "plan"
+    [tool] = sent_anthropic.body["tools"]
+    assert tool["name"] == "report_plan" and sent_anthropic.body["tool_choice"]["name"] == "report_plan"
 
 
 async def test_openai_compatible_falls_back_step_by_step_when_response_format_is_refused(

@@ -20,7 +20,7 @@ from redraft.protocols.messages import (
     iter_frames,
 )
 from tests.support.paths import GOLDEN
-from tests.support.samples import ALL, DRAFT, TASK, V1, V2, V3
+from tests.support.samples import ALL, DRAFT, TASK, V1, V2, V3, V4
 
 
 def _tag(message: object) -> str:
@@ -83,9 +83,17 @@ def test_golden_frames_of_v3_keep_decoding(message: msgspec.Struct) -> None:
     assert _unversioned(decoded) == _unversioned(message)
 
 
-@pytest.mark.parametrize("message", ALL, ids=_tag)
+@pytest.mark.parametrize("message", V4, ids=_tag)
 def test_golden_frames_of_v4_keep_decoding(message: msgspec.Struct) -> None:
     frame = (GOLDEN / "v4" / f"{_tag(message)}.msgpack").read_bytes()
+    decoded = decode(frame)
+    assert decoded.v == 4
+    assert _unversioned(decoded) == _unversioned(message)
+
+
+@pytest.mark.parametrize("message", ALL, ids=_tag)
+def test_golden_frames_of_v5_keep_decoding(message: msgspec.Struct) -> None:
+    frame = (GOLDEN / "v5" / f"{_tag(message)}.msgpack").read_bytes()
     assert decode(frame) == message
 
 
@@ -95,7 +103,7 @@ def test_the_none_that_versions_1_to_3_wrote_as_minus_one_or_empty_reads_as_none
     decision |= {"best_score": 0.0, "round_best_score": 0.0, "round_best_sample": -1}
     read = decode_as(msgpack.packb(decision), Decision)
     assert (read.best_round, read.best_sample, read.round_best_sample) == (None, None, None)
-    result = msgpack.unpackb(encode(ALL[-3]))
+    result = msgpack.unpackb(encode(next(m for m in ALL if isinstance(m, Result))))
     result |= {"v": 3, "best_round": -1, "best_sample": -1, "initial_sample": -1}
     read_result = decode_as(msgpack.packb(result), Result)
     assert (read_result.best_round, read_result.best_sample, read_result.initial_sample) == (None, None, None)
@@ -237,5 +245,21 @@ def test_v4_samples_set_every_field_added_in_v4() -> None:
     """So the v4 golden frames pin each addition: none may sit at its default."""
     by_kind = {_tag(m): m for m in ALL}
     for kind, names in V4_ADDITIONS.items():
+        for name in names:
+            assert getattr(by_kind[kind], name) not in (None, "", [], {}), f"{kind}.{name}"
+
+
+V5_ADDITIONS = {
+    "draft_request": ["plan"],
+    "verify_request": ["step"],
+    "verification": ["observation"],
+    "plan": ["steps", "trigger_step", "observation", "added", "removed", "changed", "kept"],
+}
+
+
+def test_v5_samples_set_every_field_added_in_v5() -> None:
+    """So the v5 golden frames pin each addition: none may sit at its default."""
+    by_kind = {_tag(m): m for m in ALL}
+    for kind, names in V5_ADDITIONS.items():
         for name in names:
             assert getattr(by_kind[kind], name) not in (None, "", [], {}), f"{kind}.{name}"
