@@ -15,7 +15,8 @@ from redraft.protocols.messages import Usage
 def show_estimate(estimate: Estimate, config: RunConfig, console: Console) -> None:
     """The whole estimate: a row per case and per role, how each was made, and the budgets it is over."""
     e = config.experiment
-    rounds = f"{e.samples} draft{_s(e.samples)} a round, up to {e.max_rounds} round{_s(e.max_rounds)}"
+    k = estimate.samples
+    rounds = f"{k} draft{_s(k)} a round, up to {e.max_rounds} round{_s(e.max_rounds)}"
     title = f"estimate: {e.scenario}, {estimate.tasks:,} task{_s(estimate.tasks)}, {e.strategy}, {rounds}"
     console.print(Text(title))
     table = Table()

@@ -11,8 +11,9 @@ later prompts (a revision quotes the best answer so far, a critic the candidate)
 is written out at four characters a token: random characters from a wide alphabet, so
 that no two answers look alike (no leader repeats an earlier one, which would stop a
 task as ``stable``) and comparing them costs next to nothing. Where a schema is asked
-for, the text is a critique or a plan of questions that fills the schema's bounds by
-``fill``. An answer is written out to at most `MAX_TEXT_TOKENS`; it is charged in full.
+for, the text is a critique, a plan of questions, a plan of `PLAN_STEPS` steps or a decision to go
+on, that fills the schema's bounds by ``fill``. An answer is written out to at most `MAX_TEXT_TOKENS`;
+it is charged in full.
 
 `CostingVerifier` gives each candidate the verdict of the `Course` being simulated,
 without running it: a pass at once, or a failure whose score rises every round
@@ -37,6 +38,7 @@ from redraft.engine._answers import (
     MAX_QUESTION_TEXT,
     MAX_QUESTIONS,
     critique_json_schema,
+    plan_json_schema,
     question_json_schema,
 )
 from redraft.engine.prompts import MAX_DETAIL_CHARS, MAX_FEEDBACK_CHARS
@@ -55,6 +57,10 @@ character at all 63 times in 64, and next to no run of characters otherwise, so 
 of an earlier one?) is quick, and never finds them alike."""
 _CRITIQUE_SCHEMA = critique_json_schema()
 _QUESTION_SCHEMA = question_json_schema()
+_PLAN_SCHEMA = plan_json_schema("plan")
+_DECISION_SCHEMA = plan_json_schema("decision")
+PLAN_STEPS = 5
+"""Steps of a simulated plan: the most the plan prompt asks for."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,12 @@ class CostingBackend:
             size = max(1, int(self.fill * MAX_QUESTION_TEXT))
             questions = [random_text(size, (seed, k)) for k in range(MAX_QUESTIONS)]
             text = json.dumps({"questions": questions}, ensure_ascii=False)
+        elif request.json_schema == _PLAN_SCHEMA:
+            size = max(1, int(self.fill * 200))
+            steps = [{"intent": random_text(size, (seed, k)), "output": f"step{k}.csv"} for k in range(PLAN_STEPS)]
+            text = json.dumps({"steps": steps}, ensure_ascii=False)
+        elif request.json_schema == _DECISION_SCHEMA:  # go on: a plan that never verifies ends by its stall limit
+            text = json.dumps({"action": "continue", "reason": random_text(max(1, int(self.fill * 200)), seed)})
         else:
             tokens = max(1, round(self.fill * request.max_tokens))
             return random_text(min(tokens, MAX_TEXT_TOKENS) * CHARS_PER_TOKEN, seed), tokens

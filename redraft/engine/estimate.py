@@ -45,7 +45,7 @@ from redraft.engine.arbiter import Arbiter
 from redraft.engine.pools import LocalMember, Roles
 from redraft.engine.setup import RoleSetup, arbiter_settings, role_constructors, verifier_backend
 from redraft.protocols.messages import Result, Task, Usage
-from redraft.strategies import ledger_name
+from redraft.strategies import get_strategy, ledger_name
 
 SAMPLE = 200
 """Tasks simulated at most; a larger run is estimated from a seeded sample of this many."""
@@ -114,6 +114,8 @@ class Estimate:
     """What those tasks spent (run budgets count it)."""
     assumptions: tuple[str, ...] = ()
     """How the figures were made, one sentence each, for people."""
+    samples: int = 1
+    """Drafts a round: ``--samples``, or 1 for a strategy that drafts one candidate (``plan_execute``)."""
 
     def summary(self) -> str:
         """The estimate in one line."""
@@ -234,6 +236,7 @@ def estimate_tasks(
         done=done.tasks,
         spent=done.spend.total,
         assumptions=said,
+        samples=1 if get_strategy(config.experiment.strategy).single_sample else config.experiment.samples,
     )
 
 

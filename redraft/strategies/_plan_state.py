@@ -151,9 +151,9 @@ class PlanState:
         return files
 
     def observations(self) -> list[Observation]:
-        """What the verified steps produced, in plan order, without their files (for a prompt)."""
+        """What the verified steps produced, in plan order, without their files or programs (for a prompt)."""
         return [
-            msgspec.structs.replace(self.verified[s.output].observation, files={})
+            msgspec.structs.replace(self.verified[s.output].observation, files={}, program="")
             for s in self.steps
             if self.is_verified(s)
         ]

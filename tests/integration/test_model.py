@@ -168,3 +168,39 @@ def test_adaptive_spends_the_batch_budget_with_the_embedded_model(ray_cluster: A
     requests = [m for m in trace if isinstance(m, DraftRequest)]
     assert requests and all(m.intent is not None for m in requests)
     assert {m.intent.state for m in requests if m.round == 0 and m.intent} == {"first"}
+
+
+def test_plan_execute_with_the_embedded_model_plans_and_decides_in_schema_and_runs_its_steps_for_real(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """End to end in this process: the grammar binds every plan and decision to its schema, whatever a 135M
+    model makes of the task, and each step's program (or its lack) is run and observed in the sandbox."""
+    import msgspec
+
+    import redraft
+    from redraft.engine._answers import DecisionAnswer, PlanAnswer
+    from redraft.protocols.messages import PlanVersion, Result, Verification
+    from redraft.scenarios import get_scenario
+    from redraft.strategies._plan_execute import PlanExecute
+
+    monkeypatch.setattr(PlanExecute, "max_moves", 4)  # a plan, and three more calls: the test's time
+    task = next(get_scenario("pipeline").tasks(seed=0))
+    config = RunConfig.build(scenario="pipeline", strategy="plan_execute", max_rounds=1, max_tokens=384)
+    done = redraft.refine(task, config)
+    trace = done.trace
+    result = trace[-1]
+    assert isinstance(result, Result) and result.stop_reason != "error", result.error
+    drafts = [m for m in trace if isinstance(m, Draft)]
+    plans = [d for d in drafts if d.stage == "plan"]
+    decisions = [d for d in drafts if d.stage and d.stage.startswith("decide")]
+    assert plans and all(d.model == EMBEDDED_MODEL_FILE for d in plans)
+    for draft in plans:  # raises if the grammar let anything else through (but a reply cut at its max tokens)
+        if draft.finish_reason != "length":
+            msgspec.json.decode(draft.text, type=PlanAnswer)
+    for draft in decisions:
+        if draft.finish_reason != "length":
+            msgspec.json.decode(draft.text, type=DecisionAnswer)
+    assert isinstance(next(m for m in trace if isinstance(m, PlanVersion)), PlanVersion)
+    runs = [m for m in trace if isinstance(m, Verification) and m.observation is not None]
+    assert runs and all(r.stage and r.stage.startswith("step-") for r in runs)
+    assert result.usage.calls == len(drafts) - 1 <= 4  # every model call, and the whole program the steps made

@@ -28,6 +28,7 @@ from redraft.protocols.messages import ChatMessage, Result, Usage, decode_as, en
 from redraft.rundir import RunStore
 from redraft.scenarios import get_scenario
 from tests.support.harness import scripted_arbiter
+from tests.support.plan_scripts import ask_of, step, write_output
 from tests.support.replies import CRITIQUE, LateLearner, request_kind
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
@@ -89,6 +90,31 @@ def test_the_worst_case_is_what_the_real_loop_spends_when_nothing_ever_passes(st
     # Every drafter answer (drafts, stages, reflections) is as long as its max tokens, in both.
     assert made.worst.by_role["drafter"].output_tokens == real.by_role["drafter"].output_tokens
     assert made.worst.total.calls > made.first_pass.total.calls or strategy in ("none", "self_consistency", "best_of_n")
+
+
+def plan_never_verifying(decision: str) -> object:
+    """A plan of two steps whose programs always fail, and this decision every time one is asked."""
+
+    def reply(request: ChatRequest) -> str:
+        kind = ask_of(request)
+        if kind == "plan":
+            return json.dumps({"steps": [step("read", [], "a.csv", [], {}), write_output("a.csv")]})
+        if kind == "step":
+            return "```python\nraise SystemExit(1)\n```"
+        return json.dumps({"action": decision, "redo": 1, "reason": "again"})
+
+    return reply
+
+
+def test_a_plans_worst_case_is_what_the_real_loop_spends_when_no_step_ever_verifies() -> None:
+    config = loop_config("plan_execute", scenario="pipeline", limit=2, max_rounds=2, max_tokens=64)
+    going_on = priced(plan_never_verifying("continue"))
+    made = redraft.estimate(config, backends={"drafter": going_on, "critic": going_on})
+    assert made.samples == 1
+    assert made.worst.total.calls == real_spend(config, going_on).total.calls
+    retrying = priced(plan_never_verifying("retry"))  # retries stall sooner than going on: under the worst case
+    assert real_spend(config, retrying).total.calls < made.worst.total.calls
+    assert made.first_pass.total.calls == 2 * (1 + 5 + 4)  # a plan of 5 steps, each verified, 4 decisions between
 
 
 def test_patience_does_not_end_the_worst_case_before_the_cycle_limit() -> None:
