@@ -146,7 +146,7 @@ class _Turn:
     async def decide(self, step: PlanStep | None, observation: Observation | None, checks: list[CheckResult]) -> None:
         """Ask the model what to do after ``step`` ran (None: after the whole program ran) and do it."""
         ask = self.asking("decide", step.number if step else None, checks=checks)
-        if observation is not None:
+        if observation is not None and observation.step not in ask.verified:  # a verified one is there already
             ask = msgspec.structs.replace(ask, observations=[*ask.observations, _bare(observation)])
         reply = read_decision((await self.ask(ask)).text)
         if reply is None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from redraft.protocols.messages import DraftRequest, Revision, Usage
+from redraft.protocols.messages import DraftRequest, Message, Revision, Usage, VerifyRequest
 from redraft.rundir.frames import Frame, KnownFrame, fields_of
 from redraft.rundir.history import Round
 
@@ -109,7 +109,7 @@ def request_news(rnd: Round) -> list[tuple[str, int, dict[str, Any]]]:
     groups: dict[tuple[str, str], tuple[str, int, dict[str, Any]]] = {}
     for request in rnd.requests:
         if isinstance(request, KnownFrame):
-            news = used_fields(request, _REQUEST_REPEATS)
+            news = _plan_news(request.message, used_fields(request, _REQUEST_REPEATS))
         else:
             news = {k: v for k, v in request.fields.items() if k not in _REQUEST_REPEATS and not is_empty(v)}
         if not news:
@@ -118,6 +118,21 @@ def request_news(rnd: Round) -> list[tuple[str, int, dict[str, Any]]]:
         _, count, _ = groups.get(key, (request.kind, 0, news))
         groups[key] = (request.kind, count + 1, news)
     return list(groups.values())
+
+
+def _plan_news(request: Message, news: dict[str, Any]) -> dict[str, Any]:
+    """A plan's ask or a step's run in a few words: the plan itself is shown by version, the run's output with its
+    verification (a whole plan in every request would bury the round)."""
+    if isinstance(request, DraftRequest) and request.plan is not None:
+        ask = request.plan
+        retry = " again, after a failed attempt" if ask.code else ""
+        said = {"plan": "write the plan", "step": f"write step {ask.step}'s program{retry}"}
+        after = f"step {ask.step} ran" if ask.step is not None else "the whole program ran"
+        news["plan"] = said.get(ask.kind, f"decide what to do: {after}")
+    if isinstance(request, VerifyRequest) and request.step is not None:
+        carried = ", ".join(sorted(request.step.files)) or "no earlier output"
+        news["step"] = f"run step {request.step.step.number} over the task's files and {carried}"
+    return news
 
 
 def revision_of(rnd: Round) -> Revision | None:

@@ -48,6 +48,11 @@ def test_trace_shows_each_plan_version_with_its_reason_trigger_and_diff(
     assert "added [3] · changed [4] · kept verified [1, 2]" in printed
     assert re.search(r"^\+3\. normalise order_date", printed, re.MULTILINE)
     assert re.search(r"^-3\. write the final table; reads gathered\.csv", printed, re.MULTILINE)
+    # Each ask in a few words, not the plan it carries (the plan is shown by version).
+    assert "plan=write the plan" in printed and "plan=write step 3's program" in printed
+    assert "plan=decide what to do: step 2 ran" in printed
+    assert "step: run step 3 over the task's files and gathered.csv, inventory.csv" in printed
+    assert '"observations"' not in printed and '"contract"' not in printed
 
 
 def test_the_best_candidate_is_the_whole_program_and_each_step_keeps_its_own_checks(run_dir: Path) -> None:
