@@ -19,6 +19,7 @@ checkpointed (`RoundContext.progress`): a task redone after a crash replays up t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import msgspec
@@ -28,6 +29,7 @@ from redraft.protocols.messages import (
     Draft,
     Observation,
     PlanAsk,
+    PlanAskKind,
     PlanStep,
     PlanVersion,
     StepRun,
@@ -93,15 +95,19 @@ class _Turn:
         [draft] = await self.ctx.draft(1, fresh=True, plan=ask)
         return draft
 
-    def asking(self, kind: str, step: int | None = None, **fields: object) -> PlanAsk:
+    def asking(
+        self, kind: PlanAskKind, step: int | None = None, *, checks: Sequence[CheckResult] = (), code: str = ""
+    ) -> PlanAsk:
+        """An ask about the plan as it stands, with what its verified steps produced."""
         state = self.state
         return PlanAsk(
-            kind=kind,  # type: ignore[arg-type]  # one of PlanAskKind
+            kind=kind,
             steps=list(state.steps),
             step=step,
             verified=state.verified_numbers(),
             observations=state.observations(),
-            **fields,  # type: ignore[arg-type]
+            checks=list(checks),
+            code=code,
         )
 
     async def make_plan(self) -> None:
@@ -119,11 +125,10 @@ class _Turn:
     async def execute(self, step: PlanStep) -> None:
         """Write and run one step's program; keep it if it passes its contract, else count the failure."""
         state = self.state
-        failed = state.failure.get(step.number)
-        extra = {"code": failed[0], "checks": failed[2]} if failed else {}
-        ask = self.asking("step", step.number, **extra)
-        if failed and failed[1] is not None:
-            ask = msgspec.structs.replace(ask, observations=[*ask.observations, _bare(failed[1])])
+        code, seen, checks = state.failure.get(step.number, ("", None, []))  # the last failed attempt, if any
+        ask = self.asking("step", step.number, code=code, checks=checks)
+        if seen is not None:
+            ask = msgspec.structs.replace(ask, observations=[*ask.observations, _bare(seen)])
         draft = await self.ask(ask)
         [checked] = await self.ctx.verify([draft], step=StepRun(step=step, files=state.carried(step)))
         observation = checked.observation
