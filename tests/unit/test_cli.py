@@ -46,6 +46,7 @@ def test_scenarios_lists_one_name_per_line() -> None:
         "check:MODULE:FUNCTION",
         "constrained_writing",
         "humaneval",
+        "incident",
         "json_extract",
         "pipeline",
         "reasoning_gym:NAME",
@@ -79,7 +80,7 @@ def test_strategies_lists_names_first() -> None:
         (
             ["run", "sudoku"],
             "unknown scenario 'sudoku' (known: arithmetic, check:MODULE:FUNCTION, constrained_writing, humaneval, "
-            "json_extract, pipeline, reasoning_gym:NAME, sql)",
+            "incident, json_extract, pipeline, reasoning_gym:NAME, sql)",
         ),
         (["run", "arithmetic", "--strategy", "vibes"], "unknown strategy 'vibes'"),
         (["run", "arithmetic", "--model", "gpt:4"], "unknown backend spec 'gpt:4'"),

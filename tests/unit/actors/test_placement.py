@@ -30,6 +30,7 @@ def setup(scenario: str) -> RoleSetup:
         ("arithmetic", "instant"),
         ("json_extract", "instant"),
         ("constrained_writing", "instant"),
+        ("incident", "instant"),
         ("humaneval", "executes"),
         ("sql", "blocking"),
     ],
@@ -63,7 +64,7 @@ def test_a_verifier_travels_as_its_arguments_and_checks_alike() -> None:
     assert replies[0] == replies[1] and replies[0].checks
 
 
-@pytest.mark.parametrize("scenario", ["arithmetic", "json_extract", "constrained_writing"])
+@pytest.mark.parametrize("scenario", ["arithmetic", "json_extract", "constrained_writing", "incident"])
 def test_an_instant_grade_is_the_driver_s_own_and_equals_the_grader_actor_s(scenario: str) -> None:
     assert grades_on_driver(setup(scenario))
     grader = factory.grader(setup(scenario), "no-such-node")  # Ray is not asked

@@ -194,7 +194,7 @@ def run_recorded(task: Task, strategy: str, oracle: bool) -> tuple[list[bytes], 
     return received, prompts
 
 
-SCENARIOS = ["arithmetic", "humaneval", "json_extract", "sql", "reasoning_gym:leg_counting"]
+SCENARIOS = ["arithmetic", "humaneval", "json_extract", "sql", "incident", "reasoning_gym:leg_counting"]
 
 
 @pytest.mark.timeout(300)
