@@ -124,14 +124,17 @@ def check_sections(reply: Reply, text: str) -> CheckResult:
     """Rule 1: the five labels, once each, in order, each at the start of its line, nothing before the first."""
     faults = []
     missing = [label for label in LABELS if label not in reply.occurrences]
-    for label in missing:
-        where = "is not at the start of a line, spelt so" if label.casefold() in text.casefold() else "is missing"
-        faults.append(f"{label!r} {where}")
+    folded = text.casefold()
+    misplaced = [label for label in missing if label.casefold() in folded]
+    if misplaced:
+        faults.append(f"not at the start of a line, spelt so: {', '.join(misplaced)}")
+    if len(misplaced) < len(missing):
+        faults.append(f"missing: {', '.join(label for label in missing if label not in misplaced)}")
     faults += [f"{label!r} opens {len(found)} sections" for label, found in reply.occurrences.items() if len(found) > 1]
     if not faults and reply.order != list(LABELS):
         faults.append(f"the sections are in the order {', '.join(reply.order)}")
     if reply.preamble:
-        faults.append(f"{len(reply.preamble)} line(s) before 'Summary:'; start the reply with it")
+        faults.append(f"{len(reply.preamble)} line(s) before the first section; start the reply with 'Summary:'")
     if faults:
         faults.append(f"write each section's label at the start of its line, in plain text: {', '.join(LABELS)}")
     return _result("sections", faults, "the five sections, in order")

@@ -183,7 +183,15 @@ def test_details_name_the_fault_in_the_reply() -> None:
     assert faults["word_count"].endswith("the limit is 180: cut some")
     assert faults["line_length"].startswith("line 9 has ")
     marked = text.replace("Summary:", "**Summary:**")
-    assert "'Summary:' is not at the start of a line, spelt so" in failed(SCENARIO.check(task, marked))["sections"]
+    assert failed(SCENARIO.check(task, marked))["sections"].startswith(
+        "not at the start of a line, spelt so: Summary:;"
+    )
+    preamble = failed(SCENARIO.check(task, "Here it is:\n" + text))
+    assert list(preamble) == ["sections"]
+    assert preamble["sections"].startswith("1 line(s) before the first section; start the reply with 'Summary:'")
+    assert failed(SCENARIO.check(task, "Summary: hi"))["sections"].startswith(
+        "missing: Impact:, Timeline:, Root cause:, Actions:;"
+    )
 
 
 def _wrong(incident: Incident, log: list[str]) -> dict[str, Callable[[str], str]]:
