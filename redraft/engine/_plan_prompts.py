@@ -55,16 +55,8 @@ def observed(observations: list[Observation]) -> str:
 
 
 def observation_text(o: Observation) -> str:
-    """One step's run as lines: how it ended, its output's rows, each column's type and value patterns, a sample."""
-    ended = f"killed: {o.killed}" if o.killed else f"exit {o.returncode}"
-    lines = [f"step {o.step} ({ended}) -> {o.output}: " + (f"{o.rows} rows" if o.rows is not None else "not written")]
-    for column in o.columns:
-        patterns = ", ".join(f"{p} x{n}" for p, n in column.patterns.items())
-        lines.append(f"  {column.name} ({column.type}, {column.distinct} distinct): {patterns}")
-    lines += [f"  row: {', '.join(row)}" for row in o.sample]
-    if o.stderr_tail:
-        lines.append(f"  stderr: {cut(o.stderr_tail, MAX_DETAIL_CHARS)}")
-    return "\n".join(lines)
+    """One step's run as lines (`Observation.lines`); the prompt cuts the whole block it is in."""
+    return "\n".join(o.lines())
 
 
 def _feedback(observations: list[Observation], step: int | None, checks: list[CheckResult]) -> str:

@@ -83,6 +83,19 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True):
     program: str = ""
     """The program that ran, as read from the reply (what a verified step contributes to the whole)."""
 
+    def lines(self) -> list[str]:
+        """The run in lines: how it ended, its output's rows, each column's type and value patterns, a sample."""
+        ended = f"killed: {self.killed}" if self.killed else f"exit {self.returncode}"
+        rows = f"{self.rows} rows" if self.rows is not None else "written" if self.written else "not written"
+        lines = [f"step {self.step} ({ended}) -> {self.output}: {rows}"]
+        for column in self.columns:
+            patterns = ", ".join(f"{p} x{n}" for p, n in column.patterns.items())
+            lines.append(f"  {column.name} ({column.type}, {column.distinct} distinct): {patterns}")
+        lines += [f"  row: {', '.join(row)}" for row in self.sample]
+        if self.stderr_tail:
+            lines.append(f"  stderr: {self.stderr_tail}")
+        return lines
+
 
 class StepRun(msgspec.Struct, frozen=True, kw_only=True):
     """Verifier: run a step's program over the task's files and the verified outputs of earlier steps."""

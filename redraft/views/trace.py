@@ -196,6 +196,8 @@ def _verification(frame: KnownFrame[Verification]) -> list[RenderableType]:
         mark = Text("✓ ", style="green") if check.passed else Text("✗ ", style="red")
         out.append(Text.assemble(mark, f"{check.name}: {check.detail}"))
     out.extend(Text(f"? {q.question}\n  → {q.answer}", style="italic") for q in v.questions)
+    if v.observation is not None:  # a plan step's run: what it wrote, as the next move saw it
+        out.append(Text("\n".join(v.observation.lines()), style="dim"))
     if v.usage.calls:
         by = f" by {v.model}" if v.model else ""
         out.append(Text(f"questions asked{by}: {usage_line(v.usage)}", style="dim"))

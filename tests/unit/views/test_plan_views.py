@@ -53,6 +53,8 @@ def test_trace_shows_each_plan_version_with_its_reason_trigger_and_diff(
     assert "plan=decide what to do: step 2 ran" in printed
     assert "step: run step 3 over the task's files and gathered.csv, inventory.csv" in printed
     assert '"observations"' not in printed and '"contract"' not in printed
+    # Each step's run as the next move saw it: the dates of step 2's output in two formats and more.
+    assert re.search(r"order_date \(\w+, \d+ distinct\): YYYY-MM-DD x\d+, DD\.MM\.YYYY x\d+", printed)
 
 
 def test_the_best_candidate_is_the_whole_program_and_each_step_keeps_its_own_checks(run_dir: Path) -> None:
@@ -76,4 +78,5 @@ def test_the_task_page_has_the_plan_history(run_dir: Path) -> None:
     html = page.read_text()
     assert 'id="plan-v1"' in html and 'id="plan-v2"' in html
     assert "after step 2" in html and "kept verified 1, 2" in html
+    assert "step 2 (exit 0) -&gt; gathered.csv: 32 rows" in html
     assert html.index("Plan history") < html.index('id="round-0"')
