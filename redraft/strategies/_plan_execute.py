@@ -6,7 +6,7 @@ step's program then runs in the sandbox over the task's files and the verified o
 (`RoundContext.verify` with a `StepRun`); what the run showed (exit, the end of stderr, the contract's checks,
 a profile of the output: rows, each column's type and value patterns, a few rows) is what the next move sees:
 
-- a step that fails is written again with its failure (``step_attempts`` times), then the model decides;
+- a step that fails is written again with what its run showed, up to ``step_attempts`` programs, then the model decides;
 - after a verified step the model decides: ``continue``, ``retry`` a step, ``revise`` the plan (naming the step
   to redo: it and the steps reading its output are reset, the verified prefix is kept), or ``finish``;
 - once every step is verified, their programs run together as one (the round's candidate), checked by the
