@@ -55,7 +55,11 @@ def run_step(
         nothing = Observation(step=step.number, output=step.output)
         return [CheckResult(name="runs", passed=False, score=0.0, detail=detail)], nothing
     files = {**workspace, **run.files}
-    ran = run_python(script, limits=limits, files=files, outputs=(step.output,))
+    try:
+        ran = run_python(script, limits=limits, files=files, outputs=(step.output,))
+    except ValueError as exc:  # a file name the sandbox refuses, or inputs over its cap: the plan's doing
+        refused = CheckResult(name="runs", passed=False, score=0.0, detail=f"the step cannot run: {exc}")
+        return [refused], Observation(step=step.number, output=step.output)
     checks = [runs_check(ran)]
     data = ran.files.get(step.output)
     if data is None:

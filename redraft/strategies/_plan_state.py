@@ -31,6 +31,10 @@ _TYPE_NAMES = {
     "string": "text",
 }
 _JSON_BLOCK = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.DOTALL)
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""An output a step may write: a plain file name, as the sandbox hands files out."""
+RESERVED = frozenset({"main.py"})
+"""Names a step may not write: the sandbox's own program."""
 
 
 class StepReply(msgspec.Struct, kw_only=True):
@@ -74,7 +78,7 @@ def steps_of(replies: list[StepReply]) -> list[PlanStep] | None:
     steps = []
     for number, reply in enumerate(replies[:MAX_STEPS], 1):
         output = reply.output.strip()
-        if not output or "/" in output or output.startswith(".") or not reply.intent.strip():
+        if not _FILE_NAME.fullmatch(output) or output in RESERVED or not reply.intent.strip():
             return None
         types = {k: _TYPE_NAMES[v.lower()] for k, v in reply.types.items() if v.lower() in _TYPE_NAMES}
         contract = StepContract(

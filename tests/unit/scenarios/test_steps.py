@@ -62,3 +62,14 @@ def test_the_contract_checks_columns_in_order_and_the_row_bound() -> None:
     assert read_rows(b"") == ([], [])
     header, rows = read_rows(b'\xff\xfe "broken\n')  # bytes that are not UTF-8, an open quote: read, not raised
     assert header[0].startswith("\ufffd") and rows == []
+
+
+def test_a_file_the_sandbox_refuses_or_inputs_over_its_cap_fail_the_step_not_the_task() -> None:
+    for output in ("main.py", "out put.csv"):
+        bad = PlanStep(number=1, intent="write", output=output)
+        checks, seen = run_step({}, StepRun(step=bad), COPY, LIMITS)
+        assert [(c.name, c.passed) for c in checks] == [("runs", False)] and "cannot run" in checks[0].detail
+        assert not seen.written
+    small = SandboxLimits(timeout_s=10.0, cpu_s=5, memory_mb=256, max_input_bytes=1_000)
+    checks, _ = run_step({"big.csv": b"x" * 2_000}, StepRun(step=STEP), COPY, small)
+    assert not checks[0].passed and "over max_input_bytes" in checks[0].detail

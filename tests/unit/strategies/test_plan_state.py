@@ -35,6 +35,8 @@ def test_replies_that_are_no_plan_read_as_none_and_never_raise() -> None:
         json.dumps({"steps": []}),
         json.dumps({"steps": [{**STEP, "output": ""}]}),  # no output file
         json.dumps({"steps": [{**STEP, "output": "../escape.csv"}]}),  # not a plain name
+        json.dumps({"steps": [{**STEP, "output": "step 1.csv"}]}),
+        json.dumps({"steps": [{**STEP, "output": "main.py"}]}),  # the sandbox's own program
         json.dumps({"steps": [{**STEP, "intent": " "}]}),
         json.dumps({"steps": [STEP, STEP]}),  # two steps writing one file
         json.dumps({"steps": "many"}),
