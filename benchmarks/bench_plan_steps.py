@@ -4,8 +4,9 @@ verifier actors of 1 and 2 simulated nodes, against the same tasks one at a time
 The drafter is scripted (`tests.support.plan_scripts.Discovering`: a 3-step plan, revised to 4 steps where a
 case's dates come in several formats), so the time is the loop's and the sandbox's, not a model's. Each node has
 one CPU, and a verifier actor whose checks run programs reserves it and runs one step at a time, so two nodes
-run two tasks' steps at once. A step's round trip (files in, run, table out) is measured alone by
-``bench_sandbox_files.py``.
+run two tasks' steps at once. Each figure comes with how busy the machine's CPU was meanwhile (``/proc/stat``):
+where it is near 100 %, the machine, not the spread, bounds the rate. A step's round trip (files in, run, table
+out) is measured alone by ``bench_sandbox_files.py``.
 
 Run: ``python benchmarks/bench_plan_steps.py`` (``--tasks N``).
 """
@@ -33,6 +34,22 @@ from redraft.rundir import KnownFrame, RunReader
 from redraft.scenarios import get_scenario
 from tests.support import plan_scripts
 from tests.support.harness import run_task
+
+
+def busy() -> tuple[float, float]:
+    """The machine's (busy, total) CPU time so far, from ``/proc/stat`` (zeros where there is none)."""
+    try:
+        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    idle = fields[3] + fields[4]  # idle and iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def used(before: tuple[float, float]) -> float:
+    """The share of the machine's CPU busy since ``before`` (0 where it cannot be read)."""
+    after = busy()
+    return (after[0] - before[0]) / (after[1] - before[1]) if after[1] > before[1] else 0.0
 
 
 def steps_in(trace: list[Message]) -> int:
@@ -81,22 +98,27 @@ def on_ray(nodes: int, tasks: int) -> tuple[int, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=int, default=12)
+    parser.add_argument("--tasks", type=int, default=80)
     args = parser.parse_args()
     asyncio.set_event_loop(None)
     rates: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    start = busy()
     steps, seconds = in_one_process(args.tasks)
     rates["one process, one task at a time"] = steps / seconds
+    cpu["one process, one task at a time"] = used(start)
     for nodes in (1, 2):
+        start = busy()
         ray_steps, ray_seconds = on_ray(nodes, args.tasks)
+        cpu[f"Ray, {nodes} node(s)"] = used(start)
         assert ray_steps == steps, (ray_steps, steps)  # the same work, however it is spread
         rates[f"Ray, {nodes} node(s)"] = ray_steps / ray_seconds
     base = rates["one process, one task at a time"]
     print(f"# {date.today()}, {platform.machine()}, {os.cpu_count()} cores: plan_execute on {args.tasks} pipeline "
           f"cases, {steps} steps, scripted drafter")  # fmt: skip
     for name, rate in rates.items():
-        print(f"{name:34} {rate:5.2f} steps/s ({rate / base:.2f}x)")
-    print(json.dumps({"steps": steps, "steps_per_s": rates}))
+        print(f"{name:34} {rate:5.2f} steps/s ({rate / base:.2f}x), the machine's CPU {cpu[name]:.0%} busy")
+    print(json.dumps({"steps": steps, "steps_per_s": rates, "cpu_busy": cpu}))
 
 
 if __name__ == "__main__":

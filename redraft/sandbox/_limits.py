@@ -130,8 +130,14 @@ class Outcome:
     launcher_returncode: int
 
 
-def result_of(outcome: Outcome, status: list[dict[str, Any]], limits: SandboxLimits) -> SandboxResult:
-    """The run's result from what the caller saw and the launcher's status lines; `SandboxError` if it never started."""
+def result_of(
+    outcome: Outcome, status: list[dict[str, Any]], limits: SandboxLimits, workdir: str = ""
+) -> SandboxResult:
+    """The run's result from what the caller saw and the launcher's status lines; `SandboxError` if it never started.
+
+    The work directory's path in stderr reads as relative (``File "main.py"``): a traceback says the same from
+    one run to the next, so feedback that quotes it is the same prompt again (and its cached answer), and no
+    temporary path of the machine reaches a trace. Stdout is the program's own, as it printed it."""
     if outcome.killed_by is None and any(r.get("stopped") == "deadline" for r in status):
         # The launcher kept the clock for us (we were frozen): the same timeout.
         outcome = dataclasses.replace(outcome, killed_by="timeout")
@@ -160,7 +166,7 @@ def result_of(outcome: Outcome, status: list[dict[str, Any]], limits: SandboxLim
     return SandboxResult(
         returncode=None if outcome.killed_by is not None else returncode,
         stdout=outcome.stdout.decode("utf-8", errors="replace"),
-        stderr=outcome.stderr.decode("utf-8", errors="replace"),
+        stderr=_relative(outcome.stderr.decode("utf-8", errors="replace"), workdir),
         timed_out=outcome.killed_by == "timeout",
         killed_by=killed_by,
         signal_name=signal_name,
@@ -170,6 +176,10 @@ def result_of(outcome: Outcome, status: list[dict[str, Any]], limits: SandboxLim
         layers=layers,
         uncollected={str(k): str(v) for r in status for k, v in dict(r.get("uncollected", {})).items()},
     )
+
+
+def _relative(text: str, workdir: str) -> str:
+    return text.replace(f"{workdir}/", "").replace(workdir, ".") if workdir else text
 
 
 def signal_reason(signum: int, cpu_s: float, limits: SandboxLimits) -> tuple[KillReason, str]:

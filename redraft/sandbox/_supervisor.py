@@ -180,7 +180,7 @@ def _run_in(
     finally:
         os.close(status_r)
         os.close(lifeline_w)
-    return result_of(outcome, status, limits)
+    return result_of(outcome, status, limits, workdir)
 
 
 def _write_source(workdir: str, source: str) -> None:

