@@ -36,7 +36,16 @@ from redraft.protocols.messages import (
     StopReason,
 )
 from redraft.strategies._base import RoundContext, RoundOutcome, Scored, Strategy, strategy
-from redraft.strategies._plan_state import DecisionReply, PlanState, Verified, diff, read_decision, read_plan, steps_of
+from redraft.strategies._plan_state import (
+    DecisionReply,
+    PlanState,
+    Verified,
+    bare,
+    diff,
+    read_decision,
+    read_plan,
+    steps_of,
+)
 
 FALLBACK = "the plan could not be read: one step that writes the final output"
 FINAL_OUTPUT = "output.csv"
@@ -128,12 +137,12 @@ class _Turn:
         code, seen, checks = state.failure.get(step.number, ("", None, []))  # the last failed attempt, if any
         ask = self.asking("step", step.number, code=code, checks=checks)
         if seen is not None:
-            ask = msgspec.structs.replace(ask, observations=[*ask.observations, _bare(seen)])
+            ask = msgspec.structs.replace(ask, observations=[*ask.observations, bare(seen)])
         draft = await self.ask(ask)
         [checked] = await self.ctx.verify([draft], step=StepRun(step=step, files=state.carried(step)))
         observation = checked.observation
         if checked.passed and observation is not None:
-            state.verified[step.output] = Verified(step=step, code=observation.program, observation=observation)
+            state.verified[step.output] = Verified(step=step, observation=observation)
             state.failure.pop(step.number, None)
             self.stalled = 0
             self.ctx.progress()
@@ -152,7 +161,7 @@ class _Turn:
         """Ask the model what to do after ``step`` ran (None: after the whole program ran) and do it."""
         ask = self.asking("decide", step.number if step else None, checks=checks)
         if observation is not None and observation.step not in ask.verified:  # a verified one is there already
-            ask = msgspec.structs.replace(ask, observations=[*ask.observations, _bare(observation)])
+            ask = msgspec.structs.replace(ask, observations=[*ask.observations, bare(observation)])
         reply = read_decision((await self.ask(ask)).text)
         if reply is None:
             self.notes.append("a decision could not be read: the plan goes on as it stands")
@@ -190,7 +199,7 @@ class _Turn:
                 reason=reason,
                 steps=steps,
                 trigger_step=trigger,
-                observation=_bare(observation) if observation else None,
+                observation=bare(observation) if observation else None,
                 added=added,
                 removed=removed,
                 changed=changed,
@@ -216,8 +225,3 @@ class _Turn:
         if self.stalled >= self.rules.stall_limit:
             notes.append(f"stalled after {self.stalled} moves with no newly verified step")
         return RoundOutcome([scored], notes=notes, stop=stop)
-
-
-def _bare(observation: Observation) -> Observation:
-    """An observation without its file bytes or program (what a prompt or a plan version needs of it)."""
-    return msgspec.structs.replace(observation, files={}, program="")

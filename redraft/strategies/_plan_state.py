@@ -113,10 +113,9 @@ def _json_in(text: str, kind: type[Any]) -> Any:
 
 @dataclass(frozen=True)
 class Verified:
-    """A step whose output passed its contract: its spec, program and what it produced (with the file)."""
+    """A step whose output passed its contract: its spec, and what it produced (its program and file with it)."""
 
     step: PlanStep
-    code: str
     observation: Observation
 
 
@@ -156,11 +155,7 @@ class PlanState:
 
     def observations(self) -> list[Observation]:
         """What the verified steps produced, in plan order, without their files or programs (for a prompt)."""
-        return [
-            msgspec.structs.replace(self.verified[s.output].observation, files={}, program="")
-            for s in self.steps
-            if self.is_verified(s)
-        ]
+        return [bare(self.verified[s.output].observation) for s in self.steps if self.is_verified(s)]
 
     def reset(self, names: set[str]) -> None:
         """Forget the verified outputs named, and every step's that reads one of them, transitively."""
@@ -180,7 +175,12 @@ class PlanState:
 
     def program(self) -> str:
         """The verified steps' programs as one program, run in turn in one working directory."""
-        return compose([(s, self.verified[s.output].code) for s in self.steps if self.is_verified(s)])
+        return compose([(s, self.verified[s.output].observation.program) for s in self.steps if self.is_verified(s)])
+
+
+def bare(observation: Observation) -> Observation:
+    """An observation without its file bytes or program (what a prompt or a plan version needs of it)."""
+    return msgspec.structs.replace(observation, files={}, program="")
 
 
 def same(a: PlanStep, b: PlanStep) -> bool:

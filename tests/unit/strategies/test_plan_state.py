@@ -64,7 +64,7 @@ def observed(number: int, output: str) -> Observation:
 def test_a_reset_forgets_the_step_and_every_step_reading_it_and_keeps_the_rest() -> None:
     steps = [step(1, "a.csv"), step(2, "b.csv"), step(3, "c.csv", ["a.csv"]), step(4, "d.csv", ["c.csv"])]
     state = PlanState(steps=steps)
-    state.verified = {s.output: Verified(s, "pass\n", observed(s.number, s.output)) for s in steps}
+    state.verified = {s.output: Verified(s, observed(s.number, s.output)) for s in steps}
     state.reset({"a.csv"})
     assert state.verified_numbers() == [2]
     assert state.next_step() == steps[0]
@@ -74,7 +74,7 @@ def test_a_reset_forgets_the_step_and_every_step_reading_it_and_keeps_the_rest()
 def test_a_changed_step_is_no_longer_verified_even_under_the_same_output() -> None:
     first = step(1, "a.csv", intent="read a")
     state = PlanState(steps=[first])
-    state.verified["a.csv"] = Verified(first, "pass\n", observed(1, "a.csv"))
+    state.verified["a.csv"] = Verified(first, observed(1, "a.csv"))
     state.steps = [step(1, "a.csv", intent="read a, deduplicated")]
     assert state.verified_numbers() == [] and state.next_step() == state.steps[0]
 
