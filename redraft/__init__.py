@@ -2,8 +2,10 @@
 
 The public API: `refine` and `refine_async` (one task, in this process), `run` (a batch on Ray, resumable),
 `estimate` (what a run would spend, before it starts), `compare` (strategies against sampling at matched cost,
-on Ray), `RunConfig` (every setting, named as the command line's flags), `Task` and `Result`, and what they
-return (`Refinement`, `RunOutcome`, `Estimate`, `ComparisonOutcome`). Everything else is internal.
+on Ray), `tune` (the prompts refined on train tasks, adopted only if they win on a test split read once),
+`RunConfig` (every setting, named as the command line's flags), `TuneSettings` (the tune's own), `Task` and
+`Result`, and what they return (`Refinement`, `RunOutcome`, `Estimate`, `ComparisonOutcome`, `TuneOutcome`).
+Everything else is internal.
 """
 
 from redraft.actors import RunOutcome, estimate, run
@@ -12,6 +14,7 @@ from redraft.config import RunConfig
 from redraft.engine import Refinement, refine, refine_async
 from redraft.engine.estimate import Estimate
 from redraft.protocols.messages import Result, Task
+from redraft.tuning import TuneOutcome, TuneSettings, tune
 
 __all__ = [
     "Comparison",
@@ -22,10 +25,13 @@ __all__ = [
     "RunConfig",
     "RunOutcome",
     "Task",
+    "TuneOutcome",
+    "TuneSettings",
     "compare",
     "estimate",
     "refine",
     "refine_async",
     "run",
+    "tune",
 ]
 __version__ = "0.1.0"

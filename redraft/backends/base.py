@@ -60,6 +60,7 @@ class Backend(Protocol):
     async def complete(self, request: ChatRequest) -> Completion: ...
 
 
+@runtime_checkable
 class BackendSpec(Protocol):
     """A validated, picklable description of a backend; `create` runs inside the actor."""
 

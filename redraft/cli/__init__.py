@@ -29,7 +29,7 @@ from typer.exceptions import TyperException
 
 from redraft.cli._estimate import show_estimate, warnings
 from redraft.cli._next_steps import next_steps
-from redraft.cli._options import compare_parameters, run_parameters
+from redraft.cli._options import compare_parameters, run_parameters, tune_parameters
 from redraft.cli._progress import RunProgress
 from redraft.cli._signals import EXIT_INTERRUPTED, StopRequest, stop_on_signals
 from redraft.errors import Interrupted, RedraftError, UserError
@@ -199,6 +199,61 @@ def compare_command(
 
 compare_command.__signature__ = inspect.Signature(compare_parameters())  # type: ignore[attr-defined]
 app.command("compare")(compare_command)
+
+
+def tune_command(
+    scenario: str | None,
+    check: str | None,
+    grade: str | None,
+    model: str | None,
+    proposer: str | None,
+    sections: str,
+    split: str,
+    minibatch: int,
+    max_proposals: int,
+    parallel: int,
+    examples: int,
+    **settings: Any,
+) -> None:
+    """Tune the prompts on train tasks; adopt the best only if it wins on a test split read once. Rerun to resume."""
+    from redraft.config import RunConfig
+    from redraft.tuning import TuneSettings, tune
+    from redraft.tuning._splits import parse_fractions
+
+    given = {name: value for name, value in settings.items() if value is not None}
+    config = RunConfig.build(scenario=_scenario_name(scenario, given.get("tasks"), check, grade), model=model, **given)
+    chosen = TuneSettings(
+        sections=[s.strip() for s in sections.split(",") if s.strip()],
+        split=parse_fractions(split),
+        minibatch=minibatch,
+        max_proposals=max_proposals,
+        parallel=parallel,
+        examples=examples,
+        proposer=proposer,
+    )
+    progress = RunProgress()
+    with stop_on_signals() as stop, progress:
+        try:
+            done = tune(
+                config,
+                chosen,
+                on_start=lambda _label, total, finished: progress.start(total, finished),
+                on_result=lambda _label, result: progress.advance(result),
+                say=lambda line: err.print(Text(f"redraft: {line}")),
+                stop=stop.event,
+            )
+        except Interrupted as exc:
+            _interrupted(exc, stop)
+    if done.verdict is None:  # a dry run: the estimate was said
+        return
+    print(done.verdict.says)
+    if done.verdict.prompts:
+        print(f"new prompts: {done.out / done.verdict.prompts}")
+    print(f"report: {done.html} and {done.json}")
+
+
+tune_command.__signature__ = inspect.Signature(tune_parameters())  # type: ignore[attr-defined]
+app.command("tune")(tune_command)
 
 
 def _interrupted(exc: Interrupted, stop: StopRequest) -> NoReturn:

@@ -109,6 +109,29 @@ def _hidden(alias: str, kind: Any) -> inspect.Parameter:
     return inspect.Parameter(alias, KEYWORD, default=option, annotation=kind | None)
 
 
+TUNE = "Tune"
+"""The panel of the tune's own options."""
+
+
+def tune_parameters() -> list[inspect.Parameter]:
+    """``redraft run``'s options, and the tune's own after the tasks."""
+    return [_scenario(), *_in_panel_order(_run_options() + _tune_options(), (PANELS[0], TUNE, *PANELS[1:]))]
+
+
+def _tune_options() -> list[Placed]:
+    return [
+        _option(
+            TUNE, "proposer", "--proposer", "Backend spec of the model that rewrites prompts (default: the drafter's)."
+        ),
+        _option(TUNE, "sections", "--sections", "Prompt sections to tune, by name.", default="draft_system,draft_task"),
+        _option(TUNE, "split", "--split", "Train, validation and test shares of the tasks.", default="0.4,0.3,0.3"),
+        _option(TUNE, "minibatch", "--minibatch", "Train tasks a child must beat its parent on.", default=8),
+        _option(TUNE, "max_proposals", "--max-proposals", "Edits to propose at most.", default=8),
+        _option(TUNE, "parallel", "--parallel", "Iterations (proposals and evaluations) at once.", default=2),
+        _option(TUNE, "examples", "--examples", "Train tasks the proposer reads per proposal.", default=4),
+    ]
+
+
 def _comparison_options() -> list[Placed]:
     from redraft.comparison._runner import DEFAULT_BASELINE_SAMPLES
 

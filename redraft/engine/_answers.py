@@ -87,6 +87,18 @@ class DecisionAnswer(msgspec.Struct, frozen=True, kw_only=True):
     steps: Annotated[list[StepAnswer], msgspec.Meta(max_length=6)] = []
 
 
+class EditAnswer(msgspec.Struct, kw_only=True):
+    """A proposer's reply (``redraft tune``): why, then the section's whole new text."""
+
+    reason: Annotated[str, msgspec.Meta(max_length=600)]
+    text: Annotated[str, msgspec.Meta(max_length=6000)]
+
+
+def edit_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a proposer's reply, titled ``edit``."""
+    return _inlined_schema(EditAnswer) | {"title": "edit"}
+
+
 def plan_json_schema(kind: Literal["plan", "decision"]) -> dict[str, Any]:
     """The JSON Schema of a plan, or of a decision about one, titled by what it is (a backend that names a
     structured answer, a tool or a response format, takes the title as its name)."""

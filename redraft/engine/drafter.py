@@ -17,7 +17,7 @@ from redraft.engine._model_role import CallSettings, ModelRole
 from redraft.engine._patches import apply_edits
 from redraft.engine._plan_prompts import plan_messages
 from redraft.engine.pools import Reply, Request
-from redraft.engine.prompts import draft_messages, reflect_messages
+from redraft.engine.prompts import built_in, draft_messages, reflect_messages
 from redraft.errors import ModelError, ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Reflection, ReflectRequest
 from redraft.scenarios import get_scenario
@@ -33,7 +33,8 @@ class Drafter(ModelRole):
 
     def __init__(self, backend: BackendSpec, scenario: str, settings: CallSettings) -> None:
         super().__init__(backend, settings)
-        self._system = get_scenario(scenario).system_prompt()
+        instructions = get_scenario(scenario).system_prompt()
+        self._system = (self._prompts or built_in()).render("draft_system", instructions=instructions)
         self._node = current().node()  # a role never moves: ask once, not per draft
 
     async def serve(self, request: Request) -> Reply:

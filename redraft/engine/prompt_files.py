@@ -20,6 +20,11 @@ Invariants kept here, each fault a `UserError` naming the file and the entry:
   versions in the run's fingerprint say which text a run used (`overrides` adds a
   hash of each overriding text too, so two files that both call their text
   version 2 are not one configuration).
+
+An optional ``[about]`` table says where the file came from (``redraft tune`` writes
+it): ``version`` (the file's own, a whole number), ``parent`` (the file it was made
+from, or ``built-in``) and ``made`` (how, in words). It changes no template and is
+not part of a run's fingerprint.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from redraft.engine.prompts import Prompts, built_in
 from redraft.errors import UserError, unknown_name
 
 ENTRY_FIELDS = frozenset({"version", "text"})
+ABOUT = "about"
+ABOUT_FIELDS = {"version": int, "parent": str, "made": str}
 
 
 def load_prompts(path: str | None) -> Prompts:
@@ -44,6 +51,7 @@ def load_prompts(path: str | None) -> Prompts:
 
 def _load(path: str) -> Prompts:
     entries = _read(path)
+    _check_about(path, entries.pop(ABOUT, {}))
     base = built_in()
     templates = dict(base.templates)
     for name, entry in entries.items():
@@ -71,6 +79,25 @@ def overrides(prompts: Prompts) -> dict[str, str]:
         for name, t in sorted(prompts.templates.items())
         if t != base.templates[name]
     }
+
+
+def about(path: str) -> dict[str, Any]:
+    """The file's ``[about]`` table (empty when it has none), checked."""
+    table = _read(path).get(ABOUT, {})
+    _check_about(path, table)
+    return dict(table)
+
+
+def _check_about(path: str, table: Any) -> None:
+    where = f"prompts file {path}, table [about]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: expected a table (version, parent, made), got {type(table).__name__}")
+    for name, value in table.items():
+        kind = ABOUT_FIELDS.get(name)
+        if kind is None:
+            raise UserError(f"{where}: {unknown_name('field', name, sorted(ABOUT_FIELDS))}")
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise UserError(f"{where}: field {name!r} must be a {kind.__name__}, got {value!r}")
 
 
 def _read(path: str) -> dict[str, Any]:

@@ -21,16 +21,18 @@ import typer
 
 from redraft.backends import resolve
 from redraft.backends.pricing import load_prices
-from redraft.cli import _scenario_name, app, compare_command, run_command
+from redraft.cli import _scenario_name, app, compare_command, run_command, tune_command
 from redraft.comparison._arms import arms_from_file
 from redraft.config import RunConfig
 from redraft.engine._patches import parse_edits
 from redraft.engine.prompt_files import load_prompts
+from redraft.engine.prompts import built_in
 from redraft.errors import UserError
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import user_scenario_name
 from redraft.strategies import get_strategy
+from redraft.tuning._splits import parse_fractions
 from tests.support.paths import REPO_ROOT
 
 COMMAND = typer.main.get_command(app)
@@ -112,12 +114,14 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     """Parse ``redraft ARGS`` as the real command line does; for run and compare, validate what would run."""
     assert args and args[0] in COMMAND.commands, f"no redraft command {args[:1]}"
     context = COMMAND.commands[args[0]].make_context(args[0], args[1:])
-    if args[0] not in ("run", "compare"):
+    if args[0] not in ("run", "compare", "tune"):
         return
     for strategy in (context.params.get("arms") or "").split(","):
         if strategy:
             get_strategy(strategy)
-    handler = run_command if args[0] == "run" else compare_command
+    handler = {"run": run_command, "compare": compare_command, "tune": tune_command}[args[0]]
+    if args[0] == "tune":
+        _tune_settings(context.params)
     named = handler.__code__.co_varnames[: handler.__code__.co_argcount]
     own = {k: v for k, v in context.params.items() if k in named}
     given = {k: v for k, v in context.params.items() if k not in named and v is not None}
@@ -129,6 +133,13 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     for name, reader in (("prices", load_prices), ("arms_file", _arms_file)):
         if (path := context.params.get(name)) is not None:
             reader(workspace / path)
+
+
+def _tune_settings(params: dict[str, Any]) -> None:
+    """The tune's own options as `redraft tune` reads them: the split's shares, and sections that exist."""
+    parse_fractions(params["split"])
+    for section in params["sections"].split(","):
+        assert section in built_in().templates and not section.startswith("tune_"), f"no section {section!r}"
 
 
 def check_experiment(config: RunConfig, workspace: Path) -> None:

@@ -47,6 +47,10 @@ ALLOWED: dict[str, set[str]] = {
     "rundir": {"errors", "protocols"},
     "views": {"errors", "protocols", "rundir"},
     "comparison": {"errors", "protocols", "config", "scenarios", "engine", "actors", "rundir", "views"},
+    "tuning": {
+        *("errors", "protocols", "config", "backends", "scenarios", "engine", "actors", "rundir", "views"),
+        "comparison",
+    },
     "cli": {
         "errors",
         "protocols",
@@ -58,8 +62,9 @@ ALLOWED: dict[str, set[str]] = {
         "rundir",
         "views",
         "comparison",
+        "tuning",
     },
-    "__init__": {"protocols", "config", "engine", "actors", "comparison"},
+    "__init__": {"protocols", "config", "engine", "actors", "comparison", "tuning"},
 }
 """Room -> the rooms it may import from (besides itself)."""
 

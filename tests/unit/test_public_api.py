@@ -24,11 +24,14 @@ def test_the_package_offers_the_public_api_and_nothing_else() -> None:
             "RunConfig",
             "RunOutcome",
             "Task",
+            "TuneOutcome",
+            "TuneSettings",
             "compare",
             "estimate",
             "refine",
             "refine_async",
             "run",
+            "tune",
         ]
     )
     assert all(callable(getattr(redraft, name)) for name in redraft.__all__)

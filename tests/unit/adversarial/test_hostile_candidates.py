@@ -58,8 +58,14 @@ def forged(rest: str = "") -> str:
 
 
 HOSTILE = forged("the rest of my answer")
-TRUSTED_FIELDS = {"score", "count", "number", "total", "name", "instruction"}
-"""The only fields not fenced: redraft's own numbers and a scenario's stage names and instructions."""
+TRUSTED_FIELDS = {"score", "count", "number", "total", "name", "instruction", "instructions"} | {
+    "section",
+    "placeholders",
+    "limit",
+    "feedback",
+}
+"""The only fields not fenced: redraft's own numbers, a scenario's stage names and instructions (its system
+prompt), and a tune's section name, its placeholders' names (checked to be the built-in ones) and figures."""
 
 
 def outside_fences(prompt: str) -> str:

@@ -1,0 +1,9 @@
+"""``redraft tune``: refine the prompts themselves, on train tasks, with a verdict on a test split read once.
+
+See `redraft.tuning._api` for the layout of a tune's directory and `redraft.tuning._search` for the search.
+"""
+
+from redraft.tuning._api import TuneOutcome, TuneSettings, tune
+from redraft.tuning._verdict import Verdict
+
+__all__ = ["TuneOutcome", "TuneSettings", "Verdict", "tune"]

@@ -1,0 +1,280 @@
+"""``redraft.tune``: the prompt refinement loop, from a config to a verdict, as ``redraft tune`` runs it.
+
+Layout of ``--out`` (default ``runs/tune-<time>-<id>``)::
+
+    tune-manifest.json     what decides the tune's results; a resume must match it
+    splits.json            the task ids of train, validation and test
+    tune.jsonl             the journal: candidates, proposals, evaluations, iterations
+    tasks/*.jsonl          each evaluation's tasks, as a task file
+    prompts/c<k>.toml      each candidate's prompts file (c0: the start)
+    evaluations/c<k>/<on>  each evaluation's run directory (``redraft report`` opens it)
+    tuned-prompts.toml     the new prompts, written only when the test split's verdict is significant
+    tune.json, tune.html   the report: lineage, diffs, reasons, scores per split, spend, verdict
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from redraft.actors.driver import check_out, ensure_ray, plan
+from redraft.backends.base import BackendSpec
+from redraft.backends.registry import resolve
+from redraft.config import RunConfig
+from redraft.engine._model_role import CallSettings
+from redraft.engine.prompt_files import about, load_prompts
+from redraft.engine.prompts import built_in
+from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
+from redraft.engine.setup import BackendOverrides, role_setup, with_check
+from redraft.errors import UserError
+from redraft.protocols.messages import Result
+from redraft.rundir.layout import RAY_LOG
+from redraft.scenarios.user_check import CheckFunction
+from redraft.tuning._budget import Budget
+from redraft.tuning._costs import estimate_costs
+from redraft.tuning._edits import entries_of, prompts_file
+from redraft.tuning._evaluate import RunEvaluator
+from redraft.tuning._journal import Candidate, Journal
+from redraft.tuning._report import write_report
+from redraft.tuning._search import START, Propose, Search, SearchSettings
+from redraft.tuning._splits import DEFAULT_FRACTIONS, Splits, check_disjoint, split_tasks
+from redraft.tuning._verdict import Verdict, adopt, decide, unread
+
+DEFAULT_SECTIONS = ("draft_system", "draft_task")
+MANIFEST = "tune-manifest.json"
+SPLITS = "splits.json"
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """What the search does (`redraft.tuning._search.SearchSettings`) and how the tasks are split."""
+
+    sections: Sequence[str] = DEFAULT_SECTIONS
+    split: tuple[float, float, float] = DEFAULT_FRACTIONS
+    minibatch: int = 8
+    max_proposals: int = 8
+    parallel: int = 2
+    examples: int = 4
+    proposer: str | None = None
+    """The proposer's backend spec; None: the drafter's."""
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    out: Path
+    verdict: Verdict | None
+    """None for a dry run (``config.runtime.dry_run``): the estimate was said, and nothing run."""
+    json: Path | None = None
+    html: Path | None = None
+
+
+Say = Callable[[str], None]
+
+
+def tune(
+    config: RunConfig,
+    settings: TuneSettings = TuneSettings(),
+    *,
+    check: CheckFunction | None = None,
+    grade: CheckFunction | None = None,
+    backends: BackendOverrides | None = None,
+    proposer: BackendSpec | Propose | None = None,
+    on_start: Callable[[str, int, int], None] | None = None,
+    on_result: Callable[[str, Result], None] | None = None,
+    say: Say = lambda line: None,
+    stop: threading.Event | None = None,
+) -> TuneOutcome:
+    """Tune ``config``'s prompts (``config.experiment.prompts``, or the built-in ones) on its tasks: split them
+    by seed, search for a better version on train and validation, and test the winner against the start on
+    the test split, once. Rerun with the same ``config.runtime.out`` to resume without re-scoring anything.
+
+    ``proposer`` replaces ``settings.proposer``'s model (a backend object, or a function from a request to a
+    proposal, run in this process). ``say`` is told each step in a line; ``on_start(label, total, done)``
+    and ``on_result(label, result)`` follow each evaluation's run.
+    """
+    config = with_check(config, check, grade)
+    setup = _checked(config, settings, backends)
+    out = Path(config.runtime.out) if config.runtime.out else default_out()
+    check_out(out)
+    _, stream = plan(config)
+    tasks = {task.task_id: task for task in stream()}
+    splits = _splits(out, list(tasks.values()), settings, config.experiment.seed)
+    _manifest(out, config, settings, splits)
+    journal = Journal(out)
+    _start(out, journal, config.experiment.prompts)
+    costs = estimate_costs(config, out, splits, tasks, backends, _proposer_spec(config, settings, proposer))
+    budget = Budget(limits=config.budgets, paid=journal.spent)
+    say(costs.summary(settings, splits))
+    for line in costs.warnings(settings, splits, budget):
+        say(f"warning: {line}")
+    if config.runtime.dry_run:
+        say("dry run: no model was called; the splits are written; leave out --dry-run to run it")
+        return TuneOutcome(out=out, verdict=None)
+    ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
+    propose, close = _proposer(config, settings, proposer, setup.cache)
+    evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, cpu_share=1.0 / settings.parallel)
+    search = Search(
+        out, splits, tasks, journal, evaluate, propose, _search_settings(config, settings), budget, costs.worst, say
+    )
+    try:
+        budget.reserve("verdict", costs.worst.evaluation(2 * len(splits.test)))  # first: the verdict is paid for
+        best = search.run()
+        budget.release("verdict")
+        verdict = _verdict(search, best, config.experiment.prompts, out)
+    finally:
+        close()
+    say(verdict.says)
+    json_path, html_path = write_report(out, journal, splits, verdict, config, settings)
+    return TuneOutcome(out=out, verdict=verdict, json=json_path, html=html_path)
+
+
+def _search_settings(config: RunConfig, settings: TuneSettings) -> SearchSettings:
+    return SearchSettings(
+        sections=list(settings.sections),
+        minibatch=settings.minibatch,
+        max_proposals=settings.max_proposals,
+        parallel=settings.parallel,
+        examples=settings.examples,
+        seed=config.experiment.seed,
+    )
+
+
+def default_out() -> Path:
+    return Path("runs") / f"tune-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def _checked(config: RunConfig, settings: TuneSettings, backends: BackendOverrides | None) -> Any:
+    """The roles' setup, once every setting is known good; `UserError` for the first bad one."""
+    if config.experiment.oracle_feedback:
+        raise UserError(
+            "tune steers by feedback and selects by train and validation grades: --oracle-feedback "
+            "would let the held-out grade into the loop; leave it out"
+        )
+    tunable = sorted(name for name in built_in().templates if not name.startswith("tune_"))
+    for section in settings.sections:
+        if section not in tunable:
+            raise UserError(f"--sections: no section {section!r} to tune (known: {', '.join(tunable)})")
+    if not settings.sections:
+        raise UserError("--sections needs at least one section, e.g. draft_system")
+    for flag, value, low in (
+        ("--minibatch", settings.minibatch, 1),
+        ("--max-proposals", settings.max_proposals, 0),
+        ("--parallel", settings.parallel, 1),
+        ("--examples", settings.examples, 1),
+    ):
+        if value < low:
+            raise UserError(f"{flag} must be at least {low}, got {value}")
+    return role_setup(config, backends)
+
+
+def _splits(out: Path, tasks: list[Any], settings: TuneSettings, seed: int) -> Splits:
+    """The splits of the tasks; on a resume the recorded ones, which must be what the tasks give now."""
+    made = split_tasks(tasks, settings.split, seed)
+    path = out / SPLITS
+    if path.exists():
+        try:
+            recorded = msgspec.json.decode(path.read_bytes(), type=Splits)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise UserError(f"{path}: not the splits of a tune ({exc})") from None
+        check_disjoint(recorded, tasks)
+        if recorded != made:
+            raise UserError(f"{path}: the tasks, --split or --seed changed since this tune began; use another --out")
+        return recorded
+    check_disjoint(made, tasks)
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(msgspec.json.format(msgspec.json.encode(made)))
+    return made
+
+
+def _manifest(out: Path, config: RunConfig, settings: TuneSettings, splits: Splits) -> None:
+    """What decides the tune's results; a resume whose settings differ is refused, naming the first."""
+    flat = {k: v for k, v in config.flat().items() if k not in _FREE}
+    decides = {
+        "config": flat,
+        "sections": list(settings.sections),
+        "minibatch": settings.minibatch,
+        "split": list(settings.split),
+        "examples": settings.examples,
+        "proposer": settings.proposer,
+    }
+    path = out / MANIFEST
+    if path.exists():
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        for key in sorted(set(recorded) | set(decides)):
+            if json.dumps(recorded.get(key), sort_keys=True) != json.dumps(decides.get(key), sort_keys=True):
+                raise UserError(f"{out} holds a tune with other settings ({key} differs); use another --out")
+        return
+    path.write_text(json.dumps(decides, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+
+
+_FREE = frozenset(
+    {
+        "out",
+        "budget_usd",
+        "budget_tokens",
+        "budget_calls",
+        "budget_seconds",
+        "max_tasks_in_flight",
+        "verbose",
+        "address",
+        "cache",
+        "limit",
+    }
+)
+"""Settings a resume may change: where it runs and how much more it may spend (the splits check the tasks)."""
+
+
+def _start(out: Path, journal: Journal, prompts: str | None) -> Candidate:
+    """The starting prompts as candidate c0 (recorded once)."""
+    if START in journal.candidates:
+        return journal.candidates[START]
+    entries = entries_of(load_prompts(prompts))
+    path = prompts_file(entries, {}, out / "prompts" / f"{START}.toml")
+    start = Candidate(
+        id=START, parent=None, iteration=None, section=None, reason="", entries=entries, file=str(path.relative_to(out))
+    )
+    journal.add(start)
+    return start
+
+
+def _proposer_spec(
+    config: RunConfig, settings: TuneSettings, given: BackendSpec | Propose | None
+) -> BackendSpec | None:
+    """The proposer's model (for the estimate); None for a function given in its place."""
+    if given is not None:
+        return given if isinstance(given, BackendSpec) else None
+    return resolve(settings.proposer or config.experiment.drafter)
+
+
+def _proposer(
+    config: RunConfig, settings: TuneSettings, given: BackendSpec | Propose | None, cache: bool
+) -> tuple[Propose, Callable[[], None]]:
+    """The proposer to call: a function given as is, else an actor on the cluster with the proposer's model."""
+    if given is not None and not isinstance(given, BackendSpec):
+        return given, lambda: None
+    from redraft.actors._proposer import RayProposer
+
+    spec = given if given is not None else resolve(settings.proposer or config.experiment.drafter)
+    call = CallSettings(temperature=0.7, max_tokens=PROPOSAL_MAX_TOKENS, cache=cache)
+    actor = RayProposer(spec, call)
+    return actor, actor.close
+
+
+def _verdict(search: Search, best: Candidate, prompts: str | None, out: Path) -> Verdict:
+    journal = search.journal
+    if best.id == START:
+        return unread(START, len(search.splits.test))
+    verdict = decide(search.scored(START, "test"), search.scored(best.id, "test"))
+    if not verdict.adopted:
+        return verdict
+    origin = about(prompts) if prompts is not None else {}
+    parent = {"parent": prompts or "built-in", "version": origin.get("version", 1)}
+    return adopt(verdict, journal.candidates[best.id], parent, out)

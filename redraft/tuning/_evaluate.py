@@ -1,0 +1,95 @@
+"""One candidate over one set of tasks: an ordinary run, on the cluster, read back as figures per task.
+
+The run is `redraft.actors.driver.run` over a task file of the set, with the candidate's prompts file:
+resumable, reportable (``redraft report`` opens it), and fingerprinted by the prompts' versions and
+texts, so two candidates never share a run directory's answers. Each task's figure is its held-out
+grade (a task that ended in error scores 0: the task, not the machinery, failed it); for a scenario with
+no grade, its feedback score, and the evaluation says so (``graded``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from redraft.actors.driver import run
+from redraft.config import RunConfig
+from redraft.engine.setup import BackendOverrides
+from redraft.protocols.messages import Result, Usage
+from redraft.rundir.reader import RunReader
+from redraft.tuning._journal import Evaluation
+
+
+class Evaluator(Protocol):
+    def __call__(self, candidate: str, on: str, prompts: Path, tasks: Path, out: Path) -> Evaluation: ...
+
+
+StartHook = Callable[[str, int, int], None]
+ResultHook = Callable[[str, Result], None]
+
+
+@dataclass
+class RunEvaluator:
+    """Evaluations as runs of ``config`` (its scenario, models and strategy) on Ray."""
+
+    config: RunConfig
+    root: Path
+    backends: BackendOverrides | None = None
+    stop: threading.Event | None = None
+    on_start: StartHook | None = None
+    on_result: ResultHook | None = None
+    cpu_share: float = 1.0
+
+    def __call__(self, candidate: str, on: str, prompts: Path, tasks: Path, out: Path) -> Evaluation:
+        label = f"{candidate} on {on}"
+        config = self.config.replace(
+            tasks=str(tasks), prompts=str(prompts), out=str(out), limit=None, **_NO_RUN_BUDGETS
+        )
+        started, landed = self.on_start, self.on_result
+        run(
+            config,
+            backends=self.backends,
+            stop=self.stop,
+            on_start=None if started is None else lambda total, done: started(label, total, done),
+            on_result=None if landed is None else lambda result: landed(label, result),
+            cpu_share=self.cpu_share,
+        )
+        return read_evaluation(candidate, on, out, self.root)
+
+
+_NO_RUN_BUDGETS = {"budget_usd": None, "budget_tokens": None, "budget_calls": None}
+"""A tune's budgets are the whole tune's (`redraft.tuning._budget`), never one evaluation's."""
+
+
+def read_evaluation(candidate: str, on: str, out: Path, root: Path) -> Evaluation:
+    """The figures of a finished evaluation's run directory."""
+    figures: dict[str, float] = {}
+    feedback: dict[str, float] = {}
+    usage = Usage()
+    graded = False
+    for result in RunReader(out).finished():
+        graded = graded or result.grade is not None
+        figures[result.task_id] = figure_of(result)
+        feedback[result.task_id] = 0.0 if result.error is not None else result.score
+        usage = usage + result.usage
+    if not graded:
+        figures = dict(feedback)
+    return Evaluation(
+        candidate=candidate,
+        on=on,
+        figures=figures,
+        feedback=feedback,
+        graded=graded,
+        usage=usage,
+        run=str(out.relative_to(root)),
+    )
+
+
+def figure_of(result: Result) -> float:
+    """A task's graded figure: its grade, 0 for a task that ended in error or has none."""
+    if result.error is not None or result.grade is None:
+        return 0.0
+    return float(result.grade)

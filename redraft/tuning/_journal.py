@@ -1,0 +1,146 @@
+"""A tune's journal: every candidate, proposal, evaluation and iteration, one JSON line each, as they land.
+
+``tune.jsonl`` under the tune's ``--out`` is appended to (and flushed) as each record lands, so a tune
+stopped anywhere resumes from it with the same ``--out``: a recorded evaluation is never run again, a
+recorded proposal never asked again, and an iteration cut halfway redoes only what it had not recorded
+(an evaluation cut halfway resumes its own run directory, whose finished tasks are not redone). A torn
+last line (a crash mid-write) is dropped; any other line that does not read is a `UserError`.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import msgspec
+
+from redraft.errors import UserError
+from redraft.protocols.messages import Usage
+from redraft.protocols.tuning import Proposal
+
+JOURNAL = "tune.jsonl"
+
+
+class Candidate(msgspec.Struct, tag="candidate", frozen=True, kw_only=True):
+    """A version of the prompts: its sections over the built-in ones, and where it came from."""
+
+    id: str
+    """``c0`` is the starting prompts; ``c<k>`` the child proposed in iteration k."""
+    parent: str | None
+    iteration: int | None
+    section: str | None
+    """The section its edit rewrote (None for the start)."""
+    reason: str
+    entries: dict[str, tuple[int, str]]
+    """Every section that differs from the built-in ones: (version, text)."""
+    file: str
+    """Its prompts file, relative to the tune's directory."""
+
+
+class Evaluation(msgspec.Struct, tag="evaluation", frozen=True, kw_only=True):
+    """One candidate run over one set of tasks: each task's figure, and what it cost."""
+
+    candidate: str
+    on: str
+    """``validation``, ``test``, or ``minibatch-<k>`` (iteration k's train minibatch)."""
+    figures: dict[str, float]
+    """Each task's graded figure (its grade; a task that ended in error, 0)."""
+    feedback: dict[str, float]
+    """Each task's feedback score: what the loop saw."""
+    graded: bool
+    """The figures are held-out grades (False: the scenario has none, and they are the feedback's)."""
+    usage: Usage
+    run: str
+    """Its run directory, relative to the tune's directory."""
+
+    @property
+    def mean(self) -> float:
+        return sum(self.figures.values()) / len(self.figures) if self.figures else 0.0
+
+    @property
+    def feedback_mean(self) -> float:
+        return sum(self.feedback.values()) / len(self.feedback) if self.feedback else 0.0
+
+
+class Proposed(msgspec.Struct, tag="proposed", frozen=True, kw_only=True):
+    """What the proposer answered in one iteration."""
+
+    iteration: int
+    parent: str
+    proposal: Proposal
+
+
+class Iteration(msgspec.Struct, tag="iteration", frozen=True, kw_only=True):
+    """One iteration, ended: the parent, the section, the minibatch, and whether the child was kept."""
+
+    number: int
+    parent: str
+    section: str
+    minibatch: list[str]
+    child: str | None
+    """None when the edit was refused (or the budget ended the iteration before it)."""
+    parent_score: float | None
+    child_score: float | None
+    kept: bool
+    validation: float | None = None
+    """The child's mean validation figure, when kept."""
+    note: str = ""
+
+
+Record = Candidate | Evaluation | Proposed | Iteration
+_decoder = msgspec.json.Decoder(Record)
+
+
+class Journal:
+    """The records of ``directory/tune.jsonl``, read at open, appended to as they land (thread-safe)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / JOURNAL
+        self.candidates: dict[str, Candidate] = {}
+        self.evaluations: dict[tuple[str, str], Evaluation] = {}
+        self.proposals: dict[int, Proposed] = {}
+        self.iterations: dict[int, Iteration] = {}
+        self._lock = threading.Lock()
+        if self.path.exists():
+            self._read()
+
+    def _read(self) -> None:
+        data = self.path.read_bytes()
+        lines = data.split(b"\n")
+        good = 0
+        for number, line in enumerate(lines, 1):
+            try:
+                if line.strip():
+                    self._place(_decoder.decode(line))
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                if number < len(lines):  # a whole line (a newline ends it) that is no record
+                    raise UserError(f"{self.path}: line {number} is not a tune record ({exc})") from None
+                break  # a torn last line: the write it belonged to never finished
+            good += len(line) + 1
+        if good < len(data):
+            with self.path.open("r+b") as handle:  # appending after the torn bytes would join two records
+                handle.truncate(good)
+
+    def _place(self, record: Record) -> None:
+        match record:
+            case Candidate():
+                self.candidates[record.id] = record
+            case Evaluation():
+                self.evaluations[(record.candidate, record.on)] = record
+            case Proposed():
+                self.proposals[record.iteration] = record
+            case Iteration():
+                self.iterations[record.number] = record
+
+    def add(self, record: Record) -> None:
+        """Record ``record``: in memory, and as one line appended to the journal and flushed."""
+        with self._lock:
+            with self.path.open("ab") as handle:
+                handle.write(msgspec.json.encode(record) + b"\n")
+            self._place(record)
+
+    def spent(self) -> Usage:
+        """Every recorded evaluation's usage and every proposal's: what the tune has paid for."""
+        with self._lock:
+            usages = [e.usage for e in self.evaluations.values()] + [p.proposal.usage for p in self.proposals.values()]
+        return sum(usages, Usage())
