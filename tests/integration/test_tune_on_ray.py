@@ -28,16 +28,17 @@ from tests.support import tune_world
 
 pytestmark = pytest.mark.ray
 
-SETTINGS = TuneSettings(sections=["draft_system"], minibatch=4, max_proposals=3, parallel=2)
+SETTINGS = TuneSettings(sections=["draft_system"], minibatch=4, max_proposals=2, parallel=2)
 
 
-def sum_tune(tmp_path: Path, drafter: Any, out: str = "tune", **kwargs: Any) -> Any:
-    tasks = tune_world.write_tasks(tmp_path / "tasks.jsonl", 40)
+def sum_tune(tmp_path: Path, drafter: Any, tasks: int = 30, settings: TuneSettings = SETTINGS, **kwargs: Any) -> Any:
+    """A tune of `tune_world`'s sums, one draft per task (an evaluation measures the prompt and nothing else)."""
+    path = tune_world.write_tasks(tmp_path / "tasks.jsonl", tasks)
     model = ScriptedSpec(script=drafter)
-    config = RunConfig.build(tasks=str(tasks), strategy="best_of_n", samples=1, max_rounds=1, out=str(tmp_path / out))
+    config = RunConfig.build(tasks=str(path), strategy="best_of_n", samples=1, max_rounds=1, out=str(tmp_path / "t"))
     return tune(
         config,
-        SETTINGS,
+        settings,
         check=tune_world.check,
         grade=tune_world.grade,
         backends={"drafter": model, "critic": model},
@@ -52,7 +53,7 @@ def test_tune_finds_the_rule_the_feedback_states_and_the_test_split_says_signifi
     done = sum_tune(tmp_path, tune_world.rule_follower)
     verdict = done.verdict
     assert verdict.adopted and verdict.significant and verdict.test_read
-    assert (verdict.start_mean, verdict.winner_mean, verdict.tasks) == (0.0, 1.0, 12)
+    assert (verdict.start_mean, verdict.winner_mean, verdict.tasks) == (0.0, 1.0, 9)
     assert verdict.prompts == TUNED and verdict.says.startswith("significant improvement")
     tuned = done.out / TUNED
     assert load_prompts(str(tuned)).templates["draft_system"].text.template.endswith(tune_world.RULE)
@@ -70,19 +71,23 @@ def test_tune_finds_the_rule_the_feedback_states_and_the_test_split_says_signifi
 def test_a_drafter_deaf_to_its_prompt_gets_no_significant_improvement_and_nothing_written(
     ray_cluster: Any, tmp_path: Path
 ) -> None:
-    done = sum_tune(tmp_path, tune_world.coin_flipper)
+    three = TuneSettings(sections=["draft_system"], minibatch=4, max_proposals=3, parallel=2)
+    done = sum_tune(tmp_path, tune_world.coin_flipper, tasks=40, settings=three)
     verdict = done.verdict
     assert not verdict.adopted and verdict.says.startswith("no significant improvement")
     assert verdict.prompts is None and not (done.out / TUNED).exists()
-    journal = Journal(done.out)
-    if verdict.test_read:  # validation preferred a candidate by chance: the test split must not confirm it
-        assert verdict.winner != "c0" and not verdict.significant
-        assert {e.on for e in journal.evaluations.values() if e.on == "test"} == {"test"}
+    # Validation preferred an edit by chance (the coins of this seed favour it there): the test split, read once,
+    # does not confirm it.
+    assert verdict.test_read and verdict.winner != "c0" and not verdict.significant
+    validation = Journal(done.out).evaluations
+    assert validation[(verdict.winner, "validation")].mean > validation[("c0", "validation")].mean
 
 
 def test_the_proposer_as_an_actor_answers_a_real_model_reply_checked(ray_cluster: Any, tmp_path: Path) -> None:
     edit = json.dumps({"reason": "the checks ask for the form", "text": f"$instructions\n{tune_world.RULE}"})
-    done = sum_tune(tmp_path, tune_world.rule_follower, proposer=ScriptedSpec(script=lambda request: edit))
+    one = TuneSettings(sections=["draft_system"], minibatch=4, max_proposals=1, parallel=1)
+    proposer = ScriptedSpec(script=lambda request: edit)
+    done = sum_tune(tmp_path, tune_world.rule_follower, tasks=20, settings=one, proposer=proposer)
     assert done.verdict.adopted
     proposals = Journal(done.out).proposals
     assert proposals and all(p.proposal.usage.calls == 1 for p in proposals.values())
