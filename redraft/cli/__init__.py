@@ -239,7 +239,7 @@ def tune_command(
                 chosen,
                 on_start=lambda _label, total, finished: progress.start(total, finished),
                 on_result=lambda _label, result: progress.advance(result),
-                say=lambda line: err.print(Text(f"redraft: {line}")),
+                say=lambda line: print(f"redraft: {line}", file=sys.stderr, flush=True),
                 stop=stop.event,
             )
         except Interrupted as exc:

@@ -34,7 +34,7 @@ from redraft.engine.prompt_files import about, load_prompts
 from redraft.engine.prompts import built_in
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
 from redraft.engine.setup import BackendOverrides, role_setup, with_check
-from redraft.errors import UserError
+from redraft.errors import UserError, unknown_name
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
@@ -161,7 +161,7 @@ def _checked(config: RunConfig, settings: TuneSettings, backends: BackendOverrid
     tunable = sorted(name for name in built_in().templates if not name.startswith("tune_"))
     for section in settings.sections:
         if section not in tunable:
-            raise UserError(f"--sections: no section {section!r} to tune (known: {', '.join(tunable)})")
+            raise UserError(f"--sections: {unknown_name('section', section, tunable)}")
     if not settings.sections:
         raise UserError("--sections needs at least one section, e.g. draft_system")
     for flag, value, low in (
@@ -196,40 +196,32 @@ def _splits(out: Path, tasks: list[Any], settings: TuneSettings, seed: int) -> S
 
 def _manifest(out: Path, config: RunConfig, settings: TuneSettings, splits: Splits) -> None:
     """What decides the tune's results; a resume whose settings differ is refused, naming the first."""
-    flat = {k: v for k, v in config.flat().items() if k not in _FREE}
-    decides = {
-        "config": flat,
+    decides = {k: v for k, v in config.flat().items() if k not in _FREE} | {
         "sections": list(settings.sections),
         "minibatch": settings.minibatch,
         "split": list(settings.split),
         "examples": settings.examples,
         "proposer": settings.proposer,
     }
+    decides = json.loads(json.dumps(decides, default=str))
     path = out / MANIFEST
     if path.exists():
         recorded = json.loads(path.read_text(encoding="utf-8"))
         for key in sorted(set(recorded) | set(decides)):
-            if json.dumps(recorded.get(key), sort_keys=True) != json.dumps(decides.get(key), sort_keys=True):
-                raise UserError(f"{out} holds a tune with other settings ({key} differs); use another --out")
+            if recorded.get(key) != decides.get(key):
+                raise UserError(
+                    f"{out} holds a tune with other settings ({key}: {recorded.get(key)!r} then, "
+                    f"{decides.get(key)!r} now); use another --out"
+                )
         return
-    path.write_text(json.dumps(decides, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(decides, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 _FREE = frozenset(
-    {
-        "out",
-        "budget_usd",
-        "budget_tokens",
-        "budget_calls",
-        "budget_seconds",
-        "max_tasks_in_flight",
-        "verbose",
-        "address",
-        "cache",
-        "limit",
-    }
+    {"out", "budget_usd", "budget_tokens", "budget_calls", "budget_seconds", "max_tasks_in_flight", "verbose"}
+    | {"address", "cache", "limit", "dry_run"}
 )
-"""Settings a resume may change: where it runs and how much more it may spend (the splits check the tasks)."""
+"""Settings a resume may change: where and how it runs, how much more it may spend (the splits check the tasks)."""
 
 
 def _start(out: Path, journal: Journal, prompts: str | None) -> Candidate:

@@ -130,6 +130,17 @@ def test_strategies_lists_names_first() -> None:
             ["compare", "arithmetic", "--arms", "adversarial", "--match", "call"],
             "unknown --match 'call' (did you mean 'calls'? known: calls, tokens, usd)",
         ),
+        (["tune", "arithmetic", "--split", "0.5,0.5"], "--split '0.5,0.5': three shares, each in (0, 1), summing to 1"),
+        (["tune", "arithmetic", "--split", "a,b,c"], "--split 'a,b,c': give three shares, train,validation,test"),
+        (
+            ["tune", "arithmetic", "--sections", "draft_sytem"],
+            "--sections: unknown section 'draft_sytem' (did you mean 'draft_system'? known: ",
+        ),
+        (["tune", "arithmetic", "--sections", "tune_system"], "--sections: unknown section 'tune_system'"),
+        (["tune", "arithmetic", "--minibatch", "0"], "--minibatch must be at least 1, got 0"),
+        (["tune", "arithmetic", "--parallel", "0"], "--parallel must be at least 1, got 0"),
+        (["tune", "arithmetic", "--oracle-feedback"], "--oracle-feedback would let the held-out grade into the loop"),
+        (["tune", "arithmetic", "--samples", "0"], "--samples must be in [1, 1,000], got 0"),
     ],
 )
 def test_errors_are_one_line_with_exit_code_2(args: list[str], message: str, tmp_path: Path) -> None:
@@ -209,7 +220,7 @@ def config_options() -> list[tuple[list[str], str]]:
     return options
 
 
-@pytest.mark.parametrize("command", ["run", "compare"])
+@pytest.mark.parametrize("command", ["run", "compare", "tune"])
 def test_help_at_80_columns_groups_every_option_whole_in_its_panel(command: str) -> None:
     shown = help_at_80_columns(command)
     assert max(len(line) for line in shown.splitlines()) <= 80
@@ -228,9 +239,13 @@ def test_help_at_80_columns_groups_every_option_whole_in_its_panel(command: str)
         own = ["--arms", "--arms-file", "--baseline-samples", "--match", "--repeats", "--baseline", "--fail-if-worse"]
         assert {panels[name] for name in own} == {"Comparison"}
         assert "[default: 16]" in shown  # the baseline's N, said where the comparison keeps it
+    if command == "tune":
+        own = ["--proposer", "--sections", "--split", "--minibatch", "--max-proposals", "--parallel", "--examples"]
+        assert {panels[name] for name in own} == {"Tune"}
+        assert "[default: draft_system,draft_task]" in shown and "[default: 0.4,0.3,0.3]" in shown
 
 
-@pytest.mark.parametrize("command", ["run", "compare"])
+@pytest.mark.parametrize("command", ["run", "compare", "tune"])
 def test_defaults_read_as_values(command: str) -> None:
     shown = help_at_80_columns(command)
     assert "[default: (" not in shown
@@ -271,3 +286,31 @@ def test_the_end_of_a_run_says_where_its_report_is_and_what_the_embedded_model_i
     assert "SmolLM2-135M" in said and "expect low scores" in said and "--model openai:gpt-4o-mini" in said
     served = next_steps(Path("runs/my run"), ["openai:gpt-4o-mini", "openai:gpt-4o-mini"])
     assert served == ["next: redraft report 'runs/my run'   (then open runs/my run/report.html in a browser)"]
+
+
+def test_a_tune_dry_run_says_its_splits_and_estimate_and_calls_no_model(tmp_path: Path) -> None:
+    done = redraft(
+        "tune", "arithmetic", "--limit", "20", "--strategy", "best_of_n", "--samples", "1", "--max-rounds", "1",
+        "--model", "scripted:tests.support.replies:always_seven", "--max-proposals", "3", "--minibatch", "2",
+        "--dry-run", "--out", str(tmp_path / "tune"), cwd=REPO_ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    # 20 tasks: 8 train, 6 validation, 6 test. One draft a task; the worst case: the start on validation (6),
+    # 3 iterations of 2 x 2 minibatch tasks, 6 validation tasks and a proposal (33), both prompts on test (12).
+    assert "8 train, 6 validation, 6 test tasks; up to 3 proposals, 2 at once" in said
+    assert "estimate: 51 calls expected, 51 at most (the models cost no USD)" in said
+    assert "dry run: no model was called" in said
+    assert not (tmp_path / "tune" / "tune.jsonl").read_text().count('"type":"evaluation"')
+
+
+def test_a_tune_resumed_with_other_settings_is_refused_naming_the_first(tmp_path: Path) -> None:
+    args = ["tune", "arithmetic", "--limit", "20", "--model", "scripted:tests.support.replies:always_seven"]
+    args += ["--dry-run", "--out", str(tmp_path / "tune")]
+    assert redraft(*args, "--minibatch", "2", cwd=REPO_ROOT).returncode == 0
+    assert redraft(*args, "--minibatch", "2", "--max-proposals", "9", cwd=REPO_ROOT).returncode == 0  # may grow
+    done = redraft(*args, "--minibatch", "3", cwd=REPO_ROOT)
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(
+        "holds a tune with other settings (minibatch: 2 then, 3 now); use another --out"
+    )
