@@ -88,10 +88,13 @@ class DecisionAnswer(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class EditAnswer(msgspec.Struct, kw_only=True):
-    """A proposer's reply (``redraft tune``): why, then the section's whole new text."""
+    """A proposer's reply (``redraft tune``): why, then the section's whole new text.
 
-    reason: Annotated[str, msgspec.Meta(max_length=600)]
-    text: Annotated[str, msgspec.Meta(max_length=6000)]
+    The text has no length in the schema: llama.cpp's grammar of a string of up to thousands of characters is
+    too large for it to parse. Its reply's max tokens bound it, and the edit's check refuses one too long."""
+
+    reason: Annotated[str, msgspec.Meta(max_length=300)]
+    text: str
 
 
 def edit_json_schema() -> dict[str, Any]:

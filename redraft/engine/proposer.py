@@ -31,7 +31,7 @@ from redraft.protocols.tuning import Edit, Example, Proposal, ProposeRequest
 GROWTH_CHARS = 1_500
 """How many characters a section may grow by in one edit."""
 MAX_SECTION_CHARS = 6_000
-"""The most characters a section may have (the schema's bound on a reply's text too)."""
+"""The most characters a section may have."""
 REFUSALS = ("unreadable", "unchanged", "placeholders", "too_long")
 PROPOSAL_MAX_TOKENS = 1_024
 EXAMPLES_CHARS = 3 * MAX_FEEDBACK_CHARS
@@ -42,6 +42,12 @@ _SCHEMA = edit_json_schema()
 def limit_of(text: str) -> int:
     """The most characters an edit of ``text`` may have."""
     return min(MAX_SECTION_CHARS, len(text) + GROWTH_CHARS)
+
+
+def tokens_for(limit: int) -> int:
+    """The most tokens a reply needs for a text of ``limit`` characters and its reason (a token is 3 or more
+    characters of English; the reason's schema holds it to 300)."""
+    return limit // 3 + 160
 
 
 def placeholders_of(text: str) -> list[str]:
@@ -59,21 +65,23 @@ class Proposer(ModelRole):
         completion = await self._backend.complete(
             ChatRequest(
                 messages=proposer_messages(request),
-                max_tokens=self._max_tokens,
+                max_tokens=min(self._max_tokens, tokens_for(request.limit)),
                 temperature=self._temperature,
                 seed=request.seed,
                 json_schema=_SCHEMA,
             )
         )
         edit = read_edit(completion.text, request.section, request.text)
+        cut_short = edit.refused == "unreadable" and completion.finish_reason == "length"
         return Proposal(
             section=edit.section,
             text=edit.text,
             reason=edit.reason,
             refused=edit.refused,
-            detail=edit.detail,
+            detail=edit.detail + (" (the reply was cut at its max tokens)" if cut_short else ""),
             usage=completion.usage,
             model=completion.model,
+            finish_reason=completion.finish_reason,
         )
 
 

@@ -84,6 +84,8 @@ class Proposal(_TuneFrame, tag="proposal", frozen=True, kw_only=True):
     """What was wrong, in words, when refused."""
     usage: Usage = Usage()
     model: str = ""
+    finish_reason: str = ""
+    """Why the proposer's reply ended (``length``: cut at its max tokens)."""
 
 
 TuneMessage = ProposeRequest | Proposal

@@ -204,3 +204,33 @@ def test_plan_execute_with_the_embedded_model_plans_and_decides_in_schema_and_ru
     runs = [m for m in trace if isinstance(m, Verification) and m.observation is not None]
     assert runs and all(r.stage and r.stage.startswith("step-") for r in runs)
     assert result.usage.calls == len(drafts) - 1 <= 4  # every model call, and the whole program the steps made
+
+
+@pytest.mark.ray
+def test_tune_with_the_embedded_model_proposes_in_schema_and_reaches_an_honest_verdict(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    """End to end on Ray: each evaluation a run of the embedded model, the proposer an actor with the same model
+    answering in the edit schema's grammar, its edit checked, the verdict said and the report written."""
+    from redraft import TuneSettings, tune
+    from redraft.tuning._journal import Journal
+
+    config = RunConfig.build(
+        limit=10, strategy="best_of_n", samples=1, max_rounds=1, max_tokens=64, out=str(tmp_path / "tune")
+    )
+    settings = TuneSettings(sections=["draft_system"], minibatch=2, max_proposals=1, parallel=1, examples=2)
+    done = tune(config, settings)
+    journal = Journal(done.out)
+    [proposed] = journal.proposals.values()
+    proposal = proposed.proposal
+    assert proposal.model == EMBEDDED_MODEL_FILE and proposal.usage.calls == 1
+    assert proposal.refused in (None, "unreadable", "unchanged", "placeholders", "too_long")
+    assert proposal.refused != "unreadable" or proposal.finish_reason == "length"  # the grammar binds the rest
+    if proposal.refused is None:
+        assert proposal.text is not None and "$instructions" in proposal.text
+    verdict = done.verdict
+    assert verdict is not None and done.json is not None and json.loads(done.json.read_text())["verdict"]["says"]
+    if not verdict.test_read:
+        assert verdict.says.startswith("no significant improvement") and not (done.out / "tuned-prompts.toml").exists()
+    else:
+        assert verdict.adopted == (verdict.significant and (verdict.mean or 0) > 0)

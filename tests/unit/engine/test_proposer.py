@@ -101,10 +101,12 @@ def test_the_proposer_asks_for_its_schema_and_returns_the_edit_with_its_usage() 
         return reply("Solve the task; check each step. $task")
 
     made = asyncio.run(
-        Proposer(ScriptedSpec(script=model), CallSettings(temperature=0.0, max_tokens=256)).propose(request())
+        Proposer(ScriptedSpec(script=model), CallSettings(temperature=0.0, max_tokens=4096)).propose(request())
     )
     assert made.text == "Solve the task; check each step. $task" and made.usage.calls == 1
     assert asked[0].json_schema is not None and asked[0].json_schema["title"] == "edit" and asked[0].seed == 3
+    # A reply needs no more tokens than the section's limit and a reason: the model's own cap is lower here.
+    assert asked[0].max_tokens == limit_of(PARENT) // 3 + 160 < 4096
 
 
 def test_tune_frames_round_trip_and_bad_bytes_are_a_protocol_error() -> None:
