@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from redraft.errors import UserError, unknown_name
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
-from redraft.tuning._budget import Budget
+from redraft.tuning._budget import Budget, Costs
 from redraft.tuning._costs import estimate_costs
 from redraft.tuning._edits import entries_of, prompts_file
 from redraft.tuning._evaluate import RunEvaluator
@@ -115,6 +116,7 @@ def tune(
     say(costs.summary(settings, splits))
     for line in costs.warnings(settings, splits, budget):
         say(f"warning: {line}")
+    _reserve_the_ends(budget, journal, costs.worst, splits)
     if config.runtime.dry_run:
         say("dry run: no model was called; the splits are written; leave out --dry-run to run it")
         return TuneOutcome(out=out, verdict=None)
@@ -125,7 +127,6 @@ def tune(
         out, splits, tasks, journal, evaluate, propose, _search_settings(config, settings), budget, costs.worst, say
     )
     try:
-        budget.reserve("verdict", costs.worst.evaluation(2 * len(splits.test)))  # first: the verdict is paid for
         best = search.run()
         budget.release("verdict")
         verdict = _verdict(search, best, config.experiment.prompts, out)
@@ -134,6 +135,24 @@ def tune(
     say(verdict.says)
     json_path, html_path = write_report(out, journal, splits, verdict, config, settings)
     return TuneOutcome(out=out, verdict=verdict, json=json_path, html=html_path)
+
+
+def _reserve_the_ends(budget: Budget, journal: Journal, worst: Costs, splits: Splits) -> None:
+    """Reserve what the start's validation and the verdict cost at worst (less what the journal holds of them),
+    before any iteration: `UserError` when the budget cannot pay for them, since a search without its verdict
+    would be money spent on nothing a user could trust."""
+    begun = (START, "validation") in journal.evaluations
+    tests = max(0, 2 - len([key for key in journal.evaluations if key[1] == "test"]))
+    start, verdict = (
+        worst.evaluation(0 if begun else len(splits.validation)),
+        worst.evaluation(tests * len(splits.test)),
+    )
+    needed = start + verdict
+    if not (budget.reserve("start", start) and budget.reserve("verdict", verdict)):
+        raise UserError(
+            f"the budget cannot pay for the starting prompts on validation and the verdict on the test split "
+            f"(at worst {needed.calls:,} calls, ${needed.cost_usd:,.4f}): raise it, or give fewer tasks"
+        )
 
 
 def _search_settings(config: RunConfig, settings: TuneSettings) -> SearchSettings:
@@ -264,7 +283,9 @@ def _verdict(search: Search, best: Candidate, prompts: str | None, out: Path) ->
     journal = search.journal
     if best.id == START:
         return unread(START, len(search.splits.test))
-    verdict = decide(search.scored(START, "test"), search.scored(best.id, "test"))
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="redraft-verdict") as pool:  # both at once
+        start, winner = pool.map(lambda c: search.scored(c, "test"), (START, best.id))
+    verdict = decide(start, winner)
     if not verdict.adopted:
         return verdict
     origin = about(prompts) if prompts is not None else {}

@@ -73,6 +73,7 @@ class Search:
     def run(self) -> Candidate:
         """Every iteration the budget affords, up to ``max_proposals``; the validation winner."""
         self.scored(START, "validation")
+        self.budget.release("start")  # paid: the journal holds it now
         count, parallel = self.settings.max_proposals, max(1, self.settings.parallel)
         self._ended = {k: threading.Event() for k in range(count)}
         with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="redraft-tune") as pool:

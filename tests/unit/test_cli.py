@@ -314,3 +314,14 @@ def test_a_tune_resumed_with_other_settings_is_refused_naming_the_first(tmp_path
     assert done.stderr.strip().endswith(
         "holds a tune with other settings (minibatch: 2 then, 3 now); use another --out"
     )
+
+
+def test_a_tune_whose_budget_cannot_pay_for_its_verdict_is_refused_before_it_starts(tmp_path: Path) -> None:
+    # 20 tasks: the start on 6 validation tasks and both prompts on 6 test tasks, a call each: 18 at worst.
+    args = ["tune", "arithmetic", "--limit", "20", "--strategy", "best_of_n", "--samples", "1", "--max-rounds", "1"]
+    args += ["--model", "scripted:tests.support.replies:always_seven", "--out", str(tmp_path / "tune")]
+    done = redraft(*args, "--budget-calls", "17", cwd=REPO_ROOT)
+    assert done.returncode == 2
+    assert "the budget cannot pay for the starting prompts on validation and the verdict" in done.stderr
+    assert "(at worst 18 calls" in done.stderr
+    assert redraft(*args, "--budget-calls", "18", "--dry-run", cwd=REPO_ROOT).returncode == 0
