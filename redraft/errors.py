@@ -113,6 +113,10 @@ class BackendError(RedraftError):
     """Talking to a model backend failed (transport, server, runtime)."""
 
 
+class ContextTooLong(BackendError):
+    """A prompt has more tokens than the model's context holds: the same prompt will never fit."""
+
+
 class ScriptExhaustedError(BackendError):
     """A scripted backend was asked for more replies than it was given."""
 

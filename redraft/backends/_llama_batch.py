@@ -65,7 +65,7 @@ from redraft.backends._llama_context import BATCH_TOKENS, key_type, llama_module
 from redraft.backends._llama_sampling import SamplerChain, TokenTree, token_piece
 from redraft.backends._llama_sequence import Generated, Generation, Sequence
 from redraft.backends._llama_slots import Slots, graphs
-from redraft.errors import BackendError
+from redraft.errors import BackendError, ContextTooLong
 
 __all__ = [
     "BATCH_TOKENS",
@@ -119,7 +119,7 @@ class BatchScheduler:
         future: Future[Generated] = Future()
         if len(request.prompt) >= self.ctx_per_seq:
             future.set_exception(
-                BackendError(
+                ContextTooLong(
                     f"the prompt has {len(request.prompt)} tokens; the context holds {self.ctx_per_seq} per sequence"
                 )
             )

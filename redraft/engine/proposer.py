@@ -21,10 +21,13 @@ import re
 from string import Template
 from typing import Any
 
+import msgspec
+
 from redraft.backends.base import BackendSpec, ChatRequest
 from redraft.engine._answers import edit_json_schema
 from redraft.engine._model_role import CallSettings, ModelRole
 from redraft.engine.prompts import MAX_FEEDBACK_CHARS, built_in, cut
+from redraft.errors import ContextTooLong
 from redraft.protocols.messages import ChatMessage
 from redraft.protocols.tuning import Edit, Example, Proposal, ProposeRequest
 
@@ -34,6 +37,8 @@ MAX_SECTION_CHARS = 6_000
 """The most characters a section may have."""
 REFUSALS = ("unreadable", "unchanged", "placeholders", "too_long")
 PROPOSAL_MAX_TOKENS = 1_024
+SHORTER_TRIES = 3
+"""How many times a request the model's context cannot hold is asked again, shorter (`shorter`)."""
 EXAMPLES_CHARS = 3 * MAX_FEEDBACK_CHARS
 """Characters of a request's examples in the proposer's prompt (each example is cut before)."""
 _SCHEMA = edit_json_schema()
@@ -62,15 +67,23 @@ class Proposer(ModelRole):
         super().__init__(backend, settings)
 
     async def propose(self, request: ProposeRequest) -> Proposal:
-        completion = await self._backend.complete(
-            ChatRequest(
-                messages=proposer_messages(request),
-                max_tokens=min(self._max_tokens, tokens_for(request.limit)),
-                temperature=self._temperature,
-                seed=request.seed,
-                json_schema=_SCHEMA,
-            )
-        )
+        asked = request
+        for attempt in range(SHORTER_TRIES + 1):
+            try:
+                completion = await self._backend.complete(
+                    ChatRequest(
+                        messages=proposer_messages(asked),
+                        max_tokens=min(self._max_tokens, tokens_for(request.limit)),
+                        temperature=self._temperature,
+                        seed=request.seed,
+                        json_schema=_SCHEMA,
+                    )
+                )
+                break
+            except ContextTooLong:
+                if attempt == SHORTER_TRIES:
+                    raise
+                asked = shorter(asked)  # a small model's context: the same ask, with fewer and shorter examples
         edit = read_edit(completion.text, request.section, request.text)
         cut_short = edit.refused == "unreadable" and completion.finish_reason == "length"
         return Proposal(
@@ -83,6 +96,19 @@ class Proposer(ModelRole):
             model=completion.model,
             finish_reason=completion.finish_reason,
         )
+
+
+def shorter(request: ProposeRequest) -> ProposeRequest:
+    """``request`` with half its examples (one at least), each cut to half, and its history's texts cut: what
+    a model whose context the whole request overflows can still be asked."""
+    examples = [
+        msgspec.structs.replace(
+            e, prompt=cut(e.prompt, max(200, len(e.prompt) // 2)), answer=cut(e.answer, max(200, len(e.answer) // 2))
+        )
+        for e in request.examples[: max(1, len(request.examples) // 2)]
+    ]
+    history = [msgspec.structs.replace(h, text=cut(h.text, max(200, len(h.text) // 2))) for h in request.history[-2:]]
+    return msgspec.structs.replace(request, examples=examples, history=history)
 
 
 def proposer_messages(request: ProposeRequest) -> list[ChatMessage]:

@@ -110,7 +110,7 @@ def build(journal: Journal, splits: Splits, verdict: Verdict, config: RunConfig,
         scenario=e.scenario,
         strategy=e.strategy,
         drafter=e.drafter,
-        proposer=settings.proposer or e.drafter,
+        proposer=_proposer(journal) or settings.proposer or e.drafter,
         sections=list(settings.sections),
         splits={name: len(splits.of(name)) for name in SPLITS},
         split_seed=splits.seed,
@@ -125,6 +125,12 @@ def build(journal: Journal, splits: Splits, verdict: Verdict, config: RunConfig,
             evaluation_runs=len(journal.evaluations),
         ),
     )
+
+
+def _proposer(journal: Journal) -> str | None:
+    """The model the proposals came from, as it named itself (None: no proposal had one, e.g. a function)."""
+    models = Counter(p.proposal.model for p in journal.proposals.values() if p.proposal.model)
+    return models.most_common(1)[0][0] if models else None
 
 
 def _candidates(journal: Journal) -> list[CandidateRow]:

@@ -107,7 +107,7 @@ class Search:
             return True
         worst = self.costs.iteration(self.settings.minibatch, len(self.splits.validation))
         if not self.budget.reserve(f"iteration {k}", worst):
-            self.say(f"iteration {k}: the budget cannot afford its worst case; the search ends here")
+            self.say(f"iteration {k + 1}: the budget cannot afford its worst case; the search ends here")
             return False
         try:
             self.journal.add(self._iteration(k))

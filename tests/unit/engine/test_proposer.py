@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import msgspec
 import pytest
 
 from redraft.backends.base import ChatRequest
@@ -118,3 +119,32 @@ def test_tune_frames_round_trip_and_bad_bytes_are_a_protocol_error() -> None:
         decode_tune(b"\xc1\x00")
     with pytest.raises(ProtocolError, match="invalid tune message"):
         decode_tune(b"\x81\xa4kind\xa4nope")
+
+
+def test_a_request_the_models_context_cannot_hold_is_asked_again_shorter_and_then_given_up() -> None:
+    from redraft.errors import ContextTooLong
+
+    long = msgspec.structs.replace(request(), examples=[request().examples[0]] * 4)
+    long = msgspec.structs.replace(
+        long, examples=[msgspec.structs.replace(e, answer="x" * 3000) for e in long.examples]
+    )
+    sizes: list[int] = []
+
+    def small_context(req: ChatRequest) -> str:
+        sizes.append(len(req.messages[-1].content))
+        if len(req.messages[-1].content) > 5_000:
+            raise ContextTooLong("the prompt has 4568 tokens; the context holds 4096 per sequence")
+        return reply("Solve the task; check each step. $task")
+
+    role = Proposer(ScriptedSpec(script=small_context), CallSettings(temperature=0.0, max_tokens=256))
+    made = asyncio.run(role.propose(long))
+    assert made.text == "Solve the task; check each step. $task"
+    assert len(sizes) >= 2 and sizes[0] > 5_000 >= sizes[-1] and sizes == sorted(sizes, reverse=True)
+
+    def no_context(req: ChatRequest) -> str:
+        raise ContextTooLong("the prompt has 9 tokens; the context holds 8 per sequence")
+
+    with pytest.raises(ContextTooLong):
+        asyncio.run(
+            Proposer(ScriptedSpec(script=no_context), CallSettings(temperature=0.0, max_tokens=256)).propose(long)
+        )
