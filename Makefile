@@ -46,4 +46,5 @@ bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_estimate.py
 	.venv/bin/python benchmarks/bench_sandbox_files.py
 	.venv/bin/python benchmarks/bench_plan_steps.py
+	.venv/bin/python benchmarks/bench_tune.py
 	.venv/bin/python benchmarks/chaos.py
