@@ -49,7 +49,7 @@ from redraft.actors._ray import RAY_OUTPUT
 from redraft.backends.pricing import load_prices
 from redraft.config import RunConfig
 from redraft.engine.estimate import Estimate, paid
-from redraft.engine.prompt_files import load_prompts, overrides
+from redraft.engine.prompt_files import fingerprinted, load_prompts, overrides
 from redraft.engine.setup import (
     BackendOverrides,
     RoleSetup,
@@ -86,21 +86,12 @@ def identity(config: RunConfig) -> dict[str, Any]:
         if data.get(budget) is None:
             data.pop(budget, None)
     prompts = load_prompts(config.experiment.prompts)
-    data["prompts"] = {  # the versions, not the file's path
-        name: version for name, version in prompts.versions().items() if not _left_out(name, version)
-    }
+    data["prompts"] = fingerprinted(prompts)  # the versions, not the file's path
     if config.experiment.prompts is not None:  # absent without one: the fingerprints of earlier runs stay as they were
         data["prompt_overrides"] = overrides(prompts)
     if config.experiment.tasks is not None:
         data["tasks"] = task_file_identity(config.experiment.tasks)
     return data
-
-
-def _left_out(template: str, version: int) -> bool:
-    """Templates out of a run's fingerprint, so that runs begun before they existed still resume: the tune's
-    proposer's (a run never sends them), and the drafter's system prompt at its first version (``$instructions``
-    alone: the very text a run sent before it was a template)."""
-    return template.startswith("tune_") or (template == "draft_system" and version == 1)
 
 
 def manifest_for(config: RunConfig, run_id: str) -> dict[str, Any]:

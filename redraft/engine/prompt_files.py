@@ -70,6 +70,17 @@ def _load(path: str) -> Prompts:
     return Prompts(templates)
 
 
+def fingerprinted(prompts: Prompts) -> dict[str, int]:
+    """The template versions a run's fingerprint holds: all but those newer than runs that must still resume,
+    the tune's proposer's (a run never sends them) and the drafter's system prompt at its first version
+    (``$instructions`` alone: the very text a run sent before it was a template)."""
+    return {
+        name: version
+        for name, version in prompts.versions().items()
+        if not (name.startswith("tune_") or (name == "draft_system" and version == 1))
+    }
+
+
 def overrides(prompts: Prompts) -> dict[str, str]:
     """Each entry of ``prompts`` that differs from the built-in one, by its text's hash (part of the run's
     fingerprint when a prompts file is given)."""

@@ -94,7 +94,11 @@ def test_the_proposer_as_an_actor_answers_a_real_model_reply_checked(ray_cluster
     assert proposals[0].proposal.text == f"$instructions\n{tune_world.RULE}"
 
 
-BUILT_IN = [n for n in scenario_names() if not n.startswith(("check", "reasoning_gym"))]
+BUILT_IN = [  # redraft's own (tests register scenarios of their own), but the user's check and an extra's data sets
+    n
+    for n in scenario_names()
+    if not n.startswith(("check", "reasoning_gym")) and type(get_scenario(n)).__module__.startswith("redraft.")
+]
 
 
 def _leaves(value: Any) -> list[str]:
