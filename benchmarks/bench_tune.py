@@ -46,10 +46,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_http_model
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_http_model, bench_plan_steps
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import fake_http_model
+from bench_plan_steps import busy, used  # the machine's CPU, read as that benchmark reads it
 
 from redraft import RunConfig, TuneSettings, tune
 from redraft.protocols.tuning import Proposal, ProposeRequest
@@ -59,22 +60,6 @@ RULE = "Your output fields are:\n1. `sum` (int)\nEnd your reply with [[ ## compl
 """What the check asks for: the output fields in DSPy's chat form, the one instruction the fake server follows."""
 _FIELD = re.compile(r"\[\[ ## sum ## \]\]\s*(-?\d+)")
 SEED = 0
-
-
-def busy() -> tuple[float, float]:
-    """The machine's (busy, total) CPU time so far, from ``/proc/stat`` (zeros where there is none)."""
-    try:
-        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except OSError:
-        return 0.0, 0.0
-    idle = fields[3] + fields[4]  # idle and iowait
-    return sum(fields) - idle, sum(fields)
-
-
-def used(before: tuple[float, float]) -> float:
-    """The share of the machine's CPU busy since ``before`` (0 where it cannot be read)."""
-    after = busy()
-    return (after[0] - before[0]) / (after[1] - before[1]) if after[1] > before[1] else 0.0
 
 
 def write_tasks(path: Path, count: int) -> Path:

@@ -181,7 +181,8 @@ class Search:
         recorded = self.journal.proposals.get(k)
         if recorded is not None:
             return recorded.proposal
-        prompts = {i: self.tasks[i].prompt for i in before.figures if i in set(self.splits.train)}
+        train = set(self.splits.train)
+        prompts = {i: self.tasks[i].prompt for i in before.figures if i in train}
         _, text = text_of(parent.entries, section)
         request = ProposeRequest(
             section=section,
