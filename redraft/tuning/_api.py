@@ -111,7 +111,8 @@ def tune(
     _manifest(out, config, settings, splits)
     journal = Journal(out)
     _start(out, journal, config.experiment.prompts)
-    costs = estimate_costs(config, out, splits, tasks, backends, _proposer_spec(config, settings, proposer))
+    model = _proposer_spec(config, settings, proposer)  # resolved once: for the estimate and the actor
+    costs = estimate_costs(config, out, splits, tasks, backends, model)
     budget = Budget(limits=config.budgets, paid=journal.spent)
     say(costs.summary(settings, splits))
     for line in costs.warnings(settings, splits, budget):
@@ -121,7 +122,7 @@ def tune(
         say("dry run: no model was called; the splits are written; leave out --dry-run to run it")
         return TuneOutcome(out=out, verdict=None)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
-    propose, close = _proposer(config, settings, proposer, setup.cache)
+    propose, close = _proposer(proposer, model, setup.cache)
     evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, cpu_share=1.0 / settings.parallel)
     search = Search(
         out, splits, tasks, journal, evaluate, propose, _search_settings(config, settings), budget, costs.worst, say
@@ -266,14 +267,14 @@ def _proposer_spec(
 
 
 def _proposer(
-    config: RunConfig, settings: TuneSettings, given: BackendSpec | Propose | None, cache: bool
+    given: BackendSpec | Propose | None, spec: BackendSpec | None, cache: bool
 ) -> tuple[Propose, Callable[[], None]]:
     """The proposer to call: a function given as is, else an actor on the cluster with the proposer's model."""
     if given is not None and not isinstance(given, BackendSpec):
         return given, lambda: None
     from redraft.actors._proposer import RayProposer
 
-    spec = given if given is not None else resolve(settings.proposer or config.experiment.drafter)
+    assert spec is not None  # `_proposer_spec` gives one whenever no function is given
     call = CallSettings(temperature=0.7, max_tokens=PROPOSAL_MAX_TOKENS, cache=cache)
     actor = RayProposer(spec, call)
     return actor, actor.close
