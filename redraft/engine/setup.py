@@ -26,6 +26,7 @@ from redraft.engine.prompts import Prompts
 from redraft.engine.verifier import Verifier
 from redraft.errors import UserError
 from redraft.protocols.messages import RoleName
+from redraft.sandbox import isolation
 from redraft.scenarios import Scenario, get_scenario, provide
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import CheckFunction, UserCheck
@@ -82,7 +83,10 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     config.validate()
     experiment = config.experiment
     load_prices(config.runtime.prices)
-    check_plans(experiment.strategy, get_scenario(experiment.scenario))
+    scenario = get_scenario(experiment.scenario)
+    check_plans(experiment.strategy, scenario)
+    if scenario.check_cost == "executes" and isolation.view_problem() is not None:
+        raise UserError(isolation.refusal(scenario.name))
     if experiment.tasks is not None:
         validate_task_file(experiment.tasks, experiment.scenario)  # every line made a task, before anything starts
     check_share(experiment)

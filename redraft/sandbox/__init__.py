@@ -13,7 +13,9 @@ Layout: `supervisor` is the caller's side (starts the launcher, caps output, kee
 clock); `workdirs` names, locks and sweeps the work directories; `launcher` (with `namespaces`
 and `audithook`) is the program of the three sandbox processes, launcher -> keeper (PID 1 of a
 new PID namespace) -> candidate, run by path in a fresh ``python -I`` with the standard library
-only; `records` holds the limits, the result and the typed `KillReason`. `harness` tests a
+only, in an allow-list view of the filesystem (`view`: the standard library, its work directory and
+inputs, a few devices; `_isolation` says where the view cannot be built and reads the user's opt-out);
+`records` holds the limits, the result and the typed `KillReason`. `harness` tests a
 candidate's function with two such runs at once, the candidate's process (`callserver`) and a
 test process of trusted code only (`testrunner`), joined by pipes that carry plain data only
 (`plaindata`): a pass needs the test process's per-run secret. It is the rule for every scenario
@@ -21,8 +23,9 @@ that executes candidate code, in feedback and in grade. Each module's docstring 
 guarantees.
 
 The security boundary is the OS layers: the unprivileged uid, the rlimits, the empty network
-namespace, the private mounts and the PID namespace / process-group kill. The audit hook is
-defence in depth only: it turns forbidden actions into a clear ``PermissionError`` with a
+namespace, the allow-list view (a ``chroot`` into a read-only tree of the standard library and its
+own work directory, in a private mount namespace) and the PID namespace / process-group kill. The
+audit hook is defence in depth only: it turns forbidden actions into a clear ``PermissionError`` with a
 readable message, but it is not a boundary (``ctypes`` or ``_posixsubprocess`` can bypass it).
 Which layers applied is recorded in `SandboxResult.layers`, so tests and callers can see it.
 
@@ -32,9 +35,9 @@ namespaces) a candidate that calls ``setsid`` in a forked child can outlive the 
 forked (without exec) from the caller while a sandbox runs holds the lifeline's write end too,
 so if the caller dies that sandbox stops at its own deadline rather than at once.
 
-Why not bubblewrap: it offers the same containment (and a read-only root the mounts here lack),
-but it could replace only `namespaces`; the rlimits, the uid drop, the audit hook, the exit
-report, the output cap and the clock would stay ours. What it replaces it does worse for this
+Why not bubblewrap: it offers the same containment, but it could replace only `namespaces` and
+`view`; the rlimits, the uid drop, the audit hook, the exit report, the output cap and the clock
+would stay ours. What it replaces it does worse for this
 use: ``--uid 65534`` as root maps to root outside, so RLIMIT_NPROC does not bind;
 ``--die-with-parent`` is PR_SET_PDEATHSIG, which kills a sandbox when the thread that started it
 ends, its caller alive; it creates the parents of bound directories with mode 0700 (a workaround
@@ -43,6 +46,7 @@ implementations to keep secure for no guarantee gained.
 """
 
 from redraft.errors import SandboxError
+from redraft.sandbox import _isolation as isolation
 from redraft.sandbox._harness import Case, CaseOutcome, CaseResult, HarnessResult, kill_detail, run_tests
 from redraft.sandbox._limits import SANDBOX_UID, KillReason, SandboxLimits, SandboxResult
 from redraft.sandbox._supervisor import run_python
@@ -58,6 +62,7 @@ __all__ = [
     "SandboxError",
     "SandboxLimits",
     "SandboxResult",
+    "isolation",
     "kill_detail",
     "run_python",
     "run_tests",

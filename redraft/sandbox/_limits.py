@@ -8,7 +8,10 @@ that decision, once, from what the caller saw (`Outcome`) and what the launcher 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
+import os
 import signal
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -195,3 +198,19 @@ def signal_reason(signum: int, cpu_s: float, limits: SandboxLimits) -> tuple[Kil
     if signum == signal.SIGXFSZ:
         return "file_size_limit", name
     return "signal", name
+
+
+def read_status(fd: int) -> list[dict[str, Any]]:
+    """The JSON lines the launcher, keeper and candidate setup wrote (never the candidate's code)."""
+    os.set_blocking(fd, False)
+    data = bytearray()
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    records: list[dict[str, Any]] = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict):
+                records.append(record)
+    return records

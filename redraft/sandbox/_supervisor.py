@@ -31,7 +31,16 @@ from typing import Any
 
 from redraft.errors import SandboxError
 from redraft.sandbox._files import check_exchange, collect, write_inputs
-from redraft.sandbox._limits import SANDBOX_UID, KillReason, Outcome, SandboxLimits, SandboxResult, result_of
+from redraft.sandbox._isolation import weak_allowed
+from redraft.sandbox._limits import (
+    SANDBOX_UID,
+    KillReason,
+    Outcome,
+    SandboxLimits,
+    SandboxResult,
+    read_status,
+    result_of,
+)
 from redraft.sandbox._workdirs import owned_workdir
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -117,7 +126,7 @@ def _run(
             result = _run_in(workdir, lock_fd, source, limits, stdin, handed, namespaces, audit_hook, wiring, exchange)
             if not exchange.outputs:
                 return result
-            from_outbox = "tmpfs" in result.layers  # the launcher copied them out from under its tmpfs
+            from_outbox = "view" in result.layers  # the launcher copied them out of the candidate's view
             files, uncollected = collect(
                 workdir, exchange.outputs, limits.max_collect_bytes, from_outbox=from_outbox, reasons=result.uncollected
             )
@@ -176,7 +185,7 @@ def _run_in(
         supervisor = _Supervisor(proc, limits, start, wiring.cancel_fd)
         supervisor.run()
         outcome = supervisor.outcome(start)
-        status = _read_status(status_r)
+        status = read_status(status_r)
     finally:
         os.close(status_r)
         os.close(lifeline_w)
@@ -203,6 +212,7 @@ def _config(
         "source": _SOURCE_NAME,
         "deadline_s": limits.timeout_s + _LAUNCHER_GRACE_S,
         "namespaces": namespaces,
+        "require_view": namespaces and not weak_allowed(),
         "audit_hook": audit_hook,
         "uid": SANDBOX_UID,
         "cpu_s": limits.cpu_s,
@@ -221,8 +231,12 @@ def _start_launcher(
     workdir: str, config: dict[str, Any], stdin_fd: int, *, pass_fds: tuple[int, ...]
 ) -> subprocess.Popen[bytes]:
     # -I: no env vars, user site or script directory on sys.path; -B: no .pyc; -u: output written
-    # before a kill is kept.
-    command = [sys.executable, "-I", "-B", "-u", "-X", "utf8", str(LAUNCHER), json.dumps(config)]
+    # before a kill is kept. The settings go through a pipe: a command line is readable by anyone who sees
+    # the process (the candidate sees its keeper, whose command line this is).
+    settings_r, settings_w = os.pipe()
+    with os.fdopen(settings_w, "wb") as pipe:
+        pipe.write(json.dumps(config).encode())  # far below a pipe's capacity: never blocks
+    command = [sys.executable, "-I", "-B", "-u", "-X", "utf8", str(LAUNCHER), str(settings_r)]
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": workdir,
@@ -239,10 +253,12 @@ def _start_launcher(
             cwd=workdir,
             env=env,
             start_new_session=True,
-            pass_fds=pass_fds,
+            pass_fds=(*pass_fds, settings_r),
         )
     except OSError as exc:
         raise SandboxError(f"cannot start the sandbox interpreter: {exc}") from exc
+    finally:
+        os.close(settings_r)
 
 
 class _Supervisor:
@@ -381,19 +397,3 @@ def _has_exited(pid: int) -> bool:
         return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
-
-
-def _read_status(fd: int) -> list[dict[str, Any]]:
-    """The JSON lines the launcher, keeper and candidate setup wrote (never the candidate's code)."""
-    os.set_blocking(fd, False)
-    data = bytearray()
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(fd, 65536):
-            data += chunk
-    records: list[dict[str, Any]] = []
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        with contextlib.suppress(ValueError):
-            record = json.loads(line)
-            if isinstance(record, dict):
-                records.append(record)
-    return records

@@ -6,21 +6,20 @@ but the standard library, and importing it does nothing (``-I`` also keeps this 
 off ``sys.path``, so the candidate cannot import its neighbours by accident). All three processes
 are forks of that one interpreter:
 
-- *launcher* (stays privileged): with namespaces.py (loaded from beside this file, by path), loads
-  the modules a harnessed run asks for (``preload``, beside this file too), enters new network,
-  mount and PID namespaces (a non-root caller gets them inside a new user namespace), masks the
-  world-writable directories (/tmp, /var/tmp, /dev/shm) with small tmpfs mounts, mounts a
-  size-capped tmpfs as the work directory (the source and the caller's input files written back in it)
-  and, when the interpreter lives in a directory uid 65534 cannot enter (pyenv under /root), hides that
-  directory behind a tmpfs with only ``sys.path`` bound back in; then it forks the keeper and waits,
-  and at the end copies the output files asked for out from under the tmpfs. It SIGKILLs the keeper's
+- *launcher* (stays privileged): reads its settings from a pipe (never its command line), loads the
+  modules a harnessed run asks for (``preload``, beside this file), enters new network, mount and PID
+  namespaces (a non-root caller gets them inside a new user namespace), builds the candidate's
+  allow-list view of the filesystem (view.py: the standard library, a size-capped work directory
+  holding the source and the caller's input files, a few devices; nothing else of the host), forks the
+  keeper and waits, and at the end copies the output files asked for out of the view. It SIGKILLs the keeper's
   process group on SIGTERM from the caller, when the caller is gone (the lifeline pipe, whose write
   end only the caller holds, closes) and at its own deadline (the timeout plus a grace), so the tree
   keeps its own time and dies with its caller, even a frozen or killed one. It is a child subreaper and reaps
   everything, so no zombie is left behind (this machine's PID 1 does not reap), and holds the work
   directory's lock until it exits (see workdirs.py).
 - *keeper* (PID 1 of the new PID namespace, still privileged so the candidate cannot signal it):
-  forks the candidate and reports its exit status and CPU time. When it exits the kernel kills
+  mounts the namespace's own /proc in the view, enters the view (``chroot``), forks the candidate and
+  reports its exit status and CPU time. When it exits the kernel kills
   every process left in the namespace, including ones that escaped the process group with ``setsid``.
 - *candidate*: sets rlimits (CPU, AS, NPROC, FSIZE, NOFILE, CORE=0), drops to uid/gid 65534 when
   running as root (``RLIMIT_NPROC`` does not bind root), sets ``no_new_privs``, clears capabilities,
@@ -28,12 +27,13 @@ are forks of that one interpreter:
   (``channel_fds``) to fds 3, 4, ... and only then compiles and runs the source.
 
 Invariants: no candidate code runs unless every mandatory layer (rlimits, the uid drop,
-``no_new_privs``, capabilities) applied: a failure is reported as ``{"error": ...}`` and the process
-exits 70. The status pipe carries JSON lines written by this file's own code only: the candidate's
-copy is closed before its source is compiled. The candidate inherits its standard streams and its
-``channel_fds`` only, and the launcher and keeper close their copies of those after forking, so a
-pipe's far end sees EOF as soon as the candidate's tree ends. Namespace and mount layers are best effort, and each
-one that applied (or failed, with its errno) is reported in ``layers``.
+``no_new_privs``, capabilities, and the view when ``require_view``) applied: a failure is
+reported as ``{"error": ...}`` and the process exits 70. The status pipe carries JSON lines
+written by this file's own code only: the candidate's copy is closed before its source is
+compiled. The candidate inherits its standard streams and its ``channel_fds`` only, and the
+launcher and keeper close their copies of those after forking, so a pipe's far end sees EOF as
+soon as the candidate's tree ends. Each namespace and the view that applied (or failed, with its
+errno) is reported in ``layers``.
 """
 
 from __future__ import annotations
@@ -68,30 +68,22 @@ def load_sibling(name: str) -> types.ModuleType:
 
 
 if TYPE_CHECKING:
-    from redraft.sandbox import audithook, namespaces
+    from redraft.sandbox import audithook, namespaces, view
 else:
     audithook = load_sibling("audithook")
     namespaces = load_sibling("namespaces")
+    view = load_sibling("view")
 
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
-LINUX_CAPABILITY_VERSION_3, EX_SOFTWARE = 0x20080522, 70
-
-# What solutions commonly import, imported while still privileged when the standard library would
-# be unreadable after the uid drop (no mount namespace to expose it).
-PREIMPORTED = (
-    "bisect", "collections", "copy", "datetime", "decimal", "encodings.idna", "fractions", "functools",
-    "hashlib", "heapq", "itertools", "json", "math", "operator", "random", "re", "socket", "statistics",
-    "string", "typing",
-)  # fmt: skip
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+EX_SOFTWARE = 70
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-LIBC.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
-    """One run's settings, as the supervisor writes them to argv[1]."""
+    """One run's settings, as the supervisor writes them to the pipe named by argv[1]."""
 
     workdir: str
     source: str
@@ -104,6 +96,8 @@ class Config:
     deadline_s: float
     """This launcher's own wall-clock limit, from its start: the caller's timeout plus a grace."""
     namespaces: bool
+    require_view: bool
+    """Refuse to run the candidate unless the allow-list view (view.py) applied: a mandatory layer."""
     audit_hook: bool
     uid: int
     cpu_s: int
@@ -125,12 +119,20 @@ class Config:
     """Whether the launcher started as root (fixed before the candidate drops its uid)."""
 
     @classmethod
-    def parse(cls, text: str) -> Config:
-        return cls(**json.loads(text), root=os.geteuid() == 0)
+    def read(cls, fd: int) -> Config:
+        """The settings the supervisor wrote to the pipe ``fd`` (never the command line, which any process that
+        sees ours can read), read whole and closed."""
+        with os.fdopen(fd, "rb") as pipe:
+            return cls(**json.loads(pipe.read()), root=os.geteuid() == 0)
 
     @property
     def source_path(self) -> str:
         return os.path.join(self.workdir, self.source)
+
+    @property
+    def view_root(self) -> str:
+        """Where the candidate's view is built (the host work directory, ours alone): its root after the chroot."""
+        return self.workdir
 
 
 def report(cfg: Config, **fields: object) -> None:
@@ -157,7 +159,7 @@ WAITED = {signal.SIGTERM, signal.SIGIO, signal.SIGCHLD}
 
 def main(argv: list[str]) -> NoReturn:
     started = time.monotonic()
-    cfg = Config.parse(argv[1])
+    cfg = Config.read(int(argv[1]))
     signal.pthread_sigmask(signal.SIG_BLOCK, WAITED)
     watch_lifeline(cfg.lifeline_fd)
     if caller_gone(cfg.lifeline_fd):
@@ -172,20 +174,21 @@ def main(argv: list[str]) -> NoReturn:
         sys.modules[f"redraft_sandbox_{name}"] = load_sibling(name)
     layers: list[str] = []
     entered = namespaces.enter_namespaces(cfg.root, layers) if cfg.namespaces else set()
-    if "mountns" in entered:
-        namespaces.private_mounts(cfg, source, layers, inputs)
+    viewed = "mountns" in entered and namespaces.private_view(cfg, source, layers, inputs, view.build)
     report(cfg, layers=layers)
+    if cfg.require_view and not viewed:
+        fail(cfg, "no allow-list view of the filesystem (" + (layers[-1] if layers else "no namespaces") + ")")
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     keeper_pid = os.fork()
     if keeper_pid == 0:
-        keeper(cfg, source, fresh_proc="pidns" in entered and "mountns" in entered)
+        keeper(cfg, source, viewed=viewed, fresh_proc="pidns" in entered)
     close_all(cfg.channel_fds)
     # Both sides set the group, so whichever runs first, it is in place before anyone signals it.
     with contextlib.suppress(OSError):
         os.setpgid(keeper_pid, keeper_pid)
     keeper_status = wait_for_keeper(cfg, keeper_pid, deadline=started + cfg.deadline_s)
     reap_orphans()
-    if "tmpfs" in layers and cfg.outputs:
+    if viewed and cfg.outputs:
         report(cfg, uncollected=namespaces.collect_outputs(cfg))
     code = os.waitstatus_to_exitcode(keeper_status)
     os._exit(code if code >= 0 else 128 - code)
@@ -280,16 +283,19 @@ def reap_orphans() -> None:
             time.sleep(0.01)
 
 
-def keeper(cfg: Config, source: bytes, *, fresh_proc: bool) -> NoReturn:
+def keeper(cfg: Config, source: bytes, *, viewed: bool, fresh_proc: bool) -> NoReturn:
     """PID 1 of the new PID namespace when there is one; never returns."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # its parent, the launcher, is single-threaded
-    # The host work directory's descriptor would reach under the tmpfs: the candidate must not inherit it.
+    prctl(PR_SET_DUMPABLE, 0)  # a candidate of the same uid (a non-root caller) cannot read or trace it
+    # The host work directory's descriptor would reach outside the view: the candidate must not inherit it.
     os.close(cfg.lock_fd)
     os.close(cfg.lifeline_fd)
     os.setpgid(0, 0)
-    if fresh_proc:
-        with contextlib.suppress(OSError):
-            namespaces.mount_proc()
+    if viewed:
+        if fresh_proc:
+            with contextlib.suppress(OSError):
+                view.mount_proc(namespaces.mount, cfg.view_root)
+        view.enter(cfg.view_root)
     candidate_pid = os.fork()
     if candidate_pid == 0:
         candidate(cfg, source)
@@ -303,14 +309,6 @@ def keeper(cfg: Config, source: bytes, *, fresh_proc: bool) -> NoReturn:
 
 
 # ---------------------------------------------------------------- candidate
-
-
-class CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
 def drop_privileges(cfg: Config, layers: list[str]) -> None:
@@ -343,9 +341,7 @@ def drop_privileges(cfg: Config, layers: list[str]) -> None:
         fail(cfg, namespaces.last_error("no_new_privs"))
     layers.append("no_new_privs")
     # A non-root caller's user namespace granted full capabilities inside it: give them up.
-    header = CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
-    data = (CapData * 2)()
-    if int(LIBC.capset(ctypes.byref(header), ctypes.byref(data))) != 0:
+    if not namespaces.clear_capabilities():
         fail(cfg, namespaces.last_error("capset"))
 
 
@@ -353,10 +349,7 @@ def candidate(cfg: Config, source: bytes) -> NoReturn:
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     os.chdir(cfg.workdir)
     layers: list[str] = []
-    if cfg.root and not all(namespaces.reachable(p) for p in sys.path if os.path.isdir(p)):
-        for name in PREIMPORTED:
-            with contextlib.suppress(ImportError):
-                __import__(name)
+    if cfg.root and namespaces.preimport_unreachable_stdlib():
         layers.append("preimported")
     drop_privileges(cfg, layers)
     if cfg.audit_hook:

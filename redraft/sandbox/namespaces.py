@@ -1,19 +1,21 @@
-"""The launcher's namespaces and private mounts. Standard library only: launcher.py loads it by path.
+"""The launcher's namespaces and the candidate's view. Standard library only: launcher.py loads it by path.
 
-Invariant: these layers are best effort and never silent. Each namespace or mount that applied is
-named in ``layers`` (``netns``, ``mountns``, ``pidns``, ``userns``, ``tmpfs``, ``python_exposed``),
-and each that failed adds a line with its errno instead; the candidate still runs, under its own
-mandatory layers (launcher.py). Every mount is made after ``/`` became private, so nothing
-propagates back to the host. Nothing here runs on import.
+Invariant: these layers are never silent. Each namespace that applied is named in ``layers``
+(``netns``, ``mountns``, ``pidns``, ``userns``), and the allow-list view of the filesystem (view.py)
+as ``view``; each that failed adds a line with its errno instead. Whether the candidate may run
+without the view is the launcher's decision (``Config.require_view``). Every mount is made after
+``/`` became private, so nothing propagates back to the host. Nothing here runs on import.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
 import os
 import stat
 import sys
-import sysconfig
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,11 +25,26 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
+MS_REC, MS_PRIVATE, MNT_DETACH = 16384, 1 << 18, 2
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.unshare.argtypes = [ctypes.c_int]
 LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+LIBC.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+LIBC.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+Build = Callable[[Callable[[str | None, str, str | None, int, str | None], None], str, str, str, int], None]
+"""view.build: (mount, root, workdir, work options, uid)."""
 
 
 def last_error(what: str) -> str:
@@ -44,6 +61,13 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
 
     if int(LIBC.mount(encode(source), encode(target), encode(fstype), flags, encode(data))) != 0:
         raise OSError(last_error(f"mount {target}"))
+
+
+def clear_capabilities() -> bool:
+    """Give up every capability (effective, permitted, inheritable); whether the kernel agreed."""
+    header = CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (CapData * 2)()
+    return int(LIBC.capset(ctypes.byref(header), ctypes.byref(data))) == 0
 
 
 def enter_namespaces(root: bool, layers: list[str]) -> set[str]:
@@ -84,38 +108,29 @@ def enter_user_namespace(layers: list[str]) -> set[str]:
     return set()
 
 
-def private_mounts(cfg: Config, source: bytes, layers: list[str], inputs: dict[str, bytes] | None = None) -> None:
-    """Hide the world-writable directories and give the candidate a size-capped work directory."""
+def private_view(cfg: Config, source: bytes, layers: list[str], inputs: dict[str, bytes], build: Build) -> bool:
+    """Build the candidate's allow-list view (view.py) at ``cfg.view_root`` and put the source and the
+    caller's input files in its work directory; whether it applied (a layer named ``view``, or the reason
+    it failed: then nothing of it is left mounted)."""
+    owner = f",uid={cfg.uid},gid={cfg.uid}" if cfg.root else ""
     try:
         # Without this, the mounts below would propagate back to the host.
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-        for path in ("/tmp", "/var/tmp", "/dev/shm"):
-            if os.path.isdir(path) and not os.path.islink(path):
-                mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=8m")
-        os.makedirs(cfg.workdir, exist_ok=True)
-        if cfg.root:
-            expose_python(layers)
-        hide_packages(cfg.workdir, layers)
-        owner = f",uid={cfg.uid},gid={cfg.uid}" if cfg.root else ""
-        options = f"mode=0700,size={cfg.max_disk_bytes}{owner}"
-        mount("tmpfs", cfg.workdir, "tmpfs", MS_NOSUID | MS_NODEV, options)
-        layers.append("tmpfs")
+        build(mount, cfg.view_root, cfg.workdir, f"mode=0700,size={cfg.max_disk_bytes}{owner}", cfg.uid)
     except OSError as exc:
-        layers.append(f"tmpfs failed: {exc}")
-    if not os.path.exists(cfg.source_path):
-        # The source was read before the tmpfs hid it: write it back for the candidate.
-        os.makedirs(cfg.workdir, exist_ok=True)
-        with open(cfg.source_path, "wb") as f:
-            f.write(source)
+        layers.append(f"view failed: {exc}")
+        if int(LIBC.umount2(cfg.view_root.encode(), MNT_DETACH)) != 0 and ctypes.get_errno() != errno.EINVAL:
+            raise  # the host work directory stays hidden under a half-built view: nothing may run
+        return False
+    workdir = cfg.view_root + cfg.workdir
+    for name, data in {cfg.source: source, **inputs}.items():
+        path = os.path.join(workdir, name)
+        with open(path, "wb") as f:
+            f.write(data)
         if cfg.root:
-            os.chown(cfg.workdir, cfg.uid, cfg.uid)
-            os.chown(cfg.source_path, cfg.uid, cfg.uid)
-        for name, data in (inputs or {}).items():  # and the input files the caller handed it
-            path = os.path.join(cfg.workdir, name)
-            with open(path, "wb") as f:
-                f.write(data)
-            if cfg.root:
-                os.chown(path, cfg.uid, cfg.uid)
+            os.chown(path, cfg.uid, cfg.uid)
+    layers.append("view")
+    return True
 
 
 def read_files(directory: str, names: list[str]) -> dict[str, bytes]:
@@ -134,7 +149,7 @@ def collect_outputs(cfg: Config) -> dict[str, str]:
     try:
         os.mkdir(".outbox", 0o700, dir_fd=cfg.lock_fd)
         outbox = os.open(".outbox", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=cfg.lock_fd)
-        inside = os.open(cfg.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        inside = os.open(cfg.view_root + cfg.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
         return dict.fromkeys(cfg.outputs, f"not collected ({exc.strerror})")
     reasons: dict[str, str] = {}
@@ -172,42 +187,23 @@ def read_regular(directory: int, name: str, limit: int) -> bytes | str:
         os.close(fd)
 
 
-def hide_packages(workdir: str, layers: list[str]) -> None:
-    """Mask every directory of installed packages (the environment's and the base interpreter's
-    site-packages, and the directory redraft itself is imported from: a source checkout, for an editable
-    install) with an empty read-only tmpfs. A candidate may compute anything with the standard library,
-    but must not read what its grader holds: a data set's hidden tests, a scenario's generator, redraft's
-    own code. Modules the sandbox needs were loaded before the mounts. Never masks a directory holding
-    the standard library or the work directory."""
-    keep = [os.path.realpath(p) for p in (workdir, *_stdlib_paths())]
-    for path in sorted(_package_paths()):
-        if not os.path.isdir(path) or any(k == path or k.startswith(path + os.sep) for k in keep):
-            continue
-        try:
-            mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0555,size=4k")
-        except OSError as exc:
-            layers.append(f"packages_hidden failed: {exc}")
-            return
-    layers.append("packages_hidden")
+# What solutions commonly import, imported while still privileged when the standard library would
+# be unreadable after the uid drop (no view: pyenv under /root).
+PREIMPORTED = (
+    "bisect", "collections", "copy", "datetime", "decimal", "encodings.idna", "fractions", "functools", "gzip",
+    "hashlib", "heapq", "itertools", "json", "math", "operator", "random", "re", "socket", "statistics",
+    "string", "typing",
+)  # fmt: skip
 
 
-def _stdlib_paths() -> set[str]:
-    """Where the standard library really is (not a virtual environment's ``lib``, which sysconfig names)."""
-    return {os.path.dirname(os.__file__)} | {p for p in sys.path if p.endswith((".zip", "lib-dynload"))}
-
-
-def _package_paths() -> set[str]:
-    bases: tuple[dict[str, str], ...] = ({}, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
-    found = {sysconfig.get_paths(vars=v)[k] for v in bases for k in ("purelib", "platlib")}
-    found |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
-    # This file is redraft/sandbox/namespaces.py: the directory holding the redraft package.
-    found.add(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    return {os.path.realpath(p) for p in found}
-
-
-def mount_proc() -> None:
-    """A /proc of the new PID namespace (run by its PID 1): the candidate sees only its own processes."""
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+def preimport_unreachable_stdlib() -> bool:
+    """Import `PREIMPORTED` now if an unprivileged uid could not read every ``sys.path`` directory; whether it did."""
+    if all(reachable(p) for p in sys.path if os.path.isdir(p)):
+        return False
+    for name in PREIMPORTED:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    return True
 
 
 def reachable(path: str) -> bool:
@@ -218,37 +214,3 @@ def reachable(path: str) -> bool:
         if not os.stat(os.sep.join(parts[:i]) or os.sep).st_mode & 0o001:
             return False
     return bool(os.stat(path).st_mode & 0o004)
-
-
-def hidden_ancestor(path: str) -> str | None:
-    """The topmost ancestor of ``path`` that an unprivileged uid cannot traverse."""
-    parts = os.path.realpath(path).split(os.sep)
-    for i in range(2, len(parts)):
-        ancestor = os.sep.join(parts[:i])
-        if not os.stat(ancestor).st_mode & 0o001:
-            return ancestor
-    return None
-
-
-def expose_python(layers: list[str]) -> None:
-    """Make this interpreter's sys.path readable by an unprivileged uid.
-
-    The interpreter may live under a private directory (pyenv in /root): mount an empty tmpfs over
-    that directory, which also hides the rest of it, and bind the sys.path directories back in place.
-    """
-    needed = sorted({os.path.realpath(p) for p in sys.path if os.path.isdir(p) and not reachable(p)})
-    needed = [p for p in needed if not any(p.startswith(q + os.sep) for q in needed)]
-    if not needed:
-        return
-    # Opened before the tmpfs hides them; bound back through /proc/self/fd.
-    fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in needed}
-    masked: set[str] = set()
-    for path in needed:
-        ancestor = hidden_ancestor(path)
-        if ancestor is not None and ancestor not in masked:
-            mount("tmpfs", ancestor, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-            masked.add(ancestor)
-        os.makedirs(path, exist_ok=True)
-        mount(f"/proc/self/fd/{fds[path]}", path, None, MS_BIND | MS_REC, None)
-        os.close(fds[path])
-    layers.append("python_exposed")

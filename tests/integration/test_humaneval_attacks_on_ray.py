@@ -34,3 +34,22 @@ def test_a_model_that_only_exits_scores_nothing_in_a_real_run(ray_cluster: Any, 
     assert len(records) == 20
     assert [r["graded_pass"] for r in records] == [False] * 20  # graded, every one, and failed
     assert [r["passed"] for r in records] == [False] * 20
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_a_model_that_steals_the_data_set_from_elsewhere_on_the_machine_scores_nothing(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    """The regression of "6 of 6": every answer reads the canonical solution of its problem from any copy of the
+    data set it can find (one planted world-readable, as another environment holds one), through the CLI."""
+    from redraft.cli import main
+    from tests.support.grade_hunters import planted
+
+    out = tmp_path / "run"
+    model = "scripted:tests.support.grade_hunters:thief"
+    with planted():
+        main(["run", "humaneval", "--model", model, "--strategy", "none", "--limit", "6", "--out", str(out)])
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 6 and not any(r["error"] for r in records)
+    assert [r["graded_pass"] for r in records] == [False] * 6

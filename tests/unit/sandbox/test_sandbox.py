@@ -83,8 +83,8 @@ def test_all_layers_apply_as_root() -> None:
     """)
     assert result.ok, result.stderr
     assert result.stdout.splitlines()[0] == "65534 65534 []"
-    assert result.stdout.splitlines()[1] == "['1', '2']"  # own PID namespace: keeper and candidate
-    for layer in ("netns", "mountns", "pidns", "tmpfs", "rlimits", "uid:65534", "no_new_privs", "audit_hook"):
+    assert result.stdout.splitlines()[1] == "['2']"  # own PID namespace, whose keeper (PID 1, root) it cannot see
+    for layer in ("netns", "mountns", "pidns", "view", "rlimits", "uid:65534", "no_new_privs", "audit_hook"):
         assert layer in result.layers
 
 
