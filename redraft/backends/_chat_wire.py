@@ -34,6 +34,7 @@ import msgspec
 from redraft.backends._retrying import redact
 from redraft.backends.base import PerLoop
 from redraft.errors import RetryableBackendError
+from redraft.protocols.bounds import MAX_FRAME_BYTES, TooComplex, bounded
 
 if TYPE_CHECKING:
     import aiohttp
@@ -92,7 +93,9 @@ def decode_reply(payload: bytes) -> WireReply:
     character (`redraft.backends.base.valid_text`), not the call.
     """
     try:
-        return _reply_decoder.decode(payload)
+        return bounded(_reply_decoder.decode, payload, what="the server's reply", max_bytes=MAX_FRAME_BYTES)
+    except TooComplex:
+        raise
     except msgspec.DecodeError:
         return msgspec.convert(json.loads(payload), WireReply)
 

@@ -33,6 +33,7 @@ from redraft.comparison._analysis import (
 from redraft.comparison._lane_figures import Basis, Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
 from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.errors import UserError
+from redraft.protocols.bounds import MAX_FRAME_BYTES, bounded
 from redraft.rundir.reader import RunReader
 
 COMPARISON = "comparison.json"
@@ -171,10 +172,13 @@ class Earlier(msgspec.Struct):
     """What its pass rates rest on (files written before comparisons could rest on the feedback: the grade)."""
 
 
+_EARLIER = msgspec.json.Decoder(Earlier)
+
+
 def read_json(path: Path) -> Earlier:
     """An earlier comparison's arms; `UserError` if the file is missing or not a comparison."""
     try:
-        return msgspec.json.decode(path.read_bytes(), type=Earlier)
+        return bounded(_EARLIER.decode, path.read_bytes(), what=str(path), max_bytes=MAX_FRAME_BYTES)
     except FileNotFoundError:
         raise UserError(f"baseline comparison not found: {path}") from None
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from redraft.protocols.bounds import bounded
 from redraft.protocols.messages import Issue
 
 MAX_ISSUES = 2
@@ -52,13 +53,14 @@ _plan_decoder = msgspec.json.Decoder(QuestionPlan)
 
 
 def parse_report(text: str) -> CritiqueReport:
-    """Validate a model's reply as a `CritiqueReport`; `msgspec.ValidationError`/`DecodeError` if not."""
-    return _report_decoder.decode(_FENCE.sub("", text.strip()).translate(_CONTROL))
+    """Validate a model's reply as a `CritiqueReport`; `msgspec.ValidationError`/`DecodeError` if not (a reply
+    too large or too deep is a `DecodeError` too, `redraft.protocols.bounds`)."""
+    return bounded(_report_decoder.decode, _FENCE.sub("", text.strip()).translate(_CONTROL), what="a critique")
 
 
 def parse_plan(text: str) -> QuestionPlan:
     """Validate a model's reply as a `QuestionPlan`; `msgspec.ValidationError`/`DecodeError` if not."""
-    return _plan_decoder.decode(text.strip())
+    return bounded(_plan_decoder.decode, text.strip(), what="a question plan")
 
 
 Name = Annotated[str, msgspec.Meta(max_length=60)]

@@ -16,6 +16,7 @@ So a small model's broken edit is one refused proposal, counted, never an evalua
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from string import Template
@@ -28,6 +29,7 @@ from redraft.engine._answers import edit_json_schema
 from redraft.engine._model_role import CallSettings, ModelRole
 from redraft.engine.prompts import MAX_FEEDBACK_CHARS, built_in, cut
 from redraft.errors import ContextTooLong
+from redraft.protocols.bounds import MAX_REPLY_BYTES, json_too_deep
 from redraft.protocols.messages import ChatMessage
 from redraft.protocols.tuning import Edit, Example, Proposal, ProposeRequest
 
@@ -169,12 +171,18 @@ def _refused(section: str, why: str, detail: str, found: dict[str, Any] | None) 
 
 
 _OPEN = re.compile(r"\{")
+_MAX_STARTS = 50
 
 
 def _object_in(reply: str) -> dict[str, Any] | None:
-    """The first JSON object in the reply (fenced, in prose, or the whole of it) that has a ``text``."""
+    """The first JSON object in the reply (fenced, in prose, or the whole of it) that has a ``text``.
+
+    None for a reply over the size of one (`redraft.protocols.bounds`), nested too deep, or whose first
+    `_MAX_STARTS` braces start none: each try may read to the end, so more would make it quadratic."""
+    if len(reply) > MAX_REPLY_BYTES or json_too_deep(reply):
+        return None
     decoder = json.JSONDecoder()
-    for match in _OPEN.finditer(reply):
+    for match in itertools.islice(_OPEN.finditer(reply), _MAX_STARTS):
         try:
             value, _ = decoder.raw_decode(reply, match.start())
         except ValueError:

@@ -96,6 +96,7 @@ from redraft.protocols._records import (
     Usage,
     VerificationQuestion,
 )
+from redraft.protocols.bounds import MAX_FRAME_BYTES, bounded
 
 __all__ = [  # the frames, and the records they embed (re-exported: they are part of the messages)
     "MAX_ISSUE_TEXT",
@@ -189,15 +190,13 @@ def encode(message: Message) -> bytes:
 def decode(data: bytes | memoryview) -> Message:
     """Validate and decode one frame; raise `ProtocolError` naming the bad field, and nothing else."""
     try:
-        return _decoder.decode(data)
+        return bounded(_decoder.decode, data, what="a frame", max_bytes=MAX_FRAME_BYTES, json=False)
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"invalid message: {exc}") from None
     except msgspec.DecodeError as exc:
         raise ProtocolError(f"corrupt message: {exc}") from None
     except UnicodeDecodeError as exc:  # msgspec checks UTF-8 after the type: any string, the tag too
         raise ProtocolError(f"corrupt message: a string is not UTF-8 ({exc.reason})") from None
-    except RecursionError:
-        raise ProtocolError("corrupt message: nested deeper than the decoder's stack") from None
 
 
 def decode_as(data: bytes | memoryview, kind: type[M]) -> M:

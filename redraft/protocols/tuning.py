@@ -15,6 +15,7 @@ import msgspec
 
 from redraft.errors import ProtocolError
 from redraft.protocols._records import Usage
+from redraft.protocols.bounds import MAX_FRAME_BYTES, bounded
 
 TUNE_WIRE_VERSION = 1
 
@@ -105,7 +106,7 @@ def encode_tune(message: TuneMessage) -> bytes:
 def decode_tune(data: bytes) -> TuneMessage:
     """One tune frame, validated; `ProtocolError` naming what is wrong."""
     try:
-        return _decoder.decode(data)
+        return bounded(_decoder.decode, data, what="a tune frame", max_bytes=MAX_FRAME_BYTES, json=False)
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"invalid tune message: {exc}") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:

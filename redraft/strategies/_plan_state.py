@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from redraft.protocols.bounds import bounded
 from redraft.protocols.messages import CheckResult, Observation, PlanAction, PlanStep, StepContract
 
 MAX_STEPS = 8
@@ -105,8 +106,8 @@ def _json_in(text: str, kind: type[Any]) -> Any:
         candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
-            return msgspec.convert(json.loads(candidate), kind)
-        except (ValueError, msgspec.ValidationError, RecursionError):
+            return msgspec.convert(bounded(json.loads, candidate, what="a plan"), kind)
+        except (ValueError, msgspec.ValidationError):  # bounded: too large or too deep is a ValueError too
             continue
     return None
 
