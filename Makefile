@@ -48,3 +48,4 @@ bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_plan_steps.py
 	.venv/bin/python benchmarks/bench_tune.py
 	.venv/bin/python benchmarks/chaos.py
+	.venv/bin/python benchmarks/bench_cli_start.py

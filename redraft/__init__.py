@@ -8,13 +8,53 @@ on Ray), `tune` (the prompts refined on train tasks, adopted only if they win on
 Everything else is internal.
 """
 
-from redraft.actors import RunOutcome, estimate, run
-from redraft.comparison import Comparison, ComparisonOutcome, compare
-from redraft.config import RunConfig
-from redraft.engine import Refinement, refine, refine_async
-from redraft.engine.estimate import Estimate
-from redraft.protocols.messages import Result, Task
-from redraft.tuning import TuneOutcome, TuneSettings, tune
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from redraft.actors import RunOutcome, estimate, run
+    from redraft.comparison import Comparison, ComparisonOutcome, compare
+    from redraft.config import RunConfig
+    from redraft.engine import Refinement, refine, refine_async
+    from redraft.engine.estimate import Estimate
+    from redraft.protocols.messages import Result, Task
+    from redraft.tuning import TuneOutcome, TuneSettings, tune
+
+_WHERE = {
+    "RunOutcome": "redraft.actors",
+    "estimate": "redraft.actors",
+    "run": "redraft.actors",
+    "Comparison": "redraft.comparison",
+    "ComparisonOutcome": "redraft.comparison",
+    "compare": "redraft.comparison",
+    "RunConfig": "redraft.config",
+    "Refinement": "redraft.engine",
+    "refine": "redraft.engine",
+    "refine_async": "redraft.engine",
+    "Estimate": "redraft.engine.estimate",
+    "Result": "redraft.protocols.messages",
+    "Task": "redraft.protocols.messages",
+    "TuneOutcome": "redraft.tuning",
+    "TuneSettings": "redraft.tuning",
+    "tune": "redraft.tuning",
+}
+"""Where each public name lives: imported on first use, so ``import redraft.errors`` (and the command line's
+``--help``) does not load the engine, the actor system and Ray."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'redraft' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
+
 
 __all__ = [
     "Comparison",

@@ -21,8 +21,10 @@ it does not retype it.
 
 from __future__ import annotations
 
+import functools
 import math
 import typing
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -36,6 +38,10 @@ Panel = Literal["Tasks", "Model", "Loop", "Budgets", "Output", "Cluster"]
 """Where a setting's flag is shown in ``redraft run --help``, in this order: what to run, the models and
 their calls, the loop, what may be spent, where the run is written, where it runs."""
 PANELS: tuple[Panel, ...] = typing.get_args(Panel)
+
+DEFAULT_BASELINE_SAMPLES = 16
+"""N, a comparison's sampling baseline's samples per task: above the mean model calls per task of the usual arms
+(K=3, 3 rounds)."""
 
 
 def _help(text: str, *, panel: Panel, **extra: Any) -> Meta:
@@ -287,7 +293,7 @@ def flag(name: str) -> str:
 
 def check_bounds(group: msgspec.Struct) -> None:
     """Each field of ``group`` against its ``Meta`` bounds (finite, in range); `UserError` naming the flag."""
-    for name, hint in typing.get_type_hints(type(group), include_extras=True).items():
+    for name, hint in _hints(type(group)).items():
         value = getattr(group, name)
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
             continue
@@ -343,7 +349,7 @@ def _number(value: float) -> str:
 
 def description(group: type[msgspec.Struct], name: str) -> Meta:
     """The merged help and extras of one field (for the command line)."""
-    hint = typing.get_type_hints(group, include_extras=True)[name]
+    hint = _hints(group)[name]
     text, extra = "", {}
     for meta in _metas(hint):
         text = meta.description or text
@@ -351,7 +357,20 @@ def description(group: type[msgspec.Struct], name: str) -> Meta:
     return Meta(description=text, extra=extra)
 
 
-def setting_aliases() -> dict[str, str]:
+@functools.cache
+def _hints(group: type[msgspec.Struct]) -> Mapping[str, Any]:
+    """A group's field types with their metadata, evaluated once (each evaluation compiles every annotation)."""
+    return typing.get_type_hints(group, include_extras=True)
+
+
+@functools.cache
+def field_types(group: type[msgspec.Struct]) -> Mapping[str, Any]:
+    """A group's field types, their metadata stripped (what the command line's options are typed as)."""
+    return typing.get_type_hints(group)
+
+
+@functools.cache
+def setting_aliases() -> Mapping[str, str]:
     """Other names of settings, each to its field's (``max_in_flight`` -> ``max_tasks_in_flight``).
 
     A field's ``aliases`` are flags (``--max-in-flight``); the name is the flag's, as a field's is.

@@ -3,13 +3,17 @@ before it starts, each with a warning for every run budget the worst case is ove
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from redraft.config import RunConfig
-from redraft.engine.estimate import Estimate, Spend
 from redraft.protocols.messages import Usage
+
+if TYPE_CHECKING:  # the engine is loaded by the command that estimates, not by `redraft --help`
+    from redraft.config import RunConfig
+    from redraft.engine.estimate import Estimate, Spend
 
 
 def show_estimate(estimate: Estimate, config: RunConfig, console: Console) -> None:

@@ -14,7 +14,6 @@ flags need: at 80 columns no flag name is cut.
 from __future__ import annotations
 
 import inspect
-import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,16 @@ from typing import Any
 import msgspec
 import typer
 
-from redraft.config import GROUPS, PANELS, Experiment, description, flag, setting_aliases
+from redraft.config import (
+    DEFAULT_BASELINE_SAMPLES,
+    GROUPS,
+    PANELS,
+    Experiment,
+    description,
+    field_types,
+    flag,
+    setting_aliases,
+)
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
 COMPARISON = "Comparison"
@@ -91,7 +99,7 @@ def _field_options(struct: type[msgspec.Struct], field: msgspec.structs.FieldInf
     extra = meta.extra or {}
     if extra.get("argument"):
         return []
-    kind, panel, name = typing.get_type_hints(struct)[field.name], extra["panel"], flag(field.name)[2:]
+    kind, panel, name = field_types(struct)[field.name], extra["panel"], flag(field.name)[2:]
     short = [extra["short"]] if "short" in extra else []
     names = [f"--{name}/--no-{name}", *short] if kind is bool else [f"--{name}", *short]
     aliases = [alias for alias, target in setting_aliases().items() if target == field.name]
@@ -133,8 +141,6 @@ def _tune_options() -> list[Placed]:
 
 
 def _comparison_options() -> list[Placed]:
-    from redraft.comparison._runner import DEFAULT_BASELINE_SAMPLES
-
     n = DEFAULT_BASELINE_SAMPLES  # None when not given: an arms file's [baseline] may set it
     return [
         _option(COMPARISON, "arms", "--arms", "Strategies to compare, by name: adversarial,debate."),

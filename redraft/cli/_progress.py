@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from redraft.actors._endpoints import EndpointState
-from redraft.protocols.messages import Result
+if TYPE_CHECKING:  # the actor system is loaded by the command that runs, not by `redraft --help`
+    from redraft.actors._endpoints import EndpointState
+    from redraft.protocols.messages import Result
 
 err = Console(stderr=True)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from redraft.comparison._analysis import Comparison, Match
 from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
 from redraft.comparison._result import build, write_json
-from redraft.comparison._runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
-from redraft.config import RunConfig
+from redraft.comparison._runner import ComparePlan, run_comparison
+from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.engine.setup import BackendOverrides, with_check
 from redraft.errors import UserError, unknown_name
 from redraft.protocols.messages import Result

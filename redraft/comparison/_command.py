@@ -23,8 +23,8 @@ from redraft.comparison._api import MATCHES, default_out, write
 from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
 from redraft.comparison._html import TERMINAL_HEADER
 from redraft.comparison._result import read_json, regressions
-from redraft.comparison._runner import DEFAULT_BASELINE_SAMPLES, ComparePlan, run_comparison
-from redraft.config import RunConfig
+from redraft.comparison._runner import ComparePlan, run_comparison
+from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.errors import UserError, unknown_name
 from redraft.protocols.messages import Result
 

@@ -26,15 +26,13 @@ from typing import Any
 from redraft.actors._endpoints import EndpointHook, EndpointState
 from redraft.actors.driver import RunOutcome, ensure_ray, run
 from redraft.comparison._arms import Arm
-from redraft.config import RunConfig
+from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.engine.setup import BackendOverrides, role_setup, spends_calls_per_task
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RAY_LOG
 
 BASELINE = "baseline"
-DEFAULT_BASELINE_SAMPLES = 16
-"""N, the baseline's samples per task: above the mean model calls per task of the usual arms (K=3, 3 rounds)."""
 DEFAULT_IN_FLIGHT = 8
 """Tasks in flight across all lanes when the comparison does not say."""
 
