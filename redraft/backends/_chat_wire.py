@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from redraft.backends._retrying import redact
+from redraft.backends._retrying import transport_error
 from redraft.backends.base import PerLoop
 from redraft.errors import RetryableBackendError
 from redraft.protocols.bounds import MAX_FRAME_BYTES, TooComplex, bounded
@@ -133,11 +133,8 @@ class ChatWire:
             async with self._sessions.get().post(self._url, data=_encoder.encode(body)) as response:
                 payload = await response.read()
                 status, headers = response.status, response.headers
-        except TimeoutError:
-            raise RetryableBackendError(f"{self._spec}: no reply within {self._timeout_s:g}s") from None
-        except (self._client_error, OSError) as exc:
-            detail = redact(str(exc) or type(exc).__name__, self._key)
-            raise RetryableBackendError(f"{self._spec}: connection failed: {detail}") from None
+        except (TimeoutError, self._client_error, OSError) as exc:
+            raise transport_error(exc, spec=self._spec, timeout_s=self._timeout_s, secret=self._key) from None
         if not 200 <= status < 300:
             raise StatusError(status, _error_body(payload), headers)
         try:

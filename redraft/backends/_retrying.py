@@ -42,6 +42,8 @@ import logging
 import math
 import random
 import re
+import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -255,7 +257,47 @@ def error_for_status(
         return RetryableBackendError(
             f"{spec}: HTTP {status}: {detail}", status=status, retry_after_s=retry_after_s(headers)
         )
+    if status == 404:
+        hint = "check the model's name, and that the server's address ends where its API begins (often /v1)"
+        return PermanentBackendError(f"{spec}: HTTP 404: {detail}; {hint}")
     return PermanentBackendError(f"{spec}: HTTP {status}: {detail}")
+
+
+def transport_error(exc: BaseException, *, spec: str, timeout_s: float, secret: str) -> RetryableBackendError:
+    """The error of a call that got no HTTP answer, named by its root cause and what to do about it.
+
+    The cause is read from the exception's chain, not its class: the SDKs' transport reports a refused
+    connection, an unknown host and a failed TLS handshake alike as a connect *timeout*.
+    """
+    chain = _chain(exc)
+    where = next((_address(e) for e in chain if isinstance(getattr(e, "host", None), str)), "the server")
+    root = chain[-1]
+    if any(isinstance(e, ssl.SSLError | ssl.CertificateError) for e in chain):
+        reason = getattr(root, "reason", None) or redact(str(root), secret)
+        why = f"TLS with {where} failed ({reason}): an http:// server addressed as https://, or a certificate "
+        return RetryableBackendError(f"{spec}: {why}this machine does not trust")
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return RetryableBackendError(f"{spec}: connection refused by {where}: is its server running, at that address?")
+    if any(isinstance(e, socket.gaierror) for e in chain):
+        return RetryableBackendError(f"{spec}: cannot resolve the host of {where}: check the address and the network")
+    if any(isinstance(e, TimeoutError) for e in chain):
+        return RetryableBackendError(f"{spec}: no reply within {timeout_s:g}s: the server is slow or overloaded")
+    return RetryableBackendError(f"{spec}: connection failed: {redact(str(root) or type(root).__name__, secret)}")
+
+
+def _address(exc: BaseException) -> str:
+    """``host:port`` of a connector's error (aiohttp's name the address they tried)."""
+    return f"{getattr(exc, 'host', '')}:{getattr(exc, 'port', '')}".rstrip(":")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from, outermost first (at most 16: a chain may loop)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(chain) < 16:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 def sdk_error(
@@ -266,11 +308,8 @@ def sdk_error(
     Both SDKs are generated from one template and share these exception classes;
     ``sdk`` is the imported module, ``reply`` names what a valid reply is.
     """
-    if isinstance(exc, sdk.APITimeoutError):
-        return RetryableBackendError(f"{spec}: no reply within {timeout_s:g}s")
-    if isinstance(exc, sdk.APIConnectionError):
-        cause = exc.__cause__ or exc
-        return RetryableBackendError(f"{spec}: connection failed: {redact(str(cause), secret)}")
+    if isinstance(exc, sdk.APIConnectionError):  # APITimeoutError among them, for a refused connection too
+        return transport_error(exc, spec=spec, timeout_s=timeout_s, secret=secret)
     if isinstance(exc, sdk.APIStatusError):
         return error_for_status(
             exc.status_code, exc.body, exc.response.headers, spec=spec, key_env=key_env, secret=secret
