@@ -1,13 +1,25 @@
-"""Shared fixtures. One simulated two-node Ray cluster serves every Ray test of the session."""
+"""Shared fixtures. One simulated two-node Ray cluster serves every Ray test of the session.
+
+The session stops with its summary on Ctrl-C and on SIGTERM alike, and when the process that started it
+(`make test`) is gone: Ray's own SIGTERM handler raises `SystemExit` inside whichever test runs, which
+pytest records as that test's failure and goes on. No test writes into the checkout: one that leaves a
+``runs/`` directory there fails, and the session fails if it left any other untracked file.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.support.paths import REPO_ROOT
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_enable_worker_prestart", "0")
@@ -21,6 +33,51 @@ if not os.environ.get("OPENAI_API_KEY", "").startswith("sk-redraft-session-key-"
     os.environ["REDRAFT_LIVE_OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY", "")
     os.environ["OPENAI_API_KEY"] = "sk-redraft-session-key-" + os.urandom(6).hex()
 SESSION_API_KEY = os.environ["OPENAI_API_KEY"]
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM ends the session as Ctrl-C does: the tests that ran are summed up, the rest are not run."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _untracked() -> set[str]:
+    done = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], capture_output=True, text=True, cwd=REPO_ROOT
+    )
+    return {line[3:] for line in done.stdout.splitlines() if line.startswith("??")} if done.returncode == 0 else set()
+
+
+_UNTRACKED_BEFORE: set[str] = set()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    stop_on_sigterm()
+    # `make test` killed (SIGTERM to make alone) leaves this process running unless it hears of it.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    _UNTRACKED_BEFORE.update(_untracked())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    written = sorted(_untracked() - _UNTRACKED_BEFORE)
+    if written:
+        print(f"\nthe tests wrote into the checkout: {', '.join(written[:10])}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def nothing_written_to_the_checkout() -> Iterator[None]:
+    runs = REPO_ROOT / "runs"
+    there = runs.exists()
+    yield
+    assert there or not runs.exists(), f"this test wrote {runs} into the checkout: give it a temporary --out"
 
 
 @pytest.fixture(scope="session")
@@ -37,6 +94,7 @@ def ray_cluster() -> Iterator[Any]:
     cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
+    stop_on_sigterm()  # the cluster and ray.init each installed a handler of their own
     yield cluster
     ray.shutdown()
     cluster.shutdown()
