@@ -43,6 +43,10 @@ class UserError(RedraftError):
     """The caller's input or configuration is invalid; fix the input and rerun."""
 
 
+class RedraftWarning(UserWarning):
+    """The run goes on, but less well than it could, for a reason the caller can fix (said once per process)."""
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """``"did you mean 'x'? "`` for the known name most like ``name``, or "" when none is near.
 

@@ -32,6 +32,7 @@ from redraft.cli._next_steps import next_steps
 from redraft.cli._options import compare_parameters, run_parameters, tune_parameters
 from redraft.cli._progress import RunProgress
 from redraft.cli._signals import EXIT_INTERRUPTED, StopRequest, stop_on_signals
+from redraft.cli._warning_lines import show_warnings_as_lines
 from redraft.errors import Interrupted, RedraftError, UserError
 
 if TYPE_CHECKING:
@@ -351,6 +352,7 @@ def _nearest_existing(path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning every expected error into one line and an exit code."""
+    show_warnings_as_lines()
     try:
         app(args=argv, standalone_mode=False)
     except Exit as exc:

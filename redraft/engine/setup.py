@@ -9,6 +9,7 @@ one process (`redraft.engine._refine`) and inside Ray actors (`redraft.actors`).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,13 +25,13 @@ from redraft.engine.drafter import Drafter
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.prompts import Prompts
 from redraft.engine.verifier import Verifier
-from redraft.errors import UserError
+from redraft.errors import RedraftWarning, UserError
 from redraft.protocols.messages import RoleName
 from redraft.sandbox import isolation
 from redraft.scenarios import Scenario, get_scenario, provide
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import CheckFunction, UserCheck
-from redraft.strategies import Share, executes_plans, get_strategy, shares_batch
+from redraft.strategies import Share, executes_plans, get_strategy, samples_needed, shares_batch
 
 BackendOverrides = dict[RoleName, BackendSpec]
 """Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
@@ -85,6 +86,8 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     load_prices(config.runtime.prices)
     scenario = get_scenario(experiment.scenario)
     check_plans(experiment.strategy, scenario)
+    for shortfall in shortfalls(experiment, scenario):
+        warnings.warn(shortfall, RedraftWarning, stacklevel=1)  # one place: each said once per process
     if scenario.check_cost == "executes" and isolation.view_problem() is not None:
         raise UserError(isolation.refusal(scenario.name))
     if experiment.tasks is not None:
@@ -111,6 +114,23 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
         oracle=experiment.oracle_feedback,
         prompts=load_prompts(experiment.prompts),  # a bad prompts file fails here, before any role starts
     )
+
+
+def shortfalls(experiment: Experiment, scenario: Scenario) -> list[str]:
+    """What the run gives less of than its scenario or strategy needs to do its work, each with the reason."""
+    said = []
+    if experiment.max_tokens < scenario.draft_tokens:
+        said.append(
+            f"{scenario.name}'s answers need about {scenario.draft_tokens:,} tokens and --max-tokens "
+            f"{experiment.max_tokens} cuts them short; pass --max-tokens {scenario.draft_tokens}"
+        )
+    wanted = samples_needed(get_strategy(experiment.strategy))
+    if experiment.samples < wanted:
+        said.append(
+            f"{experiment.strategy} needs at least {wanted} --samples to do what it is for, and was given "
+            f"{experiment.samples}; pass --samples {wanted}"
+        )
+    return said
 
 
 def check_plans(strategy: str, scenario: Scenario) -> None:

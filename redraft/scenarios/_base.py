@@ -60,6 +60,9 @@ class Scenario(abc.ABC):
     other key is held-out gold, for the grade only (`Scenario.split_reference`)."""
     needs_task_file: ClassVar[bool] = False
     """True when the scenario has no tasks of its own: a run must give ``--tasks``."""
+    draft_tokens: ClassVar[int] = 0
+    """The ``--max-tokens`` a useful answer needs (a program, a summary, a JSON object): a run that gives fewer
+    is warned, once, with this reason (0: the default is enough)."""
     has_workspace: ClassVar[bool] = False
     """True when its tasks carry files that programs run over (`workspace`): a plan's steps
     (``plan_execute``) can then be executed and observed one at a time (`check_step`)."""

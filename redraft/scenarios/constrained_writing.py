@@ -141,6 +141,7 @@ class ConstrainedWriting(Scenario):
 
     feedback_is_grade = True  # every rule is written in the prompt: the feedback is the grade
     check_cost = "instant"  # word counts and lookups on the text
+    draft_tokens = 256  # a paragraph
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

@@ -114,6 +114,7 @@ class HumanEval(Scenario):
     """The 164 HumanEval problems: feedback from the prompt's examples, graded by the hidden unit tests."""
 
     check_cost = "executes"  # each check runs the candidate in the sandbox
+    draft_tokens = 512  # a whole function
     feedback_keys = frozenset({"prompt", "entry_point"})
 
     def __init__(self, limits: SandboxLimits = DEFAULT_LIMITS) -> None:

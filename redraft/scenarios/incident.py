@@ -113,6 +113,7 @@ class IncidentSummary(Scenario):
 
     feedback_keys = frozenset({"log", "rules"})
     check_cost = "instant"  # a few regular expressions over the reply and the log
+    draft_tokens = 256  # a summary in five sections
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         for index in range(SIZE):

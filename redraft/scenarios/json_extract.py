@@ -223,6 +223,7 @@ class JsonExtract(Scenario):
 
     feedback_keys = frozenset({"schema"})
     check_cost = "instant"  # a JSON parse and a schema walk
+    draft_tokens = 200  # a JSON object
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

@@ -48,6 +48,7 @@ class Pipeline(Scenario):
     """Messy order files into one clean table: feedback by running the program on them, graded against the gold."""
 
     check_cost = "executes"  # each check runs the candidate's program in the sandbox
+    draft_tokens = 1024  # a program over the files
     feedback_keys = frozenset({"files", "contract"})
     has_workspace = True
 

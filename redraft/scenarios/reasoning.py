@@ -67,6 +67,8 @@ def extract_answer(text: str) -> str | None:
 class ReasoningGym(Scenario):
     """A reasoning-gym data set (``reasoning_gym:leg_counting``, ...); its own ``score_answer`` is the check."""
 
+    draft_tokens = 256  # worked reasoning, then the answer
+
     def __init__(self, dataset: str) -> None:
         _gym()
         known = dataset_names()

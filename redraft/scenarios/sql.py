@@ -162,6 +162,7 @@ class Sql(Scenario):
     """Questions about a small shop database; feedback from running the query, the gold result held out."""
 
     feedback_keys = frozenset({"columns", "order"})
+    draft_tokens = 200  # a query
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
         rng = random.Random(seed)

@@ -226,6 +226,9 @@ class Strategy(Protocol):
     """Which critic the engine must start: a separate ``critic``, the drafter's own model, or none."""
     verifier_model: ClassVar[bool] = False
     """True if the verifier role needs a model (chain-of-verification questions)."""
+    min_samples: ClassVar[int] = 1
+    """Fewer ``--samples`` than this and the strategy cannot do what it is for (a majority of two): a run that
+    gives fewer is warned, once (`samples_needed`)."""
     shares_batch: ClassVar[bool] = False
     """True if the strategy learns across the batch and spends to its budget (``--calls-per-task`` or
     ``--tokens-per-task``): the actor system then starts its batch's `redraft.strategies.Ledger` before any
@@ -252,6 +255,11 @@ def strategy_names() -> list[str]:
 def shares_batch(strategy: Strategy) -> bool:
     """Whether ``strategy`` learns across its batch (`Strategy.shares_batch`, False if it does not say)."""
     return bool(getattr(strategy, "shares_batch", False))
+
+
+def samples_needed(strategy: Strategy) -> int:
+    """The ``--samples`` ``strategy`` needs to mean anything (`Strategy.min_samples`, 1 if it does not say)."""
+    return int(getattr(strategy, "min_samples", 1))
 
 
 def executes_plans(strategy: Strategy) -> bool:

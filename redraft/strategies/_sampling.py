@@ -28,6 +28,7 @@ class SelfConsistency(Strategy):
     """
 
     revises = False
+    min_samples = 3  # a majority needs three voices
 
     async def run_round(self, ctx: RoundContext) -> RoundOutcome:
         return RoundOutcome(await sample_and_verify(ctx, ctx.samples))
