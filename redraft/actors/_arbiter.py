@@ -41,7 +41,9 @@ class ArbiterActor:
             provide(made)
         self.metrics = ModelMetrics(settings.run)
         roles = Roles.of(
-            {name: [as_member(m) for m in ms] for name, ms in members.items()}, deadline_s=settings.call_deadline_s
+            {name: [as_member(m) for m in ms] for name, ms in members.items()},
+            deadline_s=settings.call_deadline_s,
+            paced=settings.paced_roles,
         )
         self.arbiter = Arbiter(roles, settings, on_call=self.metrics.call)
 

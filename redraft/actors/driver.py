@@ -211,7 +211,7 @@ def run(
     batch = batch_name(out)
     setup, batches = start_batches(setup, batch, out, config.runtime)
     settings = msgspec.structs.replace(
-        arbiter_settings(config), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
+        arbiter_settings(config, setup), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
     )
     ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
     fleet = Fleet(setup, config.experiment.strategy, settings)

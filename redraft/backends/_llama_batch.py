@@ -102,6 +102,8 @@ class BatchScheduler:
         self.prefix_tokens_reused = 0
         """Prompt tokens not evaluated because a slot's stream held them (`Slots.reuse_prefix`; read by benchmarks)."""
         self.step_graphs: Counter[tuple[int, int]] = Counter()
+        self.steps = 0
+        """Decodes so far (a token of every generating sequence, or a prompt): the host's progress."""
         """Generation steps by (sequences, graphs llama.cpp decoded them in): see `_step` (read by tests and
         benchmarks)."""
         self.grammar_draws = [0, 0]
@@ -239,6 +241,7 @@ class BatchScheduler:
         per run of consecutive ids, each reading every weight. `Slots.take` keeps the taken
         slots together.
         """
+        self.steps += 1
         generating = sorted((s for s in self._active if len(s.pending) == 1 and s.held is None), key=lambda s: s.slot)
         if generating:
             self.step_graphs[len(generating), graphs([s.slot for s in generating])] += 1

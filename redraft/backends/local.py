@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends._progress import await_progressing
+from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
 from redraft.backends.cache import cache_dir
 from redraft.backends.registry import backend
 from redraft.errors import BackendError, UserError, missing_extra
@@ -156,6 +157,7 @@ class LocalModelHost:
         # Thread locks, not asyncio ones: the in-process host may serve several event loops.
         self._lock = threading.Lock()
         self._engine_lock = threading.Lock()
+        self._finished = 0
 
     def _resolve(self) -> str:
         """The file to load (called under the engine or the sequential lock, once loading starts)."""
@@ -213,6 +215,11 @@ class LocalModelHost:
         path."""
         return Counter(self._engine[0].step_graphs) if self._engine is not None else Counter()
 
+    def progress(self) -> int:
+        """Work done so far: decodes on the batched path, calls finished on the sequential one. A call waiting
+        here is alive while this grows, however slowly (`await_progressing`)."""
+        return (self._engine[0].steps if self._engine is not None else 0) + self._finished
+
     def close(self) -> None:
         with self._engine_lock:
             if self._engine is not None:
@@ -240,7 +247,9 @@ class LocalModelHost:
 
     def _run(self, request: ChatRequest) -> Completion:
         with self._lock:
-            return self._run_locked(request)
+            done = self._run_locked(request)
+            self._finished += 1
+            return done
 
     def _run_locked(self, request: ChatRequest) -> Completion:
         llama = self._load()
@@ -284,9 +293,15 @@ _completion_decoder = msgspec.msgpack.Decoder(Completion)
 
 
 class LocalClient:
-    """A backend that sends each request to this node's `LocalModelHost` (an actor, or an object outside Ray)."""
+    """A backend that sends each request to this node's `LocalModelHost` (an actor, or an object outside Ray).
+
+    A call takes as long as the host needs: on a busy machine the model decodes at a fraction of a core,
+    and a call may wait minutes behind others. It fails only when the host stops making progress
+    (`await_progressing`), never at a fixed deadline: slow is not failed.
+    """
 
     def __init__(self, model_path: str | None) -> None:
+        self._what = "local" if model_path is None else f"local:{Path(model_path).name}"
         digest = hashlib.sha1((model_path or EMBEDDED_MODEL_FILE).encode()).hexdigest()[:10]
         self._services = current()
         self._host = self._services.shared(
@@ -300,8 +315,12 @@ class LocalClient:
         )
 
     async def complete(self, request: ChatRequest) -> Completion:
-        reply: bytes = await self._services.call(self._host, "chat", msgspec.msgpack.encode(request))
+        call = self._services.call(self._host, "chat", msgspec.msgpack.encode(request))
+        reply: bytes = await await_progressing(call, self._progress, what=self._what)
         return _completion_decoder.decode(reply)
+
+    async def _progress(self) -> int:
+        return int(await self._services.call(self._host, "progress"))
 
 
 @atexit.register
@@ -328,6 +347,11 @@ class LocalSpec:
 
     def create(self) -> Backend:
         return LocalClient(self.model_path)
+
+
+def paces_itself(spec: BackendSpec) -> bool:
+    """Whether ``spec``'s calls bound themselves by the model's progress (`LocalClient`): ``local``, ``local:FILE``."""
+    return spec.spec == "local" or spec.spec.startswith("local:")
 
 
 @backend("local")

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from redraft.config import RunConfig
-from redraft.engine.arbiter import Arbiter
+from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.grader import Grader
 from redraft.engine.grading import grade_request, graded
 from redraft.engine.pools import LocalMember, Roles
@@ -110,7 +110,9 @@ async def refine_async(
         task = msgspec.structs.replace(task, scenario=config.experiment.scenario)
     config = config.replace(scenario=task.scenario)
     setup = role_setup(config, backends)
-    arbiter = Arbiter(local_roles(setup, config.experiment.strategy), arbiter_settings(config))
+    settings = arbiter_settings(config, setup)
+    roles = local_roles(setup, config.experiment.strategy, settings)
+    arbiter = Arbiter(roles, settings)
     trace = await refine_trace(
         arbiter,
         Grader(setup.scenario),
@@ -123,13 +125,14 @@ async def refine_async(
     return Refinement(result=result, trace=trace)
 
 
-def local_roles(setup: RoleSetup, strategy: str) -> Roles:
-    """The roles as plain objects of this process."""
+def local_roles(setup: RoleSetup, strategy: str, settings: ArbiterSettings | None = None) -> Roles:
+    """The roles as plain objects of this process, their calls bounded as ``settings`` say."""
+    made = role_constructors(setup, strategy).items()
+    settings = settings or ArbiterSettings()
     return Roles.of(
-        {
-            name: [LocalMember(cls(*args, **kwargs))]
-            for name, (cls, args, kwargs) in role_constructors(setup, strategy).items()
-        }
+        {name: [LocalMember(cls(*args, **kwargs))] for name, (cls, args, kwargs) in made},
+        deadline_s=settings.call_deadline_s,
+        paced=settings.paced_roles,
     )
 
 

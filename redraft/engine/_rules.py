@@ -41,6 +41,9 @@ class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
     call_deadline_s: float | None = ROLE_CALL_DEADLINE_S
     """How long one role call may take before its member counts as hung; None: no limit (``--batch``, whose
     calls wait hours for their batch, which the batch's own deadline bounds)."""
+    paced_roles: frozenset[RoleName] = frozenset()
+    """Roles whose calls no fixed deadline cuts: their backend fails a call only when its server stops making
+    progress (the embedded model's, `redraft.backends._progress`), so a busy machine is slower, not failed."""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from redraft.errors import CallTimeoutError, InfrastructureError, machinery_failure, member_failure
 from redraft.protocols.messages import (
@@ -188,6 +188,17 @@ class Roles:
         return {pool.role: pool for pool in self.pools()}
 
     @classmethod
-    def of(cls, members: dict[RoleName, Sequence[Member | None]], **pool_options: Any) -> Roles:
-        """The pools of ``members``, by role name."""
-        return cls(**{name: RolePool(ms, role=name, **pool_options) for name, ms in members.items()})
+    def of(
+        cls,
+        members: dict[RoleName, Sequence[Member | None]],
+        *,
+        deadline_s: float | None = ROLE_CALL_DEADLINE_S,
+        paced: frozenset[RoleName] = frozenset(),
+    ) -> Roles:
+        """The pools of ``members``, by role name; a ``paced`` role's calls have no deadline."""
+        return cls(
+            **{
+                name: RolePool(ms, role=name, deadline_s=None if name in paced else deadline_s)
+                for name, ms in members.items()
+            }
+        )

@@ -15,6 +15,7 @@ from typing import Any
 
 from redraft.backends._batch_apis import batchable
 from redraft.backends.base import BackendSpec
+from redraft.backends.local import paces_itself
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
 from redraft.config import Experiment, RunConfig
@@ -181,10 +182,12 @@ def spends_calls_per_task(strategy: str) -> bool:
     return shares_batch(get_strategy(strategy))
 
 
-def arbiter_settings(config: RunConfig) -> ArbiterSettings:
-    """What every arbiter of the run is given: the strategy, K, the seed, convergence, prices, revision mode."""
+def arbiter_settings(config: RunConfig, setup: RoleSetup | None = None) -> ArbiterSettings:
+    """What every arbiter of the run is given: the strategy, K, the seed, convergence, prices, revision mode,
+    and (given the resolved ``setup``) the roles whose calls pace themselves."""
     experiment = config.experiment
     return ArbiterSettings(
+        paced_roles=paced_roles(setup) if setup is not None else frozenset(),
         strategy=experiment.strategy,
         samples=experiment.samples,
         seed=experiment.seed,
@@ -194,6 +197,13 @@ def arbiter_settings(config: RunConfig) -> ArbiterSettings:
         revision_mode="patch" if experiment.patch else "rewrite",
         share=share(experiment),
     )
+
+
+def paced_roles(setup: RoleSetup) -> frozenset[RoleName]:
+    """The model roles whose backend is the embedded model (or a local GGUF file): their calls fail only when
+    the model stops making progress (`redraft.backends._progress`), never at the role-call deadline."""
+    local = {role for role, spec in (("drafter", setup.drafter), ("critic", setup.critic)) if paces_itself(spec)}
+    return frozenset(local | ({"self_critic"} if "drafter" in local else set()))  # type: ignore[arg-type]
 
 
 def role_constructors(setup: RoleSetup, strategy: str) -> dict[RoleName, Constructor]:
