@@ -28,9 +28,11 @@ import msgspec
 
 from redraft.actors.driver import check_out, ensure_ray, plan
 from redraft.backends.base import BackendSpec
+from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
 from redraft.engine._model_role import CallSettings
+from redraft.engine.estimate import model_of
 from redraft.engine.prompt_files import about, load_prompts
 from redraft.engine.prompts import built_in
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
@@ -40,7 +42,7 @@ from redraft.protocols.messages import Result
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
 from redraft.tuning._budget import Budget, Costs
-from redraft.tuning._costs import estimate_costs
+from redraft.tuning._costs import estimate_costs, priced_proposals
 from redraft.tuning._edits import entries_of, prompts_file
 from redraft.tuning._evaluate import RunEvaluator
 from redraft.tuning._journal import Candidate, Journal
@@ -51,6 +53,8 @@ from redraft.tuning._verdict import Verdict, adopt, decide, unread
 
 DEFAULT_SECTIONS = ("draft_system", "draft_task")
 MANIFEST = "tune-manifest.json"
+PAYER = "payer"
+"""The manifest's key for the tune's own id, which no setting decides and a resume keeps."""
 SPLITS = "splits.json"
 
 
@@ -108,7 +112,7 @@ def tune(
     _, stream = plan(config)
     tasks = {task.task_id: task for task in stream()}
     splits = _splits(out, list(tasks.values()), settings, config.experiment.seed)
-    _manifest(out, config, settings, splits)
+    payer = _manifest(out, config, settings, splits)
     journal = Journal(out)
     _start(out, journal, config.experiment.prompts)
     model = _proposer_spec(config, settings, proposer)  # resolved once: for the estimate and the actor
@@ -122,7 +126,8 @@ def tune(
         say("dry run: no model was called; the splits are written; leave out --dry-run to run it")
         return TuneOutcome(out=out, verdict=None)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
-    propose, close = _proposer(proposer, model, setup.cache)
+    propose, close = _proposer(proposer, model, setup.cache, payer)
+    propose = priced_proposals(propose, load_prices(config.runtime.prices), model_of(model) if model else "")
     evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, cpu_share=1.0 / settings.parallel)
     search = Search(
         out, splits, tasks, journal, evaluate, propose, _search_settings(config, settings), budget, costs.worst, say
@@ -214,8 +219,9 @@ def _splits(out: Path, tasks: list[Any], settings: TuneSettings, seed: int) -> S
     return made
 
 
-def _manifest(out: Path, config: RunConfig, settings: TuneSettings, splits: Splits) -> None:
-    """What decides the tune's results; a resume whose settings differ is refused, naming the first."""
+def _manifest(out: Path, config: RunConfig, settings: TuneSettings, splits: Splits) -> str:
+    """What decides the tune's results; a resume whose settings differ is refused, naming the first. The tune's
+    payer (whose money its proposer's calls are, `CallSettings.payer`), kept from its first invocation."""
     decides = {k: v for k, v in config.flat().items() if k not in _FREE} | {
         "sections": list(settings.sections),
         "minibatch": settings.minibatch,
@@ -227,14 +233,17 @@ def _manifest(out: Path, config: RunConfig, settings: TuneSettings, splits: Spli
     path = out / MANIFEST
     if path.exists():
         recorded = json.loads(path.read_text(encoding="utf-8"))
+        payer = str(recorded.pop(PAYER, "") or f"tune@{out.name}")
         for key in sorted(set(recorded) | set(decides)):
             if recorded.get(key) != decides.get(key):
                 raise UserError(
                     f"{out} holds a tune with other settings ({key}: {recorded.get(key)!r} then, "
                     f"{decides.get(key)!r} now); use another --out"
                 )
-        return
-    path.write_text(json.dumps(decides, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return payer
+    payer = uuid.uuid4().hex
+    path.write_text(json.dumps(decides | {PAYER: payer}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return payer
 
 
 _FREE = frozenset(
@@ -267,7 +276,7 @@ def _proposer_spec(
 
 
 def _proposer(
-    given: BackendSpec | Propose | None, spec: BackendSpec | None, cache: bool
+    given: BackendSpec | Propose | None, spec: BackendSpec | None, cache: bool, payer: str
 ) -> tuple[Propose, Callable[[], None]]:
     """The proposer to call: a function given as is, else an actor on the cluster with the proposer's model."""
     if given is not None and not isinstance(given, BackendSpec):
@@ -275,7 +284,7 @@ def _proposer(
     from redraft.actors._proposer import RayProposer
 
     assert spec is not None  # `_proposer_spec` gives one whenever no function is given
-    call = CallSettings(temperature=0.7, max_tokens=PROPOSAL_MAX_TOKENS, cache=cache)
+    call = CallSettings(temperature=0.7, max_tokens=PROPOSAL_MAX_TOKENS, cache=cache, payer=payer)
     actor = RayProposer(spec, call)
     return actor, actor.close
 

@@ -49,7 +49,9 @@ class Costs:
         return self.evaluation(validation + 2 * test) + every
 
 
-_LIMITS = (("budget_calls", "calls"), ("budget_usd", "cost_usd"), ("budget_tokens", "total_tokens"))
+_LIMITS = (("budget_calls", "calls"), ("budget_usd", "spent_usd"), ("budget_tokens", "total_tokens"))
+"""Each limit and the `Usage` figure it holds: USD is what the tune paid (the proposer's calls included), the
+response cache's savings left out, as a run's budget counts it."""
 
 
 @dataclass

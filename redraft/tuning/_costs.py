@@ -8,15 +8,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from redraft.actors.driver import estimate
 from redraft.backends.base import BackendSpec
-from redraft.backends.pricing import load_prices
+from redraft.backends.pricing import PriceTable, load_prices
 from redraft.config import RunConfig
 from redraft.engine.estimate import model_of
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
 from redraft.engine.setup import BackendOverrides
 from redraft.protocols.messages import Task, Usage
+from redraft.protocols.tuning import Proposal, ProposeRequest
 from redraft.tuning._budget import Budget, Costs, scaled
+from redraft.tuning._search import Propose
 from redraft.tuning._splits import Splits, write_tasks
 
 if TYPE_CHECKING:
@@ -62,13 +66,24 @@ def estimate_costs(
     train = write_tasks([tasks[i] for i in splits.train], out / "tasks" / "train.jsonl")
     made = estimate(config.replace(tasks=str(train), limit=None), backends=backends)
     per = 1 / max(1, made.tasks)
+    prices = load_prices(config.runtime.prices)
     proposal = Usage(input_tokens=PROPOSAL_INPUT_TOKENS, output_tokens=PROPOSAL_MAX_TOKENS, calls=1)
-    price = load_prices(config.runtime.prices).cost(model_of(proposer), proposal) if proposer is not None else 0.0
-    proposal = Usage(
-        input_tokens=proposal.input_tokens, output_tokens=proposal.output_tokens, calls=1, cost_usd=price or 0.0
-    )
+    model = model_of(proposer) if proposer is not None else "scripted"  # a function in its place calls no model
+    proposal = prices.priced(model, proposal)
     return TuneCosts(
         worst=Costs(task=scaled(made.worst.total, per), proposal=proposal),
         expected=Costs(task=scaled(made.expected.total, per), proposal=scaled(proposal, 0.5)),
-        free=made.free and not price,
+        free=made.free and prices.free(model),
     )
+
+
+def priced_proposals(propose: Propose, prices: PriceTable, model: str) -> Propose:
+    """``propose`` with each proposal's calls priced where every role's are (`PriceTable.priced`), by the model the
+    reply names (``model``, the proposer's, when it names none), so the tune's budget and report count them."""
+
+    def priced(request: ProposeRequest) -> Proposal:
+        proposal = propose(request)
+        usage = prices.priced(proposal.model or model, proposal.usage)
+        return msgspec.structs.replace(proposal, usage=usage)
+
+    return priced

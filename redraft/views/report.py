@@ -307,8 +307,9 @@ def _breakdowns(s: Summary) -> dict[str, list[tuple[str, ...]]]:
 
 
 def _usage_cells(u: Usage) -> tuple[str, ...]:
+    """A role's calls and tokens, what this run paid for them, and what the response cache saved it."""
     counts = (u.calls, u.input_tokens, u.output_tokens, u.cached_tokens, u.cache_hits)
-    return (*(f"{n:,}" for n in counts), f"${u.cost_usd:,.4f}")
+    return (*(f"{n:,}" for n in counts), f"${u.spent_usd:,.4f}", f"${u.saved_usd:,.4f}")
 
 
 def _run_line(manifest: dict[str, Any]) -> str:
