@@ -166,6 +166,7 @@ def compare_command(
     **settings: Any,
 ) -> None:
     """Compare critic strategies on the same tasks, against sampling at matched cost; rerun to resume."""
+    from redraft.cli._gate import said_gate
     from redraft.comparison._command import compare
 
     if fail_if_worse and baseline is None:
@@ -176,7 +177,7 @@ def compare_command(
         given.setdefault("critic", model)
     with stop_on_signals() as stop:
         try:
-            lines = compare(
+            done = compare(
                 scenario=_scenario_name(scenario, given.get("tasks"), check, grade),
                 settings=given,
                 arms=arms,
@@ -191,9 +192,7 @@ def compare_command(
             )
         except Interrupted as exc:
             _interrupted(exc, stop)
-    for line in lines:  # said even without --fail-if-worse, which only decides the exit code
-        print(f"redraft: regression: {line}", file=sys.stderr)
-    if lines and fail_if_worse:
+    if said_gate(done) and fail_if_worse:
         sys.exit(EXIT_REGRESSION)
 
 
