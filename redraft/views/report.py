@@ -49,6 +49,9 @@ class TaskRow:
     index: int
     task_id: str
     passed: bool
+    """Its final answer's feedback verdict: what the loop saw."""
+    graded_pass: bool | None
+    """Its final answer's held-out grade (None: nothing to grade it against)."""
     initial_score: float
     score: float
     rounds: int
@@ -65,6 +68,7 @@ def task_row(index: int, result: Result, *, linked: bool = True) -> TaskRow:
         index=index,
         task_id=result.task_id,
         passed=result.passed,
+        graded_pass=result.graded_pass,
         initial_score=result.initial_score,
         score=result.score,
         rounds=result.rounds,

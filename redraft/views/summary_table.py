@@ -47,7 +47,7 @@ def summary_rows(s: Summary, *, breakdowns: bool, oracle: bool = False) -> list[
     if breakdowns:
         rows += [(f"  {role}", _role_usage(u)) for role, u in sorted(s.usage_by_role.items())]
     if s.usage.batch_calls:
-        rows.append((BATCH, f"{s.usage.batch_calls:,} of {s.usage.calls:,} calls, at the providers' batch price"))
+        rows.append((BATCH, f"{s.usage.batch_calls:,} of {s.usage.calls:,} calls, at batch price"))
     rows += money_rows(s)
     rows.append(("wall time", f"{s.wall_s:.1f} s"))
     if s.stopped_by:
@@ -62,11 +62,9 @@ def money_rows(s: Summary) -> list[tuple[str, str]]:
     u = s.usage
     unpriced = f" (not priced: {', '.join(s.unpriced_models)})" if s.unpriced_models else ""
     rows = [(SPENT, f"${u.spent_usd:,.4f} paid by this run{unpriced}")]
-    if u.saved_calls:
-        rows.append(
-            (SAVED, f"${u.saved_usd:,.4f}: {u.saved_calls:,} calls another run had paid for, answered at no cost")
-        )
-        rows.append((COST, f"${u.cost_usd:,.4f}: every call the results rest on, at the price table"))
+    if u.saved_calls:  # a new run answered from another's answers: what they would have cost, apart
+        rows.append((SAVED, f"${u.saved_usd:,.4f} ({u.saved_calls:,} calls paid by others)"))
+        rows.append((COST, f"${u.cost_usd:,.4f}, every call at list price"))
     return rows
 
 

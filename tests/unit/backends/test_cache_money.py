@@ -77,8 +77,8 @@ def test_a_new_run_answered_by_the_cache_spends_nothing_and_says_what_the_cache_
     calls = first.usage.calls
     assert rows["model calls"] == f"{calls} ({calls} from the cache)"
     assert rows["spent"] == "$0.0000 paid by this run"
-    assert rows["saved by the cache"] == f"${cost:,.4f}: {calls} calls another run had paid for, answered at no cost"
-    assert rows["cost of the calls"] == f"${cost:,.4f}: every call the results rest on, at the price table"
+    assert rows["saved by the cache"] == f"${cost:,.4f} ({calls} calls paid by others)"
+    assert rows["cost of the calls"] == f"${cost:,.4f}, every call at list price"
 
 
 def test_a_resumed_run_answered_by_its_own_calls_counts_them_as_spent_as_before() -> None:
