@@ -149,7 +149,7 @@ class Budgets(msgspec.Struct, frozen=True, kw_only=True):
     def spent_by(self, spent: Usage, elapsed_s: float = 0.0) -> str | None:
         """Why the run's budget is spent by ``spent`` after ``elapsed_s`` seconds of run time, or None."""
         limits = [
-            ("USD", self.budget_usd, spent.cost_usd),
+            ("USD", self.budget_usd, spent.spent_usd),  # what the run paid: a call another run paid is free
             ("tokens", self.budget_tokens, spent.total_tokens),
             ("calls", self.budget_calls, spent.calls),
             ("seconds", self.budget_seconds, round(elapsed_s, 1)),

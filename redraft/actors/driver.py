@@ -100,6 +100,7 @@ def manifest_for(config: RunConfig, run_id: str) -> dict[str, Any]:
     ident = identity(config)
     return {
         "run_id": run_id,
+        "payer": uuid.uuid4().hex,  # the directory's own, kept by a resume (`RunStore.payer`)
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": config.flat() | {"out": None},
         "identity": ident,
@@ -209,7 +210,7 @@ def run(
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     batch = batch_name(out)
-    setup, batches = start_batches(setup, batch, out, config.runtime)
+    setup, batches = start_batches(dataclasses.replace(setup, payer=store.payer), batch, out, config.runtime)
     settings = msgspec.structs.replace(
         arbiter_settings(config, setup), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
     )

@@ -10,8 +10,13 @@ only sees its own entries, so a call retried on another node may be paid again.
 
 A hit returns the completion with the usage it had when it was paid for, and
 ``cache_hits=1``, so a resumed run's totals equal those of an uninterrupted one
-and the summary still says how much was served from the cache. The scripted
-test double is never cached (its replies are not a function of the request).
+and the summary still says how much was served from the cache. Each entry also
+records who paid for it (its *payer*: a run directory's own id, `CallSettings.payer`):
+a hit on an entry another payer wrote, or one written before payers were recorded,
+is also ``saved_calls=1`` (this run paid nothing for it), while a hit on the run's
+own entry (a resumed run asking again what its interrupted invocation paid for)
+is not. The scripted test double is never cached (its replies are not a function
+of the request).
 """
 
 from __future__ import annotations
@@ -50,38 +55,47 @@ class ResponseCache:
             fcntl.flock(turn, fcntl.LOCK_EX)  # released when the file closes
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion BLOB)")
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+            if "payer" not in columns:  # a cache an earlier version made: its entries' payers are unknown
+                self._db.execute("ALTER TABLE responses ADD COLUMN payer TEXT")
 
     @staticmethod
     def key(spec: str, request: ChatRequest) -> str:
         return hashlib.sha256(spec.encode() + b"\0" + _encoder.encode(request)).hexdigest()
 
-    def get(self, key: str) -> Completion | None:
+    def get(self, key: str) -> tuple[Completion, str] | None:
+        """The completion stored under ``key`` and who paid for it ('' when unknown), or None."""
         with self._lock:
-            row = self._db.execute("SELECT completion FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else _decoder.decode(row[0])
+            row = self._db.execute("SELECT completion, payer FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else (_decoder.decode(row[0]), row[1] or "")
 
-    def put(self, key: str, completion: Completion) -> None:
+    def put(self, key: str, completion: Completion, payer: str = "") -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, completion) VALUES (?, ?)", (key, _encoder.encode(completion))
+                "INSERT OR REPLACE INTO responses (key, completion, payer) VALUES (?, ?, ?)",
+                (key, _encoder.encode(completion), payer or None),
             )
 
 
 class CachedBackend:
-    """Answers from the cache when it can, else from ``inner`` (and remembers the answer)."""
+    """Answers from the cache when it can, else from ``inner`` (and remembers the answer, paid by ``payer``)."""
 
-    def __init__(self, inner: Backend, spec: str, cache: ResponseCache) -> None:
+    def __init__(self, inner: Backend, spec: str, cache: ResponseCache, payer: str = "") -> None:
         self._inner = inner
         self._spec = spec
         self._cache = cache
+        self._payer = payer
 
     async def complete(self, request: ChatRequest) -> Completion:
         key = ResponseCache.key(self._spec, request)
         hit = await asyncio.to_thread(self._cache.get, key)
         if hit is not None:
-            return msgspec.structs.replace(hit, usage=msgspec.structs.replace(hit.usage, cache_hits=1))
+            completion, payer = hit
+            saved = not payer or payer != self._payer  # paid by another run, or by nobody known
+            usage = msgspec.structs.replace(completion.usage, cache_hits=1, saved_calls=int(saved))
+            return msgspec.structs.replace(completion, usage=usage)
         completion = await self._inner.complete(request)
-        await asyncio.to_thread(self._cache.put, key, completion)
+        await asyncio.to_thread(self._cache.put, key, completion, self._payer)
         return completion
 
 
@@ -89,12 +103,13 @@ _OPEN: dict[Path, ResponseCache] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-def cached(backend: Backend, spec: str, *, enabled: bool) -> Backend:
-    """``backend`` behind this node's response cache, unless disabled or a scripted double."""
+def cached(backend: Backend, spec: str, *, enabled: bool, payer: str = "") -> Backend:
+    """``backend`` behind this node's response cache, unless disabled or a scripted double; the answers it pays
+    for are recorded as ``payer``'s ('': nobody's, so every hit is saved)."""
     if not enabled or spec.startswith("scripted"):
         return backend
     path = cache_dir() / "responses.sqlite"
     with _OPEN_LOCK:
         if path not in _OPEN:
             _OPEN[path] = ResponseCache(path)
-    return CachedBackend(backend, spec, _OPEN[path])
+    return CachedBackend(backend, spec, _OPEN[path], payer)

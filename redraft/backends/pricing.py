@@ -10,6 +10,11 @@ The built-in prices are list prices as the providers published them (checked
 2025); they change. Override or extend them with a JSON file
 (``--prices FILE``): ``{"my-model": {"input": 1.0, "cached_input": 0.1, "output": 4.0}}``. A call
 answered through a batch API (``--batch``) costs ``batch`` times these (0.5 unless the file says otherwise).
+
+`PriceTable.priced` is the one place a call is priced, whichever role made it: the loop's roles are priced
+by the arbiter as their replies come in, the tune's proposer by the tune as its proposals come in. A call
+the response cache answered costs what it cost when it was paid (``cost_usd``: what the results rest on);
+when another run had paid for it, that much is also ``saved_usd``, which this run did not spend.
 """
 
 from __future__ import annotations
@@ -75,6 +80,19 @@ class PriceTable(msgspec.Struct, frozen=True):
     def free(model: str) -> bool:
         """Whether ``model``'s calls cost nothing: a local GGUF model or a scripted double."""
         return model.endswith(_FREE_SUFFIXES) or model.startswith(_FREE_PREFIXES)
+
+    def known(self, model: str) -> bool:
+        """Whether ``model``'s calls have a price: free, or in the table (an unknown one is reported by name)."""
+        return self.free(model) or self.price_of(model) is not None
+
+    def priced(self, model: str, usage: Usage) -> Usage:
+        """``usage`` of calls to ``model`` with its ``cost_usd`` and ``saved_usd`` set (0 for a model the table
+        does not know: `known`). The saved share is the calls' share of ``saved_calls``, exact when a reply's
+        calls were all answered by the cache or none (a reply's calls are asked again together)."""
+        cost = self.cost(model, usage) or 0.0
+        share = min(1.0, usage.saved_calls / usage.calls) if usage.calls else 0.0
+        saved = cost if share == 1.0 else cost * share
+        return msgspec.structs.replace(usage, cost_usd=cost, saved_usd=saved)
 
     def cost(self, model: str, usage: Usage) -> float | None:
         """USD for one call's usage; 0 for local and scripted models; None if the model is unpriced."""

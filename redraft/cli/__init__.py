@@ -167,6 +167,7 @@ def compare_command(
     **settings: Any,
 ) -> None:
     """Compare critic strategies on the same tasks, against sampling at matched cost; rerun to resume."""
+    from redraft.cli._gate import said_gate
     from redraft.comparison._command import compare
 
     if fail_if_worse and baseline is None:
@@ -177,7 +178,7 @@ def compare_command(
         given.setdefault("critic", model)
     with stop_on_signals() as stop:
         try:
-            lines = compare(
+            done = compare(
                 scenario=_scenario_name(scenario, given.get("tasks"), check, grade),
                 settings=given,
                 arms=arms,
@@ -192,9 +193,7 @@ def compare_command(
             )
         except Interrupted as exc:
             _interrupted(exc, stop)
-    for line in lines:  # said even without --fail-if-worse, which only decides the exit code
-        print(f"redraft: regression: {line}", file=sys.stderr)
-    if lines and fail_if_worse:
+    if said_gate(done) and fail_if_worse:
         sys.exit(EXIT_REGRESSION)
 
 
@@ -217,6 +216,7 @@ def tune_command(
     **settings: Any,
 ) -> None:
     """Tune the prompts on train tasks; adopt the best only if it wins on a test split read once. Rerun to resume."""
+    from redraft.cli._tune import TuneProgress, said_outcome
     from redraft.config import RunConfig
     from redraft.tuning import TuneSettings, tune
     from redraft.tuning._splits import parse_fractions
@@ -232,25 +232,13 @@ def tune_command(
         examples=examples,
         proposer=proposer,
     )
-    progress = RunProgress()
+    progress = TuneProgress()
     with stop_on_signals() as stop, progress:
         try:
-            done = tune(
-                config,
-                chosen,
-                on_start=lambda _label, total, finished: progress.start(total, finished),
-                on_result=lambda _label, result: progress.advance(result),
-                say=lambda line: print(f"redraft: {line}", file=sys.stderr, flush=True),
-                stop=stop.event,
-            )
+            done = tune(config, chosen, on_status=progress.status, say=progress.say, stop=stop.event)
         except Interrupted as exc:
             _interrupted(exc, stop)
-    if done.verdict is None:  # a dry run: the estimate was said
-        return
-    print(done.verdict.says)
-    if done.verdict.prompts:
-        print(f"new prompts: {done.out / done.verdict.prompts}")
-    print(f"report: {done.html} and {done.json}")
+    said_outcome(done)
 
 
 tune_command.__signature__ = inspect.Signature(tune_parameters())  # type: ignore[attr-defined]

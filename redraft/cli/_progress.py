@@ -1,4 +1,5 @@
-"""The live progress of a run or a comparison: tasks done of total, pass rate so far, rate, ETA."""
+"""The live progress of a run or a comparison: tasks done of total, pass rates so far (each named by its basis:
+the held-out grade's once a task has one, and the feedback's), rate, ETA."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class RunProgress:
             TextColumn("[bold]refining"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("pass {task.fields[pass_rate]}"),
+            TextColumn("{task.fields[pass_rate]}"),
             _RateColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -49,7 +50,7 @@ class RunProgress:
             console=err,
         )
         self._id: Any = None
-        self._done = self._passed = 0
+        self._done = self._passed = self._graded = self._graded_passed = 0
         self._endpoints = ""
         self.first_task: str | None = None
         """The first task that finished in this invocation (the end of a run names it)."""
@@ -71,7 +72,7 @@ class RunProgress:
             return
         if not self._plain:
             self._bar.start()
-        self._id = self._bar.add_task("run", total=self._total, pass_rate="-", endpoints=self._endpoints)
+        self._id = self._bar.add_task("run", total=self._total, pass_rate="pass -", endpoints=self._endpoints)
         self._started = self._last_log = time.monotonic()
 
     def endpoints(self, states: list[EndpointState]) -> None:
@@ -84,18 +85,28 @@ class RunProgress:
         self.first_task = self.first_task or result.task_id
         self._done += 1
         self._passed += result.passed
-        self._bar.update(self._id, advance=1, pass_rate=f"{self._passed / self._done:.0%}")
+        if result.graded_pass is not None:
+            self._graded += 1
+            self._graded_passed += result.graded_pass
+        self._bar.update(self._id, advance=1, pass_rate=self.rates())
         now = time.monotonic()
         if self._plain and (now - self._last_log >= self.LOG_EVERY_S or self._done == self._total):
             self._last_log = now
             rate = self._done / max(now - self._started, 1e-9)
             eta = (self._total - self._done) / rate
             print(
-                f"refining: {self._done}/{self._total} tasks, pass {self._passed / self._done:.0%}, "
+                f"refining: {self._done}/{self._total} tasks, {self.rates()}, "
                 f"{rate:.2f} tasks/s, ETA {eta:.0f} s" + (f", {self._endpoints}" if self._endpoints else ""),
                 file=sys.stderr,
                 flush=True,
             )
+
+    def rates(self) -> str:
+        """The pass rates so far, each named: the held-out grade's (of the tasks graded) and the feedback's."""
+        feedback = f"feedback pass {self._passed / max(self._done, 1):.0%}"
+        if not self._graded:
+            return feedback
+        return f"graded pass {self._graded_passed / self._graded:.0%}, {feedback}"
 
 
 def endpoints_text(states: list[EndpointState]) -> str:

@@ -25,6 +25,7 @@ from typing import Literal
 
 import msgspec
 
+from redraft.comparison._gate import Gate
 from redraft.comparison._lane_figures import Basis, Behaviour, TaskFigures
 from redraft.comparison.stats import (
     Method,
@@ -103,11 +104,19 @@ class ArmFigures(msgspec.Struct, kw_only=True):
     wall_s: float
     pass_rate_by_round: list[float]
     fixed_by_round: dict[str, float | None]
+    """By round: the share of that round's revisions whose best turned the failing best so far into a passing
+    one (a share of revisions, not of tasks; judged by the comparison's ``basis``)."""
     broken_by_round: dict[str, float | None]
+    """By round: the share of that round's revisions whose best failed where the best so far passed (a share of
+    revisions: a rollback keeps the passing best, so the task need not end broken; see ``broken_tasks``)."""
     false_alarm_rate: float | None
     miss_rate: float | None
     rollback_saved_rate: float | None
     rollbacks: int
+    fixed_tasks: int = 0
+    """Tasks (over repeats) whose round-0 best failed and whose final answer passed: the end table's "fixed"."""
+    broken_tasks: int = 0
+    """Tasks (over repeats) whose round-0 best passed and whose final answer failed: the end table's "broken"."""
     compared_cost: dict[str, float] | None = None
     """Mean calls, tokens and usd per task over the tasks it is compared on (graded; an errored task spent
     little and is not compared): what its baselines are matched at. None in comparisons written before it."""
@@ -134,8 +143,14 @@ class Comparison(msgspec.Struct, kw_only=True):
     between_arms: list[Difference]
     notes: list[str] = []
     basis: Basis = "grade"
-    """What every "graded" figure rests on: the held-out grade, or the feedback when nothing was held out (a
-    user's check without a grade): then they are what the loop optimised, and every view says so."""
+    """What every pass rate rests on: the held-out grade, or the feedback when nothing was held out (a user's
+    check without a grade): then they are what the loop optimised, and every view names them so."""
+    seed: int | None = None
+    """The run's ``--seed`` (None in comparisons written before it): a gate warns when its baseline's differs."""
+    task_digest: str | None = None
+    """A digest of the compared tasks' ids (`redraft.comparison._gate.task_digest`), for the same warning."""
+    gate: Gate | None = None
+    """The regression gate's verdict against ``--baseline`` (None: no baseline was given)."""
 
     @property
     def rate_name(self) -> str:
@@ -179,6 +194,8 @@ def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviou
         miss_rate=behaviour.misses.rate,
         rollback_saved_rate=behaviour.rollbacks_saved.rate,
         rollbacks=behaviour.rollbacks_saved.total,
+        fixed_tasks=sum(t.initial_graded_pass is False and t.graded_pass is True for t in every),
+        broken_tasks=sum(t.initial_graded_pass is True and t.graded_pass is False for t in every),
         compared_cost={
             "calls": _mean([float(t.calls) for t in compared]),
             "tokens": _mean([float(t.tokens) for t in compared]),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from redraft.comparison._analysis import Comparison, Match
 from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
-from redraft.comparison._result import build, write_json
+from redraft.comparison._result import build, held_against, read_json, write_json
 from redraft.comparison._runner import ComparePlan, run_comparison
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.engine.setup import BackendOverrides, with_check
@@ -48,6 +48,7 @@ def compare(
     backends: BackendOverrides | None = None,
     on_result: Callable[[str, Result], None] | None = None,
     stop: threading.Event | None = None,
+    baseline: Path | None = None,
 ) -> ComparisonOutcome:
     """Compare critic strategies on the same tasks, against sampling at matched cost, on Ray.
 
@@ -56,6 +57,8 @@ def compare(
     ``baseline_samples`` samples per task, is a resumable run under ``config.runtime.out``: calling it again
     with the same ``out`` resumes. ``check`` and ``grade`` steer and grade a task file's tasks, as `refine`'s.
     ``on_result(lane, result)`` is told of every task that lands; setting ``stop`` ends every lane at once.
+    ``baseline``, an earlier comparison.json: each arm is held against it, and the verdict is the comparison's
+    ``gate`` (``redraft compare --baseline``).
 
         >>> import tempfile
         >>> from redraft import RunConfig, compare
@@ -70,8 +73,10 @@ def compare(
         raise unknown_name("match", match, MATCHES)
     config = with_check(config, check, grade)
     plan = _plan(config, arms, baseline_samples, repeats)
+    if baseline is not None:
+        read_json(baseline)  # a bad baseline fails before anything runs
     run_comparison(plan, backends=backends, on_result=on_result, stop=stop)
-    return write(plan, match)
+    return write(plan, match, baseline)
 
 
 def _plan(config: RunConfig, arms: Sequence[str] | Path, baseline_samples: int | None, repeats: int) -> ComparePlan:
@@ -93,12 +98,15 @@ def default_out() -> Path:
     return Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
-def write(plan: ComparePlan, match: Match) -> ComparisonOutcome:
-    """The comparison of a plan whose lanes have run: each lane's report, ``comparison.json`` and ``.html``."""
+def write(plan: ComparePlan, match: Match, baseline: Path | None = None) -> ComparisonOutcome:
+    """The comparison of a plan whose lanes have run: each lane's report, ``comparison.json`` and ``.html``; held
+    against the earlier comparison.json ``baseline`` (its gate's verdict recorded in both), when one is given."""
     from redraft.comparison._html import write_html  # with the plots: the report extra's, loaded when drawn
     from redraft.views.report import report
 
     comparison = build(plan, match)
+    if baseline is not None:
+        comparison.gate = held_against(comparison, read_json(baseline), str(baseline))
     written = [(lane, report(plan.out / lane.label)) for lane in plan.lanes()]
     reports = {lane.arm: str(done.path.relative_to(plan.out)) for lane, done in written}
     spent = {lane.label: done.spending for lane, done in written if done.spending is not None}

@@ -21,8 +21,8 @@ from redraft.actors._endpoints import EndpointState
 from redraft.comparison._analysis import Comparison
 from redraft.comparison._api import MATCHES, default_out, write
 from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
-from redraft.comparison._html import TERMINAL_HEADER
-from redraft.comparison._result import read_json, regressions
+from redraft.comparison._html import terminal_header
+from redraft.comparison._result import read_json
 from redraft.comparison._runner import ComparePlan, run_comparison
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.errors import UserError, unknown_name
@@ -54,12 +54,13 @@ def compare(
     progress: Progress,
     console: Console,
     stop: threading.Event | None = None,
-) -> list[str]:
-    """Run the comparison; its regressions against ``previous`` (one line each), or [] when there is none."""
+) -> Comparison:
+    """Run the comparison; its figures, with the gate's verdict against ``previous`` when one is given."""
     if match not in MATCHES:
         raise unknown_name("--match", match, MATCHES)
     plan = make_plan(scenario, settings, arms, arms_file, baseline_samples, repeats)
-    old = read_json(previous) if previous is not None else None  # a bad --baseline fails before anything runs
+    if previous is not None:
+        read_json(previous)  # a bad --baseline fails before anything runs
     with progress:
         run_comparison(
             plan,
@@ -68,10 +69,10 @@ def compare(
             stop=stop,
             on_endpoints=progress.endpoints,
         )
-    done = write(plan, match)
+    done = write(plan, match, previous)
     _print(done.comparison, console)
     console.print(Text(f"comparison: {done.json} and {done.html}"))
-    return regressions(done.comparison, old) if old is not None else []
+    return done.comparison
 
 
 def make_plan(
@@ -107,12 +108,13 @@ _WIDE_ONLY = {4, 5}
 def _print(comparison: Comparison, console: Console) -> None:
     from redraft.comparison._html import terminal_rows
 
-    keep = [i for i in range(len(TERMINAL_HEADER)) if console.width >= NARROW or i not in _WIDE_ONLY]
+    header = terminal_header(comparison)
+    keep = [i for i in range(len(header)) if console.width >= NARROW or i not in _WIDE_ONLY]
     title = f"redraft compare: {comparison.rate_name}s ({comparison.rate_source})"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for i in keep:
         # An arm's name whole (it is what a reader looks for); the rest folds rather than lose characters to "…".
-        table.add_column(TERMINAL_HEADER[i], no_wrap=i == 0, overflow="fold")
+        table.add_column(header[i], no_wrap=i == 0, overflow="fold")
     for row in terminal_rows(comparison):
         table.add_row(*(Text(row[i]) for i in keep))  # Text: an arm's name is never markup
     console.print(table)

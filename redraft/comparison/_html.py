@@ -62,7 +62,8 @@ def pareto(comparison: Comparison) -> list[str]:
 
 
 def terminal_rows(comparison: Comparison) -> list[list[str]]:
-    """The arms table: graded pass rate with its interval, cost, and against the matched baselines.
+    """The arms table: the pass rate (graded, or the feedback's) with its interval, cost, and against the matched
+    baselines.
 
     Figures and their intervals (in percentage points) on separate lines, so the table fits 80 columns.
     """
@@ -85,16 +86,18 @@ def terminal_rows(comparison: Comparison) -> list[list[str]]:
     return rows
 
 
-TERMINAL_HEADER = [
-    "arm",
-    "graded pass\n[95% CI]",
-    "feedback\npass",
-    "calls\n/task",
-    "tokens\n/task",
-    "cost",
-    "vs best-of-n\n(matched)",
-    "vs self-cons.\n(matched)",
-]
+def terminal_header(comparison: Comparison) -> list[str]:
+    """The arms table's header: the pass rate named by its basis (graded only when a held-out grade exists)."""
+    return [
+        "arm",
+        f"{comparison.rate_name.removesuffix(' rate')}\n[95% CI]",
+        "feedback\npass",
+        "calls\n/task",
+        "tokens\n/task",
+        "cost",
+        "vs best-of-n\n(matched)",
+        "vs self-cons.\n(matched)",
+    ]
 
 
 def _against(difference: Difference | None, ceiling: int) -> str:
@@ -127,11 +130,20 @@ def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]
     )
     by_round = {a.name: a.pass_rate_by_round for a in comparison.arms}
     fixed_and_broke = {a.name: (_mean_rate(a.fixed_by_round), _mean_rate(a.broken_by_round)) for a in comparison.arms}
+    by = judged_by(comparison)
     return [
         (plane, f"{name} against cost, arms over the sampling baselines"),
         (rounds_lines(by_round, oracles, rate), f"{name} after each round"),
-        (flip_bars(fixed_and_broke, oracles), "revisions that fixed and broke an answer, by the grade"),
+        (
+            flip_bars(fixed_and_broke, oracles, by),
+            f"share of revisions that fixed and broke the best answer, by {by} (a share of revisions, not of tasks)",
+        ),
     ]
+
+
+def judged_by(comparison: Comparison) -> str:
+    """What judged each candidate, in words: the held-out grade, or the feedback when nothing was held out."""
+    return "the held-out grade" if comparison.basis == "grade" else "the feedback (no held-out grade)"
 
 
 def write_html(
@@ -149,7 +161,8 @@ def write_html(
         plots=plots,
         front=front,
         reports=reports,
-        header=TERMINAL_HEADER,
+        header=terminal_header(comparison),
+        judged_by=judged_by(comparison),
         rows=list(zip([a.name for a in comparison.arms], terminal_rows(comparison), strict=True)),
         oracles={a.name for a in comparison.arms if a.oracle},
         cost_label=COST_LABELS[comparison.match],

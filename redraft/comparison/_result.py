@@ -2,12 +2,9 @@
 
 `build` reads every lane (`redraft.comparison._lane_figures`) and computes every figure
 (`redraft.comparison._analysis`); `write_json` writes ``comparison.json`` under the
-comparison's ``--out``. `regressions` holds a comparison against an earlier one
-(``--baseline OLD/comparison.json --fail-if-worse``): an arm regressed when its
-graded pass rate fell by more than its interval allows (the old rate lies above
-the new rate's 95 % interval); a difference inside the noise is not a regression.
-The gate reads only each earlier arm's name and graded pass rate (`Earlier`), so
-a comparison.json whose other figures are laid out otherwise still serves.
+comparison's ``--out``. `held_against` holds a comparison against an earlier one
+(``--baseline OLD/comparison.json --fail-if-worse``) by the gate's rule
+(`redraft.comparison._gate`), whose verdict the new comparison.json records.
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ from redraft.comparison._analysis import (
     curve,
     per_task_pass,
 )
+from redraft.comparison._gate import Earlier, Gate, differences, gate, regression_lines, task_digest
 from redraft.comparison._lane_figures import Basis, Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
 from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.errors import UserError
@@ -62,6 +60,8 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
         scenario=plan.base.experiment.scenario,
         match=match,
         tasks=max((a.tasks + a.ungraded for a in arms), default=0),
+        seed=plan.base.experiment.seed,
+        task_digest=task_digest(t for figures in per_task.values() for t in figures),
         arms=arms,
         baselines=curves,
         against_baselines=vs_baselines,
@@ -158,20 +158,6 @@ def write_json(comparison: Comparison, out: Path) -> Path:
     return path
 
 
-class EarlierArm(msgspec.Struct):
-    name: str
-    pass_rate: float | None
-    """Graded; None (JSON null) when the arm had no graded task."""
-
-
-class Earlier(msgspec.Struct):
-    """What the gate holds a new comparison against: the arms of an earlier ``comparison.json``."""
-
-    arms: list[EarlierArm]
-    basis: Basis = "grade"
-    """What its pass rates rest on (files written before comparisons could rest on the feedback: the grade)."""
-
-
 _EARLIER = msgspec.json.Decoder(Earlier)
 
 
@@ -186,21 +172,13 @@ def read_json(path: Path) -> Earlier:
 
 
 def regressions(new: Comparison, old: Earlier) -> list[str]:
-    """One line per arm of ``new`` whose graded pass rate fell below ``old``'s by more than its interval allows."""
-    if new.basis != old.basis:
-        raise UserError(
-            f"the earlier comparison's pass rates rest on the {old.basis}, this one's on the {new.basis}: "
-            "they cannot be held against each other"
-        )
-    before = {arm.name: arm for arm in old.arms}
-    lines = []
-    for arm in new.arms:
-        was = before.get(arm.name)
-        if was is None or was.pass_rate is None or not math.isfinite(arm.ci.high):
-            continue
-        if was.pass_rate > arm.ci.high:
-            lines.append(
-                f"arm {arm.name}: {new.rate_name} {arm.pass_rate:.1%} (95% CI {arm.ci.low:.1%}-{arm.ci.high:.1%}) "
-                f"is worse than the baseline comparison's {was.pass_rate:.1%} by {was.pass_rate - arm.pass_rate:.1%}"
-            )
-    return lines
+    """One line per arm of ``new`` whose pass rate fell below ``old``'s by more than its interval allows."""
+    return regression_lines(held_against(new, old, ""), new.rate_name)
+
+
+def held_against(new: Comparison, old: Earlier, baseline: str) -> Gate:
+    """The gate's verdict on ``new`` against ``old`` (the comparison.json named ``baseline``), with a warning for
+    each way their tasks or seeds differ."""
+    found = gate(((a.name, a.pass_rate, a.ci.low, a.ci.high) for a in new.arms), new.basis, old, baseline)
+    warned = differences(old, new.tasks, new.task_digest, new.seed)
+    return msgspec.structs.replace(found, warnings=warned)

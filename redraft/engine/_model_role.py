@@ -20,13 +20,16 @@ class CallSettings:
     """Answer repeated calls from the node's response cache (`redraft.backends.cache`)."""
     prompts: Prompts | None = None
     """The templates the role renders; None: the built-in ones."""
+    payer: str = ""
+    """Whose money the role's calls are: the run directory's id (`redraft.rundir.RunStore.payer`), recorded with
+    each answer the response cache keeps, so a later hit knows whether this run or another paid for it."""
 
 
 class ModelRole:
     """A role with one backend client, made where the role lives (inside its actor, on a cluster)."""
 
     def __init__(self, backend: BackendSpec, settings: CallSettings) -> None:
-        self._backend: Backend = cached(backend.create(), backend.spec, enabled=settings.cache)
+        self._backend: Backend = cached(backend.create(), backend.spec, enabled=settings.cache, payer=settings.payer)
         self._temperature = settings.temperature
         self._max_tokens = settings.max_tokens
         self._prompts = settings.prompts

@@ -243,10 +243,10 @@ class TaskLoop:
     def _account(self, role: RoleName, model: str, usage: Usage, *, replayed: bool = False) -> None:
         """Price one model call and add it to the task's totals, overall and by role (and to the metrics,
         unless an earlier attempt's reply was replayed: that call was counted when it was made)."""
-        cost = self.rules.settings.prices.cost(model, usage)
-        if cost is None:
+        prices = self.rules.settings.prices
+        if not prices.known(model):
             self.unpriced.add(model)
-        priced = msgspec.structs.replace(usage, cost_usd=cost or 0.0)
+        priced = prices.priced(model, usage)
         self.spent = self.spent + priced
         self.by_role[role] = self.by_role.get(role, Usage()) + priced
         if not replayed:

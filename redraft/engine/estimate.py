@@ -30,7 +30,7 @@ import random
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -82,8 +82,11 @@ class Spend(msgspec.Struct, frozen=True):
 
 
 def _scaled(usage: Usage, factor: float) -> Usage:
-    ints = {name: round(getattr(usage, name) * factor) for name in Usage.__struct_fields__ if name != "cost_usd"}
-    return Usage(**ints, cost_usd=usage.cost_usd * factor)
+    figures: dict[str, Any] = {
+        name: value * factor if isinstance(value := getattr(usage, name), float) else round(value * factor)
+        for name in Usage.__struct_fields__
+    }
+    return Usage(**figures)
 
 
 def _most(a: Usage, b: Usage) -> Usage:
@@ -140,7 +143,7 @@ class Estimate:
         lines = []
         for flag, setting, unit in _BUDGETS:
             limit = getattr(budgets, setting)
-            if limit is None or (unit == "cost_usd" and self.free) or not self.tasks:
+            if limit is None or (unit == "spent_usd" and self.free) or not self.tasks:
                 continue
             left = limit - getattr(self.spent, unit)
             worst, expected = getattr(self.worst.total, unit), getattr(self.expected.total, unit)
@@ -162,15 +165,16 @@ class Estimate:
 
 
 _BUDGETS = (
-    ("--budget-usd", "budget_usd", "cost_usd"),
+    ("--budget-usd", "budget_usd", "spent_usd"),
     ("--budget-tokens", "budget_tokens", "total_tokens"),
     ("--budget-calls", "budget_calls", "calls"),
 )
-"""The run budgets an estimate is held against: flag, setting, and the `Usage` figure it counts."""
+"""The run budgets an estimate is held against: flag, setting, and the `Usage` figure it counts (USD: what the run
+pays, the response cache's savings left out, as the run's own budget counts it, `redraft.config.Budgets`)."""
 
 
 def _amount(unit: str, value: float) -> str:
-    return _dollars(value) if unit == "cost_usd" else f"{value:,.0f} {unit.removeprefix('total_')}"
+    return _dollars(value) if unit == "spent_usd" else f"{value:,.0f} {unit.removeprefix('total_')}"
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,8 @@ class RoleSetup:
     cpu_share: float = 1.0
     """The share of a CPU an actor that runs candidates reserves (`redraft.actors._placement`): a comparison's
     lanes run side by side and split the nodes between them."""
+    payer: str = ""
+    """Whose money the roles' calls are (`CallSettings.payer`): the run directory's id, set once it is open."""
 
 
 def with_check(config: RunConfig, check: CheckFunction | None, grade: CheckFunction | None = None) -> RunConfig:
@@ -208,17 +210,19 @@ def paced_roles(setup: RoleSetup) -> frozenset[RoleName]:
 
 def role_constructors(setup: RoleSetup, strategy: str) -> dict[RoleName, Constructor]:
     """How each role the strategy needs is made, by role name (the grader is apart: it is not in the loop)."""
-    drafts = CallSettings(setup.temperature, setup.draft_max_tokens, setup.cache, setup.prompts)
+    drafts = CallSettings(setup.temperature, setup.draft_max_tokens, setup.cache, setup.prompts, setup.payer)
     roles: dict[RoleName, Constructor] = {
         "drafter": (Drafter, (setup.drafter, setup.scenario, drafts), {}),
         "verifier": (
             Verifier,
             (setup.scenario, verifier_backend(setup, strategy)),
-            {"cache": setup.cache, "oracle": setup.oracle, "prompts": setup.prompts},
+            {"cache": setup.cache, "oracle": setup.oracle, "prompts": setup.prompts, "payer": setup.payer},
         ),
     }
     critic_role = get_strategy(strategy).critic_role
-    critiques = CallSettings(setup.critic_temperature, setup.critique_max_tokens, setup.cache, setup.prompts)
+    critiques = CallSettings(
+        setup.critic_temperature, setup.critique_max_tokens, setup.cache, setup.prompts, setup.payer
+    )
     if critic_role == "critic":
         roles["critic"] = (Critic, (setup.critic, critiques), {})
     elif critic_role == "self_critic":

@@ -68,8 +68,9 @@ class Verifier:
         cache: bool = True,
         oracle: bool = False,
         prompts: Prompts | None = None,
+        payer: str = "",
     ) -> None:
-        self._made_with = (scenario, backend, parallel, cache, oracle, prompts)
+        self._made_with = (scenario, backend, parallel, cache, oracle, prompts, payer)
         self._scenario = get_scenario(scenario)
         self._inline = self._scenario.check_cost == "instant"
         """Instant checks run on the event loop: a worker thread would cost more than the check."""
@@ -79,7 +80,7 @@ class Verifier:
         self._workers = Workers(parallel, name="redraft-verifier")
         # Only chain-of-verification questions use a model; deterministic checks do not.
         self._backend: Backend | None = (
-            cached(backend.create(), backend.spec, enabled=cache) if backend is not None else None
+            cached(backend.create(), backend.spec, enabled=cache, payer=payer) if backend is not None else None
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -185,5 +186,6 @@ def _verifier(
     cache: bool,
     oracle: bool,
     prompts: Prompts | None = None,
+    payer: str = "",
 ) -> Verifier:
-    return Verifier(scenario, backend, parallel=parallel, cache=cache, oracle=oracle, prompts=prompts)
+    return Verifier(scenario, backend, parallel=parallel, cache=cache, oracle=oracle, prompts=prompts, payer=payer)

@@ -50,11 +50,18 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     cached_tokens: int = 0
     """Prompt tokens the provider served from its prompt cache (a subset of ``input_tokens``)."""
     cost_usd: float = 0.0
-    """Priced by the arbiter from the price table (`redraft.pricing`); 0 in role replies."""
+    """What the calls cost at the price table, response-cache hits included at what they cost when they were
+    paid: the cost the results rest on, the same with or without the cache (priced once, by
+    `redraft.backends.pricing.PriceTable.priced`; 0 in role replies)."""
     cache_hits: int = 0
     """Calls answered by the response cache (their tokens were paid for once, earlier)."""
     batch_calls: int = 0
     """Calls answered through a provider's batch API (``--batch``), priced at its batch price."""
+    saved_calls: int = 0
+    """Of ``cache_hits``, the calls another run had paid for: this run paid nothing for them. A hit on a call
+    this run paid for itself, before it was interrupted and resumed, is not one: this run paid it once."""
+    saved_usd: float = 0.0
+    """What ``saved_calls`` cost at the price table: part of ``cost_usd``, not spent by this run."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -65,6 +72,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             cost_usd=self.cost_usd + other.cost_usd,
             cache_hits=self.cache_hits + other.cache_hits,
             batch_calls=self.batch_calls + other.batch_calls,
+            saved_calls=self.saved_calls + other.saved_calls,
+            saved_usd=self.saved_usd + other.saved_usd,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -76,11 +85,18 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             cost_usd=self.cost_usd - other.cost_usd,
             cache_hits=self.cache_hits - other.cache_hits,
             batch_calls=self.batch_calls - other.batch_calls,
+            saved_calls=self.saved_calls - other.saved_calls,
+            saved_usd=self.saved_usd - other.saved_usd,
         )
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def spent_usd(self) -> float:
+        """USD this run paid: ``cost_usd`` less what the response cache saved it (``saved_usd``)."""
+        return max(0.0, self.cost_usd - self.saved_usd)  # sums of the two may differ in their last bits
 
 
 class ChatMessage(msgspec.Struct, frozen=True, kw_only=True):

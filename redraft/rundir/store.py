@@ -51,6 +51,9 @@ class RunStore:
         self._trace: IO[bytes] | None = None
         self._results: IO[bytes] | None = None
         self._wall_before = 0.0
+        self.payer = ""
+        """The directory's own id, kept from its first invocation: whose money its calls are (the response
+        cache records it with each answer this run pays for, `redraft.backends.cache`)."""
 
     @classmethod
     def open(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
@@ -62,6 +65,7 @@ class RunStore:
             store._wall_before = float(existing.get("wall_s", 0.0))
         else:
             write_json(root / MANIFEST, manifest)
+        store.payer = payer_of(existing or manifest)
         store._recover()
         store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
         store._results = open(root / RESULTS, "ab")  # noqa: SIM115
@@ -111,6 +115,11 @@ class RunStore:
         summary.stopped_by = stopped_by
         write_json(self.root / SUMMARY, msgspec.to_builtins(summary))
         return summary
+
+
+def payer_of(manifest: dict[str, Any]) -> str:
+    """A run directory's payer: its manifest's, or for a directory written before payers, its id and start."""
+    return str(manifest.get("payer") or f"{manifest.get('run_id', '')}@{manifest.get('started_at', '')}")
 
 
 def resumable(root: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ See `redraft.tuning._api` for the layout of a tune's directory and `redraft.tuni
 """
 
 from redraft.tuning._api import TuneOutcome, TuneSettings, tune
+from redraft.tuning._status import TuneStatus
 from redraft.tuning._verdict import Verdict
 
-__all__ = ["TuneOutcome", "TuneSettings", "Verdict", "tune"]
+__all__ = ["TuneOutcome", "TuneSettings", "TuneStatus", "Verdict", "tune"]

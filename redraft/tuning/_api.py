@@ -14,44 +14,40 @@ Layout of ``--out`` (default ``runs/tune-<time>-<id>``)::
 
 from __future__ import annotations
 
-import json
 import threading
-import time
-import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from redraft.actors.driver import check_out, ensure_ray, plan
 from redraft.backends.base import BackendSpec
+from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
 from redraft.engine._model_role import CallSettings
-from redraft.engine.prompt_files import about, load_prompts
+from redraft.engine.estimate import model_of
+from redraft.engine.prompt_files import about
 from redraft.engine.prompts import built_in
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
 from redraft.engine.setup import BackendOverrides, role_setup, with_check
-from redraft.errors import UserError, unknown_name
+from redraft.errors import Interrupted, UserError, unknown_name
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
 from redraft.tuning._budget import Budget, Costs
-from redraft.tuning._costs import estimate_costs
-from redraft.tuning._edits import entries_of, prompts_file
+from redraft.tuning._costs import estimate_costs, priced_proposals
+from redraft.tuning._directory import default_out, read_manifest, read_splits, start_candidate
 from redraft.tuning._evaluate import RunEvaluator
 from redraft.tuning._journal import Candidate, Journal
 from redraft.tuning._report import write_report
 from redraft.tuning._search import START, Propose, Search, SearchSettings
-from redraft.tuning._splits import DEFAULT_FRACTIONS, Splits, check_disjoint, split_tasks
+from redraft.tuning._splits import DEFAULT_FRACTIONS, Splits
+from redraft.tuning._status import StatusTracker, TuneStatus
 from redraft.tuning._verdict import Verdict, adopt, decide, unread
 
 DEFAULT_SECTIONS = ("draft_system", "draft_task")
-MANIFEST = "tune-manifest.json"
-SPLITS = "splits.json"
 
 
 @dataclass(frozen=True)
@@ -90,52 +86,73 @@ def tune(
     proposer: BackendSpec | Propose | None = None,
     on_start: Callable[[str, int, int], None] | None = None,
     on_result: Callable[[str, Result], None] | None = None,
+    on_status: Callable[[TuneStatus], None] | None = None,
     say: Say = lambda line: None,
     stop: threading.Event | None = None,
 ) -> TuneOutcome:
     """Tune ``config``'s prompts (``config.experiment.prompts``, or the built-in ones) on its tasks: split them
     by seed, search for a better version on train and validation, and test the winner against the start on
     the test split, once. Rerun with the same ``config.runtime.out`` to resume without re-scoring anything.
+    A dry run (``config.runtime.dry_run``) says the estimate of what is left and writes nothing.
 
     ``proposer`` replaces ``settings.proposer``'s model (a backend object, or a function from a request to a
-    proposal, run in this process). ``say`` is told each step in a line; ``on_start(label, total, done)``
-    and ``on_result(label, result)`` follow each evaluation's run.
+    proposal, run in this process). ``say`` is told each step in a line (the verdict is the outcome's);
+    ``on_status`` the tune's status whenever it changes; ``on_start(label, total, done)`` and
+    ``on_result(label, result)`` follow each evaluation's run.
     """
     config = with_check(config, check, grade)
     setup = _checked(config, settings, backends)
     out = Path(config.runtime.out) if config.runtime.out else default_out()
     check_out(out)
+    dry = config.runtime.dry_run
     _, stream = plan(config)
     tasks = {task.task_id: task for task in stream()}
-    splits = _splits(out, list(tasks.values()), settings, config.experiment.seed)
-    _manifest(out, config, settings, splits)
-    journal = Journal(out)
-    _start(out, journal, config.experiment.prompts)
+    splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry)
+    payer = read_manifest(out, config, settings, write=not dry)
+    status = StatusTracker(of=settings.max_proposals, tell=on_status)
+    journal = status.journal = Journal(out, on_record=status.recorded)
     model = _proposer_spec(config, settings, proposer)  # resolved once: for the estimate and the actor
-    costs = estimate_costs(config, out, splits, tasks, backends, model)
+    costs = estimate_costs(config, splits, tasks, backends, model)
     budget = Budget(limits=config.budgets, paid=journal.spent)
-    say(costs.summary(settings, splits))
-    for line in costs.warnings(settings, splits, budget):
+    say(costs.summary(settings, splits, journal))
+    for line in costs.warnings(settings, splits, budget, journal):
         say(f"warning: {line}")
     _reserve_the_ends(budget, journal, costs.worst, splits)
-    if config.runtime.dry_run:
-        say("dry run: no model was called; the splits are written; leave out --dry-run to run it")
+    if dry:
+        say("dry run: no model was called and nothing was written; leave out --dry-run to run it")
         return TuneOutcome(out=out, verdict=None)
+    start_candidate(out, journal, config.experiment.prompts)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
-    propose, close = _proposer(proposer, model, setup.cache)
+    propose, close = _proposer(proposer, model, setup.cache, payer)
+    propose = priced_proposals(propose, load_prices(config.runtime.prices), model_of(model) if model else "")
     evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, cpu_share=1.0 / settings.parallel)
     search = Search(
         out, splits, tasks, journal, evaluate, propose, _search_settings(config, settings), budget, costs.worst, say
     )
     try:
-        best = search.run()
-        budget.release("verdict")
-        verdict = _verdict(search, best, config.experiment.prompts, out)
+        verdict = _searched(search, budget, status, config.experiment.prompts)
     finally:
         close()
-    say(verdict.says)
     json_path, html_path = write_report(out, journal, splits, verdict, config, settings)
     return TuneOutcome(out=out, verdict=verdict, json=json_path, html=html_path)
+
+
+def _searched(search: Search, budget: Budget, status: StatusTracker, prompts: str | None) -> Verdict:
+    """The search and its verdict; `Interrupted` counting the tune's iterations, not an evaluation's tasks."""
+    journal = search.journal
+    try:
+        status.enter("search")
+        best = search.run()
+        budget.release("verdict")
+        status.enter("verdict")
+        return _verdict(search, best, prompts, search.root)
+    except Interrupted:
+        done, of = sum(k < status.of for k in journal.iterations), status.of
+        raise Interrupted(
+            f"interrupted: {done} of {of} iterations done, {len(journal.evaluations)} evaluations recorded",
+            done=done,
+            total=of,
+        ) from None
 
 
 def _reserve_the_ends(budget: Budget, journal: Journal, worst: Costs, splits: Splits) -> None:
@@ -167,10 +184,6 @@ def _search_settings(config: RunConfig, settings: TuneSettings) -> SearchSetting
     )
 
 
-def default_out() -> Path:
-    return Path("runs") / f"tune-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-
-
 def _checked(config: RunConfig, settings: TuneSettings, backends: BackendOverrides | None) -> Any:
     """The roles' setup, once every setting is known good; `UserError` for the first bad one."""
     if config.experiment.oracle_feedback:
@@ -195,68 +208,6 @@ def _checked(config: RunConfig, settings: TuneSettings, backends: BackendOverrid
     return role_setup(config, backends)
 
 
-def _splits(out: Path, tasks: list[Any], settings: TuneSettings, seed: int) -> Splits:
-    """The splits of the tasks; on a resume the recorded ones, which must be what the tasks give now."""
-    made = split_tasks(tasks, settings.split, seed)
-    path = out / SPLITS
-    if path.exists():
-        try:
-            recorded = msgspec.json.decode(path.read_bytes(), type=Splits)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise UserError(f"{path}: not the splits of a tune ({exc})") from None
-        check_disjoint(recorded, tasks)
-        if recorded != made:
-            raise UserError(f"{path}: the tasks, --split or --seed changed since this tune began; use another --out")
-        return recorded
-    check_disjoint(made, tasks)
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(msgspec.json.format(msgspec.json.encode(made)))
-    return made
-
-
-def _manifest(out: Path, config: RunConfig, settings: TuneSettings, splits: Splits) -> None:
-    """What decides the tune's results; a resume whose settings differ is refused, naming the first."""
-    decides = {k: v for k, v in config.flat().items() if k not in _FREE} | {
-        "sections": list(settings.sections),
-        "minibatch": settings.minibatch,
-        "split": list(settings.split),
-        "examples": settings.examples,
-        "proposer": settings.proposer,
-    }
-    decides = json.loads(json.dumps(decides, default=str))
-    path = out / MANIFEST
-    if path.exists():
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-        for key in sorted(set(recorded) | set(decides)):
-            if recorded.get(key) != decides.get(key):
-                raise UserError(
-                    f"{out} holds a tune with other settings ({key}: {recorded.get(key)!r} then, "
-                    f"{decides.get(key)!r} now); use another --out"
-                )
-        return
-    path.write_text(json.dumps(decides, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-
-_FREE = frozenset(
-    {"out", "budget_usd", "budget_tokens", "budget_calls", "budget_seconds", "max_tasks_in_flight", "verbose"}
-    | {"address", "cache", "limit", "dry_run"}
-)
-"""Settings a resume may change: where and how it runs, how much more it may spend (the splits check the tasks)."""
-
-
-def _start(out: Path, journal: Journal, prompts: str | None) -> Candidate:
-    """The starting prompts as candidate c0 (recorded once)."""
-    if START in journal.candidates:
-        return journal.candidates[START]
-    entries = entries_of(load_prompts(prompts))
-    path = prompts_file(entries, {}, out / "prompts" / f"{START}.toml")
-    start = Candidate(
-        id=START, parent=None, iteration=None, section=None, reason="", entries=entries, file=str(path.relative_to(out))
-    )
-    journal.add(start)
-    return start
-
-
 def _proposer_spec(
     config: RunConfig, settings: TuneSettings, given: BackendSpec | Propose | None
 ) -> BackendSpec | None:
@@ -267,7 +218,7 @@ def _proposer_spec(
 
 
 def _proposer(
-    given: BackendSpec | Propose | None, spec: BackendSpec | None, cache: bool
+    given: BackendSpec | Propose | None, spec: BackendSpec | None, cache: bool, payer: str
 ) -> tuple[Propose, Callable[[], None]]:
     """The proposer to call: a function given as is, else an actor on the cluster with the proposer's model."""
     if given is not None and not isinstance(given, BackendSpec):
@@ -275,7 +226,7 @@ def _proposer(
     from redraft.actors._proposer import RayProposer
 
     assert spec is not None  # `_proposer_spec` gives one whenever no function is given
-    call = CallSettings(temperature=0.7, max_tokens=PROPOSAL_MAX_TOKENS, cache=cache)
+    call = CallSettings(temperature=0.7, max_tokens=PROPOSAL_MAX_TOKENS, cache=cache, payer=payer)
     actor = RayProposer(spec, call)
     return actor, actor.close
 

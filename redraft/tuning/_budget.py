@@ -43,13 +43,28 @@ class Costs:
     def iteration(self, minibatch: int, validation: int) -> Usage:
         return self.evaluation(2 * minibatch + validation) + self.proposal
 
-    def tune(self, minibatch: int, validation: int, test: int, proposals: int) -> Usage:
-        """The whole tune's worst case: the start on validation, every iteration kept, the verdict."""
-        every = scaled(self.iteration(minibatch, validation), proposals)
-        return self.evaluation(validation + 2 * test) + every
+    def tune(self, minibatch: int, validation: int, test: int, left: Work) -> Usage:
+        """The worst case of what the tune has ``left`` to do: the start on validation (unless recorded), the
+        iterations not recorded, each kept, and the verdict's test evaluations not recorded."""
+        every = scaled(self.iteration(minibatch, validation), left.iterations)
+        return self.evaluation(left.start * validation + left.tests * test) + every
 
 
-_LIMITS = (("budget_calls", "calls"), ("budget_usd", "cost_usd"), ("budget_tokens", "total_tokens"))
+@dataclass(frozen=True)
+class Work:
+    """What a tune has left to pay for (all of it for a new tune; on a resume, what its journal does not hold)."""
+
+    start: int
+    """1 when the starting prompts have not run on validation yet, else 0."""
+    iterations: int
+    """Iterations not recorded, up to ``--max-proposals``."""
+    tests: int
+    """The verdict's evaluations on the test split not recorded (of 2: the start and the winner)."""
+
+
+_LIMITS = (("budget_calls", "calls"), ("budget_usd", "spent_usd"), ("budget_tokens", "total_tokens"))
+"""Each limit and the `Usage` figure it holds: USD is what the tune paid (the proposer's calls included), the
+response cache's savings left out, as a run's budget counts it."""
 
 
 @dataclass

@@ -1,22 +1,29 @@
 """A tune's cost, estimated before the first call: what one task through the loop costs (the run's own
-estimate, `redraft.actors.driver.estimate`, over the train split), and what one proposal costs at most."""
+estimate, `redraft.actors.driver.estimate`, over the train split), and what one proposal costs at most; on a
+resume, of what the journal does not hold yet (`work_left`), beside what it has spent."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from redraft.actors.driver import estimate
 from redraft.backends.base import BackendSpec
-from redraft.backends.pricing import load_prices
+from redraft.backends.pricing import PriceTable, load_prices
 from redraft.config import RunConfig
 from redraft.engine.estimate import model_of
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
 from redraft.engine.setup import BackendOverrides
 from redraft.protocols.messages import Task, Usage
-from redraft.tuning._budget import Budget, Costs, scaled
+from redraft.protocols.tuning import Proposal, ProposeRequest
+from redraft.tuning._budget import Budget, Costs, Work, scaled
+from redraft.tuning._journal import Journal
+from redraft.tuning._search import START, Propose
 from redraft.tuning._splits import Splits, write_tasks
 
 if TYPE_CHECKING:
@@ -33,42 +40,72 @@ class TuneCosts:
     free: bool
     """Every model is local or scripted."""
 
-    def summary(self, settings: TuneSettings, splits: Splits) -> str:
-        sizes = (settings.minibatch, len(splits.validation), len(splits.test), settings.max_proposals)
-        worst, expected = self.worst.tune(*sizes), self.expected.tune(*sizes)
+    def summary(self, settings: TuneSettings, splits: Splits, journal: Journal) -> str:
+        """The estimate in one line: of the whole tune, or on a resume of what is left, beside what was spent."""
+        left = work_left(journal, settings.max_proposals)
+        sizes = (settings.minibatch, len(splits.validation), len(splits.test))
+        worst, expected = self.worst.tune(*sizes, left), self.expected.tune(*sizes, left)
         head = (
             f"tune: {len(splits.train)} train, {len(splits.validation)} validation, {len(splits.test)} test tasks; "
             f"up to {settings.max_proposals} proposals, {settings.parallel} at once"
         )
+        if journal.evaluations or journal.proposals:
+            done = settings.max_proposals - left.iterations
+            spent = "" if self.free else f", ${journal.spent().spent_usd:,.4f} spent"
+            head += f"; resuming: {done} of {settings.max_proposals} iterations done{spent}; of what is left"
         calls = f"{expected.calls:,} calls expected, {worst.calls:,} at most"
         if self.free:
             return f"{head}; estimate: {calls} (the models cost no USD)"
         return f"{head}; estimate: expected ${expected.cost_usd:,.4f}, worst case ${worst.cost_usd:,.4f}; {calls}"
 
-    def warnings(self, settings: TuneSettings, splits: Splits, budget: Budget) -> list[str]:
-        sizes = (settings.minibatch, len(splits.validation), len(splits.test), settings.max_proposals)
-        return budget.over(self.worst.tune(*sizes))
+    def warnings(self, settings: TuneSettings, splits: Splits, budget: Budget, journal: Journal) -> list[str]:
+        """A line per budget that what was spent and the worst case of what is left are over."""
+        left = work_left(journal, settings.max_proposals)
+        return budget.over(
+            journal.spent() + self.worst.tune(settings.minibatch, len(splits.validation), len(splits.test), left)
+        )
+
+
+def work_left(journal: Journal, proposals: int) -> Work:
+    """What the tune of ``journal`` has left to pay for, with ``proposals`` iterations in all."""
+    tests = sum(on == "test" for _, on in journal.evaluations)
+    return Work(
+        start=int((START, "validation") not in journal.evaluations),
+        iterations=max(0, proposals - sum(k < proposals for k in journal.iterations)),
+        tests=max(0, 2 - tests),
+    )
 
 
 def estimate_costs(
     config: RunConfig,
-    out: Path,
     splits: Splits,
     tasks: Mapping[str, Task],
     backends: BackendOverrides | None,
     proposer: BackendSpec | None,
 ) -> TuneCosts:
     """Per-task costs from the run's estimate over the train split; the proposal's at its limits."""
-    train = write_tasks([tasks[i] for i in splits.train], out / "tasks" / "train.jsonl")
-    made = estimate(config.replace(tasks=str(train), limit=None), backends=backends)
+    with tempfile.TemporaryDirectory(prefix="redraft-tune-estimate-") as scratch:  # nothing lands under --out
+        train = write_tasks([tasks[i] for i in splits.train], Path(scratch) / "train.jsonl")
+        made = estimate(config.replace(tasks=str(train), limit=None), backends=backends)
     per = 1 / max(1, made.tasks)
+    prices = load_prices(config.runtime.prices)
     proposal = Usage(input_tokens=PROPOSAL_INPUT_TOKENS, output_tokens=PROPOSAL_MAX_TOKENS, calls=1)
-    price = load_prices(config.runtime.prices).cost(model_of(proposer), proposal) if proposer is not None else 0.0
-    proposal = Usage(
-        input_tokens=proposal.input_tokens, output_tokens=proposal.output_tokens, calls=1, cost_usd=price or 0.0
-    )
+    model = model_of(proposer) if proposer is not None else "scripted"  # a function in its place calls no model
+    proposal = prices.priced(model, proposal)
     return TuneCosts(
         worst=Costs(task=scaled(made.worst.total, per), proposal=proposal),
         expected=Costs(task=scaled(made.expected.total, per), proposal=scaled(proposal, 0.5)),
-        free=made.free and not price,
+        free=made.free and prices.free(model),
     )
+
+
+def priced_proposals(propose: Propose, prices: PriceTable, model: str) -> Propose:
+    """``propose`` with each proposal's calls priced where every role's are (`PriceTable.priced`), by the model the
+    reply names (``model``, the proposer's, when it names none), so the tune's budget and report count them."""
+
+    def priced(request: ProposeRequest) -> Proposal:
+        proposal = propose(request)
+        usage = prices.priced(proposal.model or model, proposal.usage)
+        return msgspec.structs.replace(proposal, usage=usage)
+
+    return priced

@@ -10,6 +10,7 @@ last line (a crash mid-write) is dropped; any other line that does not read is a
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -94,8 +95,10 @@ _decoder = msgspec.json.Decoder(Record)
 class Journal:
     """The records of ``directory/tune.jsonl``, read at open, appended to as they land (thread-safe)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, on_record: Callable[[Record], None] | None = None) -> None:
+        """``on_record`` is told of each record added (not of those read), after it is written."""
         self.path = directory / JOURNAL
+        self._on_record = on_record
         self.candidates: dict[str, Candidate] = {}
         self.evaluations: dict[tuple[str, str], Evaluation] = {}
         self.proposals: dict[int, Proposed] = {}
@@ -138,6 +141,8 @@ class Journal:
             with self.path.open("ab") as handle:
                 handle.write(msgspec.json.encode(record) + b"\n")
             self._place(record)
+        if self._on_record is not None:  # outside the lock: the listener may read the journal
+            self._on_record(record)
 
     def spent(self) -> Usage:
         """Every recorded evaluation's usage and every proposal's: what the tune has paid for."""

@@ -3,7 +3,9 @@
 Both hold the verdict; the splits' sizes; each candidate's lineage (its parent, the section its edit
 rewrote, the edit as a diff, the proposer's stated reason) and its scores on each set it ran on
 (minibatch, validation, test); every iteration, refused edits with why; and the spend, split between
-the evaluations and the proposer. The page plots each candidate's validation figure by iteration.
+the evaluations and the proposer. The page plots each candidate's validation figure by iteration, once
+there are two to compare. Iterations are counted from 1, as the terminal counts them: candidate c<n> is
+the child of iteration n (the journal keeps its own count from 0).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from redraft.tuning._verdict import Verdict
 from redraft.views.templating import render
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from redraft.tuning._api import TuneSettings
 
 TUNE_JSON, TUNE_HTML = "tune.json", "tune.html"
@@ -34,6 +38,7 @@ class CandidateRow(msgspec.Struct, kw_only=True):
     id: str
     parent: str | None
     iteration: int | None
+    """The iteration that proposed it, from 1 (None for the start)."""
     section: str | None
     reason: str
     file: str
@@ -49,6 +54,7 @@ class CandidateRow(msgspec.Struct, kw_only=True):
 
 class IterationRow(msgspec.Struct, kw_only=True):
     number: int
+    """From 1, as the terminal says "iteration 3 of 8"."""
     parent: str
     section: str
     child: str | None
@@ -89,7 +95,7 @@ def build(journal: Journal, splits: Splits, verdict: Verdict, config: RunConfig,
     proposals = journal.proposals
     rows = [
         IterationRow(
-            number=i.number,
+            number=i.number + 1,
             parent=i.parent,
             section=i.section,
             child=i.child,
@@ -148,7 +154,7 @@ def _candidates(journal: Journal) -> list[CandidateRow]:
             CandidateRow(
                 id=c.id,
                 parent=c.parent,
-                iteration=c.iteration,
+                iteration=None if c.iteration is None else c.iteration + 1,
                 section=c.section,
                 reason=c.reason,
                 file=c.file,
@@ -176,19 +182,32 @@ def write_report(
 
 
 def _plot(report: TuneReport) -> str | None:
-    """Each candidate's validation figure by iteration (kept ones), as a base64 PNG; None without matplotlib."""
+    """Each candidate's validation figure by iteration (kept ones), as a base64 PNG; None with fewer than two to
+    compare (the page says so) or without matplotlib."""
     try:
-        from redraft.views.plots import figure, png
+        from redraft.views.plots import png
     except ImportError:
         return None
-    points = [(c.iteration if c.iteration is not None else -1, c.validation, c.id) for c in report.candidates]
-    shown = [(x + 1, y, name) for x, y, name in points if y is not None]
-    if not shown:
+    fig = validation_figure(report)
+    return None if fig is None else base64.b64encode(png(fig)).decode()
+
+
+def validation_figure(report: TuneReport) -> Figure | None:
+    """The plot of `_plot`: the iterations on whole-number ticks from the start (0) to the last, the figures on
+    their whole range, 0 to 1; None with fewer than two points, where axes would only frame one dot."""
+    from redraft.views.plots import count_axis, figure
+
+    shown = [(c.iteration or 0, c.validation, c.id) for c in report.candidates if c.validation is not None]
+    if len(shown) < 2:
         return None
     fig, ax = figure()
-    ax.plot([x for x, _, _ in shown], [y for _, y, _ in shown], "o", color="#2f6db5")
+    ax.plot([x for x, _, _ in shown], [y for _, y, _ in shown], "o", color="#2f6db5", clip_on=False)
     for x, y, name in shown:
         ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    last = max(len(report.iterations), *(x for x, _, _ in shown))
+    ax.set_xlim(-0.5, last + 0.5)
+    count_axis(ax.xaxis)
+    ax.set_ylim(0.0, 1.0)
     ax.set_xlabel("iteration (0: the starting prompts)")
     ax.set_ylabel("mean validation figure")
-    return base64.b64encode(png(fig)).decode()
+    return fig

@@ -205,7 +205,7 @@ class Search:
         assert proposal.text is not None
         version, _ = text_of(parent.entries, section)
         entries = {**parent.entries, section: (version + 1, proposal.text)}
-        about = {"version": k + 1, "parent": parent.id, "made": f"redraft tune, iteration {k}: {proposal.reason}"}
+        about = {"version": k + 1, "parent": parent.id, "made": f"redraft tune, iteration {k + 1}: {proposal.reason}"}
         path = prompts_file(entries, about, self.root / "prompts" / f"{identity}.toml")
         child = Candidate(
             id=identity,

@@ -49,6 +49,9 @@ class TaskRow:
     index: int
     task_id: str
     passed: bool
+    """Its final answer's feedback verdict: what the loop saw."""
+    graded_pass: bool | None
+    """Its final answer's held-out grade (None: nothing to grade it against)."""
     initial_score: float
     score: float
     rounds: int
@@ -65,6 +68,7 @@ def task_row(index: int, result: Result, *, linked: bool = True) -> TaskRow:
         index=index,
         task_id=result.task_id,
         passed=result.passed,
+        graded_pass=result.graded_pass,
         initial_score=result.initial_score,
         score=result.score,
         rounds=result.rounds,
@@ -307,8 +311,9 @@ def _breakdowns(s: Summary) -> dict[str, list[tuple[str, ...]]]:
 
 
 def _usage_cells(u: Usage) -> tuple[str, ...]:
+    """A role's calls and tokens, what this run paid for them, and what the response cache saved it."""
     counts = (u.calls, u.input_tokens, u.output_tokens, u.cached_tokens, u.cache_hits)
-    return (*(f"{n:,}" for n in counts), f"${u.cost_usd:,.4f}")
+    return (*(f"{n:,}" for n in counts), f"${u.spent_usd:,.4f}", f"${u.saved_usd:,.4f}")
 
 
 def _run_line(manifest: dict[str, Any]) -> str:

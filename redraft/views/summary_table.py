@@ -2,7 +2,8 @@
 
 Rows are (label, value) pairs of plain text, made from a `Summary` (and whether
 the run fed the grade back, from its manifest), so both places show the same
-figures in the same words. The feedback's pass rates (what the loop optimised)
+figures in the same words. Money is shown with its basis: what this run paid, and apart from it what
+the response cache saved (calls another run had paid for). The feedback's pass rates (what the loop optimised)
 and the held-out grade's (what it achieved) are both shown, and never merged;
 an oracle-feedback run says so first, in plain words. The terminal table also
 breaks stop reasons, errors and usage down by kind in its rows; the report has
@@ -11,9 +12,12 @@ a table of its own for each of those, and leaves them out here.
 
 from __future__ import annotations
 
+from redraft.protocols.messages import Usage
 from redraft.rundir.summary import Summary
 
 ORACLE = "ORACLE: the loop was fed the held-out grade; an upper bound, not a result"
+SPENT, SAVED, COST = "spent", "saved by the cache", "cost of the calls"
+BATCH = "through provider batches (--batch)"
 
 
 def summary_rows(s: Summary, *, breakdowns: bool, oracle: bool = False) -> list[tuple[str, str]]:
@@ -41,16 +45,32 @@ def summary_rows(s: Summary, *, breakdowns: bool, oracle: bool = False) -> list[
     rows.append(("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}"))
     rows.append(("model calls", f"{s.usage.calls:,} ({s.usage.cache_hits:,} from the cache)"))
     if breakdowns:
-        rows += [
-            (f"  {role}", f"{u.calls:,} calls, {u.total_tokens:,} tokens, ${u.cost_usd:,.4f}")
-            for role, u in sorted(s.usage_by_role.items())
-        ]
-    unpriced = f" (not priced: {', '.join(s.unpriced_models)})" if s.unpriced_models else ""
-    rows.append(("cost", f"${s.usage.cost_usd:,.4f}{unpriced}"))
+        rows += [(f"  {role}", _role_usage(u)) for role, u in sorted(s.usage_by_role.items())]
+    if s.usage.batch_calls:
+        rows.append((BATCH, f"{s.usage.batch_calls:,} of {s.usage.calls:,} calls, at batch price"))
+    rows += money_rows(s)
     rows.append(("wall time", f"{s.wall_s:.1f} s"))
     if s.stopped_by:
         rows.append(("stopped by", s.stopped_by))
     return rows
+
+
+def money_rows(s: Summary) -> list[tuple[str, str]]:
+    """USD, each figure with its basis: what this run paid (``spent``); and when the response cache answered calls
+    another run had paid for, what they would have cost (``saved by the cache``) and what every call the results
+    rest on costs (``cost of the calls``: the same with or without the cache, what a resume keeps equal)."""
+    u = s.usage
+    unpriced = f" (not priced: {', '.join(s.unpriced_models)})" if s.unpriced_models else ""
+    rows = [(SPENT, f"${u.spent_usd:,.4f} paid by this run{unpriced}")]
+    if u.saved_calls:  # a new run answered from another's answers: what they would have cost, apart
+        rows.append((SAVED, f"${u.saved_usd:,.4f} ({u.saved_calls:,} calls paid by others)"))
+        rows.append((COST, f"${u.cost_usd:,.4f}, every call at list price"))
+    return rows
+
+
+def _role_usage(u: Usage) -> str:
+    saved = f" (${u.saved_usd:,.4f} saved by the cache)" if u.saved_calls else ""
+    return f"{u.calls:,} calls, {u.total_tokens:,} tokens, ${u.spent_usd:,.4f}{saved}"
 
 
 def _graded(rate: float | None, passed: int, s: Summary) -> str:

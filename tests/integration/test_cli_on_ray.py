@@ -37,7 +37,10 @@ def test_run_writes_the_run_directory_and_prints_the_table(
     captured = capsys.readouterr()
     printed = captured.out
     # Not a terminal here: progress comes as plain lines, the last one at completion.
-    assert re.match(r"refining: 4/4 tasks, pass \d+%, [\d.]+ tasks/s, ETA 0 s$", captured.err.strip().splitlines()[-1])
+    assert re.match(
+        r"refining: 4/4 tasks, graded pass \d+%, feedback pass \d+%, [\d.]+ tasks/s, ETA 0 s$",
+        captured.err.strip().splitlines()[-1],
+    )
     assert "graded pass rate, round 0" in printed and "feedback pass rate, refined" in printed
     assert "stop reasons" in printed and "ORACLE" not in printed
     manifest = json.loads((out / "manifest.json").read_text())
@@ -57,6 +60,8 @@ def test_run_writes_the_run_directory_and_prints_the_table(
             "cost_usd",
             "cache_hits",
             "batch_calls",
+            "saved_calls",
+            "saved_usd",
         } == set(record["usage"])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["tasks"] == 4

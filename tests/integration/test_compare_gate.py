@@ -106,6 +106,7 @@ def test_the_gate_passes_a_noise_level_difference_and_fails_one_beyond_the_inter
         err = capsys.readouterr().err
         assert code == expected, (old.name, err[-2000:])
         assert len(regression_lines(err)) == (expected == 4)
+        assert (f"redraft: gate: no arm regressed against {old}" in err.splitlines()) == (expected == 0)
         for lane in ("arms/adversarial", "baseline"):
             assert f"resuming {lane}: {TASKS} of {TASKS} tasks already done" in err
     assert json.loads((good / "comparison.json").read_text())["arms"][0] == arm

@@ -53,10 +53,14 @@ def test_refines_over_http_with_usage_equal_to_what_the_server_reported(ray_clus
 
 
 def test_a_resumed_run_sends_no_second_request_for_answered_calls(ray_cluster: Any, tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"fake-model": {"input": 1.0, "output": 2.0}}))
     with FakeLLMServer() as server:
         server.reply_text = "Answer: 7"
         spec = f"openai-compatible:fake-model@{server.openai_base_url}"
-        config = RunConfig.build(limit=4, samples=2, max_rounds=2, drafter=spec, critic=spec, out=str(tmp_path / "run"))
+        config = RunConfig.build(
+            limit=4, samples=2, max_rounds=2, drafter=spec, critic=spec, prices=str(prices), out=str(tmp_path / "run")
+        )
         first = run(config)
         answered = len(server.requests)
         # Lose the last two results, as a run killed before writing them would.
@@ -69,3 +73,12 @@ def test_a_resumed_run_sends_no_second_request_for_answered_calls(ray_cluster: A
     again = [json.loads(line) for line in results.read_text().splitlines()]
     assert sum(r["usage"]["cache_hits"] for r in again) == sum(r["usage"]["calls"] for r in again[2:])
     assert resumed.summary.usage.input_tokens == first.summary.usage.input_tokens
+    # The resumed run paid for those calls itself, before it was cut: spent, as if it had never stopped.
+    cost = first.summary.usage.cost_usd
+    assert cost > 0 and resumed.summary.usage.saved_calls == 0
+    assert resumed.summary.usage.spent_usd == pytest.approx(cost, rel=1e-9)
+    # Another run directory asking the same calls pays nothing: every call is saved by the cache (the server is
+    # gone, so a call that reached for it would fail the run).
+    usage = run(config.replace(out=str(tmp_path / "another"))).summary.usage
+    assert usage.saved_calls == usage.cache_hits == usage.calls == first.summary.usage.calls
+    assert usage.spent_usd == 0.0 and usage.saved_usd == pytest.approx(cost, rel=1e-9)

@@ -300,14 +300,17 @@ def test_a_tune_dry_run_says_its_splits_and_estimate_and_calls_no_model(tmp_path
     # 3 iterations of 2 x 2 minibatch tasks, 6 validation tasks and a proposal (33), both prompts on test (12).
     assert "8 train, 6 validation, 6 test tasks; up to 3 proposals, 2 at once" in said
     assert "estimate: 51 calls expected, 51 at most (the models cost no USD)" in said
-    assert "dry run: no model was called" in said
-    assert not (tmp_path / "tune" / "tune.jsonl").read_text().count('"type":"evaluation"')
+    assert "dry run: no model was called and nothing was written" in said
+    assert not (tmp_path / "tune").exists()
 
 
 def test_a_tune_resumed_with_other_settings_is_refused_naming_the_first(tmp_path: Path) -> None:
     args = ["tune", "arithmetic", "--limit", "20", "--model", "scripted:tests.support.replies:always_seven"]
-    args += ["--dry-run", "--out", str(tmp_path / "tune")]
-    assert redraft(*args, "--minibatch", "2", cwd=REPO_ROOT).returncode == 0
+    args += ["--out", str(tmp_path / "tune")]
+    # Begun (its manifest and splits written), then refused by a budget that cannot pay for the verdict.
+    assert redraft(*args, "--minibatch", "2", "--budget-calls", "1", cwd=REPO_ROOT).returncode == 2
+    assert (tmp_path / "tune" / "tune-manifest.json").exists()
+    args.append("--dry-run")
     assert redraft(*args, "--minibatch", "2", "--max-proposals", "9", cwd=REPO_ROOT).returncode == 0  # may grow
     done = redraft(*args, "--minibatch", "3", cwd=REPO_ROOT)
     assert done.returncode == 2

@@ -43,5 +43,24 @@ def test_the_plain_progress_line_names_the_throttled_endpoint(capsys: pytest.Cap
                 )
             )  # fmt: skip
     line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert line.startswith("refining: 2/2 tasks, pass 100%")
+    assert line.startswith("refining: 2/2 tasks, feedback pass 100%")
     assert line.endswith("openai:gpt-4o-mini 5/6 in flight, 2 throttled")
+
+
+def test_the_progress_line_names_each_pass_rate_by_its_basis(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, "pass 100%" was the feedback's rate under a table that opens with the graded one."""
+    progress = RunProgress()
+    progress._plain = True
+    with progress:
+        progress.start(total=2, already_done=0)
+        for task_id, graded in (("t0", True), ("t1", False)):
+            progress.advance(
+                Result(
+                    task_id=task_id, scenario="arithmetic", answer="1", text="Answer: 1", score=1.0, passed=True,
+                    initial_score=1.0, initial_passed=True, rounds=1, stop_reason="threshold", usage=Usage(calls=1),
+                    wall_s=0.1, grade=float(graded), graded_pass=graded,
+                )
+            )  # fmt: skip
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("refining: 2/2 tasks, graded pass 50%, feedback pass 100%, ")
+    assert progress.rates() == "graded pass 50%, feedback pass 100%"

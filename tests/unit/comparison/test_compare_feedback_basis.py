@@ -45,10 +45,10 @@ def model(request: ChatRequest) -> str:
     return f"Answer: {number + 1 if right else number}"
 
 
-def lane(root: Path, config: RunConfig) -> None:
+def lane(root: Path, config: RunConfig, tasks: list[Task] = TASKS) -> None:
     store = RunStore.open(root, manifest_for(config, root.name))
     arbiter = scripted_arbiter(model, arbiter_settings(config), scenario=CHECK)
-    for task in TASKS:
+    for task in tasks:
         trace = asyncio.run(refine_trace(arbiter, Grader(CHECK), task))
         result = trace[-1]
         assert isinstance(result, Result) and result.graded_pass is None  # nothing held out

@@ -58,7 +58,7 @@ def test_slowest_and_most_expensive_tasks_are_ranked(run_dir: Path) -> None:
     recs = records(run_dir)
     slowest = [row[0] for row in tables["Slowest tasks"][1:]]
     by_wall = sorted(recs, key=lambda r: -float(r["wall_s"]))  # type: ignore[arg-type]
-    assert [float(row[7]) for row in tables["Slowest tasks"][1:]] == [float(r["wall_s"]) for r in by_wall]  # type: ignore[arg-type]
+    assert [float(row[8]) for row in tables["Slowest tasks"][1:]] == [float(r["wall_s"]) for r in by_wall]  # type: ignore[arg-type]
     assert slowest[0] in {"suite/late", "suite/never"}  # three rounds each: the most clock ticks
     costliest = [row[0] for row in tables["Most expensive tasks"][1:]]
     top = max(recs, key=lambda r: (r["usage"]["cost_usd"], r["usage"]["input_tokens"]))  # type: ignore[index]
