@@ -18,7 +18,7 @@ from typing import Any
 from redraft.actors._ray import RayServices, node_id, on_node
 from redraft.rundir import Frame, RunReader, TaskEntry
 from redraft.rundir.spending import spending
-from redraft.strategies import Ledger, Observation, Share, get_strategy, ledger_name, shares_batch
+from redraft.strategies import Ledger, Observation, Share, get_strategy, ledger_name
 
 
 def batch_name(out: Path) -> str:
@@ -31,7 +31,7 @@ def batch_name(out: Path) -> str:
 def start_ledger(strategy: str, batch: str, out: Path, done: set[str], share: Share | None) -> Any | None:
     """The batch's ledger as an actor on this node, primed from the finished tasks in ``out`` (None: the
     strategy learns nothing across the batch)."""
-    if not shares_batch(get_strategy(strategy)):
+    if not get_strategy(strategy).shares_batch:
         return None
     import ray
 

@@ -64,7 +64,7 @@ from redraft.protocols.messages import (
     VerifyRequest,
 )
 from redraft.protocols.stages import Stage
-from redraft.strategies import CriticRole, RoundOutcome, Scored, attempt_of, rank, revision_of, told_finished
+from redraft.strategies import CriticRole, RoundOutcome, Scored, attempt_of, rank, revision_of
 
 R = TypeVar("R", bound=Reply)
 Replay = Sequence[tuple[Request, Reply]]
@@ -324,7 +324,7 @@ class TaskLoop:
         """Append the task's `Result` (the best candidate of any finished round) and tell the strategy."""
         result = self._result(verdict)
         self.trace.append(result)
-        await told_finished(self.rules.strategy, self, result)
+        await self.rules.strategy.finish(self, result)
 
     def _result(self, verdict: Verdict) -> Result:
         assert verdict.reason is not None

@@ -32,7 +32,7 @@ from redraft.sandbox import isolation
 from redraft.scenarios import Scenario, get_scenario, provide
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import CheckFunction, UserCheck
-from redraft.strategies import Share, executes_plans, get_strategy, samples_needed, shares_batch
+from redraft.strategies import Share, get_strategy
 
 BackendOverrides = dict[RoleName, BackendSpec]
 """Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
@@ -127,7 +127,7 @@ def shortfalls(experiment: Experiment, scenario: Scenario) -> list[str]:
             f"{scenario.name}'s answers need about {scenario.draft_tokens:,} tokens and --max-tokens "
             f"{experiment.max_tokens} cuts them short; pass --max-tokens {scenario.draft_tokens}"
         )
-    wanted = samples_needed(get_strategy(experiment.strategy))
+    wanted = get_strategy(experiment.strategy).min_samples
     if experiment.samples < wanted:
         said.append(
             f"{experiment.strategy} needs at least {wanted} --samples to do what it is for, and was given "
@@ -138,7 +138,7 @@ def shortfalls(experiment: Experiment, scenario: Scenario) -> list[str]:
 
 def check_plans(strategy: str, scenario: Scenario) -> None:
     """`UserError` for a strategy that executes plans (``plan_execute``) on a scenario with no files to run over."""
-    if executes_plans(get_strategy(strategy)) and not scenario.has_workspace:
+    if get_strategy(strategy).executes_plans and not scenario.has_workspace:
         raise UserError(
             f"{strategy} runs each step of a plan over the task's files; scenario {scenario.name!r} has none "
             "(pipeline has)"
@@ -181,7 +181,7 @@ def share(experiment: Experiment) -> Share | None:
 def spends_calls_per_task(strategy: str) -> bool:
     """Whether the strategy ``strategy`` spends to a batch's budget (``--calls-per-task``,
     ``--tokens-per-task``); `UserError` for an unknown name."""
-    return shares_batch(get_strategy(strategy))
+    return get_strategy(strategy).shares_batch
 
 
 def arbiter_settings(config: RunConfig, setup: RoleSetup | None = None) -> ArbiterSettings:

@@ -16,6 +16,7 @@ several judged a candidate), then sample index. So is what a revision carries
 
 from __future__ import annotations
 
+import abc
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 import msgspec
 
+from redraft.errors import UserError
 from redraft.plugins import Registry
 from redraft.protocols.messages import (
     Attempt,
@@ -212,9 +214,10 @@ class RoundOutcome:
     ``stable``; its share of the batch's budget is spent: ``budget``), unless the protocol stops it first."""
 
 
-class Strategy(Protocol):
-    """The rules of play of one round. A class may subclass this to take its defaults (a strategy that
-    revises K samples, with no critic and no verifier model) and override what differs."""
+class Strategy(abc.ABC):
+    """The rules of play of one round: subclass it, declare what differs from its defaults (a strategy that
+    revises K samples, with no critic and no verifier model) and write `run_round`. The engine and the actor
+    system read these declarations, never anything else of a strategy."""
 
     name: ClassVar[str]
     """Set by `@strategy("name")`."""
@@ -228,14 +231,17 @@ class Strategy(Protocol):
     """True if the verifier role needs a model (chain-of-verification questions)."""
     min_samples: ClassVar[int] = 1
     """Fewer ``--samples`` than this and the strategy cannot do what it is for (a majority of two): a run that
-    gives fewer is warned, once (`samples_needed`)."""
+    gives fewer is warned, once."""
     shares_batch: ClassVar[bool] = False
     """True if the strategy learns across the batch and spends to its budget (``--calls-per-task`` or
     ``--tokens-per-task``): the actor system then starts its batch's `redraft.strategies.Ledger` before any
-    task and rebuilds it on resume. Optional, as `finish` is: a strategy that does not define them neither
-    shares nor is told (`shares_batch`, `told_finished` read them so)."""
+    task and rebuilds it on resume, and `finish` is told each task's result."""
+    executes_plans: ClassVar[bool] = False
+    """True if the strategy runs a plan's steps over a task's files: it needs a scenario with a workspace."""
 
-    async def run_round(self, ctx: RoundContext) -> RoundOutcome: ...
+    @abc.abstractmethod
+    async def run_round(self, ctx: RoundContext) -> RoundOutcome:
+        """One round of the task: the calls it makes through ``ctx``, and what they gathered."""
 
     async def finish(self, ctx: RoundContext, result: Result) -> None:
         """Told once a task has its result (a strategy that shares a budget across tasks returns what the
@@ -252,31 +258,15 @@ def strategy_names() -> list[str]:
     return STRATEGIES.names()
 
 
-def shares_batch(strategy: Strategy) -> bool:
-    """Whether ``strategy`` learns across its batch (`Strategy.shares_batch`, False if it does not say)."""
-    return bool(getattr(strategy, "shares_batch", False))
-
-
-def samples_needed(strategy: Strategy) -> int:
-    """The ``--samples`` ``strategy`` needs to mean anything (`Strategy.min_samples`, 1 if it does not say)."""
-    return int(getattr(strategy, "min_samples", 1))
-
-
-def executes_plans(strategy: Strategy) -> bool:
-    """Whether ``strategy`` runs a plan's steps over a task's files (needs a scenario with a workspace)."""
-    return bool(getattr(strategy, "executes_plans", False))
-
-
-async def told_finished(strategy: Strategy, ctx: RoundContext, result: Result) -> None:
-    """Tell ``strategy`` a task has its result, if it listens (`Strategy.finish`)."""
-    finish = getattr(strategy, "finish", None)
-    if finish is not None:
-        await finish(ctx, result)
-
-
 def get_strategy(name: str) -> Strategy:
-    """A new instance of the registered strategy ``name``; `UserError` listing the known ones otherwise."""
-    return STRATEGIES.get(name)()
+    """A new instance of the registered strategy ``name``; `UserError` listing the known ones otherwise, or
+    naming a registration that makes anything but a `Strategy`."""
+    made = STRATEGIES.get(name)()
+    if not isinstance(made, Strategy):
+        raise UserError(
+            f"strategy {name!r} made a {type(made).__name__}, not a redraft.strategies.Strategy: subclass it"
+        )
+    return made
 
 
 MAX_EDIT_FEEDBACK = 3

@@ -172,11 +172,13 @@ def test_no_function_is_longer_than_a_reader_holds() -> None:
     assert long == {}
 
 
-def test_nothing_probes_a_scenario_for_what_its_contract_declares() -> None:
-    """The scenario contract declares every capability with a default: nobody asks ``getattr(s, "stages")``."""
+def test_nothing_probes_a_scenario_or_a_strategy_for_what_its_contract_declares() -> None:
+    """The scenario and strategy contracts (ABCs) declare every capability with a default: nobody asks
+    ``getattr(s, "stages")`` or ``getattr(strategy, "shares_batch", False)``."""
     from redraft.scenarios import Scenario
+    from redraft.strategies import Strategy
 
-    declared = {name for name in dir(Scenario) if not name.startswith("__")}
+    declared = {name for cls in (Scenario, Strategy) for name in dir(cls) if not name.startswith("__")}
     probes = []
     for path in MODULES:
         for node in ast.walk(ast.parse(path.read_text())):

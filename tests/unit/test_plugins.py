@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 
 PLUGIN = '''
-from redraft.strategies import RoundOutcome, sample_and_verify, strategy
+from redraft.strategies import RoundOutcome, Strategy, sample_and_verify, strategy
 from redraft.scenarios.arithmetic import Arithmetic
 from redraft.scenarios import scenario
 
 
 @strategy("plugin_twice")
-class Twice:
+class Twice(Strategy):
     """Two samples, whatever --samples says (from a plugin)."""
 
-    name, revises, single_sample, critic_role, verifier_model = "plugin_twice", False, False, None, False
+    revises = False
 
     async def run_round(self, ctx):
         return RoundOutcome(await sample_and_verify(ctx, 2))

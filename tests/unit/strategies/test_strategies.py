@@ -352,3 +352,20 @@ def test_a_changed_system_prompt_enters_the_fingerprint_and_the_first_version_do
     ruled = RunConfig.build(prompts=str(changed))
     assert identity(ruled)["prompts"]["draft_system"] == 2 and "draft_system" in identity(ruled)["prompt_overrides"]
     assert fingerprint(identity(ruled)) != fingerprint(identity(plain))
+
+
+def test_a_strategy_registered_without_the_contract_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from redraft.errors import UserError
+    from redraft.strategies import STRATEGIES, get_strategy, strategy
+
+    STRATEGIES.names()
+    monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._entries))
+
+    @strategy("duck_typed")
+    class DuckTyped:  # run_round and the flags, but not a Strategy: nothing checks what it declares
+        revises = False
+
+        async def run_round(self, ctx: object) -> None: ...
+
+    with pytest.raises(UserError, match=r"strategy 'duck_typed' made a DuckTyped, not a redraft\.strategies\.Strategy"):
+        get_strategy("duck_typed")
