@@ -55,7 +55,16 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
         "arithmetic"
     )
     tasks: Annotated[
-        str | None, _help("Task file (JSON lines) to run instead of the scenario's own tasks.", panel="Tasks")
+        str | None,
+        _help("Task file (JSON lines, .csv or .parquet) to run instead of the scenario's own tasks.", panel="Tasks"),
+    ] = None
+    columns: Annotated[
+        str | None,
+        _help(
+            "Which column of --tasks holds which field: id=COL,prompt=COL,reference.KEY=COL, a :int, :float, :json "
+            "or :str after a column to read its cells so.",
+            panel="Tasks",
+        ),
     ] = None
     strategy: Annotated[str, _help("Critic strategy (see `redraft strategies`).", panel="Loop")] = "adversarial"
     samples: Annotated[

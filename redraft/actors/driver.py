@@ -82,9 +82,9 @@ def identity(config: RunConfig) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input): the experiment, every prompt template's
     version (a prompts file's text hashes too), and a task file's path and content hash."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
-    for budget in ("calls_per_task", "tokens_per_task"):  # absent when unset: earlier runs' fingerprints stay
-        if data.get(budget) is None:
-            data.pop(budget, None)
+    for optional in ("calls_per_task", "tokens_per_task", "columns"):  # absent when unset: earlier fingerprints stay
+        if data.get(optional) is None:
+            data.pop(optional, None)
     prompts = load_prompts(config.experiment.prompts)
     data["prompts"] = fingerprinted(prompts)  # the versions, not the file's path
     if config.experiment.prompts is not None:  # absent without one: the fingerprints of earlier runs stay as they were
@@ -127,7 +127,7 @@ def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]]]:
 
     def tasks() -> Iterator[Task]:
         if experiment.tasks is not None:  # a task file, streamed; role_setup validated it
-            return islice(iter_tasks(experiment.tasks, experiment.scenario), limit)
+            return islice(iter_tasks(experiment.tasks, experiment.scenario, experiment.columns), limit)
         return islice(scenario.tasks(seed=experiment.seed), limit)
 
     run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]

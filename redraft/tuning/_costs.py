@@ -60,7 +60,8 @@ def estimate_costs(
 ) -> TuneCosts:
     """Per-task costs from the run's estimate over the train split; the proposal's at its limits."""
     train = write_tasks([tasks[i] for i in splits.train], out / "tasks" / "train.jsonl")
-    made = estimate(config.replace(tasks=str(train), limit=None), backends=backends)
+    # The split is written as JSON lines with the fields' own names: the user's --columns mapped the source file.
+    made = estimate(config.replace(tasks=str(train), columns=None, limit=None), backends=backends)
     per = 1 / max(1, made.tasks)
     proposal = Usage(input_tokens=PROPOSAL_INPUT_TOKENS, output_tokens=PROPOSAL_MAX_TOKENS, calls=1)
     price = load_prices(config.runtime.prices).cost(model_of(proposer), proposal) if proposer is not None else 0.0

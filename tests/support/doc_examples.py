@@ -10,6 +10,7 @@ Other programs are checked for what can be: a make target exists, a file named e
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shlex
@@ -129,7 +130,7 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     config = RunConfig.build(scenario=scenario, model=own["model"], **given)
     check_experiment(config, workspace)
     if config.experiment.tasks is not None:
-        validate_task_file(workspace / config.experiment.tasks, scenario)
+        validate_task_file(workspace / config.experiment.tasks, scenario, config.experiment.columns)
     for name, reader in (("prices", load_prices), ("arms_file", _arms_file)):
         if (path := context.params.get(name)) is not None:
             reader(workspace / path)
@@ -173,7 +174,7 @@ def _arms_file(path: Path) -> None:
 
 
 def check_data(language: str, text: str, path: Path, workspace: Path) -> None:
-    """A json, toml, yaml or text block, read as the file it shows (written at ``path``); the files a
+    """A json, csv, toml, yaml or text block, read as the file it shows (written at ``path``); the files a
     workflow's commands name are in ``workspace``."""
     if language == "json":
         records = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -183,6 +184,9 @@ def check_data(language: str, text: str, path: Path, workspace: Path) -> None:
             assert validate_task_file(path, scenario) == len(records)
         else:
             load_prices(path)
+    elif language == "csv":  # a task file: the command that runs it validates it with its --columns
+        rows = list(csv.reader(text.splitlines()))
+        assert len(rows) > 1 and all(len(row) == len(rows[0]) for row in rows), "a header, then rows as wide"
     elif language == "toml":
         _check_toml(tomllib.loads(text), path)
     elif language == "yaml":
