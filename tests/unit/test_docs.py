@@ -96,14 +96,17 @@ def write_by_program(block: Block, root: Path) -> None:
 @pytest.fixture
 def in_workspace(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The examples' directory as the working directory and on the import path, with registrations kept local,
-    API keys set (to nothing usable) and the ``local`` backend answered by `stand_in`."""
+    API keys set (to nothing usable), Azure's endpoint and version as the examples export them, and the ``local``
+    backend answered by `stand_in`."""
     monkeypatch.chdir(workspace)
     monkeypatch.syspath_prepend(str(workspace))
     for registry in (SCENARIOS, STRATEGIES, BACKENDS):
         registry.names()  # loaded before copying, so that the copy is whole
         monkeypatch.setattr(registry, "_entries", dict(registry._entries))
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY"):
         monkeypatch.setenv(key, "sk-docs-examples-not-a-key")
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://my-resource.openai.azure.com")  # as the examples export
+    monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
     embedded = BACKENDS.get("local")
     monkeypatch.setitem(BACKENDS._entries, "local", lambda rest: embedded(rest) if rest else ScriptedSpec(stand_in))
     before = set(sys.modules)
