@@ -10,7 +10,7 @@
   on what a task computes, and run budgets may grow between invocations: none
   enters the fingerprint.
 - `Runtime`: where and how the run goes (output directory, cluster, how many
-  tasks, the cache, the price table, tasks in flight).
+  tasks, the cache, the price table, tasks in flight, where its spans go).
 
 Every field is also a command-line flag of ``redraft run``: ``--`` and the field's
 name with dashes, its help from ``Meta(description=...)``, its box in the help from
@@ -203,6 +203,14 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = None
     out: Annotated[str | None, _help("Run directory (default runs/<run-id>).", panel="Output")] = None
+    otel: Annotated[
+        str | None,
+        _help(
+            "Send each task's spans (OpenTelemetry, GenAI conventions) as it finishes to this OTLP/HTTP endpoint, "
+            "e.g. http://127.0.0.1:4318.",
+            panel="Output",
+        ),
+    ] = None
     verbose: Annotated[
         bool,
         _help(

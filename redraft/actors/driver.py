@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-import math
 import os
 import platform
 import tempfile
@@ -33,16 +32,11 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors._attempts import Breaker
-from redraft.actors._batches import start_batches, stop_batches
-from redraft.actors._clock import RunClock
-from redraft.actors._dispatcher import Dispatcher, ProgressHook
-from redraft.actors._endpoints import EndpointHook, EndpointWatch
-from redraft.actors._fleet import Fleet
-from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
-from redraft.actors._metrics import RunMetrics
+from redraft.actors._dispatcher import ProgressHook
+from redraft.actors._endpoints import EndpointHook
 from redraft.actors._preflight import estimate_left
 from redraft.actors._ray import ensure_ray
+from redraft.actors._running import start_running
 from redraft.backends.pricing import load_prices
 from redraft.config import RunConfig
 from redraft.engine.estimate import Estimate, paid
@@ -50,10 +44,7 @@ from redraft.engine.prompt_files import fingerprinted, load_prompts, overrides
 from redraft.engine.setup import (
     BackendOverrides,
     RoleSetup,
-    arbiter_settings,
-    endpoints_by_role,
     role_setup,
-    share,
     with_check,
 )
 from redraft.errors import Interrupted, UserError
@@ -63,6 +54,7 @@ from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity
 from redraft.scenarios.user_check import CheckFunction
+from redraft.telemetry import sdk, traces_url
 
 
 @dataclass
@@ -194,6 +186,9 @@ def run(
     config = with_check(config, check, grade)
     out, tasks = plan(config)
     setup = dataclasses.replace(role_setup(config, backends), cpu_share=cpu_share)
+    if config.runtime.otel is not None:  # the endpoint's URL and the extra, before anything starts
+        traces_url(config.runtime.otel)
+        sdk()
     manifest = manifest_for(config, out.name)
     _estimated(config, setup, out, tasks, manifest, on_estimate)
     store = RunStore.open(out, manifest)
@@ -205,26 +200,17 @@ def run(
         return RunOutcome(out=out, summary=store.finish(0.0, None), total=total, skipped=skipped)
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
-    batch = batch_name(out)
-    setup, batches = start_batches(setup, batch, out, config.runtime)
-    settings = msgspec.structs.replace(
-        arbiter_settings(config), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
-    )
-    ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
-    fleet = Fleet(setup, config.experiment.strategy, settings)
-    clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
-    dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, on_endpoints, stop or threading.Event())
+    hooks = (on_result, on_endpoints, stop or threading.Event())
+    running = start_running(config, setup, store, manifest, started, *hooks)
     stopped_by: str | None = None
     try:
-        stopped_by = dispatcher.run(pending)
+        stopped_by = running.dispatcher.run(pending)
     except Interrupted:
         stopped_by = "interrupted"
-        done = skipped + dispatcher.written
+        done = skipped + running.dispatcher.written
         raise Interrupted(f"interrupted: {done} of {total} tasks done", done=done, total=total) from None
     finally:  # a stopped run still leaves a consistent directory and a summary of what finished
-        stop_batches(batches)
-        fleet.shutdown()
-        stop_ledger(ledger)
+        running.stop()
         summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
 
@@ -284,48 +270,3 @@ def estimate(
     out, tasks = plan(config)
     setup = role_setup(config, backends)
     return estimate_left(config, setup, out, tasks, manifest_for(config, out.name))
-
-
-def _dispatcher(
-    config: RunConfig,
-    setup: RoleSetup,
-    fleet: Fleet,
-    store: RunStore,
-    clock: RunClock,
-    on_result: ProgressHook | None,
-    on_endpoints: EndpointHook | None,
-    stop: threading.Event,
-) -> Dispatcher:
-    budgets = config.budgets
-    metrics = RunMetrics(store.root.name)
-    return Dispatcher(
-        fleet,
-        store,
-        scenario=get_scenario(config.experiment.scenario),
-        oracle=config.experiment.oracle_feedback,
-        max_in_flight=config.runtime.max_tasks_in_flight
-        or _default_in_flight(setup, len(fleet.arbiters), batch=config.runtime.batch),
-        clock=clock,
-        task_timeout=budgets.task_timeout,
-        task_watchdog=budgets.task_watchdog or (math.inf if config.runtime.batch else None),
-        budget_spent=budgets.spent_by,
-        on_result=on_result,
-        breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
-        metrics=metrics,
-        stop=stop,
-        endpoints=EndpointWatch(metrics, on_endpoints),
-    )
-
-
-def _default_in_flight(setup: RoleSetup, nodes: int, *, batch: bool = False) -> int:
-    """10 tasks per node with a local model, 64 with remote backends, 4096 with ``--batch`` (a batch answers
-    thousands of calls at once; more tasks in flight make fewer, larger batches).
-
-    The node's model host decodes up to 8 sequences at once (`redraft.backends._llama_batch`), and a step of 8
-    costs less per token than a step of 4. A task has 1 to 3 calls out, so 10 tasks keep the host's slots full
-    where fewer would leave them part empty with nothing waiting. The tokens do not depend on it: a call's text
-    depends only on its own prompt and seed, not on what runs beside it."""
-    specs = [setup.drafter, setup.critic] + ([setup.verifier] if setup.verifier else [])
-    if any(s.spec.startswith("local") for s in specs):
-        return 10 * nodes
-    return 4096 if batch else 64

@@ -33,6 +33,7 @@ from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import user_scenario_name
 from redraft.strategies import get_strategy
+from redraft.telemetry import export_run, traces_url
 from redraft.tuning._splits import parse_fractions
 from tests.support.paths import REPO_ROOT
 
@@ -115,6 +116,8 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     """Parse ``redraft ARGS`` as the real command line does; for run and compare, validate what would run."""
     assert args and args[0] in COMMAND.commands, f"no redraft command {args[:1]}"
     context = COMMAND.commands[args[0]].make_context(args[0], args[1:])
+    if args[0] == "export" and context.params["fmt"] == "otel":
+        _send_spans(context.params, workspace)
     if args[0] not in ("run", "compare", "tune"):
         return
     for strategy in (context.params.get("arms") or "").split(","):
@@ -134,6 +137,20 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     for name, reader in (("prices", load_prices), ("arms_file", _arms_file)):
         if (path := context.params.get(name)) is not None:
             reader(workspace / path)
+    if config.runtime.otel is not None:
+        traces_url(config.runtime.otel)
+
+
+def _send_spans(params: dict[str, Any], workspace: Path) -> None:
+    """``redraft export RUN --format otel --endpoint URL``, run for real: the run's spans sent to a receiver of
+    this test in place of URL (which must read as an endpoint)."""
+    from tests.support.otlp_receiver import OTLPReceiver
+
+    traces_url(params["endpoint"])
+    with OTLPReceiver() as receiver:
+        url, sent = export_run(workspace / params["run_dir"], receiver.url)
+    assert url == f"{receiver.url}/v1/traces" and sent == len(receiver.spans) > 0
+    assert [root.name for root in receiver.roots()] == ["redraft.run"]
 
 
 def _tune_settings(params: dict[str, Any]) -> None:

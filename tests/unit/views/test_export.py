@@ -149,4 +149,4 @@ def test_cli_export(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     assert len(out.read_text().splitlines()) == 1 + 10
     done = redraft("export", str(run_dir), "--format", "xlsx")
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["redraft: error: unknown --format 'xlsx' (known: parquet, csv)"]
+    assert done.stderr.strip().splitlines() == ["redraft: error: unknown --format 'xlsx' (known: parquet, csv, otel)"]
