@@ -9,7 +9,7 @@ Syntax: ``FIELD=COLUMN[:TYPE]``, comma-separated, e.g.
 - TYPE says how a text cell is read: ``str`` (as it is; also an integer cell written as text, for ids),
   ``int``, ``float``, or ``json`` (the cell is a JSON value: ``7``, ``true``, ``[1, 2]``, ``"007"``).
   Without one, a value is taken as the file holds it: text in a CSV file, typed in a Parquet or JSON one.
-- An empty cell (or a Parquet null) is a value the task does not have: its key is left out.
+- An empty cell (empty text, or a null) is a value the task does not have: its key is left out.
 - ``id`` and ``prompt``, when not mapped, are read from the columns of those names. Columns no entry
   names are ignored.
 

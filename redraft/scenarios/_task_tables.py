@@ -7,7 +7,8 @@
   columns the mapping names. Cells arrive typed: text, integers, floats, booleans, lists, structs.
 
 Rows are numbered from 1 under the header, as ``row N`` in every message (a spreadsheet that numbers
-its header 1 shows row N as N + 1).
+its header 1 shows row N as N + 1); text that is not UTF-8 is named by its line of the file, since it is
+decoded ahead of the rows.
 """
 
 from __future__ import annotations
@@ -47,10 +48,21 @@ def csv_rows(path: Path, where: str, columns: HeaderCheck) -> Rows:
                 if len(cells) != len(header):
                     raise UserError(f"{where}, row {number}: {len(cells)} cells; the header has {len(header)}")
                 yield number, dict(zip(header, cells, strict=True))
-        except UnicodeDecodeError:
-            raise UserError(f"{where}, row {number + 1}: not UTF-8 text") from None
+        except UnicodeDecodeError:  # text is decoded by the block, ahead of the rows: find its line
+            raise UserError(f"{where}, line {_first_bad_line(path)}: not UTF-8 text") from None
         except csv.Error as exc:
             raise UserError(f"{where}, row {number + 1}: not CSV: {exc}") from None
+
+
+def _first_bad_line(path: Path) -> int:
+    """The number of the file's first line that is not UTF-8 (a row may span lines: a line is exact)."""
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return 0
 
 
 def parquet_rows(path: Path, where: str, columns: HeaderCheck) -> Rows:

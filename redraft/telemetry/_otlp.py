@@ -159,7 +159,8 @@ def _collector(into: list[ReadableSpan]) -> SpanProcessor:
 
 
 class Streamer(_Spans):
-    """Sends spans from the SDK's own thread as they end; `close` waits for what is queued."""
+    """Sends spans from the SDK's own thread as they end; `close` waits for what is queued (30 s at most, the
+    SDK's bound on a processor's shutdown)."""
 
     def __init__(self, endpoint: str, run_id: str) -> None:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor

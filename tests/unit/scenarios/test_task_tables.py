@@ -224,7 +224,12 @@ def _parquet(path: Path, **columns: Any) -> Path:
         (
             lambda p: (p / "t.csv").write_bytes(b"id,prompt\na,caf\xe9\n") and p / "t.csv",
             None,
-            "{path}, row 1: not UTF-8 text",
+            "{path}, line 2: not UTF-8 text",
+        ),
+        (
+            lambda p: (p / "t.csv").write_bytes(b"id,pr\xe9mpt\na,b\n") and p / "t.csv",
+            None,
+            "{path}, line 1: not UTF-8 text",
         ),
         (
             lambda p: write_lines(p / "t.jsonl", {"qid": "a", "question": "x?"}),
