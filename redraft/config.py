@@ -10,7 +10,7 @@
   on what a task computes, and run budgets may grow between invocations: none
   enters the fingerprint.
 - `Runtime`: where and how the run goes (output directory, cluster, how many
-  tasks, the cache, the price table, tasks in flight).
+  tasks, the cache, the price table, tasks in flight, where its spans go).
 
 Every field is also a command-line flag of ``redraft run``: ``--`` and the field's
 name with dashes, its help from ``Meta(description=...)``, its box in the help from
@@ -61,7 +61,16 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
         "arithmetic"
     )
     tasks: Annotated[
-        str | None, _help("Task file (JSON lines) to run instead of the scenario's own tasks.", panel="Tasks")
+        str | None,
+        _help("Task file (JSON lines, .csv or .parquet) to run instead of the scenario's own tasks.", panel="Tasks"),
+    ] = None
+    columns: Annotated[
+        str | None,
+        _help(
+            "Which column of --tasks holds which field: id=COL,prompt=COL,reference.KEY=COL, a :int, :float, :json "
+            "or :str after a column to read its cells so.",
+            panel="Tasks",
+        ),
     ] = None
     strategy: Annotated[str, _help("Critic strategy (see `redraft strategies`).", panel="Loop")] = "adversarial"
     samples: Annotated[
@@ -200,6 +209,14 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = None
     out: Annotated[str | None, _help("Run directory (default runs/<run-id>).", panel="Output")] = None
+    otel: Annotated[
+        str | None,
+        _help(
+            "Send each task's spans (OpenTelemetry, GenAI conventions) as it finishes to this OTLP/HTTP endpoint, "
+            "e.g. http://127.0.0.1:4318.",
+            panel="Output",
+        ),
+    ] = None
     verbose: Annotated[
         bool,
         _help(

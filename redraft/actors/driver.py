@@ -18,12 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-import logging
-import math
 import os
 import platform
-import signal
-import socket
 import tempfile
 import threading
 import time
@@ -36,16 +32,11 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors._attempts import Breaker
-from redraft.actors._batches import start_batches, stop_batches
-from redraft.actors._clock import RunClock
-from redraft.actors._dispatcher import Dispatcher, ProgressHook
-from redraft.actors._endpoints import EndpointHook, EndpointWatch
-from redraft.actors._fleet import Fleet
-from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
-from redraft.actors._metrics import RunMetrics
+from redraft.actors._dispatcher import ProgressHook
+from redraft.actors._endpoints import EndpointHook
 from redraft.actors._preflight import estimate_left
-from redraft.actors._ray import RAY_OUTPUT
+from redraft.actors._ray import ensure_ray
+from redraft.actors._running import start_running
 from redraft.backends.pricing import load_prices
 from redraft.config import RunConfig
 from redraft.engine.estimate import Estimate, paid
@@ -53,10 +44,7 @@ from redraft.engine.prompt_files import fingerprinted, load_prompts, overrides
 from redraft.engine.setup import (
     BackendOverrides,
     RoleSetup,
-    arbiter_settings,
-    endpoints_by_role,
     role_setup,
-    share,
     with_check,
 )
 from redraft.errors import Interrupted, UserError
@@ -66,6 +54,7 @@ from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity
 from redraft.scenarios.user_check import CheckFunction
+from redraft.telemetry import sdk, traces_url
 
 
 @dataclass
@@ -82,9 +71,9 @@ def identity(config: RunConfig) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input): the experiment, every prompt template's
     version (a prompts file's text hashes too), and a task file's path and content hash."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
-    for budget in ("calls_per_task", "tokens_per_task"):  # absent when unset: earlier runs' fingerprints stay
-        if data.get(budget) is None:
-            data.pop(budget, None)
+    for optional in ("calls_per_task", "tokens_per_task", "columns"):  # absent when unset: earlier fingerprints stay
+        if data.get(optional) is None:
+            data.pop(optional, None)
     prompts = load_prompts(config.experiment.prompts)
     data["prompts"] = fingerprinted(prompts)  # the versions, not the file's path
     if config.experiment.prompts is not None:  # absent without one: the fingerprints of earlier runs stay as they were
@@ -128,7 +117,7 @@ def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]]]:
 
     def tasks() -> Iterator[Task]:
         if experiment.tasks is not None:  # a task file, streamed; role_setup validated it
-            return islice(iter_tasks(experiment.tasks, experiment.scenario), limit)
+            return islice(iter_tasks(experiment.tasks, experiment.scenario, experiment.columns), limit)
         return islice(scenario.tasks(seed=experiment.seed), limit)
 
     run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
@@ -198,6 +187,9 @@ def run(
     config = with_check(config, check, grade)
     out, tasks = plan(config)
     setup = dataclasses.replace(role_setup(config, backends), cpu_share=cpu_share)
+    if config.runtime.otel is not None:  # the endpoint's URL and the extra, before anything starts
+        traces_url(config.runtime.otel)
+        sdk()
     manifest = manifest_for(config, out.name)
     _estimated(config, setup, out, tasks, manifest, on_estimate)
     store = RunStore.open(out, manifest)
@@ -209,26 +201,17 @@ def run(
         return RunOutcome(out=out, summary=store.finish(0.0, None), total=total, skipped=skipped)
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
-    batch = batch_name(out)
-    setup, batches = start_batches(dataclasses.replace(setup, payer=store.payer), batch, out, config.runtime)
-    settings = msgspec.structs.replace(
-        arbiter_settings(config, setup), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
-    )
-    ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
-    fleet = Fleet(setup, config.experiment.strategy, settings)
-    clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
-    dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, on_endpoints, stop or threading.Event())
+    hooks = (on_result, on_endpoints, stop or threading.Event())
+    running = start_running(config, setup, store, manifest, started, *hooks)
     stopped_by: str | None = None
     try:
-        stopped_by = dispatcher.run(pending)
+        stopped_by = running.dispatcher.run(pending)
     except Interrupted:
         stopped_by = "interrupted"
-        done = skipped + dispatcher.written
+        done = skipped + running.dispatcher.written
         raise Interrupted(f"interrupted: {done} of {total} tasks done", done=done, total=total) from None
     finally:  # a stopped run still leaves a consistent directory and a summary of what finished
-        stop_batches(batches)
-        fleet.shutdown()
-        stop_ledger(ledger)
+        running.stop()
         summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
 
@@ -288,110 +271,3 @@ def estimate(
     out, tasks = plan(config)
     setup = role_setup(config, backends)
     return estimate_left(config, setup, out, tasks, manifest_for(config, out.name))
-
-
-def _dispatcher(
-    config: RunConfig,
-    setup: RoleSetup,
-    fleet: Fleet,
-    store: RunStore,
-    clock: RunClock,
-    on_result: ProgressHook | None,
-    on_endpoints: EndpointHook | None,
-    stop: threading.Event,
-) -> Dispatcher:
-    budgets = config.budgets
-    metrics = RunMetrics(store.root.name)
-    return Dispatcher(
-        fleet,
-        store,
-        scenario=get_scenario(config.experiment.scenario),
-        oracle=config.experiment.oracle_feedback,
-        max_in_flight=config.runtime.max_tasks_in_flight
-        or _default_in_flight(setup, len(fleet.arbiters), batch=config.runtime.batch),
-        clock=clock,
-        task_timeout=budgets.task_timeout,
-        task_watchdog=budgets.task_watchdog or (math.inf if config.runtime.batch else None),
-        budget_spent=budgets.spent_by,
-        on_result=on_result,
-        breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
-        metrics=metrics,
-        stop=stop,
-        endpoints=EndpointWatch(metrics, on_endpoints),
-    )
-
-
-def _default_in_flight(setup: RoleSetup, nodes: int, *, batch: bool = False) -> int:
-    """10 tasks per node with a local model, 64 with remote backends, 4096 with ``--batch`` (a batch answers
-    thousands of calls at once; more tasks in flight make fewer, larger batches).
-
-    The node's model host decodes up to 8 sequences at once (`redraft.backends._llama_batch`), and a step of 8
-    costs less per token than a step of 4. A task has 1 to 3 calls out, so 10 tasks keep the host's slots full
-    where fewer would leave them part empty with nothing waiting. The tokens do not depend on it: a call's text
-    depends only on its own prompt and seed, not on what runs beside it."""
-    specs = [setup.drafter, setup.critic] + ([setup.verifier] if setup.verifier else [])
-    if any(s.spec.startswith("local") for s in specs):
-        return 10 * nodes
-    return 4096 if batch else 64
-
-
-def ensure_ray(address: str | None, *, probe_s: float = 5.0, log: Path | None = None, verbose: bool = False) -> None:
-    """Join ``address``, or start a fresh local Ray when it is None.
-
-    Ray's own messages go to ``log`` from then on (`redraft.actors._ray.RayOutput`), and to the terminal too
-    only when ``verbose``.
-
-    ``ray.init()`` with no address would join whatever Ray it finds on the
-    machine (``RAY_ADDRESS``, or a cluster recorded under /tmp/ray, even a dead
-    one): a run without ``--address`` must not depend on such leftovers. A
-    ``HOST:PORT`` where nothing listens is a usage error within ``probe_s``
-    seconds (``ray.init`` itself would retry for minutes, silently).
-
-    The process's own SIGINT and SIGTERM handlers are kept: Ray installs its own as it starts (one that dumps
-    a C-level report on SIGTERM), and a caller that stops cleanly on a signal must still get it.
-    """
-    import ray
-
-    if ray.is_initialized():
-        return
-    if address and ":" in address and "://" not in address:
-        _probe(address, probe_s)
-    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
-    kept = _signal_handlers()
-    if log is not None:
-        RAY_OUTPUT.route(log, verbose=verbose)
-    try:
-        ray.init(address=address or "local", **kwargs)
-    except ConnectionError as exc:
-        raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None
-    finally:
-        for signum, handler in kept.items():
-            signal.signal(signum, handler)
-
-
-def _signal_handlers() -> dict[int, Any]:
-    """SIGINT's and SIGTERM's Python handlers, when this is the main thread (only it may set them)."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {s: h for s in (signal.SIGINT, signal.SIGTERM) if (h := signal.getsignal(s)) is not None}
-
-
-def _probe(address: str, within_s: float) -> None:
-    """`UserError` naming ``address`` unless a TCP connection to it opens within ``within_s`` seconds."""
-    host, _, port_text = address.rpartition(":")
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise UserError(f"--address {address!r} is not HOST:PORT (or auto)") from None
-    deadline = time.monotonic() + within_s
-    while True:
-        try:
-            with socket.create_connection((host.strip("[]"), port), timeout=max(0.1, deadline - time.monotonic())):
-                return
-        except OSError as exc:
-            if time.monotonic() >= deadline:
-                raise UserError(
-                    f"cannot join the Ray cluster at {address}: nothing answers there ({exc.strerror or exc}); "
-                    "start it with `ray start --head`, or leave out --address to run on a local Ray"
-                ) from None
-            time.sleep(0.25)

@@ -74,7 +74,9 @@ def batchable(spec: object) -> OpenAISpec | AnthropicSpec | None:
     """The endpoint ``spec`` names (through its rate limits) if it has a batch API: ``openai:`` (OpenAI itself)
     and ``anthropic:``; else None."""
     inner = spec.inner if isinstance(spec, LimitedSpec) else spec
-    if (isinstance(inner, OpenAISpec) and not inner.compatible) or isinstance(inner, AnthropicSpec):
+    if (isinstance(inner, OpenAISpec) and not inner.compatible and inner.azure is None) or isinstance(
+        inner, AnthropicSpec
+    ):
         return inner
     return None
 

@@ -6,6 +6,9 @@
 - ``openai-compatible:MODEL@URL`` calls a server such as vLLM, llama.cpp's
   ``llama-server`` or Ollama at URL (e.g. ``http://127.0.0.1:8000/v1``); the key
   is optional (``OPENAI_API_KEY`` if set, else a placeholder).
+- ``azure:DEPLOYMENT`` calls an Azure OpenAI deployment through the SDK's
+  ``AsyncAzureOpenAI`` (`redraft.backends.azure` parses the spec; the request, its
+  retries, usage and structured output are this module's).
 
 The key is read from the environment inside `OpenAISpec.create`, that is in the
 actor; it is never stored in the spec, in a spec string, in an error message or
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KEY_ENV = "OPENAI_API_KEY"
+AZURE_KEY_ENV = "AZURE_OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 PLACEHOLDER_KEY = "not-needed"
 """Sent to OpenAI-compatible servers when no key is set: a bearer header is what servers that check keys expect,
@@ -74,8 +78,18 @@ def schema_name(request: ChatRequest) -> str:
 
 
 @dataclass(frozen=True)
+class AzureTarget:
+    """Where an Azure OpenAI deployment lives: the resource's endpoint and the API version asked for."""
+
+    endpoint: str
+    """``https://RESOURCE.openai.azure.com``: the SDK adds ``/openai/deployments/DEPLOYMENT``."""
+    api_version: str
+    """Sent as the ``api-version`` query of every request."""
+
+
+@dataclass(frozen=True)
 class OpenAISpec:
-    """A validated OpenAI or OpenAI-compatible endpoint and model; holds no secret."""
+    """A validated OpenAI, OpenAI-compatible or Azure OpenAI endpoint and model; holds no secret."""
 
     remote: ClassVar[bool] = True
     """Its calls in flight adapt to the server's throttling by default (`redraft.backends._ratelimit`)."""
@@ -90,6 +104,13 @@ class OpenAISpec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     """Per HTTP request, not per call: each retry gets the whole timeout again."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    azure: AzureTarget | None = None
+    """Set for ``azure:``: ``model`` is then the deployment's name, the key ``AZURE_OPENAI_API_KEY``'s."""
+
+    @property
+    def key_env(self) -> str:
+        """The variable the key is read from, where the calls run."""
+        return AZURE_KEY_ENV if self.azure is not None else KEY_ENV
 
     def create(self) -> Backend:
         return OpenAIChat(self)
@@ -106,9 +127,9 @@ class OpenAIChat:
     """Each attempt passes the endpoint's `attempt_gate` (its retries are inside `with_retries`)."""
 
     def __init__(self, spec: OpenAISpec) -> None:
-        key = os.environ.get(KEY_ENV) or (PLACEHOLDER_KEY if spec.compatible else None)
+        key = os.environ.get(spec.key_env) or (PLACEHOLDER_KEY if spec.compatible else None)
         if key is None:
-            raise UserError(f"{spec.spec} needs {KEY_ENV} set where the model calls run (the Ray workers too)")
+            raise UserError(f"{spec.spec} needs {spec.key_env} set where the model calls run (the Ray workers too)")
         self._spec = spec
         self._key = key
         self._client: ChatWire | PerLoop[AsyncOpenAI] = (
@@ -178,7 +199,7 @@ class OpenAIChat:
             if "response_format" in arguments and _refuses_response_format(exc):
                 raise _ResponseFormatRejected(f"HTTP {exc.status}: {server_detail(exc.body, self._key)}") from None
             raise error_for_status(
-                exc.status, exc.body, exc.headers, spec=self._spec.spec, key_env=KEY_ENV, secret=self._key
+                exc.status, exc.body, exc.headers, spec=self._spec.spec, key_env=self._spec.key_env, secret=self._key
             ) from None
 
     async def _post_sdk(self, clients: PerLoop[AsyncOpenAI], arguments: dict[str, Any]) -> ChatCompletion:
@@ -208,7 +229,8 @@ class OpenAIChat:
                     cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
                     calls=1,
                 ),
-                model=response.model or self._spec.model,
+                # An Azure deployment is priced by its own name (the estimate's too): the model it serves is Azure's.
+                model=self._spec.model if self._spec.azure else response.model or self._spec.model,
                 finish_reason=str(choice.finish_reason or ""),
                 latency_s=latency_s,
             )
@@ -225,24 +247,33 @@ class OpenAIChat:
             openai,
             spec=self._spec.spec,
             timeout_s=self._spec.timeout_s,
-            key_env=KEY_ENV,
+            key_env=self._spec.key_env,
             secret=self._key,
             reply="chat completion",
         )
 
 
 def _sdk_client(spec: OpenAISpec, key: str) -> AsyncOpenAI:
-    """The openai SDK's client for OpenAI proper: its retries off (ours retry), over aiohttp."""
+    """The openai SDK's client for OpenAI proper or an Azure deployment: its retries off (ours retry), over
+    aiohttp. Azure's client posts the same body to ``/openai/deployments/DEPLOYMENT/chat/completions`` with the
+    ``api-version`` query and the key in an ``api-key`` header."""
     try:
         import openai
     except ImportError:  # pragma: no cover - openai is a dependency of redraft
         raise UserError("the openai backend needs the openai package (pip install openai)") from None
+    transport = openai.DefaultAioHttpClient(timeout=spec.timeout_s)
+    if spec.azure is not None:
+        return openai.AsyncAzureOpenAI(
+            api_key=key,
+            azure_endpoint=spec.azure.endpoint,
+            azure_deployment=spec.model,
+            api_version=spec.azure.api_version,
+            max_retries=0,
+            timeout=spec.timeout_s,
+            http_client=transport,
+        )
     return openai.AsyncOpenAI(
-        api_key=key,
-        base_url=spec.base_url,
-        max_retries=0,
-        timeout=spec.timeout_s,
-        http_client=openai.DefaultAioHttpClient(timeout=spec.timeout_s),
+        api_key=key, base_url=spec.base_url, max_retries=0, timeout=spec.timeout_s, http_client=transport
     )
 
 

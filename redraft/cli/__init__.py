@@ -314,28 +314,19 @@ def trace_command(
 @app.command("export")
 def export_command(
     run_dir: RunDir,
-    fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
+    fmt: Annotated[str, typer.Option("--format", help="parquet, csv, or otel (spans to --endpoint).")] = "parquet",
     table: Annotated[
         str, typer.Option(help="results (a row per task) or rounds (a row per task and round).")
     ] = "results",
     out_path: Annotated[Path | None, typer.Option("--out", help="Output file (default RUN_DIR/TABLE.FORMAT).")] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(help="With --format otel: the OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318.")
+    ] = None,
 ) -> None:
-    """Write a run as a flat Parquet or CSV table for analysis."""
-    from redraft.views.export import export
+    """Write a run as a flat Parquet or CSV table for analysis, or send its spans to an OTLP endpoint."""
+    from redraft.cli._export import export_run
 
-    if out_path is not None and out_path.is_dir():
-        raise UserError(f"--out {out_path} is a directory: give the file to write, e.g. {out_path / 'results.csv'}")
-    if out_path is not None and not (under := _nearest_existing(out_path.absolute().parent)).is_dir():
-        raise UserError(f"--out {out_path}: {under} is not a directory, so nothing can be made under it")
-    try:
-        path, rows = export(run_dir, fmt, table=table, out=out_path)
-    except OSError as exc:  # the --out place: under a file, a directory nobody may write in (/proc/self)
-        raise UserError(f"cannot export to {exc.filename or out_path}: {exc.strerror}") from None
-    print(f"{path} ({rows} rows)")
-
-
-def _nearest_existing(path: Path) -> Path:
-    return next(p for p in (path, *path.parents) if p.exists())
+    print(export_run(run_dir, fmt, table, out_path, endpoint))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -38,8 +38,9 @@ from redraft.config import Experiment, check_bounds
 from redraft.engine.prompt_files import load_prompts
 from redraft.errors import UserError, unknown_name
 
-SHARED = frozenset({"scenario", "tasks", "repeat"})
-"""Experiment fields an arm may not change: the comparison's tasks, and its repeats."""
+SHARED = frozenset({"scenario", "tasks", "columns", "repeat"})
+"""Experiment fields an arm may not change: the comparison's tasks (and how its task file is read), and its
+repeats."""
 ARM_FIELDS = frozenset(Experiment.__struct_fields__) - SHARED
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 

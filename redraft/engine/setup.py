@@ -93,8 +93,10 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
         warnings.warn(shortfall, RedraftWarning, stacklevel=1)  # one place: each said once per process
     if scenario.check_cost == "executes" and isolation.view_problem() is not None:
         raise UserError(isolation.refusal(scenario.name))
-    if experiment.tasks is not None:
-        validate_task_file(experiment.tasks, experiment.scenario)  # every line made a task, before anything starts
+    if experiment.tasks is not None:  # every line or row made a task, before anything starts
+        validate_task_file(experiment.tasks, experiment.scenario, experiment.columns)
+    elif experiment.columns is not None:
+        raise UserError("--columns maps the columns of a task file: give it with --tasks FILE")
     check_share(experiment)
     backends = backends or {}
     drafter = backends.get("drafter") or resolve(experiment.drafter)

@@ -16,7 +16,7 @@ The writer and every reader read ``results.jsonl`` by the same rule
 """
 
 from redraft.rundir._results import TaskEntry
-from redraft.rundir.frames import Frame, GenericFrame, KnownFrame
+from redraft.rundir.frames import Frame, GenericFrame, KnownFrame, decode_frame
 from redraft.rundir.history import TaskHistory, build_history
 from redraft.rundir.layout import fingerprint, safe_name
 from redraft.rundir.reader import RunReader
@@ -33,6 +33,7 @@ __all__ = [
     "TaskEntry",
     "TaskHistory",
     "build_history",
+    "decode_frame",
     "fingerprint",
     "safe_name",
     "summarize",

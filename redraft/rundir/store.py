@@ -20,12 +20,16 @@ line whose frames did not reach the trace is cut off with everything after it).
 The store keeps no per-task state for tasks written now (only the ids finished
 by earlier invocations, to skip them), and the summary is made by streaming the
 results: a run's memory does not grow with its length.
+
+A listener (`RunStore.listen`) is told each task once both its frames and its line are written: what
+reads a run as it goes (the span export) sees only what a reader of the directory would.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,6 +40,9 @@ from redraft.protocols.messages import Result, Usage
 from redraft.rundir._results import is_infrastructure_failure, latest_results, read_results, result_line
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object, write_json
 from redraft.rundir.summary import Summary, summarize
+
+Listener = Callable[[list[bytes], Result], None]
+"""Told a task's frames and result, once written."""
 
 
 class RunStore:
@@ -54,6 +61,7 @@ class RunStore:
         self.payer = ""
         """The directory's own id, kept from its first invocation: whose money its calls are (the response
         cache records it with each answer this run pays for, `redraft.backends.cache`)."""
+        self._listeners: list[Listener] = []
 
     @classmethod
     def open(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
@@ -95,6 +103,12 @@ class RunStore:
         self._results.write(result_line(result, self._trace.tell()))
         self._results.flush()
         self.spent = self.spent + result.usage
+        for listener in self._listeners:
+            listener(frames, result)
+
+    def listen(self, listener: Listener) -> None:
+        """Tell ``listener`` each task written from now on, its frames and its result."""
+        self._listeners.append(listener)
 
     @property
     def wall_before(self) -> float:

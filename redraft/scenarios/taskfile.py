@@ -1,6 +1,7 @@
-"""Task files people bring: JSON lines, one task per line, read on the driver and streamed.
+"""Task files people bring: JSON lines, CSV or Parquet, one task per line or row, read on the driver and streamed.
 
-Format (UTF-8, one JSON object per line; blank lines are skipped)::
+The format is the file's suffix: ``.csv`` is CSV, ``.parquet`` (or ``.pq``) Parquet, anything else
+JSON lines. JSON lines (UTF-8, one JSON object per line; blank lines are skipped)::
 
     {"id": "capital-fr", "prompt": "What is the capital of France?", "reference": {"answer": "Paris"}}
 
@@ -15,9 +16,14 @@ Format (UTF-8, one JSON object per line; blank lines are skipped)::
   the visible test cases, the rules of the task). The check reads it beside the
   part of ``reference`` the scenario gives it; a key may not be in both.
 
-Limits (each fault names the file, the line and, inside a line, the value's path):
+A CSV or Parquet file holds the same fields as columns, named after them (``id``, ``prompt``,
+``reference.answer``) or mapped by ``--columns`` (`redraft.scenarios._task_columns` says how, and how
+a cell's type is read); a JSON line's keys may be mapped the same way. Tables are read by
+`redraft.scenarios._task_tables`. Every format's record then goes through the same checks below.
 
-- a line holds at most `MAX_LINE_BYTES` (8 MiB) and a string `MAX_STRING_CHARS`
+Limits (each fault names the file, the line or row and, inside it, the value's path):
+
+- a line holds at most `MAX_LINE_BYTES` (8 MiB), as does a CSV cell, and a string `MAX_STRING_CHARS`
   (1,048,576 characters, an id `MAX_ID_CHARS`, 256); values nest at most
   `MAX_DEPTH` (32) levels, the line's object included;
 - integers fit in 64 bits (`MIN_INT` to `MAX_INT`, what a frame can carry) and
@@ -29,10 +35,10 @@ Limits (each fault names the file, the line and, inside a line, the value's path
   run's trace grows by hundreds of megabytes per task.
 
 Invariant: `validate_task_file` reads the whole file before anything starts, and
-brings each line to the point where it is known to travel: the `Task` built (the
+brings each line or row to the point where it is known to travel: the `Task` built (the
 reference split by the scenario) and encoded. It raises one `UserError` naming the
-file, the line and what is wrong (bad JSON, a limit, a missing, unknown or
-wrong-typed field, a duplicate id, no task at all), so a bad line can never stop a
+file, the line or row and what is wrong (bad JSON, a limit, a missing, unknown or
+wrong-typed field, a missing column, a duplicate id, no task at all), so a bad line can never stop a
 run halfway, after the tasks before it ran. `iter_tasks` then streams the same file
 through the same steps, so a large file is never held in memory (only its ids
 are, to find duplicates).
@@ -41,31 +47,56 @@ are, to find duplicates).
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import stat
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
 
 from redraft.errors import ProtocolError, UserError, did_you_mean
 from redraft.protocols.messages import Task, encode
 from redraft.scenarios._base import Scenario, get_scenario
+from redraft.scenarios._json_values import (
+    MAX_DEPTH,
+    MAX_ID_CHARS,
+    MAX_INT,
+    MAX_STRING_CHARS,
+    MIN_INT,
+    decode_json,
+    json_type,
+    quoted,
+    shown,
+    string_fault,
+    value_fault,
+)
+from redraft.scenarios._task_columns import FIELDS, ColumnMap
+from redraft.scenarios._task_tables import csv_rows, parquet_rows
 
-FIELDS = ("id", "prompt", "reference", "feedback")
-"""Allowed keys of one task line."""
+__all__ = [
+    "FIELDS",
+    "MAX_DEPTH",
+    "MAX_ID_CHARS",
+    "MAX_INT",
+    "MAX_LINE_BYTES",
+    "MAX_STRING_CHARS",
+    "MAX_TASK_BYTES",
+    "MIN_INT",
+    "file_format",
+    "iter_tasks",
+    "task_file_identity",
+    "validate_task_file",
+]
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_TASK_BYTES = 2 * 1024 * 1024
-MAX_STRING_CHARS = 1024 * 1024
-MAX_ID_CHARS = 256
-"""Ids name rows of every table, trace files and `redraft trace` arguments."""
-MAX_DEPTH = 32
-MIN_INT, MAX_INT = -(2**63), 2**64 - 1
-"""The integers a MessagePack frame can carry."""
 
+Format = Literal["jsonl", "csv", "parquet"]
+_SUFFIXES: dict[str, Format] = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _BOM = b"\xef\xbb\xbf"
+
+
+def file_format(path: str | Path) -> Format:
+    """A task file's format, by its suffix: ``.csv``, ``.parquet`` or ``.pq``; anything else is JSON lines."""
+    return _SUFFIXES.get(Path(path).suffix.lower(), "jsonl")
 
 
 def _open(path: Path) -> BinaryIO:
@@ -104,131 +135,65 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, text
 
 
-class _BigInt:
-    """An integer literal too long to convert (Python refuses past 4,300 digits): refused by `_fault`."""
+def _json_records(path: Path, columns: ColumnMap | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, record) of each line: its object, or what ``columns`` reads of its keys.
 
-    def __init__(self, digits: str) -> None:
-        self.digits = len(digits.lstrip("-"))
-
-
-class _NonFinite:
-    """``NaN``, ``Infinity`` or ``-Infinity``: Python's JSON reader accepts them; `_fault` refuses them."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-class _DuplicateKey(Exception):
-    """A key seen twice in one object (Python's reader would keep the last silently)."""
-
-
-def _read_int(digits: str) -> int | _BigInt:
-    return _BigInt(digits) if len(digits.lstrip("-")) > 20 else int(digits)
+    A key ``columns`` reads that no line has is an error once the file is read: a misspelt key would
+    otherwise leave every task without what it names."""
+    unseen, read = set(columns.columns) if columns is not None else set(), False
+    for number, text in _lines(path):
+        read = True
+        where = f"task file {path}, line {number}"
+        value = decode_json(where, text)
+        if not isinstance(value, dict):
+            raise UserError(f"{where}: expected a JSON object, got {json_type(value)}")
+        unseen -= value.keys()
+        yield where, value if columns is None else columns.record(where, value)
+    if unseen and read:
+        raise UserError(f"task file {path}: --columns reads the key {quoted(min(unseen))}, which no line has")
 
 
-def _read_float(literal: str) -> float | _NonFinite:
-    value = float(literal)
-    return value if math.isfinite(value) else _NonFinite(literal)  # 1e400 would be read as inf
+def _table_records(path: Path, kind: Format, columns: ColumnMap | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, record) of each row of a CSV or Parquet file, read through ``columns`` or its header's names."""
+    where = f"task file {path}"
+    mapping = columns
+
+    def wanted(header: list[str]) -> list[str]:
+        nonlocal mapping
+        mapping = mapping or ColumnMap.from_header(where, header)
+        mapping.check_header(where, header)
+        return mapping.columns
+
+    _open(path).close()  # the same faults as a JSON-lines file's: missing, a directory, a pipe
+    rows = csv_rows(path, where, wanted) if kind == "csv" else parquet_rows(path, where, wanted)
+    for number, row in rows:
+        assert mapping is not None  # set by `wanted`, before the first row
+        at = f"{where}, row {number}"
+        yield at, mapping.record(at, row)
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    record = dict(pairs)
-    if len(record) < len(pairs):
-        raise _DuplicateKey(next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1))
-    return record
-
-
-def _fault(value: Any, path: str, depth: int) -> tuple[str, str] | None:
-    """Where (a path such as ``reference.tests[3]``) and what breaks a limit in ``value``, ``depth`` levels
-    down; None when nothing does."""
-    if isinstance(value, _BigInt):
-        return path, f"an integer of {value.digits:,} digits; {_INT_RANGE}"
-    if isinstance(value, _NonFinite):
-        return path, f"{value.name} is not a finite number (JSON has no NaN or Infinity)"
-    if isinstance(value, int) and not isinstance(value, bool) and not MIN_INT <= value <= MAX_INT:
-        return path, f"{value} does not fit in 64 bits; {_INT_RANGE}"
-    if isinstance(value, str):
-        problem = _string_fault(value)
-        return (path, problem) if problem else None
-    if not isinstance(value, dict | list):
-        return None
-    if depth > MAX_DEPTH:
-        return path, f"nested deeper than {MAX_DEPTH} levels, the limit"
-    if isinstance(value, list):
-        items = [(f"{path}[{i}]", item) for i, item in enumerate(value)]
-    else:
-        if problem := next(filter(None, map(_string_fault, value)), None):
-            return f"{path or 'the line'}, a key", problem
-        items = [(_child(path, key), item) for key, item in value.items()]
-    return next(filter(None, (_fault(item, where, depth + 1) for where, item in items)), None)
-
-
-def _child(path: str, key: str) -> str:
-    name = key if key.isidentifier() and len(key) <= 40 else f"[{_quoted(key, 20)}]"
-    return f"{path}{name}" if name.startswith("[") else f"{path}.{name}" if path else name
-
-
-def _string_fault(text: str, limit: int = MAX_STRING_CHARS, what: str = "a string") -> str | None:
-    if len(text) > limit:
-        return f"{len(text):,} characters; {what} may hold at most {limit:,}"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"holds a lone surrogate {text[exc.start]!r} at character {exc.start}, which is not UTF-8 text"
-    return None
-
-
-def _shown(path: str) -> str:
-    """A path cut for a one-line message: its start and its end."""
-    return path if len(path) <= 80 else f"{path[:40]}...{path[-37:]}"
-
-
-_INT_RANGE = f"integers must be in [{MIN_INT:,}, {MAX_INT:,}] (64 bits): write a larger one as a string"
-
-
-def _parse(where: str, text: str) -> dict[str, Any]:
-    """One line as a checked record; `UserError` starting with ``where`` on its first fault."""
-    try:
-        record = json.loads(
-            text, parse_int=_read_int, parse_float=_read_float, parse_constant=_NonFinite, object_pairs_hook=_object
-        )
-    except _DuplicateKey as exc:
-        raise UserError(f"{where}: the key {_quoted(exc.args[0])} appears twice in one object") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
-    except RecursionError:  # Python's reader gave up near 1,000 levels: far past the limit
-        raise UserError(f"{where}: nested deeper than {MAX_DEPTH} levels, the limit") from None
-    if not isinstance(record, dict):
-        raise UserError(f"{where}: expected a JSON object, got {_json_type(record)}")
+def _checked(where: str, record: dict[str, Any]) -> dict[str, Any]:
+    """One record (a line's object, a row's fields) checked as a task's; `UserError` starting with ``where`` on
+    its first fault."""
     unknown = sorted(set(record) - set(FIELDS))
     if unknown:
         near = did_you_mean(unknown[0], FIELDS) if isinstance(unknown[0], str) else ""
-        raise UserError(f"{where}: unknown field {_quoted(unknown[0])} ({near}allowed: {', '.join(FIELDS)})")
+        raise UserError(f"{where}: unknown field {quoted(unknown[0])} ({near}allowed: {', '.join(FIELDS)})")
     for field in ("id", "prompt"):
         if field not in record:
             raise UserError(f"{where}: missing field {field!r}")
         if not isinstance(record[field], str):
-            raise UserError(f"{where}: {field!r} must be a string, got {_json_type(record[field])}")
+            raise UserError(f"{where}: {field!r} must be a string, got {json_type(record[field])}")
         if not record[field].strip():
             raise UserError(f"{where}: {field!r} is empty")
     for field in ("reference", "feedback"):
         if not isinstance(record.get(field, {}), dict):
-            raise UserError(f"{where}: {field!r} must be an object, got {_json_type(record[field])}")
-    if problem := _string_fault(record["id"], MAX_ID_CHARS, "an id"):
+            raise UserError(f"{where}: {field!r} must be an object, got {json_type(record[field])}")
+    if problem := string_fault(record["id"], MAX_ID_CHARS, "an id"):
         raise UserError(f"{where}: id: {problem}")
-    if fault := _fault(record, "", 1):
-        raise UserError(f"{where}: {_shown(fault[0])}: {fault[1]}")
+    if fault := value_fault(record, "", 1):
+        raise UserError(f"{where}: {shown(fault[0])}: {fault[1]}")
     return record
-
-
-def _quoted(text: str, limit: int = 40) -> str:
-    """``text`` quoted for a one-line message, cut at ``limit`` characters."""
-    return repr(text[:limit]) + ("..." if len(text) > limit else "")
-
-
-def _json_type(value: Any) -> str:
-    kinds = ((dict, "an object"), (list, "an array"), (str, "a string"), (bool, "a boolean"), (type(None), "null"))
-    return next((name for kind, name in kinds if isinstance(value, kind)), "a number")
 
 
 def _task(where: str, record: dict[str, Any], scenario: str, owner: Scenario) -> Task:
@@ -236,7 +201,7 @@ def _task(where: str, record: dict[str, Any], scenario: str, owner: Scenario) ->
     reference, gold = owner.split_reference(record.get("reference", {}))
     feedback = record.get("feedback", {})
     if both := sorted(set(feedback) & (set(reference) | set(gold))):
-        raise UserError(f"{where}: {_quoted(both[0])} is in both 'feedback' and 'reference'; keep it in one")
+        raise UserError(f"{where}: {quoted(both[0])} is in both 'feedback' and 'reference'; keep it in one")
     reference = {**reference, **feedback}
     task = Task(task_id=record["id"], scenario=scenario, prompt=record["prompt"], reference=reference, gold=gold)
     try:
@@ -251,29 +216,38 @@ def _task(where: str, record: dict[str, Any], scenario: str, owner: Scenario) ->
     return task
 
 
-def _tasks(path: Path, scenario: str) -> Iterator[Task]:
+_EMPTY = {
+    "jsonl": "no tasks (the file is empty); write one JSON object per line",
+    "csv": "no tasks (the file has a header and no rows)",
+    "parquet": "no tasks (the file has no rows)",
+}
+
+
+def _tasks(path: Path, scenario: str, columns: str | None) -> Iterator[Task]:
     owner = get_scenario(scenario)
-    first_seen: dict[str, int] = {}
-    for number, text in _lines(path):
-        where = f"task file {path}, line {number}"
-        task = _task(where, _parse(where, text), scenario, owner)
+    mapping = ColumnMap.parse(columns) if columns is not None else None
+    kind = file_format(path)
+    records = _json_records(path, mapping) if kind == "jsonl" else _table_records(path, kind, mapping)
+    first_seen: dict[str, str] = {}
+    for where, record in records:
+        task = _task(where, _checked(where, record), scenario, owner)
         if task.task_id in first_seen:
-            raise UserError(f"{where}: duplicate id {task.task_id!r} (first on line {first_seen[task.task_id]})")
-        first_seen[task.task_id] = number
+            raise UserError(f"{where}: duplicate id {task.task_id!r} (first on {first_seen[task.task_id]})")
+        first_seen[task.task_id] = where.rpartition(", ")[2]
         yield task
     if not first_seen:
-        raise UserError(f"task file {path}: no tasks (the file is empty); write one JSON object per line")
+        raise UserError(f"task file {path}: {_EMPTY[kind]}")
 
 
-def validate_task_file(path: str | Path, scenario: str) -> int:
-    """Check the whole file as tasks of ``scenario``; the number of tasks in it. `UserError` (file, line, what)
-    on the first fault."""
-    return sum(1 for _ in _tasks(Path(path), scenario))
+def validate_task_file(path: str | Path, scenario: str, columns: str | None = None) -> int:
+    """Check the whole file as tasks of ``scenario``, its columns read as ``columns`` (``--columns``) says;
+    the number of tasks in it. `UserError` (file, line or row, what) on the first fault."""
+    return sum(1 for _ in _tasks(Path(path), scenario, columns))
 
 
-def iter_tasks(path: str | Path, scenario: str) -> Iterator[Task]:
+def iter_tasks(path: str | Path, scenario: str, columns: str | None = None) -> Iterator[Task]:
     """The file's tasks in file order, as tasks of ``scenario``. Validate the file first."""
-    return _tasks(Path(path), scenario)
+    return _tasks(Path(path), scenario, columns)
 
 
 def task_file_identity(path: str | Path) -> dict[str, str]:

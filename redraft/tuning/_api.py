@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redraft.actors.driver import check_out, ensure_ray, plan
+from redraft.actors import ensure_ray
+from redraft.actors.driver import check_out, plan
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve

@@ -86,7 +86,8 @@ def estimate_costs(
     """Per-task costs from the run's estimate over the train split; the proposal's at its limits."""
     with tempfile.TemporaryDirectory(prefix="redraft-tune-estimate-") as scratch:  # nothing lands under --out
         train = write_tasks([tasks[i] for i in splits.train], Path(scratch) / "train.jsonl")
-        made = estimate(config.replace(tasks=str(train), limit=None), backends=backends)
+        # The split is written as JSON lines with the fields' own names: the user's --columns mapped the source.
+        made = estimate(config.replace(tasks=str(train), columns=None, limit=None), backends=backends)
     per = 1 / max(1, made.tasks)
     prices = load_prices(config.runtime.prices)
     proposal = Usage(input_tokens=PROPOSAL_INPUT_TOKENS, output_tokens=PROPOSAL_MAX_TOKENS, calls=1)

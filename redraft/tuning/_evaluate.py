@@ -46,7 +46,7 @@ class RunEvaluator:
     def __call__(self, candidate: str, on: str, prompts: Path, tasks: Path, out: Path) -> Evaluation:
         label = f"{candidate} on {on}"
         config = self.config.replace(
-            tasks=str(tasks), prompts=str(prompts), out=str(out), limit=None, **_NO_RUN_BUDGETS
+            tasks=str(tasks), columns=None, prompts=str(prompts), out=str(out), limit=None, **_NO_RUN_BUDGETS
         )
         started, landed = self.on_start, self.on_result
         run(

@@ -10,6 +10,7 @@ Other programs are checked for what can be: a make target exists, a file named e
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shlex
@@ -32,6 +33,7 @@ from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import user_scenario_name
 from redraft.strategies import get_strategy
+from redraft.telemetry import export_run, traces_url
 from redraft.tuning._splits import parse_fractions
 from tests.support.paths import REPO_ROOT
 
@@ -114,6 +116,8 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     """Parse ``redraft ARGS`` as the real command line does; for run and compare, validate what would run."""
     assert args and args[0] in COMMAND.commands, f"no redraft command {args[:1]}"
     context = COMMAND.commands[args[0]].make_context(args[0], args[1:])
+    if args[0] == "export" and context.params["fmt"] == "otel":
+        _send_spans(context.params, workspace)
     if args[0] not in ("run", "compare", "tune"):
         return
     for strategy in (context.params.get("arms") or "").split(","):
@@ -129,10 +133,24 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     config = RunConfig.build(scenario=scenario, model=own["model"], **given)
     check_experiment(config, workspace)
     if config.experiment.tasks is not None:
-        validate_task_file(workspace / config.experiment.tasks, scenario)
+        validate_task_file(workspace / config.experiment.tasks, scenario, config.experiment.columns)
     for name, reader in (("prices", load_prices), ("arms_file", _arms_file)):
         if (path := context.params.get(name)) is not None:
             reader(workspace / path)
+    if config.runtime.otel is not None:
+        traces_url(config.runtime.otel)
+
+
+def _send_spans(params: dict[str, Any], workspace: Path) -> None:
+    """``redraft export RUN --format otel --endpoint URL``, run for real: the run's spans sent to a receiver of
+    this test in place of URL (which must read as an endpoint)."""
+    from tests.support.otlp_receiver import OTLPReceiver
+
+    traces_url(params["endpoint"])
+    with OTLPReceiver() as receiver:
+        url, sent = export_run(workspace / params["run_dir"], receiver.url)
+    assert url == f"{receiver.url}/v1/traces" and sent == len(receiver.spans) > 0
+    assert [root.name for root in receiver.roots()] == ["redraft.run"]
 
 
 def _tune_settings(params: dict[str, Any]) -> None:
@@ -173,7 +191,7 @@ def _arms_file(path: Path) -> None:
 
 
 def check_data(language: str, text: str, path: Path, workspace: Path) -> None:
-    """A json, toml, yaml or text block, read as the file it shows (written at ``path``); the files a
+    """A json, csv, toml, yaml or text block, read as the file it shows (written at ``path``); the files a
     workflow's commands name are in ``workspace``."""
     if language == "json":
         records = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -183,6 +201,9 @@ def check_data(language: str, text: str, path: Path, workspace: Path) -> None:
             assert validate_task_file(path, scenario) == len(records)
         else:
             load_prices(path)
+    elif language == "csv":  # a task file: the command that runs it validates it with its --columns
+        rows = list(csv.reader(text.splitlines()))
+        assert len(rows) > 1 and all(len(row) == len(rows[0]) for row in rows), "a header, then rows as wide"
     elif language == "toml":
         _check_toml(tomllib.loads(text), path)
     elif language == "yaml":

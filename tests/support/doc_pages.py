@@ -4,6 +4,8 @@ The pages are README.md and docs/**/*.md. A fenced block names its language, and
 the line right above it may say more about it:
 
 - ``<!-- file: NAME -->``: the block is the file NAME, which other examples use (a test writes it);
+- ``<!-- writes: NAME -->``: the ``python`` block writes the file NAME, which other examples use (a test runs it
+  in the examples' workspace first);
 - ``<!-- not run: WHY -->``: the block's commands are parsed, not run (the output of a long run).
 """
 
@@ -17,9 +19,9 @@ from markdown.extensions.toc import slugify
 
 from tests.support.paths import DOCS, REPO_ROOT
 
-LANGUAGES = frozenset({"python", "bash", "console", "json", "toml", "yaml", "text"})
+LANGUAGES = frozenset({"python", "bash", "console", "json", "csv", "toml", "yaml", "text"})
 _FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
-_MARK = re.compile(r"^<!--\s*(file|not run):\s*(.+?)\s*-->$")
+_MARK = re.compile(r"^<!--\s*(file|writes|not run):\s*(.+?)\s*-->$")
 _LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _DIRECTIVE = re.compile(r"^:::\s+(\S+)")
@@ -44,6 +46,7 @@ class Block:
     language: str
     text: str
     file: str | None = None
+    writes: str | None = None
     not_run: str | None = None
 
     @property
@@ -65,7 +68,17 @@ def blocks(page: Path) -> list[Block]:
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith(fence) and not lines[j].strip(fence))
         marks = dict(_MARK.findall(lines[i - 1].strip())) if i > 0 else {}
         text = "\n".join(lines[i + 1 : end]) + "\n"
-        found.append(Block(page, i + 1, language, text, file=marks.get("file"), not_run=marks.get("not run")))
+        found.append(
+            Block(
+                page,
+                i + 1,
+                language,
+                text,
+                file=marks.get("file"),
+                writes=marks.get("writes"),
+                not_run=marks.get("not run"),
+            )
+        )
         i = end + 1
     return found
 

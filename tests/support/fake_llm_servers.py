@@ -3,8 +3,11 @@
 The openai and anthropic SDKs send through ``httpx2``, which HTTP mocking
 libraries do not intercept, so backend tests talk to this server over a real
 socket instead. It answers ``POST /v1/chat/completions`` (OpenAI Chat
-Completions) and ``POST /v1/messages`` (Anthropic Messages), records every
-request it saw, and plays a script of faults, one per request, before it
+Completions), ``POST /openai/deployments/DEPLOYMENT/chat/completions?api-version=V``
+(Azure OpenAI's shape of it: a 404 without the ``api-version`` query, as Azure
+answers, a 401 without an ``api-key`` header, and the reply naming the model the
+deployment serves, `azure_model`) and ``POST /v1/messages`` (Anthropic Messages),
+records every request it saw, and plays a script of faults, one per request, before it
 answers normally again::
 
     with FakeLLMServer() as server:
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,11 +42,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from tests.support import fake_batch_apis
 from tests.support.fake_batch_apis import BatchAPIs, SeenBatch
 
 __all__ = ["FakeLLMServer", "Fault", "SeenBatch", "SeenRequest"]
+
+_AZURE_CHAT = re.compile(r"^/openai/deployments/[^/?]+/chat/completions(\?|$)")
 
 FaultKind = Literal["status", "slow", "malformed", "drop"]
 
@@ -117,6 +124,8 @@ class FakeLLMServer:
         self.reply_text = "Hello from the fake server."
         """What the model answers; for a forced Anthropic tool call it must be a JSON object."""
         self.model = "fake-model-1"
+        self.azure_model = "gpt-4o-mini-2024-07-18"
+        """What an Azure deployment's replies name: the model it serves, never the deployment."""
         self.input_tokens = 11
         self.output_tokens = 7
         self.cached_tokens = 3
@@ -174,6 +183,10 @@ class FakeLLMServer:
     @property
     def openai_base_url(self) -> str:
         return f"{self.url}/v1"
+
+    @property
+    def azure_endpoint(self) -> str:
+        return self.url  # the SDK appends /openai/deployments/DEPLOYMENT itself
 
     @property
     def anthropic_base_url(self) -> str:
@@ -347,8 +360,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps(self.fake.openai_reply(seen.body)).encode())
         elif seen.path == "/v1/messages":
             self._send(200, json.dumps(self.fake.anthropic_reply(seen.body)).encode())
+        elif _AZURE_CHAT.match(seen.path):
+            self._answer_azure(seen)
         else:
             self._send(404, json.dumps(_error_body(seen.path, 404, f"no route {seen.path}")).encode())
+
+    def _answer_azure(self, seen: SeenRequest) -> None:
+        """Azure OpenAI's chat route: the version in the query, the key in ``api-key``, the served model named."""
+        query = parse_qs(urlsplit(seen.path).query)
+        if not query.get("api-version"):
+            self._send(404, json.dumps({"error": {"code": "404", "message": "Resource not found"}}).encode())
+        elif not seen.headers.get("api-key"):
+            message = "Access denied due to invalid subscription key or wrong API endpoint."
+            self._send(401, json.dumps({"error": {"code": "401", "message": message}}).encode())
+        else:
+            self._send(200, json.dumps(self.fake.openai_reply(seen.body) | {"model": self.fake.azure_model}).encode())
 
     def _failed(self, path: str, fault: Fault | None, error_body: Callable[[str, int, str], dict[str, Any]]) -> bool:
         """Hold while frozen, then play `fail_status` or the request's fault; True if that answered it."""
@@ -413,15 +439,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
+AZURE_API_VERSION = "2024-10-21"
+
+
 @contextlib.contextmanager
 def sdks_pointed_at(monkeypatch: Any, key: str) -> Iterator[FakeLLMServer]:
-    """A running server, with both SDKs' keys and base URLs set to it for one test (``monkeypatch``), and the
-    settings that would send anything else cleared."""
+    """A running server, with the SDKs' keys and base URLs (OpenAI, Anthropic, Azure OpenAI's endpoint and API
+    version) set to it for one test (``monkeypatch``), and the settings that would send anything else cleared."""
     with FakeLLMServer() as fake:
-        monkeypatch.setenv("OPENAI_API_KEY", key)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+        for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY"):
+            monkeypatch.setenv(name, key)
         monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_base_url)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.anthropic_base_url)
-        for name in ("ANTHROPIC_AUTH_TOKEN", "OPENAI_CUSTOM_HEADERS", "ANTHROPIC_CUSTOM_HEADERS"):
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", fake.azure_endpoint)
+        monkeypatch.setenv("OPENAI_API_VERSION", AZURE_API_VERSION)
+        cleared = ("ANTHROPIC_AUTH_TOKEN", "OPENAI_CUSTOM_HEADERS", "ANTHROPIC_CUSTOM_HEADERS", "AZURE_OPENAI_AD_TOKEN")
+        for name in cleared:
             monkeypatch.delenv(name, raising=False)
         yield fake

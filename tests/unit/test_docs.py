@@ -68,6 +68,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for block in (b for b in ALL_BLOCKS if b.file is not None):
         assert written.setdefault(block.file, block.text) == block.text, f"{block.where}: two texts of {block.file}"
         (root / block.file).write_text(block.text, encoding="utf-8")
+    for block in (b for b in ALL_BLOCKS if b.writes is not None):  # a program that writes a file (Parquet, say)
+        write_by_program(block, root)
     config = RunConfig.build(scenario="arithmetic", limit=30, out="runs/demo")
     demo = root / "runs" / "demo"
     store = RunStore.open(demo, manifest_for(config, demo.name))
@@ -80,17 +82,31 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def write_by_program(block: Block, root: Path) -> None:
+    """Run a ``python`` block marked ``writes: NAME`` in ``root``, where it must leave the file NAME."""
+    here = Path.cwd()
+    os.chdir(root)
+    try:
+        exec(compile(block.text, block.where, "exec"), {"__name__": "docs_example"})
+    finally:
+        os.chdir(here)
+    assert block.writes is not None and (root / block.writes).is_file(), f"{block.where} did not write {block.writes}"
+
+
 @pytest.fixture
 def in_workspace(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The examples' directory as the working directory and on the import path, with registrations kept local,
-    API keys set (to nothing usable) and the ``local`` backend answered by `stand_in`."""
+    API keys set (to nothing usable), Azure's endpoint and version as the examples export them, and the ``local``
+    backend answered by `stand_in`."""
     monkeypatch.chdir(workspace)
     monkeypatch.syspath_prepend(str(workspace))
     for registry in (SCENARIOS, STRATEGIES, BACKENDS):
         registry.names()  # loaded before copying, so that the copy is whole
         monkeypatch.setattr(registry, "_entries", dict(registry._entries))
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY"):
         monkeypatch.setenv(key, "sk-docs-examples-not-a-key")
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://my-resource.openai.azure.com")  # as the examples export
+    monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
     embedded = BACKENDS.get("local")
     monkeypatch.setitem(BACKENDS._entries, "local", lambda rest: embedded(rest) if rest else ScriptedSpec(stand_in))
     before = set(sys.modules)
@@ -237,7 +253,7 @@ def test_the_shell_examples_parse(block: Block, in_workspace: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "block", [b for b in ALL_BLOCKS if b.language in ("json", "toml", "yaml", "text")], ids=lambda b: b.where
+    "block", [b for b in ALL_BLOCKS if b.language in ("json", "csv", "toml", "yaml", "text")], ids=lambda b: b.where
 )
 def test_the_files_shown_read_as_what_they_are(block: Block, in_workspace: Path, tmp_path: Path) -> None:
     path = in_workspace / block.file if block.file else tmp_path / f"shown.{block.language}"

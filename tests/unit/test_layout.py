@@ -4,8 +4,9 @@ system's alone, no module or function grows past what a reader holds at once, an
 The rooms (also in docs/architecture.md): ``protocols`` imports nothing of redraft but ``errors``;
 ``strategies`` builds on ``protocols``; ``engine`` (the loop and the roles, no Ray) on strategies,
 scenarios and backends; ``actors`` (the only room that imports Ray) makes the engine's roles actors
-and drives a run; the views read the run directory and nothing that runs; only the CLI sees
-everything, and nothing imports the CLI.
+and drives a run; the views read the run directory and nothing that runs; telemetry reads it too, and
+prices what it reads, for the actor system (a run's spans as it goes) and the CLI (a run's afterwards); only
+the CLI sees everything, and nothing imports the CLI.
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ ALLOWED: dict[str, set[str]] = {
     },
     "actors": {
         *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),
-        *("engine", "rundir"),
+        *("engine", "rundir", "telemetry"),
     },
     "rundir": {"errors", "protocols"},
     "views": {"errors", "protocols", "rundir"},
+    "telemetry": {"errors", "protocols", "backends", "rundir"},
     "comparison": {"errors", "protocols", "config", "scenarios", "engine", "actors", "rundir", "views"},
     "tuning": {
         *("errors", "protocols", "config", "backends", "scenarios", "engine", "actors", "rundir", "views"),
@@ -61,6 +63,7 @@ ALLOWED: dict[str, set[str]] = {
         "actors",
         "rundir",
         "views",
+        "telemetry",
         "comparison",
         "tuning",
     },

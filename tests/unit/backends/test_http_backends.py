@@ -1,4 +1,4 @@
-"""The openai, openai-compatible and anthropic backends over real HTTP, and the retry layer.
+"""The openai, openai-compatible, azure and anthropic backends over real HTTP, and the retry layer.
 
 Every backend test talks to `FakeLLMServer` on 127.0.0.1 through the real SDKs,
 so what is asserted is what went over the wire: how many requests were made
@@ -23,6 +23,7 @@ import pytest
 from redraft.backends._ratelimit import START_WINDOW, LimitedSpec, RateLimits, _limiter_for
 from redraft.backends._retrying import RetryPolicy, retry_after_s, with_retries
 from redraft.backends.anthropic import AnthropicSpec, parse_anthropic
+from redraft.backends.azure import parse_azure
 from redraft.backends.base import Backend, BackendSpec, ChatRequest
 from redraft.backends.openai import OpenAISpec, parse_openai, parse_openai_compatible
 from redraft.backends.registry import resolve
@@ -35,9 +36,10 @@ from tests.support.fake_llm_servers import FakeLLMServer, Fault, sdks_pointed_at
 KEY = "sk-test-SECRET-123"
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.02, jitter=False)
 CRITIQUE = '{"issues": [{"severity": "major", "quote": "2+2=5", "reason": "arithmetic", "fix": "2+2=4"}]}'
-KINDS = ["openai", "openai-compatible", "anthropic"]
-"""OpenAI through the openai SDK, a compatible server through redraft's own aiohttp client, Anthropic through
-the anthropic SDK."""
+KINDS = ["openai", "openai-compatible", "azure", "anthropic"]
+"""OpenAI through the openai SDK, a compatible server through redraft's own aiohttp client, an Azure OpenAI
+deployment through the openai SDK's Azure client (Azure's own route on the fake), Anthropic through the
+anthropic SDK."""
 
 REQUEST = ChatRequest(
     messages=[
@@ -73,9 +75,21 @@ def compatible_spec(base_url: str | None = None, **changes: Any) -> OpenAISpec:
     return replace(spec, **{"timeout_s": 5.0, "retry": FAST, **changes})
 
 
+def azure_spec(**changes: Any) -> OpenAISpec:
+    """The deployment ``gpt-4o-mini-prod`` at the fake's address (the `server` fixture's ``AZURE_OPENAI_ENDPOINT``)."""
+    return replace(parse_azure("gpt-4o-mini-prod"), **{"timeout_s": 5.0, "retry": FAST, **changes})
+
+
+SPECS: dict[str, Callable[..., BackendSpec]] = {
+    "openai": openai_spec,
+    "openai-compatible": compatible_spec,
+    "azure": azure_spec,
+    "anthropic": anthropic_spec,
+}
+
+
 def make(kind: str, **changes: Any) -> Backend:
-    specs = {"openai": openai_spec, "openai-compatible": compatible_spec, "anthropic": anthropic_spec}
-    return specs[kind](**changes).create()
+    return SPECS[kind](**changes).create()
 
 
 # ---------------------------------------------------------------- normal replies
@@ -195,7 +209,7 @@ async def test_a_429_with_only_the_providers_rate_limit_headers_waits_for_the_re
 ) -> None:
     exhausted = (
         {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"}
-        if kind.startswith("openai")
+        if kind != "anthropic"
         else {"anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": _in_seconds(1.2)}
     )
     server.script(Fault("status", 429, "rate limit reached", exhausted))
@@ -247,7 +261,7 @@ async def test_a_key_echoed_by_the_server_is_redacted(server: FakeLLMServer, kin
 
 def test_specs_hold_no_key(server: FakeLLMServer) -> None:
     specs = [parse_openai("gpt-test"), parse_anthropic("claude-test"), openai_spec(), anthropic_spec()]
-    specs.append(parse_openai_compatible(f"m@{server.openai_base_url}"))
+    specs += [parse_openai_compatible(f"m@{server.openai_base_url}"), parse_azure("d"), azure_spec()]
     for spec in specs:
         assert KEY not in repr(spec) and KEY not in spec.spec
         assert KEY.encode() not in pickle.dumps(spec)
@@ -531,11 +545,7 @@ def test_retry_after_header_parsing(headers: dict[str, str], expected: float | N
 @pytest.mark.parametrize("kind", KINDS)
 async def test_every_sdk_reports_a_429_to_the_endpoints_limiter_and_retries(server: FakeLLMServer, kind: str) -> None:
     endpoint = f"{kind}-limited-{server.url}"  # a limiter of its own
-    limited = LimitedSpec(
-        {"openai": openai_spec, "openai-compatible": compatible_spec, "anthropic": anthropic_spec}[kind](),
-        RateLimits(adaptive=True),
-        endpoint=endpoint,
-    )
+    limited = LimitedSpec(SPECS[kind](), RateLimits(adaptive=True), endpoint=endpoint)
     server.script(Fault.rate_limited(retry_after="0.01"), Fault.overloaded())
     completion = await limited.create().complete(REQUEST)
     assert completion.text == server.reply_text and len(server.requests) == 3

@@ -5,15 +5,17 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pyarrow.parquet as pq
 import pytest
 
 from redraft.cli import main
 from redraft.errors import UserError
-from redraft.protocols.messages import Decision
+from redraft.protocols.messages import Decision, Result, Usage
 from redraft.rundir import KnownFrame, RunReader
-from redraft.views.export import export
+from redraft.views.export import ROLE_FIELDS, USAGE_COLUMNS, USAGE_FIELDS, export
 from tests.support.report_runs import FOREIGN_ID, make_foreign_run, make_run, records, redraft
 
 
@@ -48,6 +50,36 @@ def test_parquet_results_have_one_flat_row_per_task(run_dir: Path) -> None:
     assert sum(table.column("passed").to_pylist()) == summary["passed"]
     assert sum(bool(v) for v in table.column("graded_pass").to_pylist()) == summary["graded_passed"] == 3
     assert str(table.schema.field("graded_pass").type) == "bool"
+
+
+def read_back(row: dict[str, Any]) -> Result:
+    """A results row made a `Result` again: each usage gathered from its columns, each list split."""
+
+    def usage(prefix: str) -> Usage:
+        return Usage(**{k: row[f"{prefix}_{k}"] for k in USAGE_COLUMNS})
+
+    record: dict[str, Any] = {}
+    for name in Result.__struct_fields__:
+        if name in ("kind", "v"):
+            continue
+        if name in USAGE_FIELDS:
+            record[name] = usage(name)
+        elif name in ROLE_FIELDS:  # a role the task never called is a column of zeros, absent from its record
+            roles = {c.removesuffix("_input_tokens") for c in row if c.endswith("_input_tokens")} - set(USAGE_FIELDS)
+            record[name] = {role: usage(role) for role in sorted(roles) if usage(role) != Usage()}
+        elif isinstance(row[name], str) and name in ("unpriced_models", "retried_for"):
+            record[name] = row[name].split(",") if row[name] else []
+        else:
+            record[name] = row[name]
+    return msgspec.convert(record, Result)
+
+
+def test_the_parquet_results_read_back_equal_to_the_json_lines_records(run_dir: Path) -> None:
+    rows = pq.read_table(export(run_dir, "parquet")[0]).to_pylist()
+    records = [entry.result for entry in RunReader(run_dir).entries()]
+    assert len(rows) == len(records) == 6
+    assert [read_back(row) for row in rows] == records
+    assert any(r.usage_by_role for r in records) and any(r.error for r in records)  # the comparison covers both
 
 
 def test_csv_results_match_the_parquet_table(run_dir: Path, tmp_path: Path) -> None:
@@ -117,4 +149,4 @@ def test_cli_export(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     assert len(out.read_text().splitlines()) == 1 + 10
     done = redraft("export", str(run_dir), "--format", "xlsx")
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["redraft: error: unknown --format 'xlsx' (known: parquet, csv)"]
+    assert done.stderr.strip().splitlines() == ["redraft: error: unknown --format 'xlsx' (known: parquet, csv, otel)"]

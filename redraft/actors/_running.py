@@ -1,0 +1,132 @@
+"""What a run starts once Ray is up, and stops however the run ends: the provider batches' collectors, the
+batch's ledger, the fleet of actors, the dispatch loop, and the export of the run's spans (``--otel``), which
+listens to the run store.
+
+`start_running` makes them in the order they need each other; `Running.stop` ends them, the span export
+last, so that the run's span closes over every task written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from redraft.actors._attempts import Breaker
+from redraft.actors._batches import Batches, start_batches, stop_batches
+from redraft.actors._clock import RunClock
+from redraft.actors._dispatcher import Dispatcher, ProgressHook
+from redraft.actors._endpoints import EndpointHook, EndpointWatch
+from redraft.actors._fleet import Fleet
+from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
+from redraft.actors._metrics import RunMetrics
+from redraft.backends.pricing import PriceTable
+from redraft.config import RunConfig
+from redraft.engine.setup import RoleSetup, arbiter_settings, endpoints_by_role, share
+from redraft.rundir import RunStore
+from redraft.scenarios import get_scenario
+from redraft.telemetry import LiveExport
+
+
+@dataclass
+class Running:
+    """The run's moving parts, started; `stop` ends them."""
+
+    dispatcher: Dispatcher
+    fleet: Fleet
+    batches: Batches
+    ledger: Any | None
+    spans: LiveExport | None
+
+    def stop(self) -> None:
+        stop_batches(self.batches)
+        self.fleet.shutdown()
+        stop_ledger(self.ledger)
+        if self.spans is not None:
+            self.spans.finish()
+
+
+def start_running(
+    config: RunConfig,
+    setup: RoleSetup,
+    store: RunStore,
+    manifest: dict[str, Any],
+    started: float,
+    on_result: ProgressHook | None,
+    on_endpoints: EndpointHook | None,
+    stop: threading.Event,
+) -> Running:
+    """Start the run's parts on the Ray the driver joined; ``started`` is the run's monotonic start."""
+    out = store.root
+    batch = batch_name(out)
+    setup, batches = start_batches(dataclasses.replace(setup, payer=store.payer), batch, out, config.runtime)
+    settings = msgspec.structs.replace(
+        arbiter_settings(config, setup), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
+    )
+    ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
+    fleet = Fleet(setup, config.experiment.strategy, settings)
+    clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
+    dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, on_endpoints, stop)
+    spans = _live_spans(config, setup, manifest, settings.prices, store)
+    return Running(dispatcher, fleet, batches, ledger, spans)
+
+
+def _live_spans(
+    config: RunConfig, setup: RoleSetup, manifest: dict[str, Any], prices: PriceTable, store: RunStore
+) -> LiveExport | None:
+    """With ``--otel``, the export that sends each task's spans as the store writes it; else None."""
+    if config.runtime.otel is None:
+        return None
+    specs = endpoints_by_role(setup, config.experiment.strategy)  # as resolved: the Python API's objects too
+    spans = LiveExport(config.runtime.otel, manifest, specs, prices)
+    store.listen(spans.task_written)
+    return spans
+
+
+def _dispatcher(
+    config: RunConfig,
+    setup: RoleSetup,
+    fleet: Fleet,
+    store: RunStore,
+    clock: RunClock,
+    on_result: ProgressHook | None,
+    on_endpoints: EndpointHook | None,
+    stop: threading.Event,
+) -> Dispatcher:
+    budgets = config.budgets
+    metrics = RunMetrics(store.root.name)
+    return Dispatcher(
+        fleet,
+        store,
+        scenario=get_scenario(config.experiment.scenario),
+        oracle=config.experiment.oracle_feedback,
+        max_in_flight=config.runtime.max_tasks_in_flight
+        or _default_in_flight(setup, len(fleet.arbiters), batch=config.runtime.batch),
+        clock=clock,
+        task_timeout=budgets.task_timeout,
+        task_watchdog=budgets.task_watchdog or (math.inf if config.runtime.batch else None),
+        budget_spent=budgets.spent_by,
+        on_result=on_result,
+        breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
+        metrics=metrics,
+        stop=stop,
+        endpoints=EndpointWatch(metrics, on_endpoints),
+    )
+
+
+def _default_in_flight(setup: RoleSetup, nodes: int, *, batch: bool = False) -> int:
+    """10 tasks per node with a local model, 64 with remote backends, 4096 with ``--batch`` (a batch answers
+    thousands of calls at once; more tasks in flight make fewer, larger batches).
+
+    The node's model host decodes up to 8 sequences at once (`redraft.backends._llama_batch`), and a step of 8
+    costs less per token than a step of 4. A task has 1 to 3 calls out, so 10 tasks keep the host's slots full
+    where fewer would leave them part empty with nothing waiting. The tokens do not depend on it: a call's text
+    depends only on its own prompt and seed, not on what runs beside it."""
+    specs = [setup.drafter, setup.critic] + ([setup.verifier] if setup.verifier else [])
+    if any(s.spec.startswith("local") for s in specs):
+        return 10 * nodes
+    return 4096 if batch else 64
