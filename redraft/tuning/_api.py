@@ -26,7 +26,8 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors.driver import check_out, ensure_ray, plan
+from redraft.actors import ensure_ray
+from redraft.actors.driver import check_out, plan
 from redraft.backends.base import BackendSpec
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
