@@ -7,7 +7,7 @@ the roles as actors (`_members`, where frames are encoded and decoded, once), th
 (`_arbiter`), where each actor goes and what it reserves (`_factory`, `_placement`), the fleet kept
 whole (`_fleet`), the dispatch loop (`_dispatcher`), what happens when the machinery fails under a
 task (`_attempts`), the run's Ray metrics (`_metrics`), Ray itself, asked in one place (`_ray`), and
-started or joined in one place (`_startup`).
+started or joined in one place (`_startup`, with `_reaper` ending what a killed driver's local Ray leaves).
 """
 
 from redraft.actors._startup import ensure_ray

@@ -14,6 +14,9 @@ Ray's lookups of it (``ray._private.services.get_node``) keep asking until then;
 and the started processes' own lookups, through ``RAY_raylet_start_wait_time_s``.
 If it fails again, `ClusterError` says in one line what to do. Ray is pinned to
 2.60 (its private names above are read only here).
+
+A local Ray started here is watched (`redraft.actors._reaper`): when this process
+ends, however it ends, what is left of that Ray is killed at once.
 """
 
 from __future__ import annotations
@@ -95,8 +98,8 @@ def _start_local(kwargs: dict[str, Any]) -> None:
 
 
 def _started(kwargs: dict[str, Any], *, wait_s: float | None = None) -> BaseException | None:
-    """One start of a local Ray (each of its waits ``wait_s`` when given): None once it runs; else why it did not,
-    with what it left killed. A wrong call raises."""
+    """One start of a local Ray (each of its waits ``wait_s`` when given): None once it runs, watched; else why it
+    did not, with what it left killed. A wrong call raises."""
     import ray
 
     before = set(_reaper.children(os.getpid()))
@@ -109,6 +112,7 @@ def _started(kwargs: dict[str, Any], *, wait_s: float | None = None) -> BaseExce
         ray.shutdown()
         _reaper.kill(_reaper.descendants(set(_reaper.children(os.getpid())) - before))
         return exc
+    _reaper.watch(sorted(set(_reaper.children(os.getpid())) - before))
     return None
 
 

@@ -11,7 +11,8 @@ The run's actors are a `redraft.actors._fleet.Fleet`, kept whole while the run l
 and killed when it ends, however it ends, so no call of the run goes on after it.
 A driver killed outright takes them with it: on a cluster Ray ends a dead job's
 actors at once; a local Ray started here (`redraft.actors._startup`) dies with this
-process, and its workers stop as their raylet goes (`redraft.actors._ray.die_with_raylet`).
+process, its workers stop as their raylet goes (`redraft.actors._ray.die_with_raylet`),
+and a watcher ends the rest at once (`redraft.actors._reaper`).
 """
 
 from __future__ import annotations

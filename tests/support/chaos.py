@@ -113,6 +113,31 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def started_at(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), None once it is gone: a pid and this name one process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == b"Z" else int(fields[19])
+
+
+def under(pid: int) -> dict[int, str]:
+    """Every process under ``pid`` now, with its command line."""
+    found: dict[int, str] = {}
+    todo = children(pid)
+    while todo:
+        child = todo.pop()
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                found[child] = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        todo += children(child)
+    return found
+
+
 def command(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
