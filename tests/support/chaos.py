@@ -160,13 +160,17 @@ def role_pids(cluster: Any, roles: tuple[str, ...] = ROLES) -> dict[int, str]:
 @dataclass
 class Killer:
     """A thread that SIGKILLs a redraft actor process of ``cluster`` at once, then every ``every_s`` seconds:
-    the roles in turn (so every role is hit), a random process of the role each time."""
+    the roles in turn (so every role is hit), a random process of the role each time. A role with no process
+    now (the verifier of instant checks runs inside the arbiter; a member restarting) is passed over within the
+    same turn, so each turn kills one process if any of ``roles`` runs. Processes in ``spared`` (those of an
+    earlier run, still going) are never hit."""
 
     cluster: Any
     every_s: float
     roles: tuple[str, ...] = ROLES
     most: int = 1000
     rng: random.Random = field(default_factory=lambda: random.Random(1))
+    spared: set[int] = field(default_factory=set)
     kills: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -182,18 +186,24 @@ class Killer:
     def _run(self) -> None:
         turn = 0
         while len(self.kills) < self.most:
-            role = self.roles[turn % len(self.roles)]
-            turn += 1
-            victims = sorted(pid for pid, r in role_pids(self.cluster, self.roles).items() if r == role)
-            if victims:
-                pid = self.rng.choice(victims)
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    self.kills.append(role)
-                except ProcessLookupError:
-                    pass
+            running = {pid: role for pid, role in role_pids(self.cluster, self.roles).items() if pid not in self.spared}
+            for _ in self.roles:
+                role = self.roles[turn % len(self.roles)]
+                turn += 1
+                if self._kill_one(sorted(pid for pid, r in running.items() if r == role), role):
+                    break
             if self._stop.wait(self.every_s):
                 return
+
+    def _kill_one(self, victims: list[int], role: str) -> bool:
+        if not victims:
+            return False
+        try:
+            os.kill(self.rng.choice(victims), signal.SIGKILL)
+        except ProcessLookupError:
+            return False
+        self.kills.append(role)
+        return True
 
 
 def in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
