@@ -39,6 +39,8 @@ from redraft.errors import ClusterError, UserError, describe
 RETRY_WAIT_S = 120.0
 """How long the second start of a local Ray waits for each of its steps."""
 
+log = logging.getLogger(__name__)
+
 
 def ensure_ray(address: str | None, *, probe_s: float = 5.0, log: Path | None = None, verbose: bool = False) -> None:
     """Join ``address``, or start a fresh local Ray when it is None (see the module docstring).
@@ -87,8 +89,11 @@ def _init(**kwargs: Any) -> None:
 
 def _start_local(kwargs: dict[str, Any]) -> None:
     """Start a local Ray; once more with longer waits if it failed to start; `ClusterError` if it failed twice."""
-    if _started(kwargs) is None:
+    failure = _started(kwargs)
+    if failure is None:
         return
+    said = describe(failure)
+    log.warning("redraft: Ray did not start (%s); starting it once more, waiting up to %g s", said, RETRY_WAIT_S)
     failure = _started(kwargs, wait_s=RETRY_WAIT_S)
     if failure is not None:
         raise ClusterError(

@@ -156,3 +156,24 @@ def test_the_processes_of_a_run_on_its_own_ray_go_when_it_ends(ending: str, tmp_
         return [name for pid, (start, name) in seen.items() if start is not None and started_at(pid) == start]
 
     assert wait_for(lambda: not left(), 30), left()  # generous: they go within a second
+
+
+def test_a_local_ray_whose_first_start_runs_out_of_time_is_started_again_with_nothing_left_over(
+    tmp_path: Path,
+) -> None:
+    # Ray's wait for the GCS's port at 0 s: the first start fails as on a loaded machine; the second waits longer.
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT), "RAY_gcs_server_port_wait_time_s": "0"}
+    out = tmp_path / "run"
+    args = ["run", "arithmetic", "--model", "scripted:tests.support.replies:always_seven", "--strategy", "none"]
+    argv = [sys.executable, "-m", "redraft.cli", *args, "--limit", "2", "--out", str(out)]
+    driver = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    gcs_at_once = 0
+    while driver.poll() is None:
+        gcs_at_once = max(gcs_at_once, sum("gcs_server" in name for name in under(driver.pid).values()))
+        time.sleep(0.02)
+    _, stderr = driver.communicate()
+    assert driver.returncode == 0, stderr
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    assert "redraft: Ray did not start (RuntimeError: Timed out waiting for file" in stderr  # the first start
+    assert gcs_at_once == 1  # the first start's GCS was killed before the second one started
+    assert "Traceback" not in stderr

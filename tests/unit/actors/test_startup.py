@@ -124,8 +124,14 @@ COMMANDS = {
 
 @pytest.mark.parametrize("command", [*sorted(COMMANDS), "resume"])
 def test_every_command_says_a_ray_that_did_not_start_in_one_line_and_exits_1(
-    command: str, init: Callable[..., FakeInit], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    command: str,
+    init: Callable[..., FakeInit],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    warned: list[str] = []
+    monkeypatch.setattr(_startup.log, "warning", lambda message, *args: warned.append(message % args))
     args = [*COMMANDS["run" if command == "resume" else command], "--out", str(tmp_path / command)]
     if command == "resume":  # the run directory is made before Ray starts: the second invocation resumes it
         init(*[Exception(TIMED_OUT)] * 2)
@@ -138,4 +144,7 @@ def test_every_command_says_a_ray_that_did_not_start_in_one_line_and_exits_1(
     assert len(fake.calls) == 2
     said = [line for line in err.splitlines() if line.startswith(("redraft: failed", "redraft: error"))]
     assert len(said) == 1 and said[0].startswith(f"redraft: failed: Ray did not start within {_startup.RETRY_WAIT_S:g}")
+    assert "Traceback" not in err
+    retried = "redraft: Ray did not start (Exception: The current node timed out during startup"
+    assert warned[-1].startswith(retried)  # the second start, said before it begins
     assert "Traceback" not in err
