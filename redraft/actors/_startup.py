@@ -3,7 +3,8 @@
 Every command that runs tasks starts Ray here and nowhere else: ``run`` and its
 resume, ``compare``, ``tune``.
 
-A local Ray that fails to start is started once more with longer waits. On a loaded
+A local Ray that fails to start is started once more with longer waits (a line says so
+first). On a loaded
 machine Ray's own waits run out ("The current node timed out during startup": the
 node did not register within the 30 s Ray 2.60 allows, fixed in
 `ray._private.node.Node`; or the GCS did not write its port file within
