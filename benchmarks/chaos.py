@@ -11,7 +11,10 @@ compared task by task with an undisturbed run of the same seed.
 Columns: tasks recorded (and whether each exactly once), tasks recorded with the
 machinery's failure as their result (must be 0), tasks redone, paid replays
 (requests beyond the undisturbed run's), whether every result equals the
-undisturbed one, and wall time.
+undisturbed one, and the run's wall time against the undisturbed run's. A fault
+that kills goes on only while the run does (the wall time is the run's own, from
+its start to its return), and the row says how many kills it made. After each kill
+of the command's own driver, it says how long the processes of its local Ray lived on.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_enable_worker_prestart", "0")
 
 from tests.support.chaos import (
+    ROLES,
     Killer,
     arithmetic_server,
     differences,
@@ -41,8 +45,14 @@ from tests.support.chaos import (
     records,
     role_pids,
     run_settings,
+    started_at,
+    under,
     wait_for,
 )
+
+Fault = Callable[[Callable[[], bool], set[int]], str]
+"""A fault, given whether the run still goes on and the actor processes of earlier runs (still ending, to be
+left alone); what it did, for the row."""
 
 ROWS: list[tuple[str, str]] = []
 
@@ -52,7 +62,7 @@ def row(fault: str, outcome: str) -> None:
     print(f"| {fault} | {outcome} |", flush=True)
 
 
-def judge(out: Path, reference: dict[str, Any], requests: int, wall: float, tasks: int) -> str:
+def judge(out: Path, reference: dict[str, Any], requests: int, wall: float, tasks: int, did: str = "") -> str:
     try:
         recs = records(out)
         once = "once each"
@@ -61,28 +71,50 @@ def judge(out: Path, reference: dict[str, Any], requests: int, wall: float, task
     redone = sum(r.get("attempts", 1) > 1 for r in recs.values())
     same = "equal to undisturbed" if not differences(recs, reference["records"]) else "DIFFERS from undisturbed"
     replays = requests - reference["requests"]
+    ratio = f" ({wall / reference['wall']:.1f}x undisturbed)" if reference.get("wall") else ""
     return (
-        f"{len(recs)}/{tasks} recorded {once}, {infrastructure_errors(recs)} infrastructure errors, "
-        f"{redone} redone, {replays} paid replays, {same}, {wall:.0f} s"
+        f"{did + ': ' if did else ''}{len(recs)}/{tasks} recorded {once}, {infrastructure_errors(recs)} "
+        f"infrastructure errors, {redone} redone, {replays} paid replays, {same}, {wall:.1f} s{ratio}"
     )
 
 
-def disturbed(
-    cluster: Any, server: Any, settings: dict[str, Any], fault: Callable[[], None], at: int
-) -> tuple[float, int]:
+def disturbed(cluster: Any, server: Any, settings: dict[str, Any], fault: Fault, at: int) -> tuple[float, int, str]:
+    """The run in a thread, ``fault`` called once ``at`` tasks are written: the run's own wall time, the
+    requests it made, and what the fault did."""
     from redraft import RunConfig, run
 
     out = Path(settings["out"])
-    before, started = len(server.requests), time.monotonic()
-    thread, box = in_thread(lambda: run(RunConfig.build(**settings)))
+    earlier = set(role_pids(cluster))
+    before, started, ended = len(server.requests), time.monotonic(), []
+
+    def timed() -> Any:
+        try:
+            return run(RunConfig.build(**settings))
+        finally:
+            ended.append(time.monotonic())
+
+    thread, box = in_thread(timed)
     wait_for(lambda: lines(out / "results.jsonl") >= at or not thread.is_alive(), 300)
-    fault()
+    did = fault(thread.is_alive, earlier)
     thread.join(timeout=900)
     if thread.is_alive():
         raise SystemExit("the run hung")
     if "error" in box:
         raise box["error"]
-    return time.monotonic() - started, len(server.requests) - before
+    return ended[0] - started, len(server.requests) - before, did
+
+
+def killing(cluster: Any, roles: tuple[str, ...], most: int, every_s: float = 2.0, until: Any = None) -> Fault:
+    """SIGKILL ``most`` processes of ``roles`` (in turn, every ``every_s``) while the run goes on and ``until()``
+    is not yet true; the processes of earlier runs are spared."""
+
+    def fault(running: Callable[[], bool], spared: set[int]) -> str:
+        with Killer(cluster, every_s=every_s, roles=roles, most=most, spared=spared) as killer:
+            wait_for(lambda: len(killer.kills) >= most or not running() or (until is not None and until()), 600)
+        counted = ", ".join(f"{n} {role}" for role in roles if (n := killer.kills.count(role)))
+        return f"{len(killer.kills)} kills ({counted})"
+
+    return fault
 
 
 def main() -> None:
@@ -110,27 +142,30 @@ def main() -> None:
     with arithmetic_server(latency_s=0.1) as server:
         started = time.monotonic()
         run(RunConfig.build(**settings("reference")))
-        reference = {"records": records(root / "reference"), "requests": len(server.requests)}
+        reference: dict[str, Any] = {"records": records(root / "reference"), "requests": len(server.requests)}
+        reference["wall"] = time.monotonic() - started
         passed = sum(r["passed"] for r in reference["records"].values())
         print(
             f"undisturbed: {n} tasks, {passed} passed, {reference['requests']} requests, "
-            f"{time.monotonic() - started:.0f} s\n\n| fault | after the change |\n|---|---|"
+            f"{reference['wall']:.1f} s\n\n| fault | after the change |\n|---|---|"
         )
 
-        def killing(roles: tuple[str, ...], most: int) -> Callable[[], None]:
-            def fault() -> None:
-                with Killer(cluster, every_s=2.0, roles=roles, most=most) as killer:
-                    wait_for(lambda: len(killer.kills) >= most, 300)
+        first = root / "start" / "results.jsonl"
+        kill = killing(cluster, ROLES, 6, every_s=0.5, until=lambda: lines(first) > 0)
+        wall, req, did = disturbed(cluster, server, settings("start"), kill, at=0)
+        row("role actors SIGKILLed while the fleet starts", judge(root / "start", reference, req, wall, n, did))
+        kill = killing(cluster, ("ArbiterActor",), 7)
+        wall, req, did = disturbed(cluster, server, settings("arbiters"), kill, at=n // 10)
+        row("arbiter processes SIGKILLed during the run", judge(root / "arbiters", reference, req, wall, n, did))
+        kill = killing(cluster, ("DrafterActor", "CriticActor", "VerifierActor"), 9)
+        wall, req, did = disturbed(cluster, server, settings("roles"), kill, at=n // 10)
+        row("drafter/critic/verifier kills during the run", judge(root / "roles", reference, req, wall, n, did))
 
-            return fault
+        def remove(running: Callable[[], bool], earlier: set[int]) -> str:
+            cluster.remove_node(worker)
+            return "removed"
 
-        wall, req = disturbed(cluster, server, settings("arbiters"), killing(("ArbiterActor",), 7), at=n // 10)
-        row("7 arbiter processes SIGKILLed during the run", judge(root / "arbiters", reference, req, wall, n))
-        wall, req = disturbed(
-            cluster, server, settings("roles"), killing(("DrafterActor", "CriticActor", "VerifierActor"), 9), n // 10
-        )
-        row("9 drafter/critic/verifier kills", judge(root / "roles", reference, req, wall, n))
-        wall, req = disturbed(cluster, server, settings("node"), lambda: cluster.remove_node(worker), at=63)
+        wall, req, _ = disturbed(cluster, server, settings("node"), remove, at=63)
         row("a worker node removed at 63 tasks done", judge(root / "node", reference, req, wall, n))
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
@@ -162,12 +197,13 @@ def main() -> None:
 
         for role in ("DrafterActor", "ArbiterActor"):
 
-            def freeze(role: str = role) -> None:
+            def freeze(running: Callable[[], bool], earlier: set[int], role: str = role) -> str:
                 pid = min(p for p, r in role_pids(cluster).items() if r == role)
                 os.kill(pid, signal.SIGSTOP)
+                return "frozen"
 
             name = f"frozen-{role.lower()}"
-            wall, req = disturbed(cluster, server, settings(name, task_timeout=20), freeze, at=n // 5)
+            wall, req, _ = disturbed(cluster, server, settings(name, task_timeout=20), freeze, at=n // 5)
             row(
                 f"a {role.lower()} process frozen (SIGSTOP), --task-timeout 20",
                 judge(root / name, reference, req, wall, n),
@@ -219,18 +255,41 @@ def driver_kills(server: Any, settings: dict[str, Any], reference: dict[str, Any
         "--out",
         str(out),
     ]
-    before, started, after_kill = len(server.requests), time.monotonic(), []
+    before, started, after_kill, lived = len(server.requests), time.monotonic(), [], []
     for at in (n // 8, n // 3, 2 * n // 3):
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda at=at, proc=proc: lines(out / "results.jsonl") >= at or proc.poll() is not None, 600)
+        seen = watched(proc, lambda at=at: lines(out / "results.jsonl") >= at)
         proc.send_signal(signal.SIGKILL)
         killed_at = time.monotonic()
         proc.wait()
-        time.sleep(5)
+        lived.append(lived_on(seen, killed_at))
+        time.sleep(max(0.0, killed_at + 5 - time.monotonic()))
         after_kill.append(sum(r.arrived > killed_at + 0.5 for r in server.requests[before:]))
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-    verdict = judge(out, reference, len(server.requests) - before, time.monotonic() - started, n)
-    return f"exit {done.returncode}; {verdict}; requests later than 0.5 s after each kill: {after_kill}"
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen = watched(proc, lambda: False)
+    code, ended_at = proc.wait(), time.monotonic()
+    verdict = judge(out, reference | {"wall": None}, len(server.requests) - before, time.monotonic() - started, n)
+    return (
+        f"exit {code}; {verdict}; requests later than 0.5 s after each kill: {after_kill}; its local Ray's "
+        f"processes lived on {', '.join(f'{s:.1f}' for s in lived)} s after each kill, "
+        f"{lived_on(seen, ended_at):.1f} s after the end"
+    )
+
+
+def watched(proc: subprocess.Popen[bytes], until: Callable[[], bool]) -> dict[int, tuple[int | None, str]]:
+    """Every process under ``proc`` (its local Ray's) while it runs and ``until()`` is false, with its start."""
+    seen: dict[int, tuple[int | None, str]] = {}
+    while proc.poll() is None and not until():
+        now = under(proc.pid).items()
+        seen |= {pid: (seen.get(pid, (started_at(pid), ""))[0], name) for pid, name in now if name}
+        time.sleep(0.05)
+    return seen
+
+
+def lived_on(seen: dict[int, tuple[int | None, str]], since: float, most_s: float = 180.0) -> float:
+    """Seconds from ``since`` until none of the processes ``seen`` runs (at most ``most_s``)."""
+    wait_for(lambda: all(start is None or started_at(pid) != start for pid, (start, _) in seen.items()), most_s)
+    return time.monotonic() - since
 
 
 if __name__ == "__main__":

@@ -240,7 +240,8 @@ class CallTimeoutError(RedraftError):
 
 
 class ClusterError(RedraftError):
-    """The run cannot go on here: a role no live node can host, or a backend down for good. Exit 1; rerun to resume."""
+    """The run cannot go on here: a role no live node can host, a backend down for good, a local Ray that did not
+    start. Exit 1; rerun to resume."""
 
 
 class Interrupted(RedraftError):

@@ -6,10 +6,11 @@ says what it would spend, before anything starts (`_preflight` reads what a run 
 the roles as actors (`_members`, where frames are encoded and decoded, once), the arbiter as an actor
 (`_arbiter`), where each actor goes and what it reserves (`_factory`, `_placement`), the fleet kept
 whole (`_fleet`), the dispatch loop (`_dispatcher`), what happens when the machinery fails under a
-task (`_attempts`), the run's Ray metrics (`_metrics`) and Ray itself, asked in one place (`_ray`).
+task (`_attempts`), the run's Ray metrics (`_metrics`), Ray itself, asked in one place (`_ray`), and
+started or joined in one place (`_startup`, with `_reaper` ending what a killed driver's local Ray leaves).
 """
 
-from redraft.actors._ray import ensure_ray
+from redraft.actors._startup import ensure_ray
 from redraft.actors.driver import RunOutcome, estimate, run
 
 __all__ = ["RunOutcome", "ensure_ray", "estimate", "run"]

@@ -19,17 +19,15 @@ replaces a dead one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from redraft.actors._arbiter import ArbiterActor
 from redraft.actors._members import ACTOR_CLASSES
 from redraft.actors._placement import cpus_of, grades_on_driver, verifies_in_arbiter
-from redraft.actors._ray import alive_nodes, is_actor, on_node
+from redraft.actors._ray import alive_nodes, on_node
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.grader import Grader
 from redraft.engine.setup import RoleSetup, role_constructors
-from redraft.errors import BackendError, describe
 from redraft.protocols.messages import RoleName
 from redraft.scenarios import provided
 
@@ -81,21 +79,3 @@ def arbiter(crew: Members, settings: ArbiterSettings, node: str | None = None) -
     if node is not None:
         options["scheduling_strategy"] = on_node(node)
     return ray.remote(ArbiterActor).options(**options).remote(crew, settings, provided())
-
-
-def wait_ready(actors: Sequence[Any], timeout_s: float = 300.0) -> None:
-    """Block until every actor of ``actors`` (plain objects are skipped) is constructed; raise its
-    constructor's error once, up front.
-
-    Without this, an actor that cannot start (a missing model file, an import
-    error on a node) would surface as the same error in every task.
-    """
-    import ray
-
-    refs = [a.__ray_ready__.remote() for a in actors if is_actor(a)]
-    try:
-        ray.get(refs, timeout=timeout_s)
-    except ray.exceptions.GetTimeoutError:
-        raise BackendError(f"role actors did not start within {timeout_s:g} s (not enough resources?)") from None
-    except ray.exceptions.RayActorError as exc:
-        raise BackendError(f"a role actor failed to start: {describe(exc)}") from None

@@ -3,6 +3,14 @@
 The driver owns one `Fleet`. It starts one member of each role, one grader and
 one arbiter per live node, then keeps them so while the run lasts:
 
+- **Start.** Every actor starts at once and the fleet waits until each has
+  answered once. One that dies meanwhile is handled as during the run (`_died`):
+  Ray restarts a killed member in place, a member dead for good is rebuilt, a dead
+  arbiter is replaced, and the member deaths count as disturbances. A constructor
+  that raised stops the run up front with its error (`BackendError`), as does an
+  actor slot that died more than `Fleet.start_deaths` times while starting, or a
+  fleet not started within `Fleet.start_timeout_s` (whatever started is killed).
+
 - **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``,
   answered by its event loop). One that has not answered after `Fleet.hung_after_s`
   while the cluster holds it ``ALIVE`` and it has not restarted meanwhile is frozen
@@ -15,9 +23,11 @@ one arbiter per live node, then keeps them so while the run lasts:
   every arbiter is told (`redraft.engine.arbiter.Arbiter.replace_member`); until
   then the arbiters route its calls to the next member. An arbiter that died is
   replaced when the first of its tasks reports it (the handle is compared, so a
-  death is replaced once, however many tasks it took). A replacement that cannot
-  start within `Fleet.place_timeout_s` leaves its slot empty; a role with no
-  member left anywhere stops the run (`ClusterError`, exit 1).
+  death is replaced once, however many tasks it took). A replacement that dies
+  before it first answers is rebuilt again, up to `Fleet.place_tries` times in a
+  row; one that cannot start within `Fleet.place_timeout_s`, or the last of those
+  tries, leaves its slot empty; a role with no member left anywhere stops the run
+  (`ClusterError`, exit 1).
 - **Quarantine.** A task suspected of killing its arbiter runs alone on an arbiter
   of its own (`quarantine`), so a death there is its own doing.
 - **Disturbances.** `disturbances` counts what happened to role members: kills,
@@ -27,7 +37,7 @@ one arbiter per live node, then keeps them so while the run lasts:
   whose time ran out while that count moved may have spent it waiting on the
   machinery; the dispatcher redoes it (`redraft.actors._dispatcher`).
 
-Nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with
+Once started, nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with
 no timeout) and is called from the dispatcher's loop.
 """
 
@@ -35,6 +45,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -43,7 +54,7 @@ from redraft.actors import _factory as factory
 from redraft.actors._ray import actor_state, alive_nodes, is_actor
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.setup import RoleSetup
-from redraft.errors import ClusterError, cause_of, describe
+from redraft.errors import BackendError, ClusterError, cause_of, describe
 from redraft.protocols.messages import RoleName
 
 log = logging.getLogger(__name__)
@@ -71,6 +82,11 @@ class Fleet:
     heartbeat_s = 2.0
     hung_after_s = 15.0
     place_timeout_s = 60.0
+    place_tries = 3
+    """Replacements of one member slot that may die before they first answer, in a row, before it is given up."""
+    start_timeout_s = 300.0
+    start_deaths = 3
+    """Deaths of one actor slot while the fleet starts (each restarted, rebuilt or replaced) before the run stops."""
 
     def __init__(
         self,
@@ -87,9 +103,9 @@ class Fleet:
         # Every actor starts at once (each is a process of its own) and readiness is awaited once: an arbiter
         # needs only its members' handles, not the members themselves, to be built.
         self.arbiters: list[Any] = [factory.arbiter(self.members, settings, node) for node in nodes]
-        factory.wait_ready([*(m for ms in self.members.values() for m in ms), *self.graders, *self.arbiters])
         self._nodes = list(nodes)
-        """The node each arbiter slot was placed on (a replacement goes there while it lives)."""
+        """The node each slot (an arbiter's, each role's member) was placed on (a replacement goes there while it
+        lives)."""
         self._quarantined: list[Any] = []
         self._pings: dict[Any, _Ping] = {}
         self._last_beat = clock()
@@ -99,6 +115,67 @@ class Fleet:
         """Role members killed, dead, replaced or restarted so far (see the module docstring)."""
         self._restarts: dict[int, int] = {}
         """Each member actor's restart count at the last heartbeat, by ``id`` of its handle."""
+        self._placing_deaths: Counter[tuple[Kind, int]] = Counter()
+        """Replacements of each member slot that died before they first answered, since one last did."""
+        self._start()
+
+    # ------------------------------------------------------------ start
+
+    def _start(self) -> None:
+        """Return once every actor answered once (see the module docstring); kill what started if it fails."""
+        try:
+            self._await_started()
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def _await_started(self) -> None:
+        import ray
+
+        deadline = self.clock() + self.start_timeout_s
+        answered: dict[int, Any] = {}
+        """The actors that answered, by ``id`` (the handle kept, so its ``id`` is not reused)."""
+        deaths: Counter[tuple[Kind, int]] = Counter()
+        while self._ping_unanswered(answered):
+            left = deadline - self.clock()
+            ready = ray.wait(list(self._pings), num_returns=1, timeout=left, fetch_local=False)[0] if left > 0 else []
+            if not ready:
+                limit = f"{self.start_timeout_s:g} s"
+                raise BackendError(f"role actors did not start within {limit} (not enough resources?)")
+            for ref in ready:
+                ping = self._pings.pop(ref)
+                try:
+                    ray.get(ref)
+                except Exception as exc:
+                    self._died_starting(ping, exc, deaths)
+                else:
+                    answered[id(ping.handle)] = ping.handle
+                    self._placing_deaths.pop((ping.kind, ping.index), None)
+
+    def _ping_unanswered(self, answered: dict[int, Any]) -> bool:
+        """Ping each actor that has not answered yet and has no ping out; whether any ping is out."""
+        out = {id(p.handle) for p in self._pings.values()}
+        now = self.clock()
+        for kind, index, handle in self._actors():
+            if handle is not None and id(handle) not in answered and id(handle) not in out:
+                self._pings[handle.__ray_ready__.remote()] = _Ping(kind, index, handle, now)
+        return bool(self._pings)
+
+    def _died_starting(self, ping: _Ping, exc: BaseException, deaths: Counter[tuple[Kind, int]]) -> None:
+        """An actor's first ping failed: its constructor's error stops the run; a death is handled as during the
+        run (`_died`), up to `start_deaths` for its slot."""
+        import ray.exceptions as rex
+
+        cause = cause_of(exc)
+        if isinstance(cause, rex.RayActorError) and cause.actor_init_failed:
+            raise BackendError(f"a role actor failed to start: {describe(exc)}") from None
+        deaths[ping.kind, ping.index] += 1
+        if deaths[ping.kind, ping.index] > self.start_deaths:
+            raise ClusterError(
+                f"the {ping.kind} actor {ping.index} died {deaths[ping.kind, ping.index]} times while the run started "
+                f"(last: {describe(exc)}); nothing ran: rerun with the same --out once the cluster is steady"
+            )
+        self._died(ping, exc)
 
     # ------------------------------------------------------------ arbiters
 
@@ -137,6 +214,8 @@ class Fleet:
                     ray.get(ref)
                 except Exception as exc:
                     self._died(ping, exc)
+                else:
+                    self._placing_deaths.pop((ping.kind, ping.index), None)
             for ref, ping in list(self._pings.items()):
                 overdue = now - ping.sent > (self.place_timeout_s if ping.placing else self.hung_after_s)
                 if overdue and self._frozen(ping, now):
@@ -197,7 +276,12 @@ class Fleet:
         if ping.kind == "arbiter":
             self.arbiter_lost(ping.index, ping.handle)
         elif self._current(ping) is ping.handle:
-            self._replace_member(ping.kind, ping.index, failed_placement=ping.placing)
+            self._replace_member(ping.kind, ping.index, failed_placement=ping.placing and self._tried_out(ping))
+
+    def _tried_out(self, ping: _Ping) -> bool:
+        """Count the death of a replacement before it answered; whether its slot has had `place_tries` of them."""
+        self._placing_deaths[ping.kind, ping.index] += 1
+        return self._placing_deaths[ping.kind, ping.index] >= self.place_tries
 
     def _hung(self, ping: _Ping) -> None:
         import ray
@@ -227,7 +311,7 @@ class Fleet:
         slots = self._slots()[kind]
         member: Any = None
         if not failed_placement:
-            node = self._live_node(None, avoid=index)
+            node = self._live_node(self._nodes[index] if index < len(self._nodes) else None, avoid=index)
             member = (
                 factory.grader(self.setup, node)
                 if kind == "grader"
@@ -241,9 +325,9 @@ class Fleet:
                 arbiter.replace_member.remote(kind, index, member)
         if all(m is None for m in slots):
             raise ClusterError(
-                f"the {kind} role cannot be placed on any live node (the last replacement did not start within "
-                f"{self.place_timeout_s:g} s); finished tasks are kept: rerun with the same --out once the cluster "
-                "has room"
+                f"the {kind} role cannot be placed on any live node (its last replacement died {self.place_tries} "
+                f"times before it answered, or did not start within {self.place_timeout_s:g} s); finished tasks are "
+                "kept: rerun with the same --out once the cluster has room"
             )
 
     def _live_node(self, preferred: str | None, *, avoid: int = -1) -> str:

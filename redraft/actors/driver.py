@@ -10,8 +10,9 @@ flight, so its memory stays flat however long the run
 The run's actors are a `redraft.actors._fleet.Fleet`, kept whole while the run lasts
 and killed when it ends, however it ends, so no call of the run goes on after it.
 A driver killed outright takes them with it: on a cluster Ray ends a dead job's
-actors at once; a local Ray started here dies with this process, and its workers
-stop as their raylet goes (`redraft.actors._ray.die_with_raylet`).
+actors at once; a local Ray started here (`redraft.actors._startup`) dies with this
+process, its workers stop as their raylet goes (`redraft.actors._ray.die_with_raylet`),
+and a watcher ends the rest at once (`redraft.actors._reaper`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ import msgspec
 from redraft.actors._dispatcher import ProgressHook
 from redraft.actors._endpoints import EndpointHook
 from redraft.actors._preflight import estimate_left
-from redraft.actors._ray import ensure_ray
 from redraft.actors._running import start_running
+from redraft.actors._startup import ensure_ray
 from redraft.backends.pricing import load_prices
 from redraft.config import RunConfig
 from redraft.engine.estimate import Estimate, paid

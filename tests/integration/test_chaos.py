@@ -15,7 +15,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,16 +91,87 @@ def test_random_kills_of_every_role_leave_results_as_if_undisturbed(
     before = len(server.requests)
     thread, box = in_thread(lambda: run(RunConfig.build(**run_settings(server, out, TASKS, IN_FLIGHT))))
     assert wait_for(lambda: lines(out / "results.jsonl") >= 3, 120)
-    with Killer(ray_cluster, every_s=2.0, most=8) as killer:  # each role twice: bounded, so a slow machine ends
+    with Killer(ray_cluster, every_s=2.0, most=8) as killer:  # bounded, so a slow machine ends
         thread.join(timeout=300)
     assert not thread.is_alive() and "error" not in box, box
-    assert killer.kills[:1] == ["ArbiterActor"], killer.kills  # then the drafter, the critic, the verifier, in turn
+    assert killer.kills[:1] == ["ArbiterActor"], killer.kills  # then each role that has a process, in turn
     recs = check_like_reference(out, reference)
     retried = [r for r in recs.values() if r["attempts"] > 1]
     assert box["value"].summary.retried_tasks == len(retried)
     paid_replays = len(server.requests) - before - reference["requests"]
     kills = f"{len(killer.kills)} kills ({', '.join(killer.kills)})"
     print(f"\n{kills}: {len(retried)} tasks redone, {paid_replays} paid replays")
+
+
+def dies_at_once(make: Callable[..., Any], killed: list[str], name: str, times: int = 1) -> Callable[..., Any]:
+    """``make`` (a factory of the run's actors), whose first ``times`` actors are killed for good as soon as they
+    are created: before the fleet awaits them, so Ray never runs them and will not restart them."""
+    import ray
+
+    from redraft.actors._ray import is_actor
+
+    def made(*args: Any, **kwargs: Any) -> Any:
+        handle = make(*args, **kwargs)
+        if is_actor(handle) and killed.count(name) < times:
+            killed.append(name)
+            ray.kill(handle, no_restart=True)
+        return handle
+
+    return made
+
+
+def watched_fleets(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The fleets the runs of this test build, as they are built."""
+    from redraft.actors import driver
+    from redraft.actors._fleet import Fleet
+
+    fleets: list[Fleet] = []
+
+    class Watched(Fleet):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            fleets.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "Fleet", Watched)
+    return fleets
+
+
+def test_role_actors_killed_while_the_fleet_starts_are_started_again_and_the_run_completes(
+    ray_cluster: Any, server: FakeLLMServer, reference: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redraft.actors import _factory
+
+    killed: list[str] = []
+    monkeypatch.setattr(_factory, "member", dies_at_once(_factory.member, killed, "drafter"))
+    monkeypatch.setattr(_factory, "arbiter", dies_at_once(_factory.arbiter, killed, "arbiter"))
+    fleets = watched_fleets(monkeypatch)
+    out = tmp_path / "killed-at-start"
+    run(RunConfig.build(**run_settings(server, out, TASKS, IN_FLIGHT)))
+    assert killed == ["drafter", "arbiter"]  # the first member made (a drafter) and the first arbiter
+    check_like_reference(out, reference)
+    (fleet,) = fleets
+    assert fleet.replaced >= 2  # the drafter rebuilt, the arbiter replaced
+    assert fleet.disturbances >= 1  # the drafter's death: a task timing out meanwhile would be redone
+
+
+def test_a_role_whose_every_member_dies_as_the_run_starts_stops_it_in_one_line(
+    ray_cluster: Any, server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redraft.actors import _factory
+    from redraft.actors._ray import actor_state, is_actor
+
+    killed: list[str] = []
+    monkeypatch.setattr(_factory, "member", dies_at_once(_factory.member, killed, "member", times=1000))
+    fleets = watched_fleets(monkeypatch)
+    out = tmp_path / "always-killed"
+    with pytest.raises(ClusterError, match=r"^the \w+ (role|actor).*rerun with the same --out") as raised:
+        run(RunConfig.build(**run_settings(server, out, 4, 4)))
+    assert "\n" not in str(raised.value)
+    assert lines(out / "results.jsonl") == 0
+    assert len(killed) > len(ray_cluster.list_all_nodes())  # each slot was rebuilt before the run gave up
+    (fleet,) = fleets
+    started = [handle for ms in fleet.members.values() for handle in ms if is_actor(handle)] + fleet.arbiters
+    assert wait_for(lambda: all(actor_state(handle)[0] == "DEAD" for handle in started), 60)  # none left behind
 
 
 def test_a_worker_node_removed_mid_run_the_run_completes_on_the_rest(

@@ -113,6 +113,31 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def started_at(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), None once it is gone: a pid and this name one process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == b"Z" else int(fields[19])
+
+
+def under(pid: int) -> dict[int, str]:
+    """Every process under ``pid`` now, with its command line."""
+    found: dict[int, str] = {}
+    todo = children(pid)
+    while todo:
+        child = todo.pop()
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                found[child] = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        todo += children(child)
+    return found
+
+
 def command(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -135,13 +160,17 @@ def role_pids(cluster: Any, roles: tuple[str, ...] = ROLES) -> dict[int, str]:
 @dataclass
 class Killer:
     """A thread that SIGKILLs a redraft actor process of ``cluster`` at once, then every ``every_s`` seconds:
-    the roles in turn (so every role is hit), a random process of the role each time."""
+    the roles in turn (so every role is hit), a random process of the role each time. A role with no process
+    now (the verifier of instant checks runs inside the arbiter; a member restarting) is passed over within the
+    same turn, so each turn kills one process if any of ``roles`` runs. Processes in ``spared`` (those of an
+    earlier run, still going) are never hit."""
 
     cluster: Any
     every_s: float
     roles: tuple[str, ...] = ROLES
     most: int = 1000
     rng: random.Random = field(default_factory=lambda: random.Random(1))
+    spared: set[int] = field(default_factory=set)
     kills: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -157,18 +186,24 @@ class Killer:
     def _run(self) -> None:
         turn = 0
         while len(self.kills) < self.most:
-            role = self.roles[turn % len(self.roles)]
-            turn += 1
-            victims = sorted(pid for pid, r in role_pids(self.cluster, self.roles).items() if r == role)
-            if victims:
-                pid = self.rng.choice(victims)
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    self.kills.append(role)
-                except ProcessLookupError:
-                    pass
+            running = {pid: role for pid, role in role_pids(self.cluster, self.roles).items() if pid not in self.spared}
+            for _ in self.roles:
+                role = self.roles[turn % len(self.roles)]
+                turn += 1
+                if self._kill_one(sorted(pid for pid, r in running.items() if r == role), role):
+                    break
             if self._stop.wait(self.every_s):
                 return
+
+    def _kill_one(self, victims: list[int], role: str) -> bool:
+        if not victims:
+            return False
+        try:
+            os.kill(self.rng.choice(victims), signal.SIGKILL)
+        except ProcessLookupError:
+            return False
+        self.kills.append(role)
+        return True
 
 
 def in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
