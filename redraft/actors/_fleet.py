@@ -13,6 +13,7 @@ one arbiter per live node, then keeps them so while the run lasts:
 
 - **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``,
   answered by its event loop). One that has not answered after `Fleet.hung_after_s`
+  (stretched by the machine's load, `patience`: a busy machine answers late, and is not hung)
   while the cluster holds it ``ALIVE`` and it has not restarted meanwhile is frozen
   or deadlocked: it is killed, once. (One still starting or restarting is not: on
   a loaded node that takes seconds, and killing it would only start it again.)
@@ -44,6 +45,7 @@ no timeout) and is called from the dispatcher's loop.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -61,6 +63,17 @@ log = logging.getLogger(__name__)
 
 
 Kind = RoleName | Literal["arbiter"]
+
+
+def machine_load() -> tuple[float, int]:
+    """This machine's load average over the last minute, and its CPUs."""
+    return os.getloadavg()[0], os.cpu_count() or 1
+
+
+def patience(base_s: float, load: float, cpus: int) -> float:
+    """``base_s`` stretched by how busy the machine is: at a load of 20 on 2 cores a process gets a tenth of
+    the CPU it would alone, and its event loop answers a ping ten times later without being frozen."""
+    return base_s * max(1.0, load / max(cpus, 1))
 
 
 @dataclass
@@ -217,7 +230,8 @@ class Fleet:
                 else:
                     self._placing_deaths.pop((ping.kind, ping.index), None)
             for ref, ping in list(self._pings.items()):
-                overdue = now - ping.sent > (self.place_timeout_s if ping.placing else self.hung_after_s)
+                wait = patience(self.place_timeout_s if ping.placing else self.hung_after_s, *machine_load())
+                overdue = now - ping.sent > wait
                 if overdue and self._frozen(ping, now):
                     del self._pings[ref]
                     self._hung(ping)

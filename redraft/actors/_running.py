@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,7 @@ def start_running(
     on_result: ProgressHook | None,
     on_endpoints: EndpointHook | None,
     stop: threading.Event,
+    on_in_flight: Callable[[int], None] | None = None,
 ) -> Running:
     """Start the run's parts on the Ray the driver joined; ``started`` is the run's monotonic start."""
     out = store.root
@@ -70,7 +72,8 @@ def start_running(
     ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
     fleet = Fleet(setup, config.experiment.strategy, settings)
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
-    dispatcher = _dispatcher(config, setup, fleet, store, clock, on_result, on_endpoints, stop)
+    metrics = RunMetrics(store.root.name, on_in_flight)
+    dispatcher = _dispatcher(config, setup, fleet, store, clock, metrics, on_result, on_endpoints, stop)
     spans = _live_spans(config, setup, manifest, settings.prices, store)
     return Running(dispatcher, fleet, batches, ledger, spans)
 
@@ -93,12 +96,12 @@ def _dispatcher(
     fleet: Fleet,
     store: RunStore,
     clock: RunClock,
+    metrics: RunMetrics,
     on_result: ProgressHook | None,
     on_endpoints: EndpointHook | None,
     stop: threading.Event,
 ) -> Dispatcher:
     budgets = config.budgets
-    metrics = RunMetrics(store.root.name)
     return Dispatcher(
         fleet,
         store,

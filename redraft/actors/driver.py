@@ -161,6 +161,7 @@ def run(
     on_endpoints: EndpointHook | None = None,
     cpu_share: float = 1.0,
     on_estimate: Callable[[Estimate], None] | None = None,
+    on_in_flight: Callable[[int], None] | None = None,
 ) -> RunOutcome:
     """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray), writing its run
     directory; run it again with the same ``out`` to resume.
@@ -173,8 +174,8 @@ def run(
     file's tasks (``config.experiment.tasks``), as `redraft.refine`'s do. ``cpu_share``: the share of a CPU
     each actor that runs candidates reserves, when other runs share the nodes (a comparison's lanes).
     ``on_estimate`` is told the estimate of the tasks left (`estimate`) before anything starts, when a role's
-    model costs money or may (one not local nor scripted). A config with ``dry_run`` set is refused: call
-    `estimate`.
+    model costs money or may (one not local nor scripted); ``on_in_flight`` the tasks in flight on every turn
+    of the dispatch loop. A config with ``dry_run`` set is refused: call `estimate`.
 
         >>> import tempfile
         >>> from redraft import RunConfig, run
@@ -203,7 +204,7 @@ def run(
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     hooks = (on_result, on_endpoints, stop or threading.Event())
-    running = start_running(config, setup, store, manifest, started, *hooks)
+    running = start_running(config, setup, store, manifest, started, *hooks, on_in_flight)
     stopped_by: str | None = None
     try:
         stopped_by = running.dispatcher.run(pending)

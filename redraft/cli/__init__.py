@@ -103,7 +103,7 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
     if config.runtime.dry_run:
         _dry_run(config)
         return
-    progress = RunProgress()
+    progress = RunProgress(_starting(config))
     with stop_on_signals() as stop, progress:
         try:
             outcome = run(
@@ -113,6 +113,7 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
                 stop=stop.event,
                 on_endpoints=progress.endpoints,
                 on_estimate=lambda estimate: _said_before(estimate, config),
+                on_in_flight=progress.in_flight,
             )
         except Interrupted as exc:
             _interrupted(exc, stop)
@@ -131,6 +132,14 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
 
 run_command.__signature__ = inspect.Signature(run_parameters())  # type: ignore[attr-defined]
 app.command("run")(run_command)
+
+
+def _starting(config: RunConfig) -> str:
+    """What the run says it does before its first task: Ray and the actors, and the embedded model's load."""
+    e = config.experiment
+    local = any(s.split(":")[0] == "local" for s in (e.drafter, e.critic, e.verifier or ""))
+    ray = "joining the Ray cluster" if config.runtime.address else "starting Ray"
+    return f"{ray} and the run's actors" + ("; the model loads on each node with its first call" if local else "")
 
 
 def _dry_run(config: RunConfig) -> None:

@@ -29,13 +29,19 @@ class RunProgress:
     calls in flight (of what its limiter allows now) and throttles.
 
     When stderr is not a terminal (``ray job submit`` logs, CI), the same figures
-    are printed as a plain line at most every `LOG_EVERY_S` seconds, and at the end.
+    are printed as a plain line at most every `LOG_EVERY_S` seconds, and at the end; and while no task
+    finishes, a heartbeat every `HEARTBEAT_S` seconds (tasks done, in flight, calls, elapsed), so a slow
+    run is never silent. What the run does before its first task (resuming, starting Ray and its actors)
+    is said at once, in both modes.
     """
 
     LOG_EVERY_S = 10.0
+    HEARTBEAT_S = 30.0
 
-    def __init__(self) -> None:
+    def __init__(self, starting: str = "starting Ray and the run's actors") -> None:
         self._plain = not err.is_terminal
+        self._starting = starting
+        self._in_flight = self._calls = 0
         self._started = self._last_log = 0.0
         self._total = 0
         self._bar = Progress(
@@ -66,6 +72,8 @@ class RunProgress:
         """A run (or one lane of a comparison, ``what``) opened: its tasks join the bar's total."""
         if already_done:
             err.print(f"resuming{' ' + what if what else ''}: {already_done} of {total} tasks already done")
+        if self._id is None and already_done < total:
+            print(f"redraft: {self._starting}", file=sys.stderr, flush=True)  # a log line, never wrapped
         self._total += total - already_done
         if self._id is not None:  # another lane of a comparison
             self._bar.update(self._id, total=self._total)
@@ -81,8 +89,22 @@ class RunProgress:
         if self._id is not None:
             self._bar.update(self._id, endpoints=self._endpoints)
 
+    def in_flight(self, count: int) -> None:
+        """Told on every turn of the dispatch loop: the heartbeat, when nothing else was said for a while."""
+        self._in_flight = count
+        now = time.monotonic()
+        if self._plain and self._id is not None and now - self._last_log >= self.HEARTBEAT_S:
+            self._last_log = now
+            print(
+                f"refining: {self._done}/{self._total} tasks done, {count} in flight, {self._calls} model calls "
+                f"by the tasks done, {elapsed(now - self._started)} elapsed",
+                file=sys.stderr,
+                flush=True,
+            )
+
     def advance(self, result: Result) -> None:
         self.first_task = self.first_task or result.task_id
+        self._calls += result.usage.calls
         self._done += 1
         self._passed += result.passed
         if result.graded_pass is not None:
@@ -107,6 +129,16 @@ class RunProgress:
         if not self._graded:
             return feedback
         return f"graded pass {self._graded_passed / self._graded:.0%}, {feedback}"
+
+
+def elapsed(seconds: float) -> str:
+    """``12m05s``, ``1h02m``, ``45s``: a heartbeat's elapsed time, at a glance."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def endpoints_text(states: list[EndpointState]) -> str:

@@ -64,3 +64,38 @@ def test_the_progress_line_names_each_pass_rate_by_its_basis(capsys: pytest.Capt
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith("refining: 2/2 tasks, graded pass 50%, feedback pass 100%, ")
     assert progress.rates() == "graded pass 50%, feedback pass 100%"
+
+
+def test_a_run_that_finishes_nothing_for_a_while_still_says_it_is_alive(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, output that was not a terminal printed nothing for 41 minutes while no task finished."""
+    import redraft.cli._progress as module
+
+    now = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    progress = RunProgress("starting Ray and the run's actors; the model loads on each node with its first call")
+    progress._plain = True
+    with progress:
+        progress.start(total=10, already_done=2)
+        said = capsys.readouterr().err.splitlines()
+        assert said == [
+            "resuming: 2 of 10 tasks already done",
+            "redraft: starting Ray and the run's actors; the model loads on each node with its first call",
+        ]
+        now[0] += 20.0
+        progress.in_flight(8)
+        assert capsys.readouterr().err == ""  # not yet: a heartbeat every 30 s
+        now[0] += 11.0 * 60 + 15.0
+        progress.in_flight(7)
+        beat = capsys.readouterr().err.strip()
+        assert beat == "refining: 0/8 tasks done, 7 in flight, 0 model calls by the tasks done, 11m35s elapsed"
+        progress.in_flight(7)
+        assert capsys.readouterr().err == ""  # once per 30 s
+
+
+def test_a_finished_run_resumed_starts_nothing_and_says_so_only(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = RunProgress()
+    with progress:
+        progress.start(total=3, already_done=3)
+    assert [line for line in capsys.readouterr().err.splitlines() if line] == ["resuming: 3 of 3 tasks already done"]
