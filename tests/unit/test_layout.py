@@ -4,8 +4,9 @@ system's alone, no module or function grows past what a reader holds at once, an
 The rooms (also in docs/architecture.md): ``protocols`` imports nothing of redraft but ``errors``;
 ``strategies`` builds on ``protocols``; ``engine`` (the loop and the roles, no Ray) on strategies,
 scenarios and backends; ``actors`` (the only room that imports Ray) makes the engine's roles actors
-and drives a run; the views read the run directory and nothing that runs; only the CLI sees
-everything, and nothing imports the CLI.
+and drives a run; the views read the run directory and nothing that runs; ``jsonlines``, the rule
+every journal is read by, imports nothing of redraft, so the backends, the run directory and the tune
+share it; only the CLI sees everything, and nothing imports the CLI.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ PACKAGE = REPO_ROOT / "redraft"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "services": set(),
+    "jsonlines": set(),
     "plugins": {"errors"},
     "protocols": {"errors"},
     "config": {"errors", "protocols"},
     "strategies": {"errors", "plugins", "protocols", "services"},
     "sandbox": {"errors"},
-    "backends": {"errors", "plugins", "protocols", "services"},
+    "backends": {"errors", "plugins", "protocols", "services", "jsonlines"},
     "scenarios": {"errors", "plugins", "protocols", "sandbox"},
     "engine": {
         "errors",
@@ -44,12 +46,12 @@ ALLOWED: dict[str, set[str]] = {
         *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),
         *("engine", "rundir"),
     },
-    "rundir": {"errors", "protocols"},
+    "rundir": {"errors", "protocols", "jsonlines"},
     "views": {"errors", "protocols", "rundir"},
     "comparison": {"errors", "protocols", "config", "scenarios", "engine", "actors", "rundir", "views"},
     "tuning": {
         *("errors", "protocols", "config", "backends", "scenarios", "engine", "actors", "rundir", "views"),
-        "comparison",
+        *("comparison", "jsonlines"),
     },
     "cli": {
         "errors",
