@@ -108,8 +108,9 @@ def tune(
     _, stream = plan(config)
     tasks = {task.task_id: task for task in stream()}
     splits = _splits(out, list(tasks.values()), settings, config.experiment.seed)
-    _manifest(out, config, settings, splits)
-    journal = Journal(out)
+    journal = Journal(out, _manifest(out, config, settings, splits))
+    if (recovered := journal.recovery.line()) is not None:
+        say(f"warning: {recovered}")
     _start(out, journal, config.experiment.prompts)
     model = _proposer_spec(config, settings, proposer)  # resolved once: for the estimate and the actor
     costs = estimate_costs(config, out, splits, tasks, backends, model)
@@ -214,8 +215,9 @@ def _splits(out: Path, tasks: list[Any], settings: TuneSettings, seed: int) -> S
     return made
 
 
-def _manifest(out: Path, config: RunConfig, settings: TuneSettings, splits: Splits) -> None:
-    """What decides the tune's results; a resume whose settings differ is refused, naming the first."""
+def _manifest(out: Path, config: RunConfig, settings: TuneSettings, splits: Splits) -> str:
+    """What decides the tune's results; a resume whose settings differ is refused, naming the first. The tune's
+    id (``tune_uid``, made with the manifest, added to an older one), which its journal's records carry."""
     decides = {k: v for k, v in config.flat().items() if k not in _FREE} | {
         "sections": list(settings.sections),
         "minibatch": settings.minibatch,
@@ -225,16 +227,24 @@ def _manifest(out: Path, config: RunConfig, settings: TuneSettings, splits: Spli
     }
     decides = json.loads(json.dumps(decides, default=str))
     path = out / MANIFEST
+    uid = ""
     if path.exists():
         recorded = json.loads(path.read_text(encoding="utf-8"))
+        uid = str(recorded.pop(TUNE_UID, ""))
         for key in sorted(set(recorded) | set(decides)):
             if recorded.get(key) != decides.get(key):
                 raise UserError(
                     f"{out} holds a tune with other settings ({key}: {recorded.get(key)!r} then, "
                     f"{decides.get(key)!r} now); use another --out"
                 )
-        return
-    path.write_text(json.dumps(decides, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if not uid:
+        uid = uuid.uuid4().hex[:16]
+        path.write_text(json.dumps(decides | {TUNE_UID: uid}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return uid
+
+
+TUNE_UID = "tune_uid"
+"""The tune's own id in its manifest: not a setting, made once with the directory."""
 
 
 _FREE = frozenset(
