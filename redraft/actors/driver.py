@@ -63,6 +63,7 @@ from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Task
 from redraft.rundir import RunStore, Summary, fingerprint
 from redraft.rundir.layout import RAY_LOG
+from redraft.rundir.store import new_run_uid
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity
 from redraft.scenarios.user_check import CheckFunction
@@ -100,6 +101,7 @@ def manifest_for(config: RunConfig, run_id: str) -> dict[str, Any]:
     ident = identity(config)
     return {
         "run_id": run_id,
+        "run_uid": new_run_uid(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": config.flat() | {"out": None},
         "identity": ident,
@@ -209,7 +211,7 @@ def run(
     pending = (t for t in tasks() if t.task_id not in store.done)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     batch = batch_name(out)
-    setup, batches = start_batches(setup, batch, out, config.runtime)
+    setup, batches = start_batches(setup, batch, store, config.runtime)
     settings = msgspec.structs.replace(
         arbiter_settings(config), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
     )

@@ -12,6 +12,9 @@ Invariants (`RunStore`):
   is counted twice.
 - A manifest whose fingerprint differs from the new config's is refused: one run
   directory never mixes two configurations.
+- The manifest holds the directory's own id (``run_uid``, made with it, added to an
+  older manifest on open): what tells this run's records and provider batches from
+  another run's.
 
 Writes are flushed, not fsynced: a killed process loses nothing, a crashed
 machine may lose the last few tasks, which the resume then redoes (a result
@@ -24,8 +27,11 @@ results: a run's memory does not grow with its length.
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
+import time
+import uuid
 from pathlib import Path
 from typing import IO, Any
 
@@ -51,6 +57,10 @@ class RunStore:
         self._trace: IO[bytes] | None = None
         self._results: IO[bytes] | None = None
         self._wall_before = 0.0
+        self.run_uid = ""
+        """The directory's own id (its manifest's ``run_uid``)."""
+        self.started = time.time()
+        """When the run began (its manifest's ``started_at``), in wall-clock seconds."""
 
     @classmethod
     def open(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
@@ -60,8 +70,12 @@ class RunStore:
         root.mkdir(parents=True, exist_ok=True)
         if existing is not None:
             store._wall_before = float(existing.get("wall_s", 0.0))
-        else:
-            write_json(root / MANIFEST, manifest)
+        kept = dict(existing if existing is not None else manifest)
+        if existing is None or not existing.get(RUN_UID):  # a new run, or one begun before runs had an id
+            kept[RUN_UID] = kept.get(RUN_UID) or new_run_uid()
+            write_json(root / MANIFEST, kept)
+        store.run_uid = str(kept[RUN_UID])
+        store.started = _seconds(kept.get("started_at")) or store.started
         store._recover()
         store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
         store._results = open(root / RESULTS, "ab")  # noqa: SIM115
@@ -92,6 +106,15 @@ class RunStore:
         self._results.flush()
         self.spent = self.spent + result.usage
 
+    def sends_batches(self) -> bool:
+        """Record in the manifest that this run sends provider batches; whether an earlier invocation did."""
+        path = self.root / MANIFEST
+        manifest = read_object(path)
+        if manifest.get(BATCHED):
+            return True
+        write_json(path, manifest | {BATCHED: True})
+        return False
+
     @property
     def wall_before(self) -> float:
         """Wall time of the earlier invocations that wrote this directory (0 for a new run)."""
@@ -111,6 +134,22 @@ class RunStore:
         summary.stopped_by = stopped_by
         write_json(self.root / SUMMARY, msgspec.to_builtins(summary))
         return summary
+
+
+RUN_UID, BATCHED = "run_uid", "batched"
+"""The manifest's keys for the directory's own id, and for "this run has sent provider batches"."""
+
+
+def new_run_uid() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _seconds(stamp: object) -> float | None:
+    """A manifest's ``started_at`` (``2026-11-26T10:00:00Z``) in wall-clock seconds, or None."""
+    try:
+        return float(calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
 
 
 def resumable(root: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
