@@ -194,6 +194,14 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = None
     out: Annotated[str | None, _help("Run directory (default runs/<run-id>).", panel="Output")] = None
+    redo_untraced: Annotated[
+        bool,
+        _help(
+            "On resume, redo the tasks whose trace was lost (a damaged or deleted trace.msgpack); by default their "
+            "results stand.",
+            panel="Output",
+        ),
+    ] = False
     verbose: Annotated[
         bool,
         _help(

@@ -9,6 +9,7 @@ whole (`_fleet`), the dispatch loop (`_dispatcher`), what happens when the machi
 task (`_attempts`), the run's Ray metrics (`_metrics`) and Ray itself, asked in one place (`_ray`).
 """
 
-from redraft.actors.driver import RunOutcome, ensure_ray, estimate, run
+from redraft.actors._ray import ensure_ray
+from redraft.actors.driver import RunOutcome, estimate, run
 
 __all__ = ["RunOutcome", "ensure_ray", "estimate", "run"]

@@ -22,8 +22,6 @@ import logging
 import math
 import os
 import platform
-import signal
-import socket
 import tempfile
 import threading
 import time
@@ -45,7 +43,7 @@ from redraft.actors._fleet import Fleet
 from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
 from redraft.actors._metrics import RunMetrics
 from redraft.actors._preflight import estimate_left
-from redraft.actors._ray import RAY_OUTPUT
+from redraft.actors._ray import ensure_ray
 from redraft.backends.pricing import load_prices
 from redraft.config import RunConfig
 from redraft.engine.estimate import Estimate, paid
@@ -67,6 +65,8 @@ from redraft.rundir.store import new_run_uid
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity
 from redraft.scenarios.user_check import CheckFunction
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -201,7 +201,7 @@ def run(
     setup = dataclasses.replace(role_setup(config, backends), cpu_share=cpu_share)
     manifest = manifest_for(config, out.name)
     _estimated(config, setup, out, tasks, manifest, on_estimate)
-    store = RunStore.open(out, manifest)
+    store = _opened(out, manifest, config)
     total, skipped = _counted(tasks(), store.done)
     if on_start is not None:
         on_start(total, skipped)
@@ -232,6 +232,14 @@ def run(
         stop_ledger(ledger)
         summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
+
+
+def _opened(out: Path, manifest: dict[str, Any], config: RunConfig) -> RunStore:
+    """The run directory, opened for writing: recovered first if damaged, and what that set aside said."""
+    store = RunStore.open(out, manifest, redo_untraced=config.runtime.redo_untraced)
+    for line in store.said:  # before "resuming: ..."
+        log.warning("%s", line)
+    return store
 
 
 def _counted(tasks: Iterator[Task], done: set[str]) -> tuple[int, int]:
@@ -334,65 +342,3 @@ def _default_in_flight(setup: RoleSetup, nodes: int, *, batch: bool = False) -> 
     if any(s.spec.startswith("local") for s in specs):
         return 10 * nodes
     return 4096 if batch else 64
-
-
-def ensure_ray(address: str | None, *, probe_s: float = 5.0, log: Path | None = None, verbose: bool = False) -> None:
-    """Join ``address``, or start a fresh local Ray when it is None.
-
-    Ray's own messages go to ``log`` from then on (`redraft.actors._ray.RayOutput`), and to the terminal too
-    only when ``verbose``.
-
-    ``ray.init()`` with no address would join whatever Ray it finds on the
-    machine (``RAY_ADDRESS``, or a cluster recorded under /tmp/ray, even a dead
-    one): a run without ``--address`` must not depend on such leftovers. A
-    ``HOST:PORT`` where nothing listens is a usage error within ``probe_s``
-    seconds (``ray.init`` itself would retry for minutes, silently).
-
-    The process's own SIGINT and SIGTERM handlers are kept: Ray installs its own as it starts (one that dumps
-    a C-level report on SIGTERM), and a caller that stops cleanly on a signal must still get it.
-    """
-    import ray
-
-    if ray.is_initialized():
-        return
-    if address and ":" in address and "://" not in address:
-        _probe(address, probe_s)
-    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
-    kept = _signal_handlers()
-    if log is not None:
-        RAY_OUTPUT.route(log, verbose=verbose)
-    try:
-        ray.init(address=address or "local", **kwargs)
-    except ConnectionError as exc:
-        raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None
-    finally:
-        for signum, handler in kept.items():
-            signal.signal(signum, handler)
-
-
-def _signal_handlers() -> dict[int, Any]:
-    """SIGINT's and SIGTERM's Python handlers, when this is the main thread (only it may set them)."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {s: h for s in (signal.SIGINT, signal.SIGTERM) if (h := signal.getsignal(s)) is not None}
-
-
-def _probe(address: str, within_s: float) -> None:
-    """`UserError` naming ``address`` unless a TCP connection to it opens within ``within_s`` seconds."""
-    host, _, port_text = address.rpartition(":")
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise UserError(f"--address {address!r} is not HOST:PORT (or auto)") from None
-    deadline = time.monotonic() + within_s
-    while True:
-        try:
-            with socket.create_connection((host.strip("[]"), port), timeout=max(0.1, deadline - time.monotonic())):
-                return
-        except OSError as exc:
-            if time.monotonic() >= deadline:
-                raise UserError(
-                    f"cannot join the Ray cluster at {address}: nothing answers there ({exc.strerror or exc}); "
-                    "start it with `ray start --head`, or leave out --address to run on a local Ray"
-                ) from None
-            time.sleep(0.25)

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from redraft.actors import ensure_ray
 from redraft.actors._endpoints import EndpointHook, EndpointState
-from redraft.actors.driver import RunOutcome, ensure_ray, run
+from redraft.actors.driver import RunOutcome, run
 from redraft.comparison._arms import Arm
 from redraft.config import RunConfig
 from redraft.engine.setup import BackendOverrides, role_setup, spends_calls_per_task

@@ -26,7 +26,8 @@ from typing import Any
 
 import msgspec
 
-from redraft.actors.driver import check_out, ensure_ray, plan
+from redraft.actors import ensure_ray
+from redraft.actors.driver import check_out, plan
 from redraft.backends.base import BackendSpec
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
@@ -249,7 +250,7 @@ TUNE_UID = "tune_uid"
 
 _FREE = frozenset(
     {"out", "budget_usd", "budget_tokens", "budget_calls", "budget_seconds", "max_tasks_in_flight", "verbose"}
-    | {"address", "cache", "limit", "dry_run"}
+    | {"address", "cache", "limit", "dry_run", "redo_untraced"}
 )
 """Settings a resume may change: where and how it runs, how much more it may spend (the splits check the tasks)."""
 

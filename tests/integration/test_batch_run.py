@@ -18,6 +18,7 @@ import pytest
 
 from redraft import RunConfig, run
 from redraft.errors import Interrupted
+from tests.support.damage import tear_journal
 from tests.support.fake_llm_servers import FakeLLMServer
 from tests.support.paths import REPO_ROOT
 
@@ -104,7 +105,7 @@ def test_a_driver_killed_while_its_batch_is_out_picks_it_up_again_and_pays_once(
     if journal_after == "deleted":
         journal.unlink()
     elif journal_after == "torn":
-        journal.write_bytes(journal.read_bytes()[:-30])
+        tear_journal(out)
 
     server.batch_hold = False
     again = subprocess.run(command(ray_cluster.address, out), cwd=REPO_ROOT, env=env, capture_output=True, text=True)
