@@ -189,8 +189,11 @@ class BatchCollector:
         """Follow the batches an earlier invocation left open (`left_open`); how many."""
         if not self._resumed:
             self._resumed = True
+            run = self._run
+            if run is not None and self._journal is not None and not self._journal.intact():  # restarted mid-line
+                run = msgspec.structs.replace(run, journal_lost=True)
             try:
-                found = await left_open(self._journal, self._api, self._run, self._spec.spec)
+                found = await left_open(self._journal, self._api, run, self._spec.spec)
             except BackendError as exc:  # the list did not read: only the journal's batches are followed
                 log.warning(
                     "%s: could not list the provider's batches: %s; calls may be sent again", self._spec.spec, exc

@@ -10,7 +10,8 @@ run, is moved to ``batches.jsonl.damaged`` and said in one line); a collector re
 it without writing, skipping what is not a record.
 
 A resume follows the batches the journal holds open. A journal that was damaged or
-deleted cannot vouch for itself (`BatchRun.journal_lost`): the batch of a torn line
+deleted cannot vouch for itself (`BatchRun.journal_lost`, or a line that does not read
+when a collector that Ray restarted reads it again): the batch of a torn line
 is still out at the provider, and sending its calls again would pay for them twice.
 So the provider's own list is read too (`BatchAPI.listed`, newest first, back to the
 run's start), and every batch there of this run that the journal does not record as
@@ -38,7 +39,7 @@ from pathlib import Path
 import msgspec
 
 from redraft.backends._batch_apis import BatchAPI
-from redraft.jsonlines import Recovery, Refused, append, records, recover
+from redraft.jsonlines import Recovery, Refused, SetAside, append, records, recover, scan
 
 JOURNAL = "batches.jsonl"
 """The run directory's record of the batches sent: one JSON line per batch submitted and per batch ended."""
@@ -110,6 +111,11 @@ class Journal:
             elif line.ended is not None:
                 opened.pop(line.ended, None)
         return opened
+
+    def intact(self) -> bool:
+        """Whether every line is a record: a collector that Ray restarted after it died mid-line finds its last
+        line torn, and the batch of that line may be out at the provider."""
+        return not any(isinstance(item, SetAside) for item in scan(self._path, self._decode))
 
     def named(self) -> set[str]:
         """Every batch of the endpoint the journal names, open or ended."""

@@ -99,6 +99,7 @@ def test_a_driver_killed_while_its_batch_is_out_picks_it_up_again_and_pays_once(
         time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    time.sleep(2)  # the run's actors end with its driver (Ray ends a dead job's actors)
     left = list(server.batches)
     assert left and not any(b.cancelled for b in left)  # a killed driver cancels nothing: they stay out
     assert all(b.metadata and b.metadata["redraft_run"] for b in left)  # each batch says whose run it is

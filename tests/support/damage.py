@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-DAMAGES = ("a corrupt middle line", "trace deleted")
+DAMAGES = ("a corrupt middle line", "trace deleted", "a garbage trace")
 
 
 def damage(out: Path, how: str) -> list[str]:
@@ -22,6 +22,9 @@ def damage(out: Path, how: str) -> list[str]:
             return [task]
         case "trace deleted":
             (out / "trace.msgpack").unlink()
+            return []
+        case "a garbage trace":  # 12 bytes where the trace was
+            (out / "trace.msgpack").write_bytes(b"not a trace!")
             return []
     raise ValueError(f"no damage {how!r}: one of {DAMAGES}")
 

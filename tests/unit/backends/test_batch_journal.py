@@ -186,3 +186,21 @@ async def test_a_batch_that_may_be_another_runs_is_waited_for_but_never_cancelle
     stopped._api.ends = lambda batch_id: False  # type: ignore[attr-defined]
     assert await stopped.resume() == 1
     assert await stopped.cancel_open() == 0 and stopped._api.cancelled == []  # type: ignore[attr-defined]
+
+
+async def test_a_collector_restarted_after_dying_mid_line_looks_its_batch_up_in_the_list(tmp_path: Path) -> None:
+    """Ray restarts a dead collector in place; the driver did not recover the journal since, and its last line is
+    the torn record of the batch it had just sent."""
+    api = MemoryBatches()
+    released = asyncio.Event()
+    api.ends = lambda batch_id: released.is_set()
+    path = tmp_path / "batches.jsonl"
+    await killed_after_sending(api, str(path), ["task 0", "task 1"], RUN)
+    damage_journal(path, "torn")
+    restarted = BatchCollector(SPEC, str(path), FAST, RUN, api=api)  # the run's settings: journal_lost False
+    assert await restarted.resume() == 1
+    calls = [asyncio.ensure_future(restarted.complete(request(t))) for t in ("task 1", "task 0")]
+    await asyncio.sleep(0.2)
+    released.set()
+    assert [a.text for a in await asyncio.gather(*calls) if isinstance(a, Completion)] == ["re: task 1", "re: task 0"]
+    assert list(api.sent) == ["batch_0"]
