@@ -15,12 +15,13 @@ undisturbed one, and wall time.
 
 Then a damaged run directory: a copy of the undisturbed run's, damaged as a crashed
 machine or a careless operator would (tests/support/damage.py), resumed: the tasks
-kept, the tasks redone, the requests paid again for the tasks it kept (must be 0), and
-the lines the resume said. And a damaged batch journal: ``--batch`` runs of the CLI
-against the same kind of server speaking OpenAI's batch API, the driver SIGKILLed while
-its first batch is out, the journal then torn or deleted, and the run resumed: the
-batch lines billed, against an undisturbed ``--batch`` run's. ``--only damage`` runs
-the undisturbed run and these rows only.
+kept, the tasks redone, the requests paid again (beyond the damaged records' own calls,
+which a lost record must cost: 0), and the lines the resume said. And a damaged batch
+journal: ``--batch`` runs of the CLI against the same kind of server speaking OpenAI's
+batch API, the driver SIGKILLed while its first batch is out, the journal then torn or
+deleted, and the run resumed: the batch lines billed (every line of every batch sent),
+against an undisturbed ``--batch`` run's. ``--only damage`` runs the undisturbed run and
+these rows only; ``--only journal`` the batch journal's rows alone.
 """
 
 from __future__ import annotations
@@ -103,9 +104,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=320)
     parser.add_argument("--in-flight", type=int, default=32)
-    parser.add_argument("--only", choices=("all", "damage"), default="all", help="all rows, or the damaged ones")
+    parser.add_argument(
+        "--only",
+        choices=("all", "damage", "journal"),
+        default="all",
+        help="all rows, the damaged run directory's and batch journal's, or the batch journal's alone",
+    )
     parser.add_argument("--batch-tasks", type=int, default=40, help="tasks of the damaged batch journal's runs")
     args = parser.parse_args()
+    if args.only == "journal":  # no cluster: these runs are the CLI's, each on its own local Ray
+        print("| fault | after the change |\n|---|---|")
+        for fault, outcome in damaged_journals(Path(tempfile.mkdtemp(prefix="redraft-chaos-")), args.batch_tasks):
+            row(fault, outcome)
+        return
     import ray
     from ray.cluster_utils import Cluster
 
@@ -250,9 +261,9 @@ def damaged_directory(
     untraced = sum(1 for _, frames in RunReader(out).tasks() if not frames)
     same = "equal to undisturbed" if not differences(recs, reference["records"]) else "DIFFERS from undisturbed"
     return (
-        f"{outcome.skipped}/{n} kept ({untraced} with their trace lost), {len(lost)} redone, "
-        f"{paid - own} requests paid again for kept tasks ({paid} in all), {same}, {wall:.0f} s; "
-        f"said: {' / '.join(said.lines)}"
+        f"{outcome.skipped}/{n} kept ({untraced} with their trace lost), {n - outcome.skipped} redone, "
+        f"{paid} requests paid again ({paid - own} beyond the {len(lost)} damaged record(s)' own), {same}, "
+        f"{wall:.0f} s; said: {' / '.join(said.lines) or 'nothing'}"
     )
 
 
@@ -286,9 +297,9 @@ def damaged_journals(root: Path, tasks: int) -> list[tuple[str, str]]:
             return [sys.executable, "-m", "redraft.cli", "run", "arithmetic", *flags, *where]
 
         subprocess.run(command(root / "batch-reference"), env=env, capture_output=True, timeout=1800)
-        undisturbed = server.batch_lines_answered
+        undisturbed = billed(server.batches)
         for how in ("torn", "deleted"):
-            billed, first, out = server.batch_lines_answered, len(server.batches), root / f"batch-{how}"
+            first, out = len(server.batches), root / f"batch-{how}"
             server.batch_hold = True
             proc = subprocess.Popen(command(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             journal = out / "batches.jsonl"
@@ -310,12 +321,18 @@ def damaged_journals(root: Path, tasks: int) -> list[tuple[str, str]]:
             rows.append(
                 (
                     f"the batch journal {how} after a driver kill, then resumed",
-                    f"exit {done.returncode}; {server.batch_lines_answered - billed} batch lines billed against "
+                    f"exit {done.returncode}; {billed(server.batches[first:])} batch lines billed against "
                     f"{undisturbed} undisturbed, {twice} calls sent twice, {len(server.requests)} online requests; "
                     f"the open batch {found}",
                 )
             )
     return rows
+
+
+def billed(batches: list[Any]) -> int:
+    """The lines a provider bills for ``batches``: every line of a batch it ran (none was cancelled here), whether
+    or not anyone read its results (the fake answers a batch only once asked about it, a provider does not wait)."""
+    return sum(len(batch.custom_ids) for batch in batches if not batch.cancelled)
 
 
 def driver_kills(server: Any, settings: dict[str, Any], reference: dict[str, Any], n: int) -> str:

@@ -16,9 +16,9 @@ Postgres's promise that a torn write loses the torn record only:
   deleting them, replaces the journal atomically (written aside, then renamed) by its
   records, and says so in one line (`Recovery.line`):
   ``batches.jsonl: kept 3, set aside 1 line: line 2 (byte 120) wrong shape: ... (moved to batches.jsonl.damaged)``.
-- An append (`append`) first moves a torn tail (a writer killed mid-line) aside, so a
-  new record is never glued to it; appends hold an exclusive lock on the file, so
-  writers in several processes never cut each other's lines.
+- An append (`append`) first moves a torn tail (a writer killed mid-line) aside, and
+  says so (a warning), so a new record is never glued to it; appends hold an exclusive
+  lock on the file, so writers in several processes never cut each other's lines.
 
 This module is a room of its own and imports nothing of redraft: the backends' batch
 journal, the run directory and the tune each keep a journal, and the backends may not
@@ -28,6 +28,7 @@ import the run directory.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from typing import IO, Generic, Literal, TypeVar
 import msgspec
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 Why = Literal["torn", "unreadable", "wrong shape", "another run"]
 """Why a line was set aside: cut short at the end of the file, not JSON, JSON that is not a record of
@@ -85,7 +87,8 @@ class SetAside:
 
     def said(self) -> str:
         detail = f": {self.detail}" if self.detail else ""
-        return f"line {self.number} (byte {self.offset}) {self.why}{detail}"
+        where = f"line {self.number}" if self.number else "the last line"
+        return f"{where} (byte {self.offset}) {self.why}{detail}"
 
 
 @dataclass
@@ -204,6 +207,8 @@ def append(path: Path, line: bytes, *, sync: bool = False) -> SetAside | None:
                 os.fsync(handle.fileno())
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+    if torn is not None:
+        log.warning("%s: set aside %s before appending (moved to %s)", path.name, torn.said(), damaged_path(path).name)
     return torn
 
 

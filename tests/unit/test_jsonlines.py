@@ -65,7 +65,9 @@ def test_a_damaged_middle_line_is_set_aside_and_the_lines_after_it_kept(tmp_path
         assert "$.n" in said or "array" in said  # msgspec names what is wrong
 
 
-def test_a_torn_tail_is_set_aside_and_an_append_after_it_is_whole(tmp_path: Path) -> None:
+def test_a_torn_tail_is_set_aside_and_an_append_after_it_is_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "j.jsonl"
     torn = b'{"n": 3, "ru'
     path.write_bytes(b"".join(lines(1, 2)) + torn)
@@ -73,6 +75,9 @@ def test_a_torn_tail_is_set_aside_and_an_append_after_it_is_whole(tmp_path: Path
     assert path.read_bytes().endswith(torn)
     cut = append(path, lines(4)[0])
     assert cut is not None and cut.data == torn and cut.why == "torn"
+    assert caplog.messages == [
+        f"j.jsonl: set aside the last line (byte {cut.offset}) torn before appending (moved to j.jsonl.damaged)"
+    ]
     assert damaged_path(path).read_bytes() == torn
     found, recovery = recover(path, decode)
     assert [e.n for e in found] == [1, 2, 4] and recovery.line() is None
