@@ -189,16 +189,7 @@ class BatchCollector:
         """Follow the batches an earlier invocation left open (`left_open`); how many."""
         if not self._resumed:
             self._resumed = True
-            run = self._run
-            if run is not None and self._journal is not None and not self._journal.intact():  # restarted mid-line
-                run = msgspec.structs.replace(run, journal_lost=True)
-            try:
-                found = await left_open(self._journal, self._api, run, self._spec.spec)
-            except BackendError as exc:  # the list did not read: only the journal's batches are followed
-                log.warning(
-                    "%s: could not list the provider's batches: %s; calls may be sent again", self._spec.spec, exc
-                )
-                found = await left_open(self._journal, self._api, None, self._spec.spec)
+            found = await left_open(self._journal, self._api, self._run, self._spec.spec)
             for left in found:
                 self._open[left.batch_id] = _Open(
                     left.keys, left.submitted_at, waiting=len(left.keys or ()), owned=left.owned

@@ -32,6 +32,7 @@ key is there, and sends the rest.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,10 @@ from pathlib import Path
 import msgspec
 
 from redraft.backends._batch_apis import BatchAPI
+from redraft.errors import BackendError
 from redraft.jsonlines import Recovery, Refused, SetAside, append, records, recover, scan
+
+log = logging.getLogger(__name__)
 
 JOURNAL = "batches.jsonl"
 """The run directory's record of the batches sent: one JSON line per batch submitted and per batch ended."""
@@ -159,16 +163,23 @@ def metadata(run: BatchRun | None, endpoint: str) -> dict[str, str]:
 
 
 async def left_open(journal: Journal | None, api: BatchAPI, run: BatchRun | None, endpoint: str) -> list[LeftOpen]:
-    """The batches to follow on resume: the journal's open ones, and, when the journal was lost, those of the
-    provider's list that may be this run's and that the journal does not name."""
+    """The batches to follow on resume: the journal's open ones, and, when the journal is lost (or has a line that
+    does not read: a collector restarted mid-line), those of the provider's list that may be this run's and that
+    the journal does not name. A list that does not read leaves the journal's alone, said in a warning."""
     found = [LeftOpen(b, keys, at, owned=True) for b, (keys, at) in (journal.open_batches() if journal else {}).items()]
-    if run is None or not run.journal_lost:
+    torn = run is not None and not run.journal_lost and journal is not None and not journal.intact()
+    if run is None or not (run.journal_lost or torn):
+        return found
+    if torn:
+        log.warning("%s: a line of the batch journal does not read: looking in the provider's list", endpoint)
+    try:
+        listed = await api.listed(run.since)
+    except BackendError as exc:
+        log.warning("%s: could not list the provider's batches: %s; calls may be sent again", endpoint, exc)
         return found
     named = journal.named() if journal is not None else set()
     tag = endpoint_tag(endpoint)
-    for batch in await api.listed(run.since):
-        if batch.id in named:
-            continue
+    for batch in (b for b in listed if b.id not in named):
         if batch.metadata is None:  # the provider keeps none: this run's or not, its custom ids will say
             found.append(LeftOpen(batch.id, None, batch.created_at, owned=False))
         elif batch.metadata.get(RUN_KEY) == run.uid and batch.metadata.get(ENDPOINT_KEY) == tag:

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from redraft.backends._batch import BatchCollector
-from redraft.backends._batch_apis import LineFailure
+from redraft.backends._batch_apis import LineFailure, Listed
 from redraft.backends._batch_journal import BatchRun, Journal, recover_journal
 from redraft.backends.base import Completion
 from redraft.backends.cache import ResponseCache
+from redraft.errors import RetryableBackendError
 from tests.unit.backends.test_batch import FAST, SPEC, MemoryBatches, request
 
 OTHER = "anthropic:claude-haiku-4-5"
@@ -204,3 +205,16 @@ async def test_a_collector_restarted_after_dying_mid_line_looks_its_batch_up_in_
     released.set()
     assert [a.text for a in await asyncio.gather(*calls) if isinstance(a, Completion)] == ["re: task 1", "re: task 0"]
     assert list(api.sent) == ["batch_0"]
+
+
+async def test_a_list_that_does_not_read_leaves_the_journals_batches_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = MemoryBatches()
+
+    async def down(since: float) -> list[Listed]:
+        raise RetryableBackendError("openai:gpt-4o-mini: HTTP 503", status=503)
+
+    api.listed = down  # type: ignore[method-assign]
+    assert await BatchCollector(SPEC, str(tmp_path / "batches.jsonl"), FAST, LOST, api=api).resume() == 0
+    assert "could not list the provider's batches: openai:gpt-4o-mini: HTTP 503; calls may be sent again" in caplog.text
