@@ -147,6 +147,8 @@ def _read(data: bytes, number: int, offset: int, decode: Callable[[bytes], T]) -
         return SetAside(number, offset, data, "wrong shape", str(exc))
     except msgspec.DecodeError:
         return SetAside(number, offset, data, "unreadable")
+    except RecursionError:  # nested deeper than a decoder goes (an untyped decode of a hostile line)
+        return SetAside(number, offset, data, "unreadable", "nested too deep")
     except Refused as exc:
         return SetAside(number, offset, data, exc.why, exc.detail)
 

@@ -134,7 +134,7 @@ _NAMES = msgspec.msgpack.Decoder(_Names)
 def _names(frame: bytes) -> _Names:
     try:
         return _NAMES.decode(frame)
-    except (msgspec.DecodeError, msgspec.ValidationError):  # not a map, or a kind or task that is not text
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # not a map, a kind or task not text
         return _Names()
 
 

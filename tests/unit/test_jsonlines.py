@@ -125,3 +125,14 @@ def test_refused_round_trips_through_pickle() -> None:
 
     again = pickle.loads(pickle.dumps(Refused("another run", "run 'x'")))
     assert (again.why, again.detail) == ("another run", "run 'x'")
+
+
+def test_a_line_nested_deeper_than_a_decoder_goes_is_set_aside_not_raised(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    deep = b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    path.write_bytes(b"".join([lines(1)[0], deep, lines(2)[0]]))
+    untyped = list(records(path, msgspec.json.decode))  # an untyped decoder recurses: still no exception
+    assert untyped == [{"n": 1, "run": "mine"}, {"n": 2, "run": "mine"}]
+    found, recovery = recover(path, msgspec.json.decode)
+    assert len(found) == 2 and damaged_path(path).read_bytes() == deep
+    assert recovery.line() is not None and "unreadable: nested too deep" in recovery.line()  # type: ignore[operator]

@@ -249,10 +249,15 @@ def test_a_trace_cut_mid_task_loses_that_tasks_frames_only(tmp_path: Path) -> No
     whole(tmp_path, ids(*EVERY, TASKS), lost={"t19"})
 
 
-def test_corrupt_frames_in_the_middle_cost_that_tasks_trace_and_stay_in_place(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "spoil",
+    [lambda n: b"\xc1" * n, lambda n: b"\x91" * (n - 1) + b"\xc0"],
+    ids=["a byte MessagePack never uses", "arrays nested as deep as the range"],
+)
+def test_corrupt_frames_in_the_middle_cost_that_tasks_trace_and_stay_in_place(tmp_path: Path, spoil: Any) -> None:
     made(tmp_path)
     start, end = ranges(tmp_path)[3]
-    garbage = b"\xc1" * (end - start)  # a byte MessagePack never uses
+    garbage = spoil(end - start)
     with open(tmp_path / TRACE, "r+b") as f:
         f.seek(start)
         f.write(garbage)
