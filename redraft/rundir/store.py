@@ -16,7 +16,8 @@ Invariants (`RunStore`):
   directory never mixes two configurations.
 - The manifest holds the directory's own id (``run_uid``, made with it, added to an
   older manifest on open): what tells this run's records and provider batches from
-  another run's.
+  another run's. A manifest made anew where result lines already are (the manifest
+  was deleted) takes the id those lines carry.
 
 Writes are flushed, not fsynced: a killed process loses nothing, a crashed
 machine may lose the last few tasks (redone on resume) or the frames of the last
@@ -39,9 +40,10 @@ from typing import IO, Any
 import msgspec
 
 from redraft.errors import UserError
+from redraft.jsonlines import records
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir._recovery import recover
-from redraft.rundir._results import latest_results, result_line
+from redraft.rundir._results import RUN, latest_results, result_line
 from redraft.rundir.layout import MANIFEST, RESULTS, RUN_UID, SUMMARY, TRACE, read_object, write_json
 from redraft.rundir.summary import Summary, summarize
 
@@ -77,7 +79,7 @@ class RunStore:
             store._wall_before = float(existing.get("wall_s", 0.0))
         kept = dict(existing if existing is not None else manifest)
         if existing is None or not existing.get(RUN_UID):  # a new run, or one begun before runs had an id
-            kept[RUN_UID] = kept.get(RUN_UID) or new_run_uid()
+            kept[RUN_UID] = _lines_run(root) or kept.get(RUN_UID) or new_run_uid()
             write_json(root / MANIFEST, kept)
         store.run_uid = str(kept[RUN_UID])
         store.started = _seconds(kept.get("started_at")) or store.started
@@ -134,6 +136,14 @@ BATCHED = "batched"
 
 def new_run_uid() -> str:
     return uuid.uuid4().hex[:16]
+
+
+def _lines_run(root: Path) -> str | None:
+    """The run id the first result line carries (None for a line of a writer older than run ids): a directory
+    whose manifest was lost (deleted) keeps its records, rather than setting every one aside as another run's."""
+    for line in records(root / RESULTS, msgspec.json.decode):
+        return str(line[RUN]) if isinstance(line, dict) and isinstance(line.get(RUN), str) else None
+    return None
 
 
 def _seconds(stamp: object) -> float | None:

@@ -340,6 +340,14 @@ def test_redo_untraced_later_redoes_the_tasks_an_earlier_resume_found_untraced(t
     whole(tmp_path, ids(*EVERY))
 
 
+def test_a_deleted_manifest_keeps_the_records_it_finds(tmp_path: Path) -> None:
+    made(tmp_path)
+    (tmp_path / "manifest.json").unlink()
+    store = RunStore.open(tmp_path, manifest())
+    assert store.done == set(ids(*EVERY)) and store.said == []
+    assert json.loads((tmp_path / "manifest.json").read_text())["run_uid"] == json.loads(lines(tmp_path)[0])["run"]
+
+
 def test_an_undamaged_directory_is_left_byte_for_byte_as_it_was(tmp_path: Path) -> None:
     made(tmp_path)
     before = {name: (tmp_path / name).read_bytes() for name in (RESULTS, TRACE)}
