@@ -6,7 +6,7 @@ arithmetic tasks, 32 in flight, K=2, 3 rounds, no response cache (so every call
 the faults made the run repeat is paid and counted). Each disturbed run is
 compared task by task with an undisturbed run of the same seed.
 
-    .venv/bin/python benchmarks/chaos.py [--tasks 320] [--in-flight 32]
+    .venv/bin/python benchmarks/chaos.py [--tasks 320] [--in-flight 32] [--only damage] [--batch-tasks 40]
 
 Columns: tasks recorded (and whether each exactly once), tasks recorded with the
 machinery's failure as their result (must be 0), tasks redone, paid replays
@@ -15,12 +15,25 @@ undisturbed one, and the run's wall time against the undisturbed run's. A fault
 that kills goes on only while the run does (the wall time is the run's own, from
 its start to its return), and the row says how many kills it made. After each kill
 of the command's own driver, it says how long the processes of its local Ray lived on.
+undisturbed one, and wall time.
+
+Then a damaged run directory: a copy of the undisturbed run's, damaged as a crashed
+machine or a careless operator would (tests/support/damage.py), resumed: the tasks
+kept, the tasks redone, the requests paid again (beyond the damaged records' own calls,
+which a lost record must cost: 0), and the lines the resume said. And a damaged batch
+journal: ``--batch`` runs of the CLI against the same kind of server speaking OpenAI's
+batch API, the driver SIGKILLed while its first batch is out, the journal then torn or
+deleted, and the run resumed: the batch lines billed (every line of every batch sent),
+against an undisturbed ``--batch`` run's. ``--only damage`` runs the undisturbed run and
+these rows only; ``--only journal`` the batch journal's rows alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +50,7 @@ os.environ.setdefault("RAY_enable_worker_prestart", "0")
 from tests.support.chaos import (
     ROLES,
     Killer,
+    arithmetic_reply,
     arithmetic_server,
     differences,
     in_thread,
@@ -49,6 +63,8 @@ from tests.support.chaos import (
     under,
     wait_for,
 )
+from tests.support.damage import DAMAGES, damage, tear_journal
+from tests.support.fake_llm_servers import FakeLLMServer
 
 Fault = Callable[[Callable[[], bool], set[int]], str]
 """A fault, given whether the run still goes on and the actor processes of earlier runs (still ending, to be
@@ -121,12 +137,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=320)
     parser.add_argument("--in-flight", type=int, default=32)
+    parser.add_argument(
+        "--only",
+        choices=("all", "damage", "journal"),
+        default="all",
+        help="all rows, the damaged run directory's and batch journal's, or the batch journal's alone",
+    )
+    parser.add_argument("--batch-tasks", type=int, default=40, help="tasks of the damaged batch journal's runs")
     args = parser.parse_args()
+    if args.only == "journal":  # no cluster: these runs are the CLI's, each on its own local Ray
+        print("| fault | after the change |\n|---|---|")
+        for fault, outcome in damaged_journals(Path(tempfile.mkdtemp(prefix="redraft-chaos-")), args.batch_tasks):
+            row(fault, outcome)
+        return
     import ray
     from ray.cluster_utils import Cluster
 
     from redraft import RunConfig, run
-    from redraft.errors import ClusterError
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     worker = cluster.add_node(num_cpus=1)
@@ -150,81 +177,199 @@ def main() -> None:
             f"{reference['wall']:.1f} s\n\n| fault | after the change |\n|---|---|"
         )
 
-        first = root / "start" / "results.jsonl"
-        kill = killing(cluster, ROLES, 6, every_s=0.5, until=lambda: lines(first) > 0)
-        wall, req, did = disturbed(cluster, server, settings("start"), kill, at=0)
-        row("role actors SIGKILLed while the fleet starts", judge(root / "start", reference, req, wall, n, did))
-        kill = killing(cluster, ("ArbiterActor",), 7)
-        wall, req, did = disturbed(cluster, server, settings("arbiters"), kill, at=n // 10)
-        row("arbiter processes SIGKILLed during the run", judge(root / "arbiters", reference, req, wall, n, did))
-        kill = killing(cluster, ("DrafterActor", "CriticActor", "VerifierActor"), 9)
-        wall, req, did = disturbed(cluster, server, settings("roles"), kill, at=n // 10)
-        row("drafter/critic/verifier kills during the run", judge(root / "roles", reference, req, wall, n, did))
-
-        def remove(running: Callable[[], bool], earlier: set[int]) -> str:
-            cluster.remove_node(worker)
-            return "removed"
-
-        wall, req, _ = disturbed(cluster, server, settings("node"), remove, at=63)
-        row("a worker node removed at 63 tasks done", judge(root / "node", reference, req, wall, n))
-        cluster.add_node(num_cpus=1)
-        cluster.wait_for_nodes()
-
-        redo = sum(infrastructure_errors(records(root / name)) for name in ("arbiters", "roles", "node"))
-        before, t0 = len(server.requests), time.monotonic()
-        again = run(RunConfig.build(**settings("node")))
-        row(
-            "rerun with the same --out",
-            f"{redo} infrastructure records to redo; {again.skipped}/{n} skipped as done, "
-            f"{len(server.requests) - before} requests, {time.monotonic() - t0:.0f} s",
-        )
-
-        server.fail_status, t0 = 500, time.monotonic()
-        try:
-            run(RunConfig.build(**settings("down")))
-            outcome = "the run did not stop"
-        except ClusterError as exc:
-            outcome = f"exit 1 after {time.monotonic() - t0:.0f} s, one line: {str(exc)[:90]}..."
-        server.fail_status = None
-        written = lines(root / "down" / "results.jsonl")
-        before, t0 = len(server.requests), time.monotonic()
-        run(RunConfig.build(**settings("down")))
-        resumed = judge(root / "down", reference, len(server.requests) - before, time.monotonic() - t0, n)
-        row(
-            "a server down for good (every request 500)",
-            f"{outcome}; {written} tasks written as failed; restored, the rerun resumes: {resumed}",
-        )
-
-        for role in ("DrafterActor", "ArbiterActor"):
-
-            def freeze(running: Callable[[], bool], earlier: set[int], role: str = role) -> str:
-                pid = min(p for p, r in role_pids(cluster).items() if r == role)
-                os.kill(pid, signal.SIGSTOP)
-                return "frozen"
-
-            name = f"frozen-{role.lower()}"
-            wall, req, _ = disturbed(cluster, server, settings(name, task_timeout=20), freeze, at=n // 5)
-            row(
-                f"a {role.lower()} process frozen (SIGSTOP), --task-timeout 20",
-                judge(root / name, reference, req, wall, n),
-            )
-
-        t0 = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "redraft.cli", "run", "arithmetic", "--limit", "1", "--address", "127.0.0.1:1"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        row(
-            "--address 127.0.0.1:1 (nothing there)",
-            f"exit {done.returncode} after {time.monotonic() - t0:.1f} s: {done.stderr.strip()[:100]}",
-        )
-
-        row("driver SIGKILLed, 3 times, then resumed", driver_kills(server, settings("driver"), reference, n))
+        if args.only == "all":
+            cluster_faults(cluster, worker, server, root, settings, reference, n)
+        for how in DAMAGES:
+            row(f"{how}, then resumed", damaged_directory(root, how, server, settings, reference, n))
+        for fault, outcome in damaged_journals(root, args.batch_tasks):
+            row(fault, outcome)
     ray.shutdown()
     cluster.shutdown()
     print("\n" + "\n".join(f"| {f} | {o} |" for f, o in ROWS))
+
+
+def cluster_faults(
+    cluster: Any,
+    worker: Any,
+    server: Any,
+    root: Path,
+    settings: Callable[..., dict[str, Any]],
+    reference: dict[str, Any],
+    n: int,
+) -> None:
+    """The rows of the faults a cluster does to a run."""
+    from redraft import RunConfig, run
+    from redraft.errors import ClusterError
+
+    first = root / "start" / "results.jsonl"
+    kill = killing(cluster, ROLES, 6, every_s=0.5, until=lambda: lines(first) > 0)
+    wall, req, did = disturbed(cluster, server, settings("start"), kill, at=0)
+    row("role actors SIGKILLed while the fleet starts", judge(root / "start", reference, req, wall, n, did))
+    kill = killing(cluster, ("ArbiterActor",), 7)
+    wall, req, did = disturbed(cluster, server, settings("arbiters"), kill, at=n // 10)
+    row("arbiter processes SIGKILLed during the run", judge(root / "arbiters", reference, req, wall, n, did))
+    kill = killing(cluster, ("DrafterActor", "CriticActor", "VerifierActor"), 9)
+    wall, req, did = disturbed(cluster, server, settings("roles"), kill, at=n // 10)
+    row("drafter/critic/verifier kills during the run", judge(root / "roles", reference, req, wall, n, did))
+
+    def remove(running: Callable[[], bool], earlier: set[int]) -> str:
+        cluster.remove_node(worker)
+        return "removed"
+
+    wall, req, _ = disturbed(cluster, server, settings("node"), remove, at=63)
+    row("a worker node removed at 63 tasks done", judge(root / "node", reference, req, wall, n))
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+
+    redo = sum(infrastructure_errors(records(root / name)) for name in ("arbiters", "roles", "node"))
+    before, t0 = len(server.requests), time.monotonic()
+    again = run(RunConfig.build(**settings("node")))
+    row(
+        "rerun with the same --out",
+        f"{redo} infrastructure records to redo; {again.skipped}/{n} skipped as done, "
+        f"{len(server.requests) - before} requests, {time.monotonic() - t0:.0f} s",
+    )
+
+    server.fail_status, t0 = 500, time.monotonic()
+    try:
+        run(RunConfig.build(**settings("down")))
+        outcome = "the run did not stop"
+    except ClusterError as exc:
+        outcome = f"exit 1 after {time.monotonic() - t0:.0f} s, one line: {str(exc)[:90]}..."
+    server.fail_status = None
+    written = lines(root / "down" / "results.jsonl")
+    before, t0 = len(server.requests), time.monotonic()
+    run(RunConfig.build(**settings("down")))
+    resumed = judge(root / "down", reference, len(server.requests) - before, time.monotonic() - t0, n)
+    row(
+        "a server down for good (every request 500)",
+        f"{outcome}; {written} tasks written as failed; restored, the rerun resumes: {resumed}",
+    )
+
+    for role in ("DrafterActor", "ArbiterActor"):
+
+        def freeze(running: Callable[[], bool], earlier: set[int], role: str = role) -> str:
+            pid = min(p for p, r in role_pids(cluster).items() if r == role)
+            os.kill(pid, signal.SIGSTOP)
+            return "frozen"
+
+        name = f"frozen-{role.lower()}"
+        wall, req, _ = disturbed(cluster, server, settings(name, task_timeout=20), freeze, at=n // 5)
+        row(
+            f"a {role.lower()} process frozen (SIGSTOP), --task-timeout 20",
+            judge(root / name, reference, req, wall, n),
+        )
+
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "redraft.cli", "run", "arithmetic", "--limit", "1", "--address", "127.0.0.1:1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    row(
+        "--address 127.0.0.1:1 (nothing there)",
+        f"exit {done.returncode} after {time.monotonic() - t0:.1f} s: {done.stderr.strip()[:100]}",
+    )
+
+    row("driver SIGKILLed, 3 times, then resumed", driver_kills(server, settings("driver"), reference, n))
+
+
+def damaged_directory(
+    root: Path, how: str, server: Any, settings: Callable[..., dict[str, Any]], reference: dict[str, Any], n: int
+) -> str:
+    """A copy of the undisturbed run directory, damaged, then resumed: kept, redone, paid again, said."""
+    from redraft import RunConfig, run
+    from redraft.rundir import RunReader
+
+    out = root / f"damaged-{how.replace(' ', '-')}"
+    shutil.copytree(root / "reference", out)
+    lost = damage(out, how)
+    said = _Said()
+    logging.getLogger("redraft.actors.driver").addHandler(said)
+    before, t0 = len(server.requests), time.monotonic()
+    try:
+        outcome = run(RunConfig.build(**settings(out.name)))
+    finally:
+        logging.getLogger("redraft.actors.driver").removeHandler(said)
+    paid, wall = len(server.requests) - before, time.monotonic() - t0
+    recs = records(out)
+    own = sum(recs[task]["usage"]["calls"] for task in lost)
+    untraced = sum(1 for _, frames in RunReader(out).tasks() if not frames)
+    same = "equal to undisturbed" if not differences(recs, reference["records"]) else "DIFFERS from undisturbed"
+    return (
+        f"{outcome.skipped}/{n} kept ({untraced} with their trace lost), {n - outcome.skipped} redone, "
+        f"{paid} requests paid again ({paid - own} beyond the {len(lost)} damaged record(s)' own), {same}, "
+        f"{wall:.0f} s; said: {' / '.join(said.lines) or 'nothing'}"
+    )
+
+
+class _Said(logging.Handler):
+    """The lines a resume says of what it set aside."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def damaged_journals(root: Path, tasks: int) -> list[tuple[str, str]]:
+    """``--batch`` runs of the CLI against a server speaking OpenAI's batch API: one undisturbed; then, for each
+    damage, one whose driver is SIGKILLed while its first batch is out, its journal torn or deleted, then resumed.
+    The batch lines each billed, against the undisturbed run's."""
+    rows = []
+    with FakeLLMServer() as server:
+        server.reply_for, server.model = arithmetic_reply, "gpt-4o-mini"
+        env = os.environ | {
+            "OPENAI_BASE_URL": server.openai_base_url,
+            "OPENAI_API_KEY": "not-a-real-key",
+            "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+        }
+
+        def command(out: Path) -> list[str]:
+            flags = ["--model", "openai:gpt-4o-mini", "--batch", "--no-cache", "--samples", "2", "--max-rounds", "3"]
+            where = ["--seed", "7", "--limit", str(tasks), "--out", str(out)]
+            return [sys.executable, "-m", "redraft.cli", "run", "arithmetic", *flags, *where]
+
+        subprocess.run(command(root / "batch-reference"), env=env, capture_output=True, timeout=1800)
+        undisturbed = billed(server.batches)
+        for how in ("torn", "deleted"):
+            first, out = len(server.batches), root / f"batch-{how}"
+            server.batch_hold = True
+            proc = subprocess.Popen(command(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            journal = out / "batches.jsonl"
+            wait_for(
+                lambda j=journal, p=proc: (j.exists() and b"submitted" in j.read_bytes()) or p.poll() is not None, 600
+            )
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            time.sleep(5)  # its local Ray and actors go with it (within 0.5 s: the driver row measures it)
+            if how == "torn":
+                tear_journal(out)
+            else:
+                journal.unlink()
+            server.batch_hold = False
+            done = subprocess.run(command(out), env=env, capture_output=True, text=True, timeout=1800)
+            sent = [custom_id for batch in server.batches[first:] for custom_id in batch.custom_ids]
+            twice = len(sent) - len(set(sent))
+            found = "found in the provider's list" if "provider's list" in done.stderr else "NOT looked up"
+            rows.append(
+                (
+                    f"the batch journal {how} after a driver kill, then resumed",
+                    f"exit {done.returncode}; {billed(server.batches[first:])} batch lines billed against "
+                    f"{undisturbed} undisturbed, {twice} calls sent twice, {len(server.requests)} online requests; "
+                    f"the open batch {found}",
+                )
+            )
+    return rows
+
+
+def billed(batches: list[Any]) -> int:
+    """The lines a provider bills for ``batches``: every line of a batch it ran (none was cancelled here), whether
+    or not anyone read its results (the fake answers a batch only once asked about it, a provider does not wait)."""
+    return sum(len(batch.custom_ids) for batch in batches if not batch.cancelled)
 
 
 def driver_kills(server: Any, settings: dict[str, Any], reference: dict[str, Any], n: int) -> str:

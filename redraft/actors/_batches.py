@@ -2,9 +2,13 @@
 
 The driver starts each endpoint's `redraft.backends._batch.BatchCollector` before any
 role, on its own node (where the run directory, and so the batch journal, is), and
-asks it to follow the batches an earlier invocation left open. Role actors find it by
-name through `redraft.services`. When the run stops, the driver has it cancel what is
-still open at the provider, then ends it.
+asks it to follow the batches an earlier invocation left open. Before that, the driver
+recovers the journal (`redraft.backends._batch_journal.recover_journal`: lines that are
+not records are set aside, said in one line); a journal that had to be, or that is
+missing or empty though the run sent batches before (its manifest says so), is lost,
+and the collectors then look for the run's batches in the provider's own list too.
+Role actors find a collector by name through `redraft.services`. When the run stops,
+the driver has it cancel what is still open at the provider, then ends it.
 """
 
 from __future__ import annotations
@@ -12,16 +16,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-from pathlib import Path
 from typing import Any
 
 from redraft.actors._ray import RayServices, node_id, on_node
-from redraft.backends._batch import JOURNAL, MAX_WAITING, BatchCollector, BatchedSpec, BatchSettings
+from redraft.backends._batch import MAX_WAITING, BatchCollector, BatchedSpec, BatchSettings
 from redraft.backends._batch_apis import batchable
+from redraft.backends._batch_journal import JOURNAL, BatchRun, recover_journal
 from redraft.backends.base import BackendSpec
 from redraft.config import Runtime
 from redraft.engine.pools import ROLE_CALL_DEADLINE_S
 from redraft.engine.setup import RoleSetup
+from redraft.rundir import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +47,7 @@ class Batches:
         return None if self.collectors else ROLE_CALL_DEADLINE_S
 
 
-def start_batches(setup: RoleSetup, batch: str, out: Path, runtime: Runtime) -> tuple[RoleSetup, Batches]:
+def start_batches(setup: RoleSetup, batch: str, store: RunStore, runtime: Runtime) -> tuple[RoleSetup, Batches]:
     """``setup`` with each role whose backend has a batch API sending through its endpoint's collector, each
     collector started on this node (none without ``runtime.batch``)."""
     if not runtime.batch:
@@ -50,7 +55,8 @@ def start_batches(setup: RoleSetup, batch: str, out: Path, runtime: Runtime) -> 
     import ray
 
     settings = BatchSettings(wait_s=runtime.batch_wait)
-    journal = str(out / JOURNAL)
+    journal = str(store.root / JOURNAL)
+    run = batch_run(store)
     made: dict[str, Any] = {}
 
     def through_batches(spec: BackendSpec | None) -> BackendSpec | None:
@@ -67,6 +73,7 @@ def start_batches(setup: RoleSetup, batch: str, out: Path, runtime: Runtime) -> 
                     inner,
                     journal,
                     settings,
+                    run,
                     per_node=False,
                     num_cpus=0,
                     scheduling_strategy=on_node(node_id()),
@@ -76,7 +83,7 @@ def start_batches(setup: RoleSetup, batch: str, out: Path, runtime: Runtime) -> 
                 )
                 .handle
             )
-        return BatchedSpec(inner, name, journal, settings)
+        return BatchedSpec(inner, name, journal, settings, run)
 
     drafter, critic = through_batches(setup.drafter), through_batches(setup.critic)
     assert drafter is not None and critic is not None
@@ -85,6 +92,25 @@ def start_batches(setup: RoleSetup, batch: str, out: Path, runtime: Runtime) -> 
     if resumed:
         log.warning("following %d batch(es) sent by an earlier invocation of this run", resumed)
     return setup, Batches(list(made.values()))
+
+
+def batch_run(store: RunStore) -> BatchRun:
+    """Whose batches the collectors send and follow; the journal recovered, and whether it was lost."""
+    path = store.root / JOURNAL
+    recovery = recover_journal(path, store.run_uid)
+    if (said := recovery.line()) is not None:
+        log.warning("%s", said)
+    sent_before = store.sends_batches()
+    lost = recovery.count > 0 or (sent_before and (not path.exists() or path.stat().st_size == 0))
+    if lost and not recovery.count:
+        log.warning("%s is missing or empty though this run sent batches before", JOURNAL)
+    if lost:
+        log.warning("looking for this run's batches in the provider's list, so that none is paid for twice")
+    return BatchRun(uid=store.run_uid, since=store.started - CLOCK_SLACK_S, journal_lost=lost)
+
+
+CLOCK_SLACK_S = 600.0
+"""How much earlier than the run's start a batch may seem made (the provider's clock is not this machine's)."""
 
 
 def stop_batches(batches: Batches) -> None:

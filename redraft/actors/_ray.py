@@ -6,6 +6,8 @@ endpoint) are named actors, created on first use by whichever process asks first
 And `die_with_raylet`: an actor process that outlives its raylet (a driver-owned
 local Ray whose driver was killed) stops at once instead of running its calls on.
 
+And `ensure_ray`: a run joins the cluster it is given, or starts a fresh local Ray of its own.
+
 Ray is imported inside the functions, so importing this module starts nothing.
 """
 
@@ -14,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from redraft.errors import UserError
 from redraft.services import install
 
 T = TypeVar("T")
@@ -195,8 +200,9 @@ class RayOutput:
         self._file = logging.FileHandler(path, encoding="utf-8", delay=True)
         self._file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(self._file)
+        shared = logging.getLogger().handlers  # a host's own (a test runner's capture) serve every logger: not ours
         for handler in logger.handlers:
-            if handler is not self._file and isinstance(handler, logging.StreamHandler):
+            if handler is not self._file and handler not in shared and isinstance(handler, logging.StreamHandler):
                 handler.setLevel(logging.NOTSET if verbose else logging.CRITICAL + 1)
         if not hasattr(ray_worker, "_redraft_print_to_stdstream"):
             ray_worker._redraft_print_to_stdstream = ray_worker.print_to_stdstream  # type: ignore[attr-defined]
@@ -216,3 +222,65 @@ class RayOutput:
 
 RAY_OUTPUT = RayOutput()
 """This process's routing of Ray's messages."""
+
+
+def ensure_ray(address: str | None, *, probe_s: float = 5.0, log: Path | None = None, verbose: bool = False) -> None:
+    """Join ``address``, or start a fresh local Ray when it is None.
+
+    Ray's own messages go to ``log`` from then on (`redraft.actors._ray.RayOutput`), and to the terminal too
+    only when ``verbose``.
+
+    ``ray.init()`` with no address would join whatever Ray it finds on the
+    machine (``RAY_ADDRESS``, or a cluster recorded under /tmp/ray, even a dead
+    one): a run without ``--address`` must not depend on such leftovers. A
+    ``HOST:PORT`` where nothing listens is a usage error within ``probe_s``
+    seconds (``ray.init`` itself would retry for minutes, silently).
+
+    The process's own SIGINT and SIGTERM handlers are kept: Ray installs its own as it starts (one that dumps
+    a C-level report on SIGTERM), and a caller that stops cleanly on a signal must still get it.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address and ":" in address and "://" not in address:
+        _probe(address, probe_s)
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
+    kept = _signal_handlers()
+    if log is not None:
+        RAY_OUTPUT.route(log, verbose=verbose)
+    try:
+        ray.init(address=address or "local", **kwargs)
+    except ConnectionError as exc:
+        raise UserError(f"cannot join the Ray cluster at {address}: {exc}") from None
+    finally:
+        for signum, handler in kept.items():
+            signal.signal(signum, handler)
+
+
+def _signal_handlers() -> dict[int, Any]:
+    """SIGINT's and SIGTERM's Python handlers, when this is the main thread (only it may set them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: h for s in (signal.SIGINT, signal.SIGTERM) if (h := signal.getsignal(s)) is not None}
+
+
+def _probe(address: str, within_s: float) -> None:
+    """`UserError` naming ``address`` unless a TCP connection to it opens within ``within_s`` seconds."""
+    host, _, port_text = address.rpartition(":")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise UserError(f"--address {address!r} is not HOST:PORT (or auto)") from None
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), port), timeout=max(0.1, deadline - time.monotonic())):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise UserError(
+                    f"cannot join the Ray cluster at {address}: nothing answers there ({exc.strerror or exc}); "
+                    "start it with `ray start --head`, or leave out --address to run on a local Ray"
+                ) from None
+            time.sleep(0.25)

@@ -65,7 +65,7 @@ def start_running(
     """Start the run's parts on the Ray the driver joined; ``started`` is the run's monotonic start."""
     out = store.root
     batch = batch_name(out)
-    setup, batches = start_batches(dataclasses.replace(setup, payer=store.payer), batch, out, config.runtime)
+    setup, batches = start_batches(dataclasses.replace(setup, payer=store.payer), batch, store, config.runtime)
     settings = msgspec.structs.replace(
         arbiter_settings(config, setup), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
     )

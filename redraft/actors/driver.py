@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import logging
 import os
 import platform
 import tempfile
@@ -52,10 +53,13 @@ from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Task
 from redraft.rundir import RunStore, Summary, fingerprint
 from redraft.rundir.layout import RAY_LOG
+from redraft.rundir.store import new_run_uid
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity
 from redraft.scenarios.user_check import CheckFunction
 from redraft.telemetry import sdk, traces_url
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -90,7 +94,7 @@ def manifest_for(config: RunConfig, run_id: str) -> dict[str, Any]:
     ident = identity(config)
     return {
         "run_id": run_id,
-        "payer": uuid.uuid4().hex,  # the directory's own, kept by a resume (`RunStore.payer`)
+        "run_uid": new_run_uid(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": config.flat() | {"out": None},
         "identity": ident,
@@ -194,7 +198,7 @@ def run(
         sdk()
     manifest = manifest_for(config, out.name)
     _estimated(config, setup, out, tasks, manifest, on_estimate)
-    store = RunStore.open(out, manifest)
+    store = _opened(out, manifest, config)
     total, skipped = _counted(tasks(), store.done)
     if on_start is not None:
         on_start(total, skipped)
@@ -216,6 +220,14 @@ def run(
         running.stop()
         summary = store.finish(time.monotonic() - started, stopped_by)
     return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
+
+
+def _opened(out: Path, manifest: dict[str, Any], config: RunConfig) -> RunStore:
+    """The run directory, opened for writing: recovered first if damaged, and what that set aside said."""
+    store = RunStore.open(out, manifest, redo_untraced=config.runtime.redo_untraced)
+    for line in store.said:  # before "resuming: ..."
+        log.warning("%s", line)
+    return store
 
 
 def _counted(tasks: Iterator[Task], done: set[str]) -> tuple[int, int]:

@@ -13,11 +13,13 @@ the loop online: the same requests and seeds, the response cache, the retries.
 
 - **Resume.** A batch's id and its lines' keys (each request's response-cache key,
   which is also its custom id at the provider) are written to the run directory
-  (``batches.jsonl``) as soon as the provider accepts it, and marked ended once
-  every answer is handed over. A driver that dies and is started again with the same
-  ``--out`` follows the batches still open, and answers a call from them when its
-  key is asked again (the seeds are the run's, so the requests are the same): a
-  batch is not paid for twice.
+  (``batches.jsonl``, `redraft.backends._batch_journal`) as soon as the provider
+  accepts it, and marked ended once every answer is handed over. A driver that dies
+  and is started again with the same ``--out`` follows the batches still open, and
+  answers a call from them when its key is asked again (the seeds are the run's, so
+  the requests are the same): a batch is not paid for twice. When the journal was
+  damaged or deleted, the batches are found in the provider's own list as well, and
+  nothing new is sent until those whose keys are unknown have ended.
 - **Failures.** A line that failed with an error status is an attempt that failed:
   `with_retries` makes the call again by the online rules (after a 5xx or 429, in a
   later batch; after a 400, not at all). A line that never ran (the batch expired
@@ -33,9 +35,7 @@ the loop online: the same requests and seeds, the response cache, the retries.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,6 +44,7 @@ from pathlib import Path
 import msgspec
 
 from redraft.backends._batch_apis import Answer, BatchAPI, LineFailure, batch_api
+from redraft.backends._batch_journal import BatchRun, Journal, left_open, metadata
 from redraft.backends._retrying import RETRYABLE_STATUSES, with_retries
 from redraft.backends.anthropic import AnthropicSpec
 from redraft.backends.base import Backend, ChatRequest, Completion
@@ -59,8 +60,6 @@ from redraft.services import current
 
 log = logging.getLogger(__name__)
 
-JOURNAL = "batches.jsonl"
-"""The run directory's record of the batches sent: one JSON line per batch submitted and per batch ended."""
 MAX_WAITING = 100_000
 """Calls a collector holds open at once (its actor's concurrency)."""
 
@@ -83,6 +82,7 @@ class BatchedSpec:
     """The name its endpoint's `BatchCollector` is found by."""
     journal: str | None = None
     settings: BatchSettings = field(default_factory=BatchSettings)
+    run: BatchRun | None = None
 
     @property
     def spec(self) -> str:
@@ -104,6 +104,7 @@ class BatchedBackend:
             spec.inner,
             spec.journal,
             spec.settings,
+            spec.run,
             per_node=False,
             num_cpus=0,
             max_concurrency=MAX_WAITING,
@@ -136,11 +137,14 @@ def line_error(failure: LineFailure) -> BackendError:
 
 @dataclass
 class _Open:
-    keys: list[str]
+    keys: list[str] | None
+    """None for a batch found in the provider's list: known once its results are read."""
     submitted_at: float
     """Wall-clock seconds (the journal outlives the process)."""
     waiting: int = 0
     """Its answers not handed over yet; it is marked ended in the journal at 0."""
+    owned: bool = True
+    """This run's for sure: cancelled at a stop or past ``wait_s`` (not so a batch that may be another's)."""
     overdue: bool = False
     """Cancelled for running past ``wait_s``: its unfinished lines are made online."""
     ended: bool = False
@@ -155,6 +159,7 @@ class BatchCollector:
         spec: OpenAISpec | AnthropicSpec,
         journal: str | None,
         settings: BatchSettings,
+        run: BatchRun | None = None,
         *,
         api: BatchAPI | None = None,
         clock: Callable[[], float] = time.time,
@@ -162,7 +167,8 @@ class BatchCollector:
     ) -> None:
         self._spec = spec
         self._api = api or batch_api(spec)
-        self._journal = Journal(Path(journal), spec.spec) if journal else None
+        self._journal = Journal(Path(journal), spec.spec, run.uid if run else None) if journal else None
+        self._run = run
         self._settings = settings
         self._clock, self._sleep = clock, sleep
         self._waiting: dict[str, asyncio.Future[Answer]] = {}
@@ -180,13 +186,16 @@ class BatchCollector:
         """The run stopped (`cancel_open`): nothing more is sent."""
 
     async def resume(self) -> int:
-        """Follow the batches an earlier invocation left open; how many."""
+        """Follow the batches an earlier invocation left open (`left_open`); how many."""
         if not self._resumed:
             self._resumed = True
-            for batch_id, (keys, submitted_at) in (self._journal.open_batches() if self._journal else {}).items():
-                self._open[batch_id] = _Open(keys, submitted_at, waiting=len(keys))
-                self._sent.update(dict.fromkeys(keys, batch_id))
-                self._follow(batch_id)
+            found = await left_open(self._journal, self._api, self._run, self._spec.spec)
+            for left in found:
+                self._open[left.batch_id] = _Open(
+                    left.keys, left.submitted_at, waiting=len(left.keys or ()), owned=left.owned
+                )
+                self._sent.update(dict.fromkeys(left.keys or (), left.batch_id))
+                self._follow(left.batch_id)
         return len(self._open)
 
     async def complete(self, request: ChatRequest) -> Answer:
@@ -212,7 +221,7 @@ class BatchCollector:
         self._stopped = True
         for task in [*self._followers, *([self._gathering] if self._gathering else [])]:
             task.cancel()
-        cancelled = [batch_id for batch_id, batch in self._open.items() if not batch.ended]
+        cancelled = [batch_id for batch_id, batch in self._open.items() if not batch.ended and batch.owned]
         for batch_id in cancelled:
             await self._cancel(batch_id)
         stopped = LineFailure("cancelled", f"{self._spec.spec}: the run stopped")
@@ -244,10 +253,19 @@ class BatchCollector:
         settings = self._settings
         while self._pending:
             wait = min(self._last + settings.gather_s, self._first + settings.max_gather_s) - self._clock()
-            if wait > 0 and len(self._pending) < self._api.max_lines:
-                await self._sleep(wait)
+            if (wait > 0 and len(self._pending) < self._api.max_lines) or self._holding():
+                await self._sleep(max(wait, settings.gather_s))
                 continue
             await self._send(self._take())
+
+    def _holding(self) -> bool:
+        """Whether a batch found in the provider's list, its keys unknown, has not ended (within ``wait_s``): a
+        call it answers must not be sent again."""
+        now = self._clock()
+        return any(
+            b.keys is None and not b.ended and now - b.submitted_at <= self._settings.wait_s
+            for b in self._open.values()
+        )
 
     def _take(self) -> dict[str, bytes]:
         """The lines of the next batch, oldest first, within the provider's limits."""
@@ -265,7 +283,7 @@ class BatchCollector:
 
     async def _send(self, lines: dict[str, bytes]) -> None:
         try:
-            batch_id = await self._api.submit(list(lines.values()))
+            batch_id = await self._api.submit(list(lines.values()), metadata(self._run, self._spec.spec))
         except Exception as exc:  # not taken: each call fails as the request would have (and is retried so)
             failure = _failure(exc)
             for key in lines:
@@ -294,7 +312,7 @@ class BatchCollector:
                 if await self._api.ended(batch_id):
                     answers = await self._api.results(batch_id, batch.submitted_at)
                     break
-                if not batch.overdue and self._clock() - batch.submitted_at > self._settings.wait_s:
+                if batch.owned and not batch.overdue and self._clock() - batch.submitted_at > self._settings.wait_s:
                     log.warning(
                         "%s: batch %s not ended after %gs: cancelled; its unanswered calls are made online",
                         self._spec.spec,
@@ -317,13 +335,28 @@ class BatchCollector:
         batch = self._open[batch_id]
         batch.ended = True
         everything = answers.get("*")
-        for key in batch.keys:
+        if batch.keys is None:
+            self._found(batch_id, batch, [] if everything else [k for k in answers if k != "*"])
+        for key in batch.keys or ():
             answer = everything or answers.get(key) or LineFailure("unfinished", f"no answer in batch {batch_id}")
             if batch.overdue and isinstance(answer, LineFailure) and answer.kind == "cancelled":
                 answer = msgspec.structs.replace(answer, kind="unfinished")
             if self._sent.get(key) == batch_id:
                 del self._sent[key]
             self._hand_over(key, answer, batch_id)
+
+    def _found(self, batch_id: str, batch: _Open, keys: list[str]) -> None:
+        """A batch found in the provider's list has ended: its keys are its custom ids. A call gathered meanwhile
+        is answered from it rather than sent, and the journal records it, so a later resume follows it."""
+        batch.keys, batch.waiting = keys, len(keys)
+        for key in keys:
+            self._pending.pop(key, None)
+        if not keys:
+            del self._open[batch_id]
+            return
+        log.info("%s: batch %s, found in the provider's list, answers %d calls", self._spec.spec, batch_id, len(keys))
+        if self._journal is not None:
+            self._journal.submitted(batch_id, keys, batch.submitted_at)
 
     def _hand_over(self, key: str, answer: Answer, batch_id: str | None = None) -> None:
         if isinstance(answer, Completion):
@@ -352,42 +385,3 @@ def _failure(exc: Exception) -> LineFailure:
     if isinstance(exc, BackendError):
         return LineFailure("status", str(exc), 401 if isinstance(exc, AuthenticationError) else 400)
     return LineFailure("status", f"the batch could not be sent: {exc!r}", 500)
-
-
-class Journal:
-    """``batches.jsonl``: each batch an endpoint submitted (its id, its lines' keys, when) and each it finished."""
-
-    def __init__(self, path: Path, endpoint: str) -> None:
-        self._path, self._endpoint = path, endpoint
-
-    def open_batches(self) -> dict[str, tuple[list[str], float]]:
-        """The endpoint's batches submitted and not ended, by id: (keys, submitted at)."""
-        opened: dict[str, tuple[list[str], float]] = {}
-        try:
-            lines = self._path.read_bytes().splitlines()
-        except FileNotFoundError:
-            return opened
-        for raw in lines:
-            try:
-                record = json.loads(raw)
-            except ValueError:  # a line torn by a crash mid-write: nothing after it was written either
-                continue
-            if not isinstance(record, dict) or record.get("endpoint") != self._endpoint:
-                continue
-            if "submitted" in record:
-                opened[str(record["submitted"])] = ([str(k) for k in record["keys"]], float(record["at"]))
-            elif "ended" in record:
-                opened.pop(str(record["ended"]), None)
-        return opened
-
-    def submitted(self, batch_id: str, keys: list[str], at: float) -> None:
-        self._append({"endpoint": self._endpoint, "submitted": batch_id, "at": at, "keys": keys})
-
-    def ended(self, batch_id: str) -> None:
-        self._append({"endpoint": self._endpoint, "ended": batch_id})
-
-    def _append(self, record: dict[str, object]) -> None:
-        with open(self._path, "ab") as out:
-            out.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
-            out.flush()
-            os.fsync(out.fileno())

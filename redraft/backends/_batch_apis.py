@@ -1,8 +1,9 @@
 """The providers' batch APIs, one adapter each: OpenAI's Files + Batches, Anthropic's Message Batches.
 
 An adapter turns chat requests into the provider's batch lines, submits them as one
-batch, reports whether the batch has ended, reads its results back as `Completion`s
-or `LineFailure`s by custom id, and cancels it. It builds each line's body and reads
+batch (with the run's metadata, where the provider keeps it), lists the batches made
+since a time, reports whether a batch has ended, reads its results back as
+`Completion`s or `LineFailure`s by custom id, and cancels it. It builds each line's body and reads
 each answer with the online client of the same spec (`OpenAIChat`, `AnthropicChat`),
 so a request sent in a batch is the request that would be sent online, and its answer
 reads the same. What drives the adapters, and why, is `redraft.backends._batch`.
@@ -43,6 +44,16 @@ class LineFailure(msgspec.Struct, frozen=True):
 Answer = Completion | LineFailure
 
 
+class Listed(msgspec.Struct, frozen=True):
+    """A batch in the provider's list."""
+
+    id: str
+    created_at: float
+    """Wall-clock seconds."""
+    metadata: dict[str, str] | None
+    """What it was sent with; None where the provider keeps no metadata (Anthropic)."""
+
+
 class BatchAPI(Protocol):
     """One provider's batch API, for one spec."""
 
@@ -53,8 +64,12 @@ class BatchAPI(Protocol):
         """The request as one line of the provider's batch (JSON, no newline)."""
         ...
 
-    async def submit(self, lines: list[bytes]) -> str:
-        """Send one batch; its id."""
+    async def submit(self, lines: list[bytes], metadata: dict[str, str]) -> str:
+        """Send one batch, with ``metadata`` where the provider keeps it; its id."""
+        ...
+
+    async def listed(self, since: float) -> list[Listed]:
+        """The batches made since ``since`` (wall-clock seconds), newest first, every page read."""
         ...
 
     async def ended(self, batch_id: str) -> bool: ...
@@ -102,14 +117,28 @@ class OpenAIBatches:
             separators=(",", ":"),
         ).encode()
 
-    async def submit(self, lines: list[bytes]) -> str:
+    async def submit(self, lines: list[bytes], metadata: dict[str, str]) -> str:
+        from openai import omit
+
         async with self._errors():
             client = self._clients.get()
             uploaded = await client.files.create(file=("redraft-batch.jsonl", b"\n".join(lines)), purpose="batch")
             batch = await client.batches.create(
-                input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+                input_file_id=uploaded.id,
+                endpoint="/v1/chat/completions",
+                completion_window="24h",
+                metadata=metadata or omit,
             )
         return batch.id
+
+    async def listed(self, since: float) -> list[Listed]:
+        found: list[Listed] = []
+        async with self._errors():
+            async for batch in self._clients.get().batches.list(limit=100):  # newest first, paged by the SDK
+                if batch.created_at < since:
+                    break
+                found.append(Listed(batch.id, float(batch.created_at), dict(batch.metadata or {})))
+        return found
 
     async def ended(self, batch_id: str) -> bool:
         async with self._errors():
@@ -179,11 +208,21 @@ class AnthropicBatches:
         params = self._chat._arguments(request)
         return json.dumps({"custom_id": custom_id, "params": params}, separators=(",", ":")).encode()
 
-    async def submit(self, lines: list[bytes]) -> str:
+    async def submit(self, lines: list[bytes], metadata: dict[str, str]) -> str:
         requests: Any = [json.loads(line) for line in lines]
-        async with self._errors():
+        async with self._errors():  # a message batch takes no metadata: its custom ids are all that says whose
             batch = await self._clients.get().messages.batches.create(requests=requests)
         return batch.id
+
+    async def listed(self, since: float) -> list[Listed]:
+        found: list[Listed] = []
+        async with self._errors():
+            async for batch in self._clients.get().messages.batches.list(limit=100):  # newest first
+                created = batch.created_at.timestamp()
+                if created < since:
+                    break
+                found.append(Listed(batch.id, created, None))
+        return found
 
     async def ended(self, batch_id: str) -> bool:
         async with self._errors():

@@ -2,8 +2,9 @@
 
 ```
 layout     file names, the config fingerprint, JSON files, task page names
-results    results.jsonl: a task's line, and the one rule for reading lines back
-frames     trace frames decoded into the message Structs (unknown kinds and fields kept)
+results    results.jsonl: a task's line, and the one rule for reading lines back, record by record
+frames     trace frames decoded into the message Structs (unknown kinds and fields kept); a task's range checked
+recovery   what a resume keeps of a damaged directory, and what it sets aside in *.damaged files
 store      RunStore, the writer (the driver's), and what a resume keeps
 reader     RunReader: records streamed, one task's frames by seeking
 summary    Summary (summary.json, the end table) and summarize

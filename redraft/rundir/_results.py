@@ -1,19 +1,24 @@
 """``results.jsonl``: how a task's line is written, and the one rule for reading the lines back.
 
 A line is a `Result` as a JSON object, without its ``kind`` and ``v``, plus
-``trace_end``: the trace offset just past the task's frames. Lines are in the
-order the tasks' frames sit in the trace, so a task's frames are the byte range
-``[previous line's trace_end, its trace_end)``.
 
-The rule, kept by the writer's recovery and by every reader alike (`read_results`):
-the run's records are the lines before the first line that
+- ``trace_start`` and ``trace_end``: the byte range of the task's frames in the trace.
+  Lines of older writers have no ``trace_start``: their range begins where the line
+  before them ended theirs;
+- ``run``: the run directory's id (its manifest's ``run_uid``); absent from older lines;
+- ``trace_lost``: true when the task's frames were lost (a damaged or deleted trace):
+  its result stands, its range is empty.
 
-- has no newline at its end (torn: its writer was killed mid-line, or is still writing),
-- is not a JSON object that validates as a `Result`, or
-- has a ``trace_end`` past the trace's end (its frames never reached the disk: a machine crash).
+The rule, the writer's and every reader's (`read_results`), is record by record
+(`redraft.jsonlines`): a line is a record when it is whole (a newline ends it),
+validates as a `Result` with offsets for its range, and is not another run's (a
+``run`` that is not the manifest's). Any other line is skipped by readers and set
+aside by the writer (`redraft.rundir._recovery`); the records after it are kept.
 
-That line and every line after it are not part of the run: the writer cuts them
-off when it opens the directory (their tasks are redone), a reader stops there.
+A record's frames are lost (`TaskEntry.lost`) when it says so or its range lies past
+the trace's end; a reader that reads them also checks that the range holds whole
+frames, the last the task's own `Result` (`redraft.rundir.frames.task_frames`), and
+takes them as lost otherwise. Frames lost cost the trace, not the result.
 
 A record whose ``error_type`` is the machinery's failure (`redraft.errors.recorded_as_machinery`,
 written by versions that did not redo such tasks) is not a finished task: a
@@ -32,7 +37,7 @@ in ``error``; its ``error_type`` is the text before the first colon.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,54 +45,68 @@ from typing import Any
 import msgspec
 
 from redraft.errors import recorded_as_machinery
+from redraft.jsonlines import Line, Refused, SetAside, scan
 from redraft.protocols.messages import Result
-from redraft.rundir.layout import RESULTS, trace_size
+from redraft.rundir.layout import MANIFEST, RESULTS, RUN_UID, read_object, trace_size
 
-TRACE_END = "trace_end"
-_KNOWN = frozenset(Result.__struct_fields__) | {"kind", TRACE_END}
+TRACE_START, TRACE_END, TRACE_LOST, RUN = "trace_start", "trace_end", "trace_lost", "run"
+_KNOWN = frozenset(Result.__struct_fields__) | {"kind", TRACE_START, TRACE_END, TRACE_LOST, RUN}
 
 
 @dataclass(frozen=True, slots=True)
 class TaskEntry:
-    """One finished task: its result, where its frames are in the trace, and where its line ends."""
+    """One finished task: its result, and where its frames are in the trace."""
 
     result: Result
     extra: dict[str, Any]
-    """Fields of the line this version does not know (a newer writer's), ``trace_end`` aside."""
+    """Fields of the line this version does not know (a newer writer's), the range and the run aside."""
     start: int
     """Trace offset of the task's first frame."""
     end: int
     """Trace offset just past its last frame (the line's ``trace_end``)."""
-    line_end: int
-    """Offset in ``results.jsonl`` just past the task's line."""
+    line: int = 0
+    """Its line in ``results.jsonl`` (1 for the first)."""
+    lost: bool = False
+    """Its frames are lost (the line says so, or its range lies past the trace's end); its result stands."""
+    marked_lost: bool = False
+    """Its line says so (``trace_lost``): a recovery found them lost before."""
+    guessed_start: bool = False
+    """An older line (no ``trace_start``) after a line that was skipped: its range begins where the last record
+    before the skipped line ended, and may hold the skipped task's frames before its own."""
 
     @property
     def task_id(self) -> str:
         return self.result.task_id
 
 
-def result_line(result: Result, trace_end: int) -> bytes:
+def result_line(result: Result, start: int, end: int, run: str | None, *, lost: bool = False) -> bytes:
     """The ``results.jsonl`` line of one task, newline included."""
     record: dict[str, Any] = msgspec.to_builtins(result)
     del record["kind"], record["v"]
-    record[TRACE_END] = trace_end
+    record[TRACE_START], record[TRACE_END] = start, end
+    if run:
+        record[RUN] = run
+    if lost:
+        record[TRACE_LOST] = True
     return msgspec.json.encode(record) + b"\n"
 
 
 def read_results(root: Path) -> Iterator[TaskEntry]:
     """The run's records by the module's rule, streamed (one line in memory at a time)."""
-    path = root / RESULTS
-    if not path.exists():
-        return
-    size = trace_size(root)
-    start = line_end = 0
-    with open(path, "rb") as f:
-        for line in f:
-            entry = _entry(line, start, line_end + len(line), size)
-            if entry is None:
-                return
-            yield entry
-            start, line_end = entry.end, entry.line_end
+    return (item for item in scan_results(root) if isinstance(item, TaskEntry))
+
+
+def scan_results(root: Path) -> Iterator[TaskEntry | SetAside]:
+    """Every line of ``results.jsonl``: a record, or a line that is not one (and why)."""
+    size, previous_end, skipped = trace_size(root), 0, False
+    for item in scan(root / RESULTS, line_decoder(root)):
+        if isinstance(item, SetAside):
+            skipped = True
+            yield item
+            continue
+        entry = _entry(item, previous_end, skipped, size)
+        previous_end, skipped = entry.end, False
+        yield entry
 
 
 def latest_results(root: Path) -> Iterator[TaskEntry]:
@@ -126,22 +145,50 @@ def superseded(results: Iterable[Result]) -> set[int]:
     return replaced
 
 
-def _entry(line: bytes, start: int, line_end: int, trace_size: int) -> TaskEntry | None:
-    """The entry of one line, or None if the line ends the run's records."""
-    if not line.endswith(b"\n"):
-        return None
-    try:
-        record = msgspec.json.decode(line)
-        if not isinstance(record, dict):
-            return None
-        result = decode_record(record)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    end = record.get(TRACE_END, start)
-    if not isinstance(end, int) or end > trace_size:
-        return None
+Record = tuple[dict[str, Any], Result]
+"""A line's fields as written, and its `Result`."""
+
+
+def line_decoder(root: Path) -> Callable[[bytes], Record]:
+    """How the lines of the run directory at ``root`` decode: as `decode_line`, for its manifest's run."""
+    run = str(read_object(root / MANIFEST).get(RUN_UID) or "") or None
+    return lambda data: decode_line(data, run)
+
+
+def decode_line(data: bytes, run: str | None) -> Record:
+    """A line's fields and its `Result`; `msgspec.DecodeError` if it is not JSON, `msgspec.ValidationError` if
+    it is not a task's line, `Refused` if it is another run's (a line without a run is an older writer's)."""
+    record = msgspec.json.decode(data)
+    if not isinstance(record, dict):
+        raise msgspec.ValidationError("a task's line is a JSON object")
+    result = decode_record(record)
+    for key in (TRACE_START, TRACE_END):
+        offset = record.get(key, 0)
+        if type(offset) is not int or offset < 0:
+            raise msgspec.ValidationError(f"`{key}` is not an offset")
+    if run is not None and record.get(RUN) not in (None, run):
+        raise Refused("another run", f"run {record.get(RUN)}, not this directory's {run}")
+    return record, result
+
+
+def _entry(line: Line[Record], previous_end: int, skipped: bool, size: int) -> TaskEntry:
+    record, result = line.record
+    explicit: int | None = record.get(TRACE_START)  # offsets, if there (`decode_line`)
+    start = explicit if explicit is not None else previous_end
+    end: int = record.get(TRACE_END, start)
+    marked = record.get(TRACE_LOST) is True
+    lost = marked or end > size or start > end
     extra = {k: v for k, v in record.items() if k not in _KNOWN}
-    return TaskEntry(result=result, extra=extra, start=start, end=end, line_end=line_end)
+    return TaskEntry(
+        result=result,
+        extra=extra,
+        start=start,
+        end=end,
+        line=line.number,
+        lost=lost,
+        marked_lost=marked,
+        guessed_start=skipped and explicit is None,
+    )
 
 
 def decode_record(record: dict[str, Any]) -> Result:

@@ -12,6 +12,12 @@ validate as its kind, a value that is not a map) becomes a `GenericFrame`: its
 kind and its fields as decoded. No frame is ever dropped, except the bytes after
 a torn or corrupt point of the trace (`unpack_frames`).
 
+A task's byte range holds its frames when it splits into whole frames, at least one
+of which names the task (its ``task_id``) and none another task: `task_span` checks
+it, reading only each frame's kind and task, and `task_frames` decodes the frames it
+vouches for. A range that does not is another run's bytes, or damage, and its frames
+are taken as lost.
+
 Frames are decoded from their bytes by msgspec (each frame's extent found by
 skipping over it), not unpacked into dicts first: a trace is read at the speed
 of the typed decoder. Finding a frame's unknown fields needs its keys, but a
@@ -86,6 +92,50 @@ def decode_frame(data: bytes) -> Frame:
 def unpack_frames(data: bytes) -> list[Frame]:
     """Consecutive MessagePack frames; a torn or corrupt tail is dropped, what decoded before it is kept."""
     return [decode_frame(data[start:end]) for start, end in _spans(data)]
+
+
+def task_span(data: bytes, task_id: str, *, trim: bool = False) -> int | None:
+    """Where the frames of ``task_id`` begin in ``data``, its range's bytes; None if the range does not hold
+    them (see the module docstring). ``trim``: the range may begin with other tasks' frames (a guessed start):
+    the task's begin after the last frame that names another."""
+    spans = list(_spans(data))
+    if not spans or spans[-1][1] != len(data):
+        return None
+    begin, named = 0, False
+    for start, end in spans:
+        named_now = _names(data[start:end]).task_id
+        if named_now is None:
+            continue
+        if named_now != task_id:
+            if not trim:
+                return None
+            begin, named = end, False
+        else:
+            named = True
+    return begin if named else None
+
+
+def task_frames(data: bytes, task_id: str, *, trim: bool = False) -> list[Frame] | None:
+    """The frames of ``task_id`` in its range's bytes, or None if the range does not hold them (`task_span`)."""
+    begin = task_span(data, task_id, trim=trim)
+    return None if begin is None else unpack_frames(data[begin:])
+
+
+class _Names(msgspec.Struct):
+    """What a frame is and whose, its other fields skipped."""
+
+    kind: str = "?"
+    task_id: str | None = None
+
+
+_NAMES = msgspec.msgpack.Decoder(_Names)
+
+
+def _names(frame: bytes) -> _Names:
+    try:
+        return _NAMES.decode(frame)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # not a map, a kind or task not text
+        return _Names()
 
 
 def _spans(data: bytes) -> Iterator[tuple[int, int]]:

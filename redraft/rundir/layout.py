@@ -1,9 +1,11 @@
 """Where things are in a run directory, and how its JSON files are read and written.
 
 ```
-manifest.json   config, its fingerprint, package versions, start time, accumulated wall time
+manifest.json   config, its fingerprint, the directory's own id, package versions, start time, wall time
 trace.msgpack   every protocol frame of every finished task, back to back (`redraft.rundir.frames`)
 results.jsonl   one JSON object per finished task (`redraft.rundir._results`)
+*.damaged       what a resume set aside from the file of that name (`redraft.rundir._recovery`)
+batches.jsonl   with ``--batch``: the provider batches sent (`redraft.backends._batch_journal`)
 summary.json    the end table's figures (`redraft.rundir.summary.Summary`)
 report.html     written by ``redraft report``, with one page per task under report/ (`safe_name`)
 ray.log         Ray's own messages, when the run started Ray (its warnings, what it relays from the cluster)
@@ -25,6 +27,8 @@ from typing import Any
 MANIFEST, TRACE, RESULTS, SUMMARY = "manifest.json", "trace.msgpack", "results.jsonl", "summary.json"
 REPORT, PAGES_DIR = "report.html", "report"
 RAY_LOG = "ray.log"
+RUN_UID = "run_uid"
+"""The manifest's key for the directory's own id, which its result lines and provider batches carry."""
 
 
 def fingerprint(config: dict[str, Any]) -> str:

@@ -1,14 +1,19 @@
 """Read a run directory without loading it: records streamed, one task's frames at a time.
 
-Records are read by the one rule of `redraft.rundir._results` (the writer's too), and
-each record's ``trace_end`` bounds its task's frames, ``[previous trace_end, its
-trace_end)``: one task is found by seeking, and a whole run streamed with one
-task's frames in memory. Frames decode into the message Structs
-(`redraft.rundir.frames`), keeping what this version does not know.
+Records are read by the one rule of `redraft.rundir._results` (the writer's too):
+record by record, a damaged line skipped and the records after it kept. Each record
+bounds its task's frames by a byte range: one task is found by seeking, and a whole
+run streamed with one task's frames in memory. A range is checked as it is read
+(`redraft.rundir.frames.task_frames`: whole frames, the last the task's `Result`), so
+a task whose frames are lost (a damaged or deleted trace) is said to be (`trace_of`
+None, `TaskEntry.lost`), its result standing, and never shown another's frames.
+Frames decode into the message Structs (`redraft.rundir.frames`), keeping what this
+version does not know.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -18,7 +23,7 @@ import msgspec
 from redraft.errors import UserError, did_you_mean
 from redraft.protocols.messages import Result
 from redraft.rundir._results import TaskEntry, is_infrastructure_failure, latest_results
-from redraft.rundir.frames import Frame, unpack_frames
+from redraft.rundir.frames import Frame, task_frames
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object
 from redraft.rundir.summary import Summary
 
@@ -70,21 +75,29 @@ class RunReader:
         raise UserError(f"no task {task_id!r} in {self.root} ({near}e.g. {', '.join(known)})")
 
     def frames(self, entry: TaskEntry, trace: IO[bytes] | None = None) -> list[Frame]:
-        """The frames of one task, read by seeking to its byte range."""
-        if entry.end <= entry.start:
-            return []
+        """The frames of one task, read by seeking to its byte range; none when they are lost (`trace_of`)."""
+        return self.trace_of(entry, trace) or []
+
+    def trace_of(self, entry: TaskEntry, trace: IO[bytes] | None = None) -> list[Frame] | None:
+        """The frames of one task, read by seeking to its byte range and checked; None when they are lost."""
+        if entry.lost:
+            return None
         if trace is None:
+            if not (self.root / TRACE).exists():
+                return None
             with open(self.root / TRACE, "rb") as f:
-                return self.frames(entry, f)
+                return self.trace_of(entry, f)
         trace.seek(entry.start)
-        return unpack_frames(trace.read(entry.end - entry.start))
+        return task_frames(trace.read(entry.end - entry.start), entry.task_id, trim=entry.guessed_start)
 
     def tasks(self) -> Iterator[tuple[TaskEntry, list[Frame]]]:
-        """Every task with its frames, streamed: one task's frames in memory at a time."""
+        """Every task with its frames, streamed: one task's frames in memory at a time. A task whose frames are
+        lost comes with none, its entry marked `TaskEntry.lost`."""
         trace_path = self.root / TRACE
         if not trace_path.exists():
-            yield from ((entry, []) for entry in self.entries())
+            yield from ((dataclasses.replace(entry, lost=True), []) for entry in self.entries())
             return
         with open(trace_path, "rb") as trace:
             for entry in self.entries():
-                yield entry, self.frames(entry, trace)
+                found = self.trace_of(entry, trace)
+                yield (entry, found) if found is not None else (dataclasses.replace(entry, lost=True), [])

@@ -3,19 +3,25 @@
 Invariants (`RunStore`):
 
 - A task's frames are appended to the trace and flushed *before* its result line;
-  each result line records the trace offset just past its frames (``trace_end``).
-- On open, the result lines are read by the one rule of `redraft.rundir._results`
-  (a torn last line, a line that is not a result, or one whose ``trace_end`` lies
-  past the trace's end ends the records); ``results.jsonl`` is cut back to the
-  records, and the trace to the last record's ``trace_end``. So the frames of a
-  task whose result never landed are dropped, those tasks are redone, and nothing
-  is counted twice.
+  each result line records its frames' byte range (``trace_start``, ``trace_end``)
+  and the directory's id (``run``).
+- On open, the directory is recovered record by record (`redraft.rundir._recovery`):
+  a result line that is not a record (torn, not a `Result`, another run's) is moved
+  to ``results.jsonl.damaged``, the records after it kept; a record whose frames are
+  lost keeps its result (``--redo-untraced`` redoes it); the trace is cut past the
+  last whole frames of a record, so new frames never overlap a kept range (the frames
+  of a task whose result never landed are dropped, and the task redone). What was set
+  aside is said in one line per file (`RunStore.said`). Nothing is counted twice.
 - A manifest whose fingerprint differs from the new config's is refused: one run
   directory never mixes two configurations.
+- The manifest holds the directory's own id (``run_uid``, made with it, added to an
+  older manifest on open): what tells this run's records and provider batches from
+  another run's. A manifest made anew where result lines already are (the manifest
+  was deleted) takes the id those lines carry.
 
 Writes are flushed, not fsynced: a killed process loses nothing, a crashed
-machine may lose the last few tasks, which the resume then redoes (a result
-line whose frames did not reach the trace is cut off with everything after it).
+machine may lose the last few tasks (redone on resume) or the frames of the last
+few (their results then stand, their trace lost).
 
 The store keeps no per-task state for tasks written now (only the ids finished
 by earlier invocations, to skip them), and the summary is made by streaming the
@@ -27,8 +33,10 @@ reads a run as it goes (the span export) sees only what a reader of the director
 
 from __future__ import annotations
 
+import calendar
 import json
-import os
+import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -36,9 +44,11 @@ from typing import IO, Any
 import msgspec
 
 from redraft.errors import UserError
+from redraft.jsonlines import records
 from redraft.protocols.messages import Result, Usage
-from redraft.rundir._results import is_infrastructure_failure, latest_results, read_results, result_line
-from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object, write_json
+from redraft.rundir._recovery import recover
+from redraft.rundir._results import RUN, latest_results, result_line
+from redraft.rundir.layout import MANIFEST, RESULTS, RUN_UID, SUMMARY, TRACE, read_object, write_json
 from redraft.rundir.summary import Summary, summarize
 
 Listener = Callable[[list[bytes], Result], None]
@@ -58,49 +68,43 @@ class RunStore:
         self._trace: IO[bytes] | None = None
         self._results: IO[bytes] | None = None
         self._wall_before = 0.0
-        self.payer = ""
-        """The directory's own id, kept from its first invocation: whose money its calls are (the response
-        cache records it with each answer this run pays for, `redraft.backends.cache`)."""
+        self.run_uid = ""
+        """The directory's own id (its manifest's ``run_uid``)."""
+        self.started = time.time()
+        """When the run began (its manifest's ``started_at``), in wall-clock seconds."""
+        self.said: list[str] = []
+        """What opening the directory set aside, one line per file (none for an undamaged directory)."""
         self._listeners: list[Listener] = []
 
     @classmethod
-    def open(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
-        """Create ``root`` or resume it; `UserError` if it holds a different configuration."""
+    def open(cls, root: Path, manifest: dict[str, Any], *, redo_untraced: bool = False) -> RunStore:
+        """Create ``root`` or resume it; `UserError` if it holds a different configuration. ``redo_untraced``:
+        the tasks whose frames are lost are redone (by default their results stand)."""
         store = cls(root)
         existing = resumable(root, manifest)
         root.mkdir(parents=True, exist_ok=True)
         if existing is not None:
             store._wall_before = float(existing.get("wall_s", 0.0))
-        else:
-            write_json(root / MANIFEST, manifest)
-        store.payer = payer_of(existing or manifest)
-        store._recover()
+        kept = dict(existing if existing is not None else manifest)
+        if existing is None or not existing.get(RUN_UID):  # a new run, or one begun before runs had an id
+            kept[RUN_UID] = _lines_run(root) or kept.get(RUN_UID) or new_run_uid()
+            write_json(root / MANIFEST, kept)
+        store.run_uid = str(kept[RUN_UID])
+        store.started = _seconds(kept.get("started_at")) or store.started
+        recovered = recover(root, redo_untraced)
+        store.done, store.spent, store.said = recovered.done, recovered.spent, recovered.said
         store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
         store._results = open(root / RESULTS, "ab")  # noqa: SIM115
         return store
 
-    def _recover(self) -> None:
-        """Keep the records the one rule reads, cut everything after them (see the module docstring)."""
-        records_end = trace_end = 0
-        for entry in read_results(self.root):
-            if is_infrastructure_failure(entry.result):
-                self.done.discard(entry.task_id)  # the machinery failed, not the task: redo it
-            else:
-                self.done.add(entry.task_id)
-                self.spent = self.spent + entry.result.usage
-            records_end, trace_end = entry.line_end, entry.end
-        for name, keep in ((RESULTS, records_end), (TRACE, trace_end)):
-            path = self.root / name
-            if path.exists() and path.stat().st_size > keep:
-                os.truncate(path, keep)
-
     def append(self, frames: list[bytes], result: Result) -> None:
         """Write one finished task: its frames, then its result line."""
         assert self._trace is not None and self._results is not None
+        start = self._trace.tell()
         for frame in frames:
             self._trace.write(frame)
         self._trace.flush()
-        self._results.write(result_line(result, self._trace.tell()))
+        self._results.write(result_line(result, start, self._trace.tell(), self.run_uid))
         self._results.flush()
         self.spent = self.spent + result.usage
         for listener in self._listeners:
@@ -109,6 +113,21 @@ class RunStore:
     def listen(self, listener: Listener) -> None:
         """Tell ``listener`` each task written from now on, its frames and its result."""
         self._listeners.append(listener)
+
+    def sends_batches(self) -> bool:
+        """Record in the manifest that this run sends provider batches; whether an earlier invocation did."""
+        path = self.root / MANIFEST
+        manifest = read_object(path)
+        if manifest.get(BATCHED):
+            return True
+        write_json(path, manifest | {BATCHED: True})
+        return False
+
+    @property
+    def payer(self) -> str:
+        """Whose money this directory's calls are: its own id, kept from its first invocation (the response
+        cache records it with each answer the run pays for, `redraft.backends.cache`)."""
+        return self.run_uid
 
     @property
     def wall_before(self) -> float:
@@ -131,9 +150,28 @@ class RunStore:
         return summary
 
 
-def payer_of(manifest: dict[str, Any]) -> str:
-    """A run directory's payer: its manifest's, or for a directory written before payers, its id and start."""
-    return str(manifest.get("payer") or f"{manifest.get('run_id', '')}@{manifest.get('started_at', '')}")
+BATCHED = "batched"
+"""The manifest's key for "this run has sent provider batches"."""
+
+
+def new_run_uid() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _lines_run(root: Path) -> str | None:
+    """The run id the first result line carries (None for a line of a writer older than run ids): a directory
+    whose manifest was lost (deleted) keeps its records, rather than setting every one aside as another run's."""
+    for line in records(root / RESULTS, msgspec.json.decode):
+        return str(line[RUN]) if isinstance(line, dict) and isinstance(line.get(RUN), str) else None
+    return None
+
+
+def _seconds(stamp: object) -> float | None:
+    """A manifest's ``started_at`` (``2026-11-26T10:00:00Z``) in wall-clock seconds, or None."""
+    try:
+        return float(calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
 
 
 def resumable(root: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:

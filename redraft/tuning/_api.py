@@ -109,9 +109,9 @@ def tune(
     _, stream = plan(config)
     tasks = {task.task_id: task for task in stream()}
     splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry)
-    payer = read_manifest(out, config, settings, write=not dry)
+    payer = read_manifest(out, config, settings, write=not dry)  # the tune's own id: its journal's records carry it
     status = StatusTracker(of=settings.max_proposals, tell=on_status)
-    journal = status.journal = Journal(out, on_record=status.recorded)
+    journal = status.journal = _opened(out, payer if not dry else None, status, say)
     model = _proposer_spec(config, settings, proposer)  # resolved once: for the estimate and the actor
     costs = estimate_costs(config, splits, tasks, backends, model)
     budget = Budget(limits=config.budgets, paid=journal.spent)
@@ -136,6 +136,14 @@ def tune(
         close()
     json_path, html_path = write_report(out, journal, splits, verdict, config, settings)
     return TuneOutcome(out=out, verdict=verdict, json=json_path, html=html_path)
+
+
+def _opened(out: Path, tune: str | None, status: StatusTracker, say: Say) -> Journal:
+    """The tune's journal, its records stamped with the tune's id; what reading it set aside, said."""
+    journal = Journal(out, tune, on_record=status.recorded)
+    if (recovered := journal.recovery.line()) is not None:
+        say(f"warning: {recovered}")
+    return journal
 
 
 def _searched(search: Search, budget: Budget, status: StatusTracker, prompts: str | None) -> Verdict:

@@ -34,7 +34,7 @@ SPLITS = "splits.json"
 
 _FREE = frozenset(
     {"out", "budget_usd", "budget_tokens", "budget_calls", "budget_seconds", "max_tasks_in_flight", "verbose"}
-    | {"address", "cache", "limit", "dry_run"}
+    | {"address", "cache", "limit", "dry_run", "redo_untraced"}
 )
 """Settings a resume may change: where and how it runs, how much more it may spend (the splits check the tasks)."""
 

@@ -3,8 +3,13 @@
 ``tune.jsonl`` under the tune's ``--out`` is appended to (and flushed) as each record lands, so a tune
 stopped anywhere resumes from it with the same ``--out``: a recorded evaluation is never run again, a
 recorded proposal never asked again, and an iteration cut halfway redoes only what it had not recorded
-(an evaluation cut halfway resumes its own run directory, whose finished tasks are not redone). A torn
-last line (a crash mid-write) is dropped; any other line that does not read is a `UserError`.
+(an evaluation cut halfway resumes its own run directory, whose finished tasks are not redone).
+
+It is read record by record (`redraft.jsonlines`): a line that is not a record (torn by a crash mid-write,
+not JSON, JSON of another shape, or stamped by another tune) is moved to ``tune.jsonl.damaged`` when the
+journal opens, said in `Journal.recovery`, and the records after it are kept; what it recorded is done
+again. Each record carries its tune's id (`Record.tune`, the tune manifest's), so a journal copied from
+another tune's directory is set aside rather than taken for this one's.
 """
 
 from __future__ import annotations
@@ -15,14 +20,22 @@ from pathlib import Path
 
 import msgspec
 
-from redraft.errors import UserError
+from redraft.jsonlines import Refused, append, recover
 from redraft.protocols.messages import Usage
 from redraft.protocols.tuning import Proposal
 
 JOURNAL = "tune.jsonl"
 
 
-class Candidate(msgspec.Struct, tag="candidate", frozen=True, kw_only=True):
+class Stamped(msgspec.Struct, frozen=True, kw_only=True):
+    """What every record carries: the tune it belongs to."""
+
+    tune: str | None = None
+    """The tune's id (its manifest's ``tune_uid``), stamped by `Journal.add`; None in older journals, and in a
+    journal opened without an id (which takes every record)."""
+
+
+class Candidate(Stamped, tag="candidate", frozen=True, kw_only=True):
     """A version of the prompts: its sections over the built-in ones, and where it came from."""
 
     id: str
@@ -38,7 +51,7 @@ class Candidate(msgspec.Struct, tag="candidate", frozen=True, kw_only=True):
     """Its prompts file, relative to the tune's directory."""
 
 
-class Evaluation(msgspec.Struct, tag="evaluation", frozen=True, kw_only=True):
+class Evaluation(Stamped, tag="evaluation", frozen=True, kw_only=True):
     """One candidate run over one set of tasks: each task's figure, and what it cost."""
 
     candidate: str
@@ -63,7 +76,7 @@ class Evaluation(msgspec.Struct, tag="evaluation", frozen=True, kw_only=True):
         return sum(self.feedback.values()) / len(self.feedback) if self.feedback else 0.0
 
 
-class Proposed(msgspec.Struct, tag="proposed", frozen=True, kw_only=True):
+class Proposed(Stamped, tag="proposed", frozen=True, kw_only=True):
     """What the proposer answered in one iteration."""
 
     iteration: int
@@ -71,7 +84,7 @@ class Proposed(msgspec.Struct, tag="proposed", frozen=True, kw_only=True):
     proposal: Proposal
 
 
-class Iteration(msgspec.Struct, tag="iteration", frozen=True, kw_only=True):
+class Iteration(Stamped, tag="iteration", frozen=True, kw_only=True):
     """One iteration, ended: the parent, the section, the minibatch, and whether the child was kept."""
 
     number: int
@@ -89,40 +102,37 @@ class Iteration(msgspec.Struct, tag="iteration", frozen=True, kw_only=True):
 
 
 Record = Candidate | Evaluation | Proposed | Iteration
-_decoder = msgspec.json.Decoder(Record)
+"""A journal's line: one of the four, told apart by its ``type``."""
+_decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
 
 
 class Journal:
-    """The records of ``directory/tune.jsonl``, read at open, appended to as they land (thread-safe)."""
+    """The records of ``directory/tune.jsonl``, read at open, appended to as they land (thread-safe).
 
-    def __init__(self, directory: Path, on_record: Callable[[Record], None] | None = None) -> None:
-        """``on_record`` is told of each record added (not of those read), after it is written."""
+    ``tune``: the tune's id, stamped on each record added; a record stamped with another is set aside.
+    ``on_record`` is told of each record added (not of those read), after it is written."""
+
+    def __init__(
+        self, directory: Path, tune: str | None = None, on_record: Callable[[Record], None] | None = None
+    ) -> None:
         self.path = directory / JOURNAL
+        self.tune = tune
         self._on_record = on_record
         self.candidates: dict[str, Candidate] = {}
         self.evaluations: dict[tuple[str, str], Evaluation] = {}
         self.proposals: dict[int, Proposed] = {}
         self.iterations: dict[int, Iteration] = {}
         self._lock = threading.Lock()
-        if self.path.exists():
-            self._read()
+        found, self.recovery = recover(self.path, self._decode)
+        """What opening the journal set aside (`Recovery.line` says it; None when nothing was)."""
+        for record in found:
+            self._place(record)
 
-    def _read(self) -> None:
-        data = self.path.read_bytes()
-        lines = data.split(b"\n")
-        good = 0
-        for number, line in enumerate(lines, 1):
-            try:
-                if line.strip():
-                    self._place(_decoder.decode(line))
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                if number < len(lines):  # a whole line (a newline ends it) that is no record
-                    raise UserError(f"{self.path}: line {number} is not a tune record ({exc})") from None
-                break  # a torn last line: the write it belonged to never finished
-            good += len(line) + 1
-        if good < len(data):
-            with self.path.open("r+b") as handle:  # appending after the torn bytes would join two records
-                handle.truncate(good)
+    def _decode(self, line: bytes) -> Record:
+        record = _decoder.decode(line)
+        if self.tune is not None and record.tune is not None and record.tune != self.tune:
+            raise Refused("another run", f"tune {record.tune}, not this directory's {self.tune}")
+        return record
 
     def _place(self, record: Record) -> None:
         match record:
@@ -137,9 +147,10 @@ class Journal:
 
     def add(self, record: Record) -> None:
         """Record ``record``: in memory, and as one line appended to the journal and flushed."""
+        if self.tune is not None:
+            record = msgspec.structs.replace(record, tune=self.tune)
         with self._lock:
-            with self.path.open("ab") as handle:
-                handle.write(msgspec.json.encode(record) + b"\n")
+            append(self.path, msgspec.json.encode(record) + b"\n")
             self._place(record)
         if self._on_record is not None:  # outside the lock: the listener may read the journal
             self._on_record(record)

@@ -29,6 +29,9 @@ _ALWAYS_PLACED = ("kind", "v")
 # the rest; its seed follows from the run's seed, task, round and sample; views show the revision apart.
 _REQUEST_REPEATS = frozenset({"task", "draft", "task_id", "round", "sample", "seed", "revision", *_ALWAYS_PLACED})
 
+TRACE_LOST = "the trace of this task was lost (a damaged or deleted trace.msgpack): its rounds cannot be shown"
+"""What both views say of a task whose frames are lost (its result, shown, stands)."""
+
 
 def extra(frame: KnownFrame[Any] | None) -> dict[str, Any]:
     """The fields of a known kind that its Struct does not know (a newer writer's), unless empty."""

@@ -29,7 +29,7 @@ from redraft.rundir.layout import PAGES_DIR, REPORT
 from redraft.rundir.spending import Spent, spending
 from redraft.rundir.summary import Tally
 from redraft.views import plots
-from redraft.views._fields import is_empty
+from redraft.views._fields import TRACE_LOST, is_empty
 from redraft.views._spending import PARTS_HEADER, TABLE_HEADER, SpendingView, spending_view
 from redraft.views.summary_table import summary_rows
 from redraft.views.templating import render, template
@@ -234,7 +234,7 @@ def _stream_tasks(
         figures.add(row, entry.result, history.passed_by_round(threshold), history.graded_by_round())
         figures.spent.append(spending(entry.task_id, frames))
         if row.page is not None:
-            page = task_page(history, entry.result, record_extra=entry.extra)
+            page = task_page(history, entry.result, record_extra=entry.extra, trace_lost=entry.lost)
             (pages / row.page).write_bytes(page.encode())  # bytes: no text layer per file
         yield row
 
@@ -245,13 +245,16 @@ def task_page(
     *,
     record_extra: dict[str, Any] | None = None,
     back: str = f"../{REPORT}",
+    trace_lost: bool = False,
 ) -> str:
-    """The page of one task: its result, prompt, then every round and the best candidate's diffs."""
+    """The page of one task: its result, prompt, then every round and the best candidate's diffs (or, when its
+    frames were lost, its result and that it lost them)."""
     return render(
         "task.html.j2",
         title=f"redraft · {history.task_id}",
         history=history,
         result=result,
+        trace_lost=TRACE_LOST if trace_lost else "",
         record_extra={k: v for k, v in (record_extra or {}).items() if not is_empty(v)},
         steps={s.round: s for s in history.best_steps()},
         back=back,

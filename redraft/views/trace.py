@@ -23,7 +23,15 @@ from rich.text import Text
 from redraft.protocols.messages import ChatMessage, Critique, Decision, Draft, PlanVersion, Result, Verification
 from redraft.rundir import Frame, KnownFrame, RunReader, TaskHistory, build_history
 from redraft.rundir.history import Candidate, Round
-from redraft.views._fields import extra, frame_fields, grade_line, request_news, revision_of, usage_line
+from redraft.views._fields import (
+    TRACE_LOST,
+    extra,
+    frame_fields,
+    grade_line,
+    request_news,
+    revision_of,
+    usage_line,
+)
 
 SEVERITY_STYLE = {"critical": "bold red", "major": "yellow", "minor": "dim"}
 
@@ -36,9 +44,12 @@ def show_trace(root: Path, task_id: str, console: Console, *, messages: bool = F
     """
     reader = RunReader(root)
     entry = reader.find(task_id)
-    history = build_history(task_id, reader.frames(entry))
+    frames = reader.trace_of(entry)
+    history = build_history(task_id, frames or [])
     for renderable in render(history, entry.result, messages=messages):
         console.print(renderable)
+    if frames is None:
+        console.print(Text(f"{TRACE_LOST}; its result above stands", style="yellow"))
 
 
 def render(history: TaskHistory, result: Result, *, messages: bool = False) -> list[RenderableType]:

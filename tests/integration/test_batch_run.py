@@ -18,6 +18,7 @@ import pytest
 
 from redraft import RunConfig, run
 from redraft.errors import Interrupted
+from tests.support.damage import tear_journal
 from tests.support.fake_llm_servers import FakeLLMServer
 from tests.support.paths import REPO_ROOT
 
@@ -80,9 +81,11 @@ def command(address: str, out: Path) -> list[str]:
     return [sys.executable, "-m", "redraft.cli", "run", "arithmetic", *flags, "--address", address, "--out", str(out)]
 
 
+@pytest.mark.parametrize("journal_after", ["kept", "deleted", "torn"])
 def test_a_driver_killed_while_its_batch_is_out_picks_it_up_again_and_pays_once(
-    ray_cluster: Any, server: FakeLLMServer, tmp_path: Path
+    ray_cluster: Any, server: FakeLLMServer, tmp_path: Path, journal_after: str
 ) -> None:
+    """Whatever became of the journal: kept, deleted, or its last line torn (the collector died writing it)."""
     out = tmp_path / "run"
     server.batch_hold = True  # the provider takes its time
     env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
@@ -96,12 +99,23 @@ def test_a_driver_killed_while_its_batch_is_out_picks_it_up_again_and_pays_once(
         time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    time.sleep(2)  # the run's actors end with its driver (Ray ends a dead job's actors)
     left = list(server.batches)
     assert left and not any(b.cancelled for b in left)  # a killed driver cancels nothing: they stay out
+    assert all(b.metadata and b.metadata["redraft_run"] for b in left)  # each batch says whose run it is
+    if journal_after == "deleted":
+        journal.unlink()
+    elif journal_after == "torn":
+        tear_journal(out)
 
     server.batch_hold = False
     again = subprocess.run(command(ray_cluster.address, out), cwd=REPO_ROOT, env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr[-2000:]
+    looked = "looking for this run's batches in the provider's list" in again.stderr
+    assert looked == (journal_after != "kept"), again.stderr[-2000:]
+    if journal_after == "torn":
+        assert "batches.jsonl: kept 0, set aside 1 line: line 1 (byte 0) torn" in again.stderr
+        assert (out / "batches.jsonl.damaged").exists()
     assert len(results(out)) == 4
     assert server.batches[: len(left)] == left
     lines = [custom_id for batch in server.batches for custom_id in batch.custom_ids]

@@ -1,9 +1,12 @@
 """The batch APIs of `FakeLLMServer` (tests/support/fake_llm_servers.py): OpenAI's and Anthropic's wire formats.
 
 OpenAI (Files + Batches): ``POST /v1/files`` (a multipart upload of a JSONL input file), ``GET /v1/files/{id}``,
-``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``.
-Anthropic (Message Batches): ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``,
-``GET /v1/messages/batches/{id}/results`` (JSONL) and ``POST /v1/messages/batches/{id}/cancel``.
+``GET /v1/files/{id}/content``, ``POST /v1/batches`` (its ``metadata`` kept and shown), ``GET /v1/batches``
+(newest first, ``limit`` and the ``after`` cursor), ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``.
+Anthropic (Message Batches): ``POST /v1/messages/batches`` (no metadata: the provider keeps none),
+``GET /v1/messages/batches`` (newest first, ``limit``, ``after_id`` and ``before_id``),
+``GET /v1/messages/batches/{id}``, ``GET /v1/messages/batches/{id}/results`` (JSONL) and
+``POST /v1/messages/batches/{id}/cancel``.
 
 A batch is in progress for the server's `batch_delay_s` after its creation (for ever while `batch_hold` is set),
 then the first request that looks at it finds it done: every line answered at once, with exactly what the online
@@ -25,7 +28,7 @@ from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.parser import BytesParser
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 if TYPE_CHECKING:
     from tests.support.fake_llm_servers import FakeLLMServer
@@ -48,6 +51,8 @@ class SeenBatch:
     """In the order of the batch's lines."""
     cancelled: bool = False
     """Its cancel was accepted (while it was still in progress)."""
+    metadata: dict[str, str] | None = None
+    """What it was created with (OpenAI; Anthropic's batches take none)."""
 
 
 @dataclass
@@ -186,14 +191,18 @@ class BatchAPIs:
 
     def answer(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, bytes, str]:
         """(status, body, content type) of the answer to one request to a path that `serves`."""
-        parts = urlsplit(path).path.strip("/").split("/")[1:]  # without "v1"
+        where = urlsplit(path)
+        parts = where.path.strip("/").split("/")[1:]  # without "v1"
+        query = {name: values[-1] for name, values in parse_qs(where.query).items()}
         try:
             with self._lock:
-                return self._route(method, parts, headers, raw)
+                return self._route(method, parts, headers, raw, query)
         except Refusal as e:
             return e.status, json.dumps(error_body(path, e.status, e.message)).encode(), "application/json"
 
-    def _route(self, method: str, parts: list[str], headers: dict[str, str], raw: bytes) -> tuple[int, bytes, str]:
+    def _route(
+        self, method: str, parts: list[str], headers: dict[str, str], raw: bytes, query: dict[str, str]
+    ) -> tuple[int, bytes, str]:
         match method, parts:
             case "POST", ["files"]:
                 return self._ok(self._upload(headers.get("content-type", ""), raw).json())
@@ -203,6 +212,12 @@ class BatchAPIs:
                 return 200, self._file(file_id).content, "application/octet-stream"
             case "POST", ["batches"]:
                 return self._ok(self._openai_json(self._openai_create(_json_object(raw))))
+            case "GET", ["batches"]:
+                page, more = self._listed("openai", query, 100)
+                return self._ok(_page([self._openai_json(b) for b in page], more) | {"object": "list"})
+            case "GET", ["messages", "batches"]:
+                page, more = self._listed("anthropic", query, 1000)
+                return self._ok(_page([self._anthropic_json(b) for b in page], more))
             case "GET", ["batches", batch_id]:
                 return self._ok(self._openai_json(self._batch("openai", batch_id)))
             case "POST", ["batches", batch_id, "cancel"]:
@@ -239,6 +254,28 @@ class BatchAPIs:
             raise Refusal(404, f"No batch found with id '{batch_id}'")
         self._advance(batch)
         return batch
+
+    def _listed(self, provider: Provider, query: dict[str, str], most: int) -> tuple[list[_Batch], bool]:
+        """One page of the provider's batches, newest first, from its cursor (``after``/``after_id``, or
+        Anthropic's ``before_id``); and whether more follow."""
+        try:
+            limit = int(query.get("limit", "20"))
+        except ValueError:
+            raise Refusal(400, "limit: an integer is required") from None
+        if not 1 <= limit <= most:
+            raise Refusal(400, f"limit: must be between 1 and {most}")
+        batches = [b for b in reversed(self._batches.values()) if b.seen.provider == provider]
+        ids = [b.seen.id for b in batches]
+        after, before = query.get("after") or query.get("after_id"), query.get("before_id")
+        if before is not None:
+            end = ids.index(before) if before in ids else 0
+            page, more = batches[max(0, end - limit) : end], end - limit > 0
+        else:
+            start = (ids.index(after) + 1 if after in ids else len(ids)) if after is not None else 0
+            page, more = batches[start : start + limit], len(batches) > start + limit
+        for batch in page:
+            self._advance(batch)
+        return page, more
 
     def _add(self, provider: Provider, prefix: str, lines: list[tuple[str, dict[str, Any]]]) -> _Batch:
         seen = SeenBatch(provider, _new_id(prefix), [custom_id for custom_id, _ in lines])
@@ -307,8 +344,17 @@ class BatchAPIs:
         if source.purpose != "batch":
             raise Refusal(400, f"File {source.id} has purpose {source.purpose!r}, not 'batch'")
         lines, errors = _openai_lines(source.content)
+        metadata = body.get("metadata")
+        if metadata is not None and (
+            not isinstance(metadata, dict)
+            or len(metadata) > 16
+            or not all(isinstance(v, str) for v in metadata.values())
+        ):
+            raise Refusal(400, "metadata: at most 16 pairs of strings")
         batch = self._add("openai", "batch_", [] if errors else lines)
         batch.request, batch.errors = body, errors
+        with self._fake._lock:
+            batch.seen.metadata = metadata
         if errors:
             batch.ended_at = batch.created_at
         return batch
@@ -422,6 +468,12 @@ class BatchAPIs:
                 result = {"type": "errored", "error": {"type": "error", "error": error}}
             rows.append({"custom_id": custom_id, "result": result})
         return _jsonl(rows)
+
+
+def _page(data: list[dict[str, Any]], more: bool) -> dict[str, Any]:
+    """A list's page as both providers answer it."""
+    first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+    return {"data": data, "first_id": first, "last_id": last, "has_more": more}
 
 
 def _openai_lines(content: bytes) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:

@@ -5,8 +5,9 @@ The rooms (also in docs/architecture.md): ``protocols`` imports nothing of redra
 ``strategies`` builds on ``protocols``; ``engine`` (the loop and the roles, no Ray) on strategies,
 scenarios and backends; ``actors`` (the only room that imports Ray) makes the engine's roles actors
 and drives a run; the views read the run directory and nothing that runs; telemetry reads it too, and
-prices what it reads, for the actor system (a run's spans as it goes) and the CLI (a run's afterwards); only
-the CLI sees everything, and nothing imports the CLI.
+prices what it reads, for the actor system (a run's spans as it goes) and the CLI (a run's afterwards);
+``jsonlines``, the rule every journal is read by, imports nothing of redraft, so the backends, the run
+directory and the tune share it; only the CLI sees everything, and nothing imports the CLI.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ PACKAGE = REPO_ROOT / "redraft"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "services": set(),
+    "jsonlines": set(),
     "plugins": {"errors"},
     "protocols": {"errors"},
     "config": {"errors", "protocols"},
     "strategies": {"errors", "plugins", "protocols", "services"},
     "sandbox": {"errors"},
-    "backends": {"errors", "plugins", "protocols", "services"},
+    "backends": {"errors", "plugins", "protocols", "services", "jsonlines"},
     "scenarios": {"errors", "plugins", "protocols", "sandbox"},
     "engine": {
         "errors",
@@ -45,13 +47,13 @@ ALLOWED: dict[str, set[str]] = {
         *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),
         *("engine", "rundir", "telemetry"),
     },
-    "rundir": {"errors", "protocols"},
+    "rundir": {"errors", "protocols", "jsonlines"},
     "views": {"errors", "protocols", "rundir"},
     "telemetry": {"errors", "protocols", "backends", "rundir"},
     "comparison": {"errors", "protocols", "config", "scenarios", "engine", "actors", "rundir", "views"},
     "tuning": {
         *("errors", "protocols", "config", "backends", "scenarios", "engine", "actors", "rundir", "views"),
-        "comparison",
+        *("comparison", "jsonlines"),
     },
     "cli": {
         "errors",

@@ -148,3 +148,25 @@ def test_every_command_says_a_ray_that_did_not_start_in_one_line_and_exits_1(
     retried = "redraft: Ray did not start (Exception: The current node timed out during startup"
     assert warned[-1].startswith(retried)  # the second start, said before it begins
     assert "Traceback" not in err
+
+
+def test_routing_ray_s_messages_leaves_the_host_s_own_handlers_alone(tmp_path: Path) -> None:
+    """A test runner's capture handlers serve the ray logger too: silenced with Ray's, no later test captured a
+    log line (one ordering of the suite failed so)."""
+    import logging
+
+    import ray  # noqa: F401 - Ray's logger, with its own handler, as a run has it
+
+    shared = logging.StreamHandler()
+    logging.getLogger().addHandler(shared)
+    logging.getLogger("ray").addHandler(shared)
+    try:
+        RAY_OUTPUT.route(tmp_path / "ray.log", verbose=False)
+        assert shared.level == logging.NOTSET
+        ours = [
+            h for h in logging.getLogger("ray").handlers if h is not shared and type(h).__name__ == "PlainRayHandler"
+        ]
+        assert ours and all(h.level > logging.CRITICAL for h in ours)  # Ray's own, silenced
+    finally:
+        logging.getLogger().removeHandler(shared)
+        logging.getLogger("ray").removeHandler(shared)

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 import pytest
 
-from redraft.backends._batch import BatchCollector, BatchedBackend, BatchedSpec, BatchSettings, Journal
-from redraft.backends._batch_apis import Answer, LineFailure
+from redraft.backends._batch import BatchCollector, BatchedBackend, BatchedSpec, BatchSettings
+from redraft.backends._batch_apis import Answer, LineFailure, Listed
+from redraft.backends._batch_journal import Journal
 from redraft.backends.base import ChatRequest, Completion
 from redraft.backends.cache import ResponseCache
 from redraft.backends.openai import OpenAISpec
@@ -39,11 +41,15 @@ def answer_of(line: bytes) -> Completion:
 
 
 class MemoryBatches:
-    """A batch API in memory: each batch ends once `ends` says so; `fail` picks a status for a line."""
+    """A batch API in memory: each batch ends once `ends` says so; `fail` picks a status for a line. It keeps
+    each batch's metadata, or none (``keeps_metadata`` False: Anthropic's)."""
 
-    def __init__(self, max_lines: int = 1000) -> None:
+    def __init__(self, max_lines: int = 1000, *, keeps_metadata: bool = True) -> None:
         self.max_lines, self.max_bytes = max_lines, 10**9
+        self.keeps_metadata = keeps_metadata
         self.sent: dict[str, list[bytes]] = {}
+        self.metadata: dict[str, dict[str, str]] = {}
+        self.created: dict[str, float] = {}
         self.cancelled: list[str] = []
         self.ends: Callable[[str], bool] = lambda batch_id: True
         self.fail: Callable[[str, int], int | None] = lambda custom_id, attempt: None
@@ -53,10 +59,20 @@ class MemoryBatches:
         body = {"messages": [{"role": m.role, "content": m.content} for m in request.messages]}
         return json.dumps({"custom_id": custom_id, "body": body}).encode()
 
-    async def submit(self, lines: list[bytes]) -> str:
+    async def submit(self, lines: list[bytes], metadata: dict[str, str]) -> str:
         batch_id = f"batch_{len(self.sent)}"
         self.sent[batch_id] = lines
+        self.metadata[batch_id] = metadata
+        self.created[batch_id] = time.time()
         return batch_id
+
+    async def listed(self, since: float) -> list[Listed]:
+        newest_first = sorted(self.sent, key=lambda b: -self.created[b])
+        return [
+            Listed(b, self.created[b], self.metadata[b] if self.keeps_metadata else None)
+            for b in newest_first
+            if self.created[b] >= since
+        ]
 
     async def ended(self, batch_id: str) -> bool:
         return batch_id in self.cancelled or self.ends(batch_id)
@@ -226,7 +242,7 @@ async def test_a_batch_the_provider_no_longer_knows_is_sent_again_and_a_refused_
     lines = [line for sent in api.sent.values() for line in sent]
     assert len(lines) == 2 + len(api.sent["batch_0"])  # the lost batch's calls sent again, once each
 
-    async def refuse(lines: list[bytes]) -> str:
+    async def refuse(lines: list[bytes], metadata: dict[str, str]) -> str:
         raise PermanentBackendError("openai:gpt-4o-mini: HTTP 400: the input file is not valid JSONL")
 
     api.submit = refuse  # type: ignore[method-assign]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -10,7 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from redraft.backends._batch import BatchedBackend, BatchedSpec, BatchSettings, Journal
+from redraft.backends._batch import BatchCollector, BatchedBackend, BatchedSpec, BatchSettings
+from redraft.backends._batch_journal import BatchRun, Journal
 from redraft.backends._retrying import RetryPolicy
 from redraft.backends.anthropic import AnthropicSpec, parse_anthropic
 from redraft.backends.base import ChatRequest, Completion
@@ -111,3 +113,37 @@ async def test_a_batch_that_never_ends_is_cancelled_at_its_wait_and_its_calls_ma
     assert batch.cancelled
     assert len(server.requests) == 3 and server.batch_lines_answered == 0  # each call made online, once
     assert all(a.usage.batch_calls == 0 for a in answers)  # and priced online
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_deleted_journal_is_made_up_for_by_the_providers_list_and_no_line_is_billed_twice(
+    server: FakeLLMServer, provider: str, tmp_path: Path
+) -> None:
+    server.batch_hold = True
+    inner, journal = spec_of(provider), str(tmp_path / "batches.jsonl")
+    ours, theirs = BatchRun(uid="run-a", since=time.time() - 60), BatchRun(uid="run-b", since=time.time() - 60)
+    before = BatchCollector(inner, str(tmp_path / "theirs.jsonl"), FAST, theirs)
+    await asyncio.wait_for(asyncio.shield(before.resume()), 5)
+    elsewhere = asyncio.ensure_future(before.complete(request("another run's call")))
+    first = BatchCollector(inner, journal, FAST, ours)
+    calls = [asyncio.ensure_future(first.complete(request(f"task {i}"))) for i in range(3)]
+    while len(server.batches) < 2:
+        await asyncio.sleep(0.02)
+    for task in [*calls, *first._followers]:  # the driver dies; its batch stays out at the provider
+        task.cancel()
+    Path(journal).unlink()
+
+    again = BatchCollector(inner, journal, FAST, msgspec.structs.replace(ours, journal_lost=True))
+    # OpenAI keeps the run's id in each batch's metadata; an Anthropic batch is anyone's until its ids say.
+    assert await again.resume() == (1 if provider == "openai" else 2)
+    asked = [asyncio.ensure_future(again.complete(request(f"task {i}"))) for i in (1, 2, 0, 3)]
+    await asyncio.sleep(0.3)
+    assert len(server.batches) == 2  # held while batches whose keys are unknown are out
+    server.batch_hold = False
+    answers = await asyncio.wait_for(asyncio.gather(*asked, elsewhere), 30)
+    assert all(isinstance(a, Completion) for a in answers)
+    lines = [custom_id for batch in server.batches for custom_id in batch.custom_ids]
+    assert len(lines) == len(set(lines)) == 5 and server.batch_lines_answered == 5
+    assert server.batches[-1].custom_ids == [ResponseCache.key(inner.spec, request("task 3"))]
+    if provider == "openai":
+        assert [b.metadata and b.metadata["redraft_run"] for b in server.batches] == ["run-b", "run-a", "run-a"]

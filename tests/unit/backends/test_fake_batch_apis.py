@@ -106,7 +106,7 @@ async def test_openai_batch_answers_as_online_and_fails_the_chosen_lines(server:
     assert (done.request_counts.total, done.request_counts.completed, done.request_counts.failed) == (5, 3, 2)
     assert done.output_file_id and done.error_file_id
     assert server.batch_requests and not server.requests, "the batch APIs' calls are not chat requests"
-    assert server.batches == [SeenBatch("openai", created.id, list(bodies), cancelled=False)]
+    assert server.batches == [SeenBatch("openai", created.id, list(bodies), cancelled=False, metadata={"run": "r1"})]
     assert server.batch_lines_answered == 3
 
     output = parse_jsonl((await client.files.content(done.output_file_id)).content)
@@ -233,3 +233,46 @@ async def test_anthropic_cancel_of_a_held_batch(server: FakeLLMServer) -> None:
     assert results == [("x", "canceled"), ("y", "canceled"), ("z", "canceled")]
     assert server.batches == [SeenBatch("anthropic", created.id, ["x", "y", "z"], cancelled=True)]
     assert server.batch_lines_answered == 0
+
+
+# ---------------------------------------------------------------- listing, as a resume reads it
+
+
+async def test_openai_lists_batches_newest_first_page_by_page_with_their_metadata(server: FakeLLMServer) -> None:
+    client = openai_client(server)
+    made = []
+    for i in range(5):
+        file_id = await upload(client, {f"k{i}": chat_body(i)})
+        batch = await client.batches.create(
+            input_file_id=file_id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata={"redraft_run": f"run-{i % 2}"},
+        )
+        made.append(batch.id)
+    first = await client.batches.list(limit=2)
+    assert [b.id for b in first.data] == made[::-1][:2] and first.has_more
+    listed = [b async for b in client.batches.list(limit=2)]  # the SDK follows the `after` cursor
+    assert [b.id for b in listed] == made[::-1]
+    assert [b.metadata for b in listed] == [{"redraft_run": f"run-{i % 2}"} for i in reversed(range(5))]
+    assert [b.metadata for b in server.batches] == [{"redraft_run": f"run-{i % 2}"} for i in range(5)]
+    with pytest.raises(openai.BadRequestError):
+        await client.batches.list(limit=101)
+
+
+async def test_anthropic_lists_message_batches_newest_first_both_ways(server: FakeLLMServer) -> None:
+    client = anthropic_client(server)
+    made = []
+    for i in range(5):
+        batch = await client.messages.batches.create(
+            requests=[{"custom_id": f"k{i}", "params": messages_params(i)}]  # type: ignore[list-item]
+        )
+        made.append(batch.id)
+    listed = [b async for b in client.messages.batches.list(limit=2)]  # the SDK follows `after_id`
+    assert [b.id for b in listed] == made[::-1]
+    assert all(b.processing_status == "in_progress" for b in listed)
+    older = await client.messages.batches.list(limit=2, after_id=made[3])
+    assert [b.id for b in older.data] == [made[2], made[1]] and older.has_more
+    newer = await client.messages.batches.list(limit=2, before_id=made[1])
+    assert [b.id for b in newer.data] == [made[3], made[2]] and newer.has_more
+    assert all(seen.metadata is None for seen in server.batches)  # Anthropic keeps none

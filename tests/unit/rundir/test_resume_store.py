@@ -40,7 +40,7 @@ def write(store: RunStore, n: int, start: int = 0) -> None:
         store.append([encode(task), encode(result)], result)
 
 
-def test_a_result_whose_frames_never_reached_the_trace_is_redone_with_all_after_it(tmp_path: Path) -> None:
+def test_a_result_whose_frames_never_reached_the_trace_stands_with_its_trace_lost(tmp_path: Path) -> None:
     store = RunStore.open(tmp_path, manifest())
     write(store, 3)
     store.finish(1.0)
@@ -49,13 +49,13 @@ def test_a_result_whose_frames_never_reached_the_trace_is_redone_with_all_after_
     with open(tmp_path / TRACE, "r+b") as f:
         f.truncate(ends[1] + 5)
     again = RunStore.open(tmp_path, manifest())
-    assert again.done == {"t0", "t1"} and again.spent.calls == 6
-    assert (tmp_path / TRACE).stat().st_size == ends[1]
-    write(again, 1, start=2)  # the resume redoes t2
+    assert again.done == {"t0", "t1", "t2"} and again.spent.calls == 9  # t2's result stands
+    assert (tmp_path / TRACE).stat().st_size == ends[1]  # its torn frames cut, so new ones follow t1's
+    write(again, 1, start=3)
     summary = again.finish(1.0)
-    assert summary.tasks == 3 and summary.usage.calls == 9
+    assert summary.tasks == 4 and summary.usage.calls == 12
     results = [m.task_id for m in iter_frames((tmp_path / TRACE).read_bytes()) if isinstance(m, Result)]
-    assert results == ["t0", "t1", "t2"]
+    assert results == ["t0", "t1", "t3"]
 
 
 def test_a_torn_last_line_is_cut_and_nothing_is_counted_twice(tmp_path: Path) -> None:
@@ -67,6 +67,7 @@ def test_a_torn_last_line_is_cut_and_nothing_is_counted_twice(tmp_path: Path) ->
     again = RunStore.open(tmp_path, manifest())
     assert again.done == {"t0", "t1"} and again.spent.calls == 6
     assert (tmp_path / RESULTS).read_bytes().endswith(b"}\n")
+    assert (tmp_path / f"{RESULTS}.damaged").read_bytes() == b'{"task_id": "t2", "sco'
 
 
 def test_a_changed_configuration_is_refused_showing_each_change_whole(tmp_path: Path) -> None:

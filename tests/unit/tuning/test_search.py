@@ -11,8 +11,6 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-import pytest
-
 from redraft.config import Budgets
 from redraft.engine.prompt_files import about, load_prompts
 from redraft.protocols.messages import Task, Usage
@@ -162,22 +160,30 @@ def test_a_resumed_search_scores_nothing_again_and_asks_nothing_again(tmp_path: 
     assert len(more.journal.iterations) == 6  # the two new iterations ran, the four old were read
 
 
-def test_a_torn_last_line_of_the_journal_is_dropped_and_the_rest_resumes(tmp_path: Path) -> None:
+def test_a_torn_last_line_of_the_journal_is_set_aside_and_the_rest_resumes(tmp_path: Path) -> None:
     search(tmp_path, Evaluator("noise"), Proposer(), proposals=2).run()
     journal = tmp_path / JOURNAL
     whole = journal.read_bytes()
-    journal.write_bytes(whole + b'{"type":"evaluation","candidate":"c9","on":"valid')
+    torn = b'{"type":"evaluation","candidate":"c9","on":"valid'
+    journal.write_bytes(whole + torn)
     evaluator = Evaluator("noise")
     search(tmp_path, evaluator, Proposer(), proposals=2).run()
     assert evaluator.calls == 0 and journal.read_bytes() == whole
+    assert (tmp_path / f"{JOURNAL}.damaged").read_bytes() == torn
 
 
-def test_a_line_that_is_no_record_in_the_middle_of_the_journal_is_an_error(tmp_path: Path) -> None:
+def test_a_line_that_is_no_record_in_the_middle_of_the_journal_costs_that_record_only(tmp_path: Path) -> None:
     search(tmp_path, Evaluator("noise"), Proposer(), proposals=1).run()
     journal = tmp_path / JOURNAL
-    journal.write_bytes(b"not json\n" + journal.read_bytes())
-    with pytest.raises(Exception, match="line 1 is not a tune record"):
-        Journal(tmp_path)
+    lines = journal.read_bytes().splitlines(keepends=True)
+    # The start's score on validation: what that line recorded is done again, nothing else.
+    [spoilt] = [i for i, line in enumerate(lines) if b'"candidate":"c0","on":"validation"' in line]
+    journal.write_bytes(b"".join([*lines[:spoilt], b"not json\n", *lines[spoilt + 1 :]]))
+    evaluator = Evaluator("noise")
+    search(tmp_path, evaluator, Proposer(), proposals=1).run()
+    assert evaluator.calls == 1
+    assert (tmp_path / f"{JOURNAL}.damaged").read_bytes() == b"not json\n"
+    assert journal.read_bytes().splitlines(keepends=True)[:spoilt] == lines[:spoilt]
 
 
 def test_a_refused_edit_costs_no_evaluation(tmp_path: Path) -> None:

@@ -1,37 +1,14 @@
-"""What a run is made of, in three groups, each field's default, bounds and help said once, here.
-
-- `Experiment`: everything that decides what a task's result is. Its fields (with
-  every prompt template's version and a task file's hash) are the run's identity,
-  whose hash, the fingerprint, lets a rerun with the same ``--out`` resume and
-  refuses one that would mix two configurations. Per-task limits on tokens, calls
-  and USD are here: they decide where a task stops.
-- `Budgets`: what the run may spend (USD, tokens, calls, wall-clock seconds) and
-  how long one task may run. Wall-clock limits depend on the machine's load, not
-  on what a task computes, and run budgets may grow between invocations: none
-  enters the fingerprint.
-- `Runtime`: where and how the run goes (output directory, cluster, how many
-  tasks, the cache, the price table, tasks in flight, where its spans go).
-
-Every field is also a command-line flag of ``redraft run``: ``--`` and the field's
-name with dashes, its help from ``Meta(description=...)``, its box in the help from
-its `Panel`, and its bounds from the ``Meta`` constraints, which `RunConfig.validate`
-checks with messages that name the flag and the range. The CLI fills a `RunConfig`;
-it does not retype it.
-"""
+"""The three groups of settings, each field's default, bounds and help said once, here (see the package's
+docstring for what each group holds)."""
 
 from __future__ import annotations
 
-import functools
-import math
 import typing
-from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
 
-from redraft.errors import UserError, unknown_name
-from redraft.protocols.convergence import Budget, ConvergenceConfig
 from redraft.protocols.messages import Usage
 
 Panel = Literal["Tasks", "Model", "Loop", "Budgets", "Output", "Cluster"]
@@ -217,6 +194,14 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
             panel="Output",
         ),
     ] = None
+    redo_untraced: Annotated[
+        bool,
+        _help(
+            "On resume, redo the tasks whose trace was lost (a damaged or deleted trace.msgpack); by default their "
+            "results stand.",
+            panel="Output",
+        ),
+    ] = False
     verbose: Annotated[
         bool,
         _help(
@@ -231,170 +216,3 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
 
 
 GROUPS: dict[str, type[msgspec.Struct]] = {"experiment": Experiment, "budgets": Budgets, "runtime": Runtime}
-
-
-class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """A whole run: `Experiment`, `Budgets`, `Runtime`. Make one from flat settings with `RunConfig.build`."""
-
-    experiment: Experiment = Experiment()
-    budgets: Budgets = Budgets()
-    runtime: Runtime = Runtime()
-
-    @classmethod
-    def build(cls, **settings: Any) -> RunConfig:
-        """A config from flat settings named as the command line's flags are (``samples=3, limit=10,
-        out="runs/x"``), or by a field's alias (`setting_aliases`); ``model`` is every model role's backend,
-        as ``--model`` is (``drafter``, ``critic`` given beside it win).
-
-        `UserError` for a name no group has, or a setting given twice (by its name and an alias). Values
-        are not checked here: see `validate`.
-        """
-        model = settings.pop("model", None)
-        if model is not None:
-            settings.setdefault("drafter", model)
-            settings.setdefault("critic", model)
-        grouped: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
-        owner = {name: group for group, struct in GROUPS.items() for name in struct.__struct_fields__}
-        aliases = setting_aliases()
-        for given, value in settings.items():
-            name = aliases.get(given, given)
-            if name not in owner:
-                raise unknown_name("setting", given, sorted(owner))
-            if name in grouped[owner[name]]:
-                raise UserError(f"{flag(given)} is another name of {flag(name)}: give one of the two")
-            grouped[owner[name]][name] = value
-        return cls(
-            experiment=Experiment(**grouped["experiment"]),
-            budgets=Budgets(**grouped["budgets"]),
-            runtime=Runtime(**grouped["runtime"]),
-        )
-
-    def replace(self, **settings: Any) -> RunConfig:
-        """This config with some flat settings changed."""
-        return RunConfig.build(**(self.flat() | settings))
-
-    def flat(self) -> dict[str, Any]:
-        """Every setting by its field name (the manifest's ``config``)."""
-        return {k: v for group in GROUPS for k, v in msgspec.structs.asdict(getattr(self, group)).items()}
-
-    def validate(self) -> None:
-        """Check every setting's type and bounds; `UserError` naming the flag (and the range) of the first bad one."""
-        for group in GROUPS:
-            struct = getattr(self, group)
-            check_bounds(struct)
-            try:  # the types, by msgspec, from the same annotations
-                msgspec.convert(msgspec.to_builtins(struct), type(struct))
-            except msgspec.ValidationError as exc:
-                where = str(exc).rsplit("`$.", 1)[-1].rstrip("`")
-                raise UserError(f"{flag(where)}: {str(exc).split(' - at ')[0]}") from None
-
-    def convergence(self) -> ConvergenceConfig:
-        e = self.experiment
-        return ConvergenceConfig(
-            threshold=e.threshold,
-            max_rounds=e.max_rounds,
-            patience=e.patience,
-            budget=Budget(
-                max_tokens=e.task_budget_tokens,
-                max_calls=e.task_budget_calls,
-                max_usd=e.task_budget_usd,
-                max_seconds=self.budgets.task_timeout,
-            ),
-        )
-
-
-def flag(name: str) -> str:
-    """The command-line flag of a setting."""
-    return "--" + name.replace("_", "-")
-
-
-def check_bounds(group: msgspec.Struct) -> None:
-    """Each field of ``group`` against its ``Meta`` bounds (finite, in range); `UserError` naming the flag."""
-    for name, hint in _hints(type(group)).items():
-        value = getattr(group, name)
-        if value is None or isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        low, high = _bounds(hint)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise UserError(f"{flag(name)} must be a finite number, got {value}")
-        too_low = low is not None and (value < low[0] or (low[1] and value == low[0]))
-        too_high = high is not None and value > high
-        if too_low or too_high:
-            raise UserError(f"{flag(name)} must be {_range(low, high)}, got {_number(value)}")
-
-
-def _bounds(hint: Any) -> tuple[tuple[float, bool] | None, float | None]:
-    """(lower bound, whether it is exclusive) and the upper bound of an annotated number type."""
-    low: tuple[float, bool] | None = None
-    high: float | None = None
-    for meta in _metas(hint):
-        if meta.ge is not None:
-            low = (meta.ge, False)
-        if meta.gt is not None:
-            low = (meta.gt, True)
-        if meta.le is not None:
-            high = meta.le
-    return low, high
-
-
-def _metas(hint: Any) -> list[Meta]:
-    """Every `Meta` in an annotation, through ``Annotated`` and ``X | None``."""
-    found: list[Meta] = []
-    if typing.get_origin(hint) is Annotated:
-        base, *extras = typing.get_args(hint)
-        found += [m for m in extras if isinstance(m, Meta)]
-        found += _metas(base)
-    else:
-        for arg in typing.get_args(hint):
-            found += _metas(arg)
-    return found
-
-
-def _range(low: tuple[float, bool] | None, high: float | None) -> str:
-    if low is not None and high is None:
-        return f"more than {_number(low[0])}" if low[1] else f"at least {_number(low[0])}"
-    if low is None:
-        return f"at most {_number(high or 0)}"
-    opening = "(" if low[1] else "["
-    return f"in {opening}{_number(low[0])}, {_number(high or 0)}]"
-
-
-def _number(value: float) -> str:
-    """``1,000,000`` for whole numbers, ``0.5`` otherwise."""
-    return f"{int(value):,}" if float(value).is_integer() and abs(value) < 1e30 else f"{value:g}"
-
-
-def description(group: type[msgspec.Struct], name: str) -> Meta:
-    """The merged help and extras of one field (for the command line)."""
-    hint = _hints(group)[name]
-    text, extra = "", {}
-    for meta in _metas(hint):
-        text = meta.description or text
-        extra.update(meta.extra or {})
-    return Meta(description=text, extra=extra)
-
-
-@functools.cache
-def _hints(group: type[msgspec.Struct]) -> Mapping[str, Any]:
-    """A group's field types with their metadata, evaluated once (each evaluation compiles every annotation)."""
-    return typing.get_type_hints(group, include_extras=True)
-
-
-@functools.cache
-def field_types(group: type[msgspec.Struct]) -> Mapping[str, Any]:
-    """A group's field types, their metadata stripped (what the command line's options are typed as)."""
-    return typing.get_type_hints(group)
-
-
-@functools.cache
-def setting_aliases() -> Mapping[str, str]:
-    """Other names of settings, each to its field's (``max_in_flight`` -> ``max_tasks_in_flight``).
-
-    A field's ``aliases`` are flags (``--max-in-flight``); the name is the flag's, as a field's is.
-    """
-    return {
-        alias.removeprefix("--").replace("-", "_"): name
-        for group in GROUPS.values()
-        for name in group.__struct_fields__
-        for alias in (description(group, name).extra or {}).get("aliases", [])
-    }
