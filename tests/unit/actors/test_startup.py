@@ -157,6 +157,8 @@ def test_routing_ray_s_messages_leaves_the_host_s_own_handlers_alone(tmp_path: P
 
     import ray  # noqa: F401 - Ray's logger, with its own handler, as a run has it
 
+    from redraft.actors._ray import RAY_OUTPUT
+
     shared = logging.StreamHandler()
     logging.getLogger().addHandler(shared)
     logging.getLogger("ray").addHandler(shared)
