@@ -1,5 +1,5 @@
 # The two commands of the README (demo, test), and the rest. Each sets up .venv first (once).
-.PHONY: demo test lint bench clean constraints docs
+.PHONY: demo test check lint bench clean constraints docs
 
 STAMP := .venv/.redraft-installed
 
@@ -13,6 +13,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	.venv/bin/python -m pytest -q
+
+# The edit-test loop: the unit tests alone (no Ray, no model, no browser), a few minutes on 2 cores.
+check: $(STAMP)
+	.venv/bin/python -m pytest -q tests/unit
 
 # The documentation site, into site/; strict: a dead link, a missing anchor or any other warning fails it.
 docs: $(STAMP)

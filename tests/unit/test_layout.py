@@ -15,8 +15,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from tests.support.paths import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "redraft"
@@ -113,11 +111,14 @@ def test_every_room_of_the_package_has_a_rule() -> None:
     assert rooms <= set(ALLOWED), rooms - set(ALLOWED)
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_a_module_imports_only_the_rooms_its_room_may(path: Path) -> None:
-    room = room_of(module_name(path))
-    imported = {room_of(target) for target in redraft_imports(path)} - {room}
-    assert imported <= ALLOWED[room], f"{module_name(path)} ({room}) imports {sorted(imported - ALLOWED[room])}"
+def test_every_module_imports_only_the_rooms_its_room_may() -> None:
+    wrong = {}
+    for path in MODULES:
+        room = room_of(module_name(path))
+        imported = {room_of(target) for target in redraft_imports(path)} - {room}
+        if not imported <= ALLOWED[room]:
+            wrong[f"{module_name(path)} ({room})"] = sorted(imported - ALLOWED[room])
+    assert wrong == {}
 
 
 def test_the_rule_can_fail() -> None:

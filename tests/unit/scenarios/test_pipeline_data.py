@@ -31,7 +31,6 @@ from tests.support.pipeline_reference import naive, solve
 
 SEEDS = range(20)
 LEVELS = (1, 2, 3, 4)
-CASES = [(seed, level) for seed in SEEDS for level in LEVELS]
 ISO = re.compile(rb"\d{4}-\d{2}-\d{2}")
 DATE_STYLES = {
     "iso": re.compile(r"\d{4}-\d{2}-\d{2}"),
@@ -98,52 +97,55 @@ def test_difficulty_scales_the_quirks_the_hidden_ones_and_the_rows(level: int) -
     assert {q for seed in SEEDS for q in make_case(seed, level).quirks} == set(QUIRKS) or level == 1
 
 
-@pytest.mark.parametrize(("seed", "level"), CASES)
-def test_each_declared_quirk_is_in_the_bytes_and_no_other_one(seed: int, level: int) -> None:
-    case = make_case(seed, level)
-    found = quirk_records(case)
-    assert {q for q, records in found.items() if records} == set(case.quirks)
-    for quirk in case.quirks:
-        if quirk in case.hidden:
-            assert min(found[quirk]) >= HIDDEN_AFTER, f"{quirk} shows at record {min(found[quirk])}"
-        else:
-            assert min(found[quirk]) < VISIBLE_WITHIN, f"{quirk} first shows at record {min(found[quirk])}"
+@pytest.mark.parametrize("level", LEVELS)
+def test_each_declared_quirk_is_in_the_bytes_and_no_other_one(level: int) -> None:
+    for seed in SEEDS:  # every seed: the quirks a case draws differ with it
+        case = make_case(seed, level)
+        found = quirk_records(case)
+        assert {q for q, records in found.items() if records} == set(case.quirks)
+        for quirk in case.quirks:
+            if quirk in case.hidden:
+                assert min(found[quirk]) >= HIDDEN_AFTER, f"{quirk} shows at record {min(found[quirk])}"
+            else:
+                assert min(found[quirk]) < VISIBLE_WITHIN, f"{quirk} first shows at record {min(found[quirk])}"
 
 
-@pytest.mark.parametrize(("seed", "level"), CASES)
-def test_the_quirks_are_what_they_claim(seed: int, level: int) -> None:
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_quirks_are_what_they_claim(level: int) -> None:
     """Two or three date formats; a near-duplicate is not an exact one; a foreign currency has a stated rate."""
-    case = make_case(seed, level)
-    if "csv_date_formats" in case.quirks:
-        dates = [row["order_date"] for row in csv_rows(case.files["orders.csv"])]
-        styles = {name for d in dates for name, style in DATE_STYLES.items() if style.fullmatch(d)}
-        assert len(styles) in (2, 3) and all(any(s.fullmatch(d) for s in DATE_STYLES.values()) for d in dates)
-    if "json_near_duplicates" in case.quirks:
-        records = [json.dumps(r, sort_keys=True) for r in web_records(case)]
-        assert len(set(records)) == len(records)  # near, never exact, duplicates
-    xml = case.files["orders_partner.xml"].decode()
-    for currency in set(re.findall(r'currency="([A-Z]{3})"', xml)) - {"EUR"}:
-        assert re.search(rf'<rate from="{currency}" to="EUR" value="\d\.\d{{4}}"/>', xml)
-    if "xml_mixed_units" in case.quirks and "xml_mixed_units" in case.hidden:
-        assert xml.index("<rates>") > xml.index("</orders>")  # the rates do not give the quirk away early
+    for seed in SEEDS:  # every seed: the quirks a case draws differ with it
+        case = make_case(seed, level)
+        if "csv_date_formats" in case.quirks:
+            dates = [row["order_date"] for row in csv_rows(case.files["orders.csv"])]
+            styles = {name for d in dates for name, style in DATE_STYLES.items() if style.fullmatch(d)}
+            assert len(styles) in (2, 3) and all(any(s.fullmatch(d) for s in DATE_STYLES.values()) for d in dates)
+        if "json_near_duplicates" in case.quirks:
+            records = [json.dumps(r, sort_keys=True) for r in web_records(case)]
+            assert len(set(records)) == len(records)  # near, never exact, duplicates
+        xml = case.files["orders_partner.xml"].decode()
+        for currency in set(re.findall(r'currency="([A-Z]{3})"', xml)) - {"EUR"}:
+            assert re.search(rf'<rate from="{currency}" to="EUR" value="\d\.\d{{4}}"/>', xml)
+        if "xml_mixed_units" in case.quirks and "xml_mixed_units" in case.hidden:
+            assert xml.index("<rates>") > xml.index("</orders>")  # the rates do not give the quirk away early
 
 
-@pytest.mark.parametrize(("seed", "level"), CASES)
-def test_footprints_name_gold_cells_of_the_injected_quirks_beyond_the_examples(seed: int, level: int) -> None:
-    case = make_case(seed, level)
-    keys = {row[0] for row in case.gold_rows}
-    published = {row[0] for row in case.examples}
-    assert set(case.footprints) == set(case.quirks)
-    assert 2 <= len(case.examples) <= 3 and set(case.examples) <= set(case.gold_rows)
-    for quirk, footprint in case.footprints.items():
-        assert footprint.cells and {k for k, _ in footprint.cells} <= keys
-        assert {c for _, c in footprint.cells} <= set(VALUE_COLUMNS)
-        assert {k for k, _ in footprint.cells} - published, f"{quirk} touches only example rows"
-        assert not footprint.decoy_keys & keys
-        if quirk != "lying_extension":
-            assert not {k for k, _ in footprint.cells} & published, f"an example row shows how {quirk} is fixed"
-    assert list(case.gold_rows) == sorted(case.gold_rows, key=lambda r: (r[2], r[0]))
-    assert case.contract.max_rows >= len(case.gold_rows)
+@pytest.mark.parametrize("level", LEVELS)
+def test_footprints_name_gold_cells_of_the_injected_quirks_beyond_the_examples(level: int) -> None:
+    for seed in SEEDS:  # every seed: the quirks a case draws differ with it
+        case = make_case(seed, level)
+        keys = {row[0] for row in case.gold_rows}
+        published = {row[0] for row in case.examples}
+        assert set(case.footprints) == set(case.quirks)
+        assert 2 <= len(case.examples) <= 3 and set(case.examples) <= set(case.gold_rows)
+        for quirk, footprint in case.footprints.items():
+            assert footprint.cells and {k for k, _ in footprint.cells} <= keys
+            assert {c for _, c in footprint.cells} <= set(VALUE_COLUMNS)
+            assert {k for k, _ in footprint.cells} - published, f"{quirk} touches only example rows"
+            assert not footprint.decoy_keys & keys
+            if quirk != "lying_extension":
+                assert not {k for k, _ in footprint.cells} & published, f"an example row shows how {quirk} is fixed"
+        assert list(case.gold_rows) == sorted(case.gold_rows, key=lambda r: (r[2], r[0]))
+        assert case.contract.max_rows >= len(case.gold_rows)
 
 
 def test_a_case_travels_as_msgpack_and_its_contract_as_plain_data() -> None:
@@ -153,31 +155,33 @@ def test_a_case_travels_as_msgpack_and_its_contract_as_plain_data() -> None:
     assert msgspec.msgpack.decode(msgspec.msgpack.encode(case), type=PipelineCase) == case
 
 
-@pytest.mark.parametrize(("seed", "level"), CASES)
-def test_the_prompt_names_no_gold_row_but_the_examples_and_no_file_content(seed: int, level: int) -> None:
-    case = make_case(seed, level)
-    prompt = prompt_text(case)
-    published = {row[0] for row in case.examples}
-    assert {row[0] for row in case.gold_rows if row[0] in prompt} == published
-    assert all(",".join(row) in prompt for row in case.examples)  # no name holds a comma or a quote
-    assert ",".join(case.contract.names) in prompt
-    for name, data in case.files.items():
-        assert f"{name} ({len(data)} bytes)" in prompt
-        assert data.decode().splitlines()[0] not in prompt  # not even a header line
-    assert not re.search(r"\bC\d{3}\b|<order|currency=|placed_at", prompt)
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_prompt_names_no_gold_row_but_the_examples_and_no_file_content(level: int) -> None:
+    for seed in SEEDS:  # every seed: the quirks a case draws differ with it
+        case = make_case(seed, level)
+        prompt = prompt_text(case)
+        published = {row[0] for row in case.examples}
+        assert {row[0] for row in case.gold_rows if row[0] in prompt} == published
+        assert all(",".join(row) in prompt for row in case.examples)  # no name holds a comma or a quote
+        assert ",".join(case.contract.names) in prompt
+        for name, data in case.files.items():
+            assert f"{name} ({len(data)} bytes)" in prompt
+            assert data.decode().splitlines()[0] not in prompt  # not even a header line
+        assert not re.search(r"\bC\d{3}\b|<order|currency=|placed_at", prompt)
 
 
 # ---------------------------------------------------------------- the grade, on solutions of known worth
 
 
-@pytest.mark.parametrize(("seed", "level"), CASES)
-def test_the_reference_solution_scores_one_and_meets_the_contract(seed: int, level: int) -> None:
-    case = make_case(seed, level)
-    output = solve(case.files)
-    grade = grade_table(output, case)
-    assert grade.score == 1.0 and grade.passed and grade.in_order, grade.detail
-    assert grade.quirks_handled == dict.fromkeys(case.quirks, True)
-    assert [c for c in contract_checks(output, case.contract) if not c.passed] == []
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_reference_solution_scores_one_and_meets_the_contract(level: int) -> None:
+    for seed in SEEDS:  # every seed: the quirks a case draws differ with it
+        case = make_case(seed, level)
+        output = solve(case.files)
+        grade = grade_table(output, case)
+        assert grade.score == 1.0 and grade.passed and grade.in_order, grade.detail
+        assert grade.quirks_handled == dict.fromkeys(case.quirks, True)
+        assert [c for c in contract_checks(output, case.contract) if not c.passed] == []
 
 
 def test_the_reference_solution_is_a_program_a_sandbox_can_run(tmp_path: Path) -> None:
@@ -191,12 +195,13 @@ def test_the_reference_solution_is_a_program_a_sandbox_can_run(tmp_path: Path) -
     assert grade_table((tmp_path / "output.csv").read_bytes(), case).passed
 
 
-@pytest.mark.parametrize(("seed", "level"), CASES)
-def test_the_naive_solution_earns_partial_credit_and_handles_no_quirk(seed: int, level: int) -> None:
-    case = make_case(seed, level)
-    grade = grade_table(naive(case.files), case)
-    assert 0.0 < grade.score < 1.0 and not grade.passed, grade.detail
-    assert grade.quirks_handled == dict.fromkeys(case.quirks, False)
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_naive_solution_earns_partial_credit_and_handles_no_quirk(level: int) -> None:
+    for seed in SEEDS:  # every seed: the quirks a case draws differ with it
+        case = make_case(seed, level)
+        grade = grade_table(naive(case.files), case)
+        assert 0.0 < grade.score < 1.0 and not grade.passed, grade.detail
+        assert grade.quirks_handled == dict.fromkeys(case.quirks, False)
 
 
 @pytest.mark.parametrize(("seed", "level"), [(seed, level) for seed in range(8) for level in LEVELS])
