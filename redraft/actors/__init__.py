@@ -10,7 +10,9 @@ task (`_attempts`), the run's Ray metrics (`_metrics`), Ray itself, asked in one
 started or joined in one place (`_startup`, with `_reaper` ending what a killed driver's local Ray leaves).
 """
 
+from redraft.actors._endpoints import EndpointHook, EndpointState
+from redraft.actors._proposer import RayProposer
 from redraft.actors._startup import ensure_ray
 from redraft.actors.driver import RunOutcome, estimate, run
 
-__all__ = ["RunOutcome", "ensure_ray", "estimate", "run"]
+__all__ = ["EndpointHook", "EndpointState", "RayProposer", "RunOutcome", "ensure_ray", "estimate", "run"]

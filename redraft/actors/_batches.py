@@ -19,10 +19,17 @@ import logging
 from typing import Any
 
 from redraft.actors._ray import RayServices, node_id, on_node
-from redraft.backends._batch import MAX_WAITING, BatchCollector, BatchedSpec, BatchSettings
-from redraft.backends._batch_apis import batchable
-from redraft.backends._batch_journal import JOURNAL, BatchRun, recover_journal
-from redraft.backends.base import BackendSpec
+from redraft.backends import (
+    JOURNAL,
+    MAX_WAITING,
+    BackendSpec,
+    BatchCollector,
+    BatchedSpec,
+    BatchRun,
+    BatchSettings,
+    batchable,
+    recover_journal,
+)
 from redraft.config import Runtime
 from redraft.engine.pools import ROLE_CALL_DEADLINE_S
 from redraft.engine.setup import RoleSetup

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from redraft.actors._metrics import RunMetrics
-from redraft.backends._ratelimit import LIMITER_PREFIX, EndpointState
+from redraft.backends import LIMITER_PREFIX, EndpointState
 
 __all__ = ["EndpointHook", "EndpointState", "EndpointWatch"]
 

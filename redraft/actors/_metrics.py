@@ -28,7 +28,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from redraft.backends._ratelimit import EndpointState
+from redraft.backends import EndpointState
 from redraft.protocols.messages import Result, Usage
 
 _METRICS: dict[str, Any] = {}

@@ -14,7 +14,7 @@ import ray
 
 from redraft.actors._ray import set_up_actor_process
 from redraft.backends.base import BackendSpec
-from redraft.engine._model_role import CallSettings
+from redraft.engine import CallSettings
 from redraft.engine.proposer import Proposer
 from redraft.errors import BackendError, ProtocolError
 from redraft.protocols.tuning import Proposal, ProposeRequest, decode_tune, encode_tune

@@ -176,6 +176,14 @@ def _signal_handlers() -> dict[int, Any]:
     return {s: h for s in (signal.SIGINT, signal.SIGTERM) if (h := signal.getsignal(s)) is not None}
 
 
+def check_address(address: str | None, within_s: float = 5.0) -> None:
+    """`UserError` naming ``address`` unless it is none, ``auto``, a URL, or a ``HOST:PORT`` that answers within
+    ``within_s`` seconds: asked before a run makes its directory, so an address where nothing listens leaves
+    nothing behind."""
+    if address and ":" in address and "://" not in address:
+        _probe(address, within_s)
+
+
 def _probe(address: str, within_s: float) -> None:
     """`UserError` naming ``address`` unless a TCP connection to it opens within ``within_s`` seconds."""
     host, _, port_text = address.rpartition(":")

@@ -38,7 +38,7 @@ from redraft.actors._dispatcher import ProgressHook
 from redraft.actors._endpoints import EndpointHook
 from redraft.actors._preflight import estimate_left
 from redraft.actors._running import start_running
-from redraft.actors._startup import ensure_ray
+from redraft.actors._startup import check_address, ensure_ray
 from redraft.backends.pricing import load_prices
 from redraft.config import RunConfig
 from redraft.engine.estimate import Estimate, paid
@@ -198,6 +198,7 @@ def run(
         sdk()
     manifest = manifest_for(config, out.name)
     _estimated(config, setup, out, tasks, manifest, on_estimate)
+    check_address(config.runtime.address)
     store = _opened(out, manifest, config)
     total, skipped = _counted(tasks(), store.done)
     if on_start is not None:

@@ -177,7 +177,7 @@ def compare_command(
 ) -> None:
     """Compare critic strategies on the same tasks, against sampling at matched cost; rerun to resume."""
     from redraft.cli._gate import said_gate
-    from redraft.comparison._command import compare
+    from redraft.comparison import compare_command as compare
 
     if fail_if_worse and baseline is None:
         raise UserError("--fail-if-worse needs --baseline OLD/comparison.json: the comparison to hold this one against")
@@ -227,8 +227,7 @@ def tune_command(
     """Tune the prompts on train tasks; adopt the best only if it wins on a test split read once. Rerun to resume."""
     from redraft.cli._tune import TuneProgress, said_outcome
     from redraft.config import RunConfig
-    from redraft.tuning import TuneSettings, tune
-    from redraft.tuning._splits import parse_fractions
+    from redraft.tuning import TuneSettings, parse_fractions, tune
 
     given = {name: value for name, value in settings.items() if value is not None}
     config = RunConfig.build(scenario=_scenario_name(scenario, given.get("tasks"), check, grade), model=model, **given)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from redraft.comparison._analysis import Comparison
-from redraft.comparison._gate import regression_lines
+from redraft.comparison import Comparison, regression_lines
 
 
 def said_gate(comparison: Comparison) -> bool:

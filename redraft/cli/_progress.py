@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.text import Text
 
 if TYPE_CHECKING:  # the actor system is loaded by the command that runs, not by `redraft --help`
-    from redraft.actors._endpoints import EndpointState
+    from redraft.actors import EndpointState
     from redraft.protocols.messages import Result
 
 err = Console(stderr=True)

@@ -3,5 +3,16 @@ returns (`ComparisonOutcome`, holding the `Comparison`'s figures). The command i
 
 from redraft.comparison._analysis import ArmFigures, Comparison, Curve, Difference
 from redraft.comparison._api import ComparisonOutcome, compare
+from redraft.comparison._command import compare as compare_command
+from redraft.comparison._gate import regression_lines
 
-__all__ = ["ArmFigures", "Comparison", "ComparisonOutcome", "Curve", "Difference", "compare"]
+__all__ = [
+    "ArmFigures",
+    "Comparison",
+    "ComparisonOutcome",
+    "Curve",
+    "Difference",
+    "compare",
+    "compare_command",
+    "regression_lines",
+]

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from redraft.actors._endpoints import EndpointState
+from redraft.actors import EndpointState
 from redraft.comparison._analysis import Comparison
 from redraft.comparison._api import MATCHES, default_out, write
 from redraft.comparison._arms import Arm, arms_from_file, arms_from_names

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from redraft.comparison._analysis import ArmFigures, Comparison, Curve, Difference
 from redraft.comparison._charts import ArmPoint, cost_plane, flip_bars, rounds_lines
-from redraft.views._spending import PARTS_HEADER, TABLE_HEADER, SpendingView
+from redraft.views import PARTS_HEADER, TABLE_HEADER, SpendingView
 from redraft.views.plots import png
 from redraft.views.templating import render
 

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redraft.actors import RunOutcome, ensure_ray, run
-from redraft.actors._endpoints import EndpointHook, EndpointState
+from redraft.actors import EndpointHook, EndpointState, RunOutcome, ensure_ray, run
 from redraft.comparison._arms import Arm
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.engine.setup import BackendOverrides, role_setup, spends_calls_per_task

@@ -6,6 +6,7 @@ this process, `LocalMember`; on a cluster, the actor system's own). `refine` and
 one task here; `role_setup` resolves a `RunConfig` into what the roles are built from.
 """
 
+from redraft.engine._model_role import CallSettings
 from redraft.engine._refine import Refinement, refine, refine_async
 from redraft.engine.arbiter import Arbiter, ArbiterSettings, Checkpoint
 from redraft.engine.critic import Critic
@@ -18,6 +19,7 @@ from redraft.engine.verifier import Verifier
 __all__ = [
     "Arbiter",
     "ArbiterSettings",
+    "CallSettings",
     "Checkpoint",
     "Critic",
     "Drafter",

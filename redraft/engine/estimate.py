@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from redraft import services
-from redraft.backends._batch_apis import batchable
+from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import PriceTable
 from redraft.config import Budgets, RunConfig

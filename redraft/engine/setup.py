@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from redraft.backends._batch_apis import batchable
+from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
 from redraft.backends.local import paces_itself
 from redraft.backends.pricing import load_prices

@@ -15,7 +15,6 @@ from redraft.strategies import (  # noqa: F401 - each registers its own
 )
 from redraft.strategies._adaptive import feedback_state, ledger_name
 from redraft.strategies._base import (
-    MAX_CONTENDERS,
     STRATEGIES,
     CriticRole,
     RoundContext,
@@ -37,10 +36,9 @@ from redraft.strategies._base import (
     strategy_names,
     with_critiques,
 )
-from redraft.strategies._ledger import Ledger, Observation, Table, Tally, table_rows
+from redraft.strategies._ledger import Ledger, Observation, Tally
 
 __all__ = [
-    "MAX_CONTENDERS",
     "STRATEGIES",
     "CriticRole",
     "Ledger",
@@ -50,7 +48,6 @@ __all__ = [
     "Scored",
     "Share",
     "Strategy",
-    "Table",
     "Tally",
     "agreement",
     "attach",
@@ -66,6 +63,5 @@ __all__ = [
     "severity",
     "strategy",
     "strategy_names",
-    "table_rows",
     "with_critiques",
 ]

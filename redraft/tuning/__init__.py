@@ -4,7 +4,8 @@ See `redraft.tuning._api` for the layout of a tune's directory and `redraft.tuni
 """
 
 from redraft.tuning._api import TuneOutcome, TuneSettings, tune
+from redraft.tuning._splits import parse_fractions
 from redraft.tuning._status import TuneStatus
 from redraft.tuning._verdict import Verdict
 
-__all__ = ["TuneOutcome", "TuneSettings", "TuneStatus", "Verdict", "tune"]
+__all__ = ["TuneOutcome", "TuneSettings", "TuneStatus", "Verdict", "parse_fractions", "tune"]

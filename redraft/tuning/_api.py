@@ -27,7 +27,7 @@ from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
-from redraft.engine._model_role import CallSettings
+from redraft.engine import CallSettings
 from redraft.engine.estimate import model_of
 from redraft.engine.prompt_files import about
 from redraft.engine.prompts import built_in
@@ -232,7 +232,7 @@ def _proposer(
     """The proposer to call: a function given as is, else an actor on the cluster with the proposer's model."""
     if given is not None and not isinstance(given, BackendSpec):
         return given, lambda: None
-    from redraft.actors._proposer import RayProposer
+    from redraft.actors import RayProposer
 
     assert spec is not None  # `_proposer_spec` gives one whenever no function is given
     call = CallSettings(temperature=0.7, max_tokens=PROPOSAL_MAX_TOKENS, cache=cache, payer=payer)

@@ -12,3 +12,7 @@ templating      the Jinja2 environment (autoescape on)
 
 Views read the run directory only through `redraft.rundir`.
 """
+
+from redraft.views._spending import PARTS_HEADER, TABLE_HEADER, SpendingView
+
+__all__ = ["PARTS_HEADER", "TABLE_HEADER", "SpendingView"]

@@ -122,7 +122,7 @@ def dies_at_once(make: Callable[..., Any], killed: list[str], name: str, times: 
 
 def watched_fleets(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The fleets the runs of this test build, as they are built."""
-    from redraft.actors import driver
+    from redraft.actors import _running
     from redraft.actors._fleet import Fleet
 
     fleets: list[Fleet] = []
@@ -132,7 +132,7 @@ def watched_fleets(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
             fleets.append(self)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(driver, "Fleet", Watched)
+    monkeypatch.setattr(_running, "Fleet", Watched)
     return fleets
 
 

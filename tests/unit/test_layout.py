@@ -121,6 +121,19 @@ def test_every_module_imports_only_the_rooms_its_room_may() -> None:
     assert wrong == {}
 
 
+def test_no_module_reaches_into_another_package_s_private_modules() -> None:
+    """A package's ``__init__`` is its public face: another room imports what it exports, never ``_private``."""
+    reached = []
+    for path in MODULES:
+        room = room_of(module_name(path))
+        for target in redraft_imports(path):
+            parts = target.split(".")
+            private = any(part.startswith("_") and not part.startswith("__") for part in parts[2:])
+            if private and room_of(target) != room:
+                reached.append(f"{module_name(path)} imports {target}")
+    assert reached == []
+
+
 def test_the_rule_can_fail() -> None:
     """The checker sees a forbidden import, lazy ones included (so the test above means something)."""
     sample = PACKAGE / "protocols" / "messages.py"
