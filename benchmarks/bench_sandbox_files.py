@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 
 from redraft.sandbox import SandboxLimits, run_python
-from redraft.scenarios._pipeline_data import make_case
+from redraft.scenarios.builtin._pipeline_data import make_case
 
 REFERENCE = (Path(__file__).resolve().parent.parent / "tests" / "support" / "pipeline_reference.py").read_text()
 PROGRAM = REFERENCE.replace('p.name != "output.csv"', 'p.name not in ("output.csv", "main.py")')

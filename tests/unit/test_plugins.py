@@ -18,7 +18,7 @@ import pytest
 
 PLUGIN = '''
 from redraft.strategies import RoundOutcome, Strategy, sample_and_verify, strategy
-from redraft.scenarios.arithmetic import Arithmetic
+from redraft.scenarios.builtin.arithmetic import Arithmetic
 from redraft.scenarios import scenario
 
 

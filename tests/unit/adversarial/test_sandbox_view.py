@@ -21,8 +21,8 @@ from redraft.engine.setup import role_setup
 from redraft.errors import SandboxError, UserError
 from redraft.sandbox import SandboxLimits, SandboxResult, _isolation, view
 from redraft.sandbox import _supervisor as supervisor
-from redraft.scenarios.humaneval import HumanEval
-from redraft.scenarios.pipeline import Pipeline
+from redraft.scenarios.builtin.humaneval import HumanEval
+from redraft.scenarios.builtin.pipeline import Pipeline
 from tests.support.grade_hunters import generator_hunter, humaneval_thief, planted
 
 ROOT = os.geteuid() == 0

@@ -21,7 +21,7 @@ from redraft.engine.pools import Member, Outcome, Request, Roles
 from redraft.engine.setup import arbiter_settings, role_setup
 from redraft.protocols.messages import Decision, Grade, Result, Task, Verification, decode, encode
 from redraft.scenarios import get_scenario
-from redraft.scenarios.arithmetic import Arithmetic, check_steps
+from redraft.scenarios.builtin.arithmetic import Arithmetic, check_steps
 from tests.support.replies import request_kind, worked
 
 # ---------------------------------------------------------------- arithmetic's calculator

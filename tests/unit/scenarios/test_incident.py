@@ -16,8 +16,8 @@ import pytest
 
 from redraft.protocols.messages import CheckResult, Task, decode_as, encode
 from redraft.scenarios import get_scenario
-from redraft.scenarios._incident_logs import KNOCK_ON_CODES, Incident, case_seed, make_incident, read_log
-from redraft.scenarios.incident import RULES, IncidentSummary
+from redraft.scenarios.builtin._incident_logs import KNOCK_ON_CODES, Incident, case_seed, make_incident, read_log
+from redraft.scenarios.builtin.incident import RULES, IncidentSummary
 
 SCENARIO = IncidentSummary()
 TASKS = list(SCENARIO.tasks(seed=0))

@@ -10,8 +10,8 @@ import pytest
 
 from redraft.protocols.messages import Task, decode_as, encode
 from redraft.scenarios import get_scenario
-from redraft.scenarios._pipeline_data import make_case
-from redraft.scenarios.pipeline import Pipeline, script_of
+from redraft.scenarios.builtin._pipeline_data import make_case
+from redraft.scenarios.builtin.pipeline import Pipeline, script_of
 from tests.support.paths import REPO_ROOT
 
 REFERENCE = (REPO_ROOT / "tests" / "support" / "pipeline_reference.py").read_text()
@@ -86,7 +86,7 @@ def test_a_program_that_hunts_for_the_gold_finds_nothing(tasks: list[Task]) -> N
     hunter = """```python
 import os, sys
 found = []
-for name in ("redraft", "redraft.scenarios._pipeline_data", "msgspec"):
+for name in ("redraft", "redraft.scenarios.builtin._pipeline_data", "msgspec"):
     try:
         __import__(name)
         found.append(name)

@@ -1,4 +1,4 @@
-"""Pipeline cases (``redraft.scenarios._pipeline_data``) and their grading (``_pipeline_grade``).
+"""Pipeline cases (``redraft.scenarios.builtin._pipeline_data``) and their grading (``_pipeline_grade``).
 
 The generator is checked against the bytes it writes (each declared quirk is there, each other one is
 not, a hidden one only past the first 50 records), the grade against solutions of known worth: the
@@ -22,10 +22,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from redraft.scenarios._pipeline_data import QUIRKS, Contract, PipelineCase, make_case, prompt_text
-from redraft.scenarios._pipeline_files import HIDDEN_AFTER, VALUE_COLUMNS, VISIBLE_WITHIN
-from redraft.scenarios._pipeline_grade import contract_checks, grade_table
-from redraft.scenarios._pipeline_table import MAX_OUTPUT_BYTES
+from redraft.scenarios.builtin._pipeline_data import QUIRKS, Contract, PipelineCase, make_case, prompt_text
+from redraft.scenarios.builtin._pipeline_files import HIDDEN_AFTER, VALUE_COLUMNS, VISIBLE_WITHIN
+from redraft.scenarios.builtin._pipeline_grade import contract_checks, grade_table
+from redraft.scenarios.builtin._pipeline_table import MAX_OUTPUT_BYTES
 from tests.support import pipeline_reference
 from tests.support.pipeline_reference import naive, solve
 

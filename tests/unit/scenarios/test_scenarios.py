@@ -21,9 +21,9 @@ import pytest
 from redraft.errors import UserError
 from redraft.protocols.messages import CheckResult, Task
 from redraft.scenarios import DEFAULT_STAGES, Scenario, get_scenario, scenario, scenario_names, score_of
-from redraft.scenarios.constrained_writing import ConstrainedWriting, words
-from redraft.scenarios.json_extract import JsonExtract, extract_object
-from redraft.scenarios.sql import Sql, database_path, extract_sql, run_query
+from redraft.scenarios.builtin.constrained_writing import ConstrainedWriting, words
+from redraft.scenarios.builtin.json_extract import JsonExtract, extract_object
+from redraft.scenarios.builtin.sql import Sql, database_path, extract_sql, run_query
 from tests.support.paths import REPO_ROOT
 
 NEW = ["json_extract", "sql", "constrained_writing", "incident"]
@@ -66,7 +66,7 @@ def test_a_parametrized_name_goes_to_its_family_factory() -> None:
 
 
 def test_a_scenario_that_declares_nothing_optional_takes_every_default() -> None:
-    from redraft.scenarios.arithmetic import Arithmetic
+    from redraft.scenarios.builtin.arithmetic import Arithmetic
 
     task = next(iter(Arithmetic().tasks(seed=0)))
     plain = Arithmetic()

@@ -25,7 +25,7 @@ from redraft.protocols.messages import (
     VerifyRequest,
 )
 from redraft.scenarios import get_scenario
-from redraft.scenarios._pipeline_data import make_case
+from redraft.scenarios.builtin._pipeline_data import make_case
 from tests.support.harness import run_task, wire
 from tests.support.plan_scripts import Discovering, Stalling, attacking
 

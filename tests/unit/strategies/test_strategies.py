@@ -26,7 +26,7 @@ from redraft.protocols.messages import (
     VerifyRequest,
 )
 from redraft.scenarios import get_scenario, scenario
-from redraft.scenarios.arithmetic import Arithmetic
+from redraft.scenarios.builtin.arithmetic import Arithmetic
 from redraft.strategies import get_strategy, strategy_names
 from tests.support.harness import run_task
 from tests.support.paths import DOCS

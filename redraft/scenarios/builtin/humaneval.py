@@ -16,7 +16,7 @@ copy of the prompt of their own, since some call its helpers (``poly``,
 ``encode_cyclic``, ``encode_shift``).
 
 - Feedback (`check`, what a user has): the examples written in the prompt's
-  docstring (`redraft.scenarios._humaneval_examples`), one check per example,
+  docstring (`redraft.scenarios.builtin._humaneval_examples`), one check per example,
   ``example_1``, ``example_2``..., whose detail names the call, the expected
   value (it is in the prompt) and what came back. A prompt without an example
   gets one ``runs`` check: the code loads and defines the entry point. So does a
@@ -36,8 +36,8 @@ from typing import Any
 from redraft.errors import missing_extra
 from redraft.protocols.messages import CheckResult, Task
 from redraft.sandbox import Case, CaseResult, HarnessResult, SandboxLimits, run_tests
-from redraft.scenarios._base import Scenario, scenario
-from redraft.scenarios._humaneval_examples import Example, extract_examples
+from redraft.scenarios import Scenario, scenario
+from redraft.scenarios.builtin._humaneval_examples import Example, extract_examples
 
 DEFAULT_LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=10, memory_mb=512)
 """Every canonical solution passes in well under a second within these."""

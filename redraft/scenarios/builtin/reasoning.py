@@ -23,7 +23,7 @@ from typing import Any
 
 from redraft.errors import UserError
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios._base import Scenario, scenario
+from redraft.scenarios import Scenario, scenario
 
 SIZE = 200
 """Tasks per data set (use ``--limit`` for fewer)."""

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from redraft.scenarios._pipeline_data import Column
+from redraft.scenarios.builtin._pipeline_data import Column
 
 MAX_OUTPUT_BYTES = 2_000_000
 """The largest output read; the biggest right table is about 10 KB."""

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios._base import Scenario, scenario
+from redraft.scenarios import Scenario, scenario
 
 SIZE = 1000
 STEPS = 2

@@ -1,6 +1,6 @@
 """Data pipelines from messy files: a program that turns a task's files into the table its contract states.
 
-Each task is generated from the run's seed (`redraft.scenarios._pipeline_data`): a clean table of
+Each task is generated from the run's seed (`redraft.scenarios.builtin._pipeline_data`): a clean table of
 orders is drawn first (the gold), then corrupted into the files a program must read: a CSV with
 several date formats and thousands separators, JSON with near-duplicate records, XML with amounts in
 cents or in other currencies, a file whose extension lies about its format. Difficulty (1 to 4, in
@@ -11,7 +11,7 @@ sandbox over the task's files (the only files it has: the gold never enters it) 
 ``output.csv`` it wrote: whether it ran (exit status, the end of stderr) and the contract's checks
 (columns, types, ISO dates, the key, the order, the row bound, the two or three example rows the
 prompt shows). The **grade**, held out, runs it again the same way and compares the table with the
-gold, key-aligned, typed, cell by cell with tolerance (`redraft.scenarios._pipeline_grade`), and
+gold, key-aligned, typed, cell by cell with tolerance (`redraft.scenarios.builtin._pipeline_grade`), and
 says which quirks the table handled. The task carries the gold as the case's seed and difficulty,
 which the grader alone turns back into the gold table; a candidate cannot (the sandbox hides
 redraft's code and every installed package from it).
@@ -26,10 +26,10 @@ import msgspec
 
 from redraft.protocols.messages import CheckResult, Task
 from redraft.sandbox import SandboxLimits, SandboxResult, run_python
-from redraft.scenarios._base import Scenario, scenario
-from redraft.scenarios._pipeline_data import Contract, make_case, prompt_text
-from redraft.scenarios._pipeline_grade import contract_checks, grade_table
+from redraft.scenarios import Scenario, scenario
 from redraft.scenarios._steps import runs_check, script_of
+from redraft.scenarios.builtin._pipeline_data import Contract, make_case, prompt_text
+from redraft.scenarios.builtin._pipeline_grade import contract_checks, grade_table
 
 TASKS = 200
 DEFAULT_LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=10, memory_mb=512, max_collect_bytes=2_000_000)

@@ -23,8 +23,8 @@ import itertools
 from dataclasses import dataclass, field
 
 from redraft.protocols.messages import CheckResult
-from redraft.scenarios._pipeline_data import TYPE_WORDS, Column, Contract, PipelineCase, Quirk, Row
-from redraft.scenarios._pipeline_table import (
+from redraft.scenarios.builtin._pipeline_data import TYPE_WORDS, Column, Contract, PipelineCase, Quirk, Row
+from redraft.scenarios.builtin._pipeline_table import (
     Table,
     UnreadableTable,
     Value,

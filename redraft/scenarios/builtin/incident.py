@@ -1,13 +1,13 @@
 """Incident summaries written from seeded service logs under written rules; the facts graded held out.
 
-Each task is a synthetic log of one incident (`redraft.scenarios._incident_logs`: a deploy, the
+Each task is a synthetic log of one incident (`redraft.scenarios.builtin._incident_logs`: a deploy, the
 root-cause service's errors and their knock-on errors, a rollback or a fix, the recovery, noise
 and, with the difficulty, distractors) and a numbered list of rules for the summary: five labelled
 sections in order, a short summary, the Impact line in one exact form, a timeline of 3 to 6 timed
 events from the log, one service and one error code under ``Root cause:``, a word limit, a line
 limit.
 
-Feedback (`check`) is one exact check per rule (`redraft.scenarios._incident_rules`), from the reply
+Feedback (`check`) is one exact check per rule (`redraft.scenarios.builtin._incident_rules`), from the reply
 and the task's ``reference`` (the log and the rules' limits): what a user with the log can tell. The
 grade (`grade`), held out, reads one value per fact from its one place and compares it with the
 gold: the start and the end of the impact and the failed requests from the Impact line, the
@@ -25,9 +25,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios._base import Scenario, scenario
-from redraft.scenarios._incident_logs import SERVICES, case_seed, make_incident, read_log
-from redraft.scenarios._incident_rules import (
+from redraft.scenarios import Scenario, scenario
+from redraft.scenarios.builtin._incident_logs import SERVICES, case_seed, make_incident, read_log
+from redraft.scenarios.builtin._incident_rules import (
     IMPACT_FORM,
     LABELS,
     Reply,

@@ -29,7 +29,7 @@ from typing import Any
 
 from redraft.protocols.messages import CheckResult, Task
 from redraft.protocols.stages import Stage
-from redraft.scenarios._base import Scenario, scenario
+from redraft.scenarios import Scenario, scenario
 
 SIZE = 120
 OUTLINE_MAX_WORDS = 12

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios._base import Scenario, scenario
-from redraft.scenarios._sql_questions import PER_TEMPLATE, TEMPLATES
+from redraft.scenarios import Scenario, scenario
+from redraft.scenarios.builtin._sql_questions import PER_TEMPLATE, TEMPLATES
 
 QUERY_TIMEOUT_S = 1.0
 """Wall-clock limit of one query; every gold query takes a few milliseconds."""
@@ -57,7 +57,7 @@ _PROGRESS_EVERY = 10_000  # SQLite VM instructions between deadline checks
 
 def database_path() -> Path:
     """The shipped database file (package data)."""
-    return Path(str(files("redraft.scenarios").joinpath("data", "shop.sqlite")))
+    return Path(str(files("redraft.scenarios.builtin").joinpath("data", "shop.sqlite")))
 
 
 @functools.cache

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Literal
 
-from redraft.scenarios._pipeline_files import (
+from redraft.scenarios.builtin._pipeline_files import (
     HIDDEN_AFTER,
     HIDEABLE,
     QUIRKS,

@@ -27,7 +27,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from redraft.protocols.messages import CheckResult, Task
-from redraft.scenarios._base import Scenario, scenario, score_of
+from redraft.scenarios import Scenario, scenario, score_of
 
 SIZE = 200
 _MAX_STARTS = 20

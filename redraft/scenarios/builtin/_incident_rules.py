@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from redraft.protocols.messages import CheckResult
-from redraft.scenarios._incident_logs import CODE
+from redraft.scenarios.builtin._incident_logs import CODE
 
 LABELS = ("Summary:", "Impact:", "Timeline:", "Root cause:", "Actions:")
 IMPACT_FORM = "Impact: from HH:MM to HH:MM, N failed requests"
