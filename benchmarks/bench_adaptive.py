@@ -53,7 +53,7 @@ from redraft.engine.setup import RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Action, CheckResult, FeedbackState, Result, Task
 from redraft.scenarios import Scenario, scenario
-from redraft.strategies import RoundContext, strategy
+from redraft.strategies import RoundContext, get_strategy, strategy
 from redraft.strategies._adaptive import Adaptive, _Memo
 
 Feedback = Literal["localized", "score", "none"]
@@ -172,7 +172,9 @@ def run_policy(policy: str, tasks: list[Task], budget: int, samples: int, in_fli
         batch=f"bench-{policy}-{time.monotonic_ns()}",
     )
     model = ScriptedSpec(script=simulated_model)
-    arbiter = Arbiter(local_roles(RoleSetup(scenario="simulated", drafter=model, critic=model), policy), settings)
+    arbiter = Arbiter(
+        local_roles(RoleSetup(scenario="simulated", drafter=model, critic=model), get_strategy(policy)), settings
+    )
     gate = asyncio.Semaphore(in_flight)
 
     async def one(task: Task) -> Result:

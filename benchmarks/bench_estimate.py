@@ -46,7 +46,6 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import redraft
 from redraft import RunConfig
-from redraft.actors.driver import manifest_for
 from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._costing import MESSAGE_TOKENS
@@ -54,11 +53,14 @@ from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.estimate import Estimate
 from redraft.engine.prompts import fenced
-from redraft.engine.setup import arbiter_settings, role_setup
+from redraft.engine.resolved import resolve_run
+from redraft.engine.setup import arbiter_settings
 from redraft.protocols.messages import Result, Task, Usage, decode_as, encode
 from redraft.rundir import RunStore
 from redraft.scenarios import get_scenario
+from redraft.strategies import get_strategy
 from tests.support.replies import request_kind, round_of, worked
+from tests.support.resolved import manifest_for
 
 MODEL = "gpt-4o-mini"
 SCENARIOS = ["arithmetic", "constrained_writing", "humaneval", "json_extract", "sql", "reasoning_gym:leg_counting"]
@@ -192,8 +194,8 @@ def constrained(task: Task, r: int | None) -> str:
 
 def real_run(config: RunConfig, tasks: list[Task], model: Plausible) -> list[tuple[list[Any], Result]]:
     """Each task's trace and result through the real loop in this process."""
-    setup = role_setup(config, {"drafter": PlausibleSpec(model), "critic": PlausibleSpec(model)})
-    arbiter = Arbiter(local_roles(setup, config.experiment.strategy), arbiter_settings(config))
+    setup = resolve_run(config, backends={"drafter": PlausibleSpec(model), "critic": PlausibleSpec(model)}).setup
+    arbiter = Arbiter(local_roles(setup, get_strategy(config.experiment.strategy)), arbiter_settings(config))
 
     async def go() -> list[list[Any]]:
         slots = asyncio.Semaphore(16)

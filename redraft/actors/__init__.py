@@ -12,7 +12,18 @@ started or joined in one place (`_startup`, with `_reaper` ending what a killed 
 
 from redraft.actors._endpoints import EndpointHook, EndpointState
 from redraft.actors._proposer import RayProposer
+from redraft.actors._running import RunHooks
 from redraft.actors._startup import ensure_ray
-from redraft.actors.driver import RunOutcome, estimate, run
+from redraft.actors.driver import RunOutcome, estimate, run, run_resolved
 
-__all__ = ["EndpointHook", "EndpointState", "RayProposer", "RunOutcome", "ensure_ray", "estimate", "run"]
+__all__ = [
+    "EndpointHook",
+    "EndpointState",
+    "RayProposer",
+    "RunHooks",
+    "RunOutcome",
+    "ensure_ray",
+    "estimate",
+    "run",
+    "run_resolved",
+]

@@ -30,6 +30,7 @@ from redraft.engine.grader import Grader
 from redraft.engine.setup import RoleSetup, role_constructors
 from redraft.protocols.messages import RoleName
 from redraft.scenarios import provided
+from redraft.strategies import Strategy
 
 _ROLE_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 3, "max_concurrency": 1000}
 
@@ -38,14 +39,14 @@ Members = dict[RoleName, list[Any]]
 slot whose replacement could not be placed)."""
 
 
-def members(setup: RoleSetup, strategy: str, nodes: list[str] | None = None) -> Members:
+def members(setup: RoleSetup, strategy: Strategy, nodes: list[str] | None = None) -> Members:
     """One member of each role the strategy needs per node."""
     nodes = nodes or alive_nodes()
     names = role_constructors(setup, strategy)
     return {name: [member(setup, strategy, name, n) for n in nodes] for name in names}
 
 
-def member(setup: RoleSetup, strategy: str, role: RoleName, node: str) -> Any:
+def member(setup: RoleSetup, strategy: Strategy, role: RoleName, node: str) -> Any:
     """One member of ``role`` as a Ray actor pinned to ``node`` (at start, or to replace one that died); the
     verifier of instant checks is a plain object instead, which each arbiter runs itself."""
     constructor = role_constructors(setup, strategy)[role]

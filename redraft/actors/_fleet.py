@@ -58,6 +58,7 @@ from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.setup import RoleSetup
 from redraft.errors import BackendError, ClusterError, cause_of, describe
 from redraft.protocols.messages import RoleName
+from redraft.strategies import Strategy
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class Fleet:
     def __init__(
         self,
         setup: RoleSetup,
-        strategy: str,
+        strategy: Strategy,
         settings: ArbiterSettings,
         *,
         clock: Callable[[], float] = time.monotonic,

@@ -18,7 +18,7 @@ from typing import Any
 from redraft.actors._ray import RayServices, node_id, on_node
 from redraft.rundir import Frame, RunReader, TaskEntry
 from redraft.rundir.spending import spending
-from redraft.strategies import Ledger, Observation, Share, get_strategy, ledger_name
+from redraft.strategies import Ledger, Observation, Share, Strategy, ledger_name
 
 
 def batch_name(out: Path) -> str:
@@ -28,10 +28,10 @@ def batch_name(out: Path) -> str:
     return f"{out.name}-{where}"
 
 
-def start_ledger(strategy: str, batch: str, out: Path, done: set[str], share: Share | None) -> Any | None:
+def start_ledger(strategy: Strategy, batch: str, out: Path, done: set[str], share: Share | None) -> Any | None:
     """The batch's ledger as an actor on this node, primed from the finished tasks in ``out`` (None: the
     strategy learns nothing across the batch)."""
-    if not get_strategy(strategy).shares_batch:
+    if not strategy.shares_batch:
         return None
     import ray
 

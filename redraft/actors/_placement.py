@@ -17,20 +17,20 @@ from __future__ import annotations
 
 from redraft.engine.setup import RoleSetup, verifier_backend
 from redraft.protocols.messages import RoleName
-from redraft.scenarios import get_scenario
+from redraft.strategies import Strategy
 
 
-def verifies_in_arbiter(setup: RoleSetup, strategy: str) -> bool:
+def verifies_in_arbiter(setup: RoleSetup, strategy: Strategy) -> bool:
     """Whether the arbiters verify drafts themselves: instant checks, and no verifier model asked questions."""
-    return get_scenario(setup.scenario).check_cost == "instant" and verifier_backend(setup, strategy) is None
+    return setup.check_cost == "instant" and verifier_backend(setup, strategy) is None
 
 
 def grades_on_driver(setup: RoleSetup) -> bool:
     """Whether the driver grades finished tasks itself: the scenario's grade is instant."""
-    return get_scenario(setup.scenario).check_cost == "instant"
+    return setup.check_cost == "instant"
 
 
 def cpus_of(setup: RoleSetup, role: RoleName) -> float:
     """The CPUs an actor of ``role`` reserves."""
-    executes = get_scenario(setup.scenario).check_cost == "executes"
+    executes = setup.check_cost == "executes"
     return setup.cpu_share if role == "verifier" and executes else 0.0

@@ -3,33 +3,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from redraft.config import RunConfig
 from redraft.engine.estimate import SAMPLE, Done, Estimate, estimate_tasks
-from redraft.engine.setup import RoleSetup
-from redraft.protocols.messages import Task
+from redraft.engine.resolved import ResolvedRun
 from redraft.rundir import RunReader
 from redraft.rundir.layout import RESULTS
 from redraft.rundir.store import resumable
 
 
-def estimate_left(
-    config: RunConfig,
-    setup: RoleSetup,
-    out: Path,
-    tasks: Callable[[], Iterator[Task]],
-    manifest: dict[str, Any],
-    *,
-    sample: int = SAMPLE,
-) -> Estimate:
-    """The estimate of the tasks ``out`` has not finished; `UserError` if ``out`` holds another configuration's
-    run (which the run would refuse)."""
-    ids, done = finished(out, manifest)
-    left = (task for task in tasks() if task.task_id not in ids)
-    return estimate_tasks(config, setup, left, done=done, sample=sample)
+def estimate_left(run: ResolvedRun, manifest: dict[str, Any], *, sample: int = SAMPLE) -> Estimate:
+    """The estimate of the tasks ``run``'s directory has not finished; `UserError` if it holds another
+    configuration's run (which the run would refuse)."""
+    ids, done = finished(run.out, manifest)
+    left = (task for task in run.tasks() if task.task_id not in ids)
+    return estimate_tasks(run, left, done=done, sample=sample)
 
 
 def finished(out: Path, manifest: dict[str, Any]) -> tuple[set[str], Done]:

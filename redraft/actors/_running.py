@@ -12,10 +12,8 @@ import dataclasses
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-import msgspec
 
 from redraft.actors._attempts import Breaker
 from redraft.actors._batches import Batches, start_batches, stop_batches
@@ -25,11 +23,10 @@ from redraft.actors._endpoints import EndpointHook, EndpointWatch
 from redraft.actors._fleet import Fleet
 from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
 from redraft.actors._metrics import RunMetrics
-from redraft.backends.pricing import PriceTable
-from redraft.config import RunConfig
-from redraft.engine.setup import RoleSetup, arbiter_settings, endpoints_by_role, share
+from redraft.engine.estimate import Estimate
+from redraft.engine.resolved import ResolvedRun
+from redraft.engine.setup import RoleSetup, endpoints_by_role
 from redraft.rundir import RunStore
-from redraft.scenarios import get_scenario
 from redraft.telemetry import LiveExport
 
 
@@ -51,73 +48,68 @@ class Running:
             self.spans.finish()
 
 
+@dataclass(frozen=True)
+class RunHooks:
+    """What a run tells its caller as it goes, and the event that stops it (see `redraft.actors.driver.run`)."""
+
+    on_start: Callable[[int, int], None] | None = None
+    on_result: ProgressHook | None = None
+    on_endpoints: EndpointHook | None = None
+    on_estimate: Callable[[Estimate], None] | None = None
+    on_in_flight: Callable[[int], None] | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
 def start_running(
-    config: RunConfig,
-    setup: RoleSetup,
-    store: RunStore,
-    manifest: dict[str, Any],
-    started: float,
-    on_result: ProgressHook | None,
-    on_endpoints: EndpointHook | None,
-    stop: threading.Event,
-    on_in_flight: Callable[[int], None] | None = None,
+    run: ResolvedRun, store: RunStore, manifest: dict[str, Any], started: float, hooks: RunHooks
 ) -> Running:
-    """Start the run's parts on the Ray the driver joined; ``started`` is the run's monotonic start."""
+    """Start ``run``'s parts on the Ray the driver joined; ``started`` is the run's monotonic start."""
     out = store.root
     batch = batch_name(out)
-    setup, batches = start_batches(dataclasses.replace(setup, payer=store.payer), batch, store, config.runtime)
-    settings = msgspec.structs.replace(
-        arbiter_settings(config, setup), run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
+    run = run.with_setup(payer=store.payer)
+    setup, batches = start_batches(run.setup, batch, store, run.runtime)
+    run = dataclasses.replace(run, setup=setup).with_settings(
+        run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
     )
-    ledger = start_ledger(config.experiment.strategy, batch, out, store.done, share(config.experiment))
-    fleet = Fleet(setup, config.experiment.strategy, settings)
-    clock = RunClock(started=started, before_s=store.wall_before, budget_s=config.budgets.budget_seconds)
-    metrics = RunMetrics(store.root.name, on_in_flight)
-    dispatcher = _dispatcher(config, setup, fleet, store, clock, metrics, on_result, on_endpoints, stop)
-    spans = _live_spans(config, setup, manifest, settings.prices, store)
+    ledger = start_ledger(run.strategy, batch, out, store.done, run.settings.share)
+    fleet = Fleet(run.setup, run.strategy, run.settings)
+    clock = RunClock(started=started, before_s=store.wall_before, budget_s=run.budgets.budget_seconds)
+    metrics = RunMetrics(store.root.name, hooks.on_in_flight)
+    dispatcher = _dispatcher(run, fleet, store, clock, metrics, hooks)
+    spans = _live_spans(run, manifest, store)
     return Running(dispatcher, fleet, batches, ledger, spans)
 
 
-def _live_spans(
-    config: RunConfig, setup: RoleSetup, manifest: dict[str, Any], prices: PriceTable, store: RunStore
-) -> LiveExport | None:
+def _live_spans(run: ResolvedRun, manifest: dict[str, Any], store: RunStore) -> LiveExport | None:
     """With ``--otel``, the export that sends each task's spans as the store writes it; else None."""
-    if config.runtime.otel is None:
+    if run.runtime.otel is None:
         return None
-    specs = endpoints_by_role(setup, config.experiment.strategy)  # as resolved: the Python API's objects too
-    spans = LiveExport(config.runtime.otel, manifest, specs, prices)
+    specs = endpoints_by_role(run.setup, run.strategy)  # as resolved: the Python API's objects too
+    spans = LiveExport(run.runtime.otel, manifest, specs, run.settings.prices)
     store.listen(spans.task_written)
     return spans
 
 
 def _dispatcher(
-    config: RunConfig,
-    setup: RoleSetup,
-    fleet: Fleet,
-    store: RunStore,
-    clock: RunClock,
-    metrics: RunMetrics,
-    on_result: ProgressHook | None,
-    on_endpoints: EndpointHook | None,
-    stop: threading.Event,
+    run: ResolvedRun, fleet: Fleet, store: RunStore, clock: RunClock, metrics: RunMetrics, hooks: RunHooks
 ) -> Dispatcher:
-    budgets = config.budgets
+    budgets, runtime = run.budgets, run.runtime
     return Dispatcher(
         fleet,
         store,
-        scenario=get_scenario(config.experiment.scenario),
-        oracle=config.experiment.oracle_feedback,
-        max_in_flight=config.runtime.max_tasks_in_flight
-        or _default_in_flight(setup, len(fleet.arbiters), batch=config.runtime.batch),
+        scenario=run.scenario,
+        oracle=run.experiment.oracle_feedback,
+        max_in_flight=runtime.max_tasks_in_flight
+        or _default_in_flight(run.setup, len(fleet.arbiters), batch=runtime.batch),
         clock=clock,
         task_timeout=budgets.task_timeout,
-        task_watchdog=budgets.task_watchdog or (math.inf if config.runtime.batch else None),
+        task_watchdog=budgets.task_watchdog or (math.inf if runtime.batch else None),
         budget_spent=budgets.spent_by,
-        on_result=on_result,
-        breaker=Breaker(endpoints_by_role(setup, config.experiment.strategy)),
+        on_result=hooks.on_result,
+        breaker=Breaker(endpoints_by_role(run.setup, run.strategy)),
         metrics=metrics,
-        stop=stop,
-        endpoints=EndpointWatch(metrics, on_endpoints),
+        stop=hooks.stop,
+        endpoints=EndpointWatch(metrics, hooks.on_endpoints),
     )
 
 

@@ -17,45 +17,27 @@ and a watcher ends the rest at once (`redraft.actors._reaper`).
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.metadata
 import logging
-import os
-import platform
-import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
-from typing import Any
-
-import msgspec
 
 from redraft.actors._dispatcher import ProgressHook
 from redraft.actors._endpoints import EndpointHook
 from redraft.actors._preflight import estimate_left
-from redraft.actors._running import start_running
+from redraft.actors._running import RunHooks, start_running
 from redraft.actors._startup import check_address, ensure_ray
-from redraft.backends.pricing import load_prices
 from redraft.config import RunConfig
+from redraft.engine import check_out
 from redraft.engine.estimate import Estimate, paid
-from redraft.engine.prompt_files import fingerprinted, load_prompts, overrides
-from redraft.engine.setup import (
-    BackendOverrides,
-    RoleSetup,
-    role_setup,
-    with_check,
-)
+from redraft.engine.resolved import ResolvedRun, resolve_run
+from redraft.engine.setup import BackendOverrides
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Task
-from redraft.rundir import RunStore, Summary, fingerprint
+from redraft.rundir import RunStore, Summary
 from redraft.rundir.layout import RAY_LOG
-from redraft.rundir.store import new_run_uid
-from redraft.scenarios import get_scenario
-from redraft.scenarios.taskfile import iter_tasks, task_file_identity
 from redraft.scenarios.user_check import CheckFunction
 from redraft.telemetry import sdk, traces_url
 
@@ -70,87 +52,6 @@ class RunOutcome:
     """Tasks in the run (done before a resume included)."""
     skipped: int
     """Tasks already finished by an earlier invocation."""
-
-
-def identity(config: RunConfig) -> dict[str, Any]:
-    """What decides the run's results (the fingerprint's input): the experiment, every prompt template's
-    version (a prompts file's text hashes too), and a task file's path and content hash."""
-    data: dict[str, Any] = msgspec.to_builtins(config.experiment)
-    for optional in ("calls_per_task", "tokens_per_task", "columns"):  # absent when unset: earlier fingerprints stay
-        if data.get(optional) is None:
-            data.pop(optional, None)
-    prompts = load_prompts(config.experiment.prompts)
-    data["prompts"] = fingerprinted(prompts)  # the versions, not the file's path
-    if config.experiment.prompts is not None:  # absent without one: the fingerprints of earlier runs stay as they were
-        data["prompt_overrides"] = overrides(prompts)
-    if config.experiment.tasks is not None:
-        data["tasks"] = task_file_identity(config.experiment.tasks)
-    return data
-
-
-def manifest_for(config: RunConfig, run_id: str) -> dict[str, Any]:
-    """The run directory's ``manifest.json``: the config (flat, without the machine's ``out`` path), its
-    identity and fingerprint, package versions, start time."""
-    ident = identity(config)
-    return {
-        "run_id": run_id,
-        "run_uid": new_run_uid(),
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "config": config.flat() | {"out": None},
-        "identity": ident,
-        "fingerprint": fingerprint(ident),
-        "versions": _versions(),
-    }
-
-
-def _versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for dist in ("redraft", "ray", "msgspec", "llama_cpp_python", "openai", "anthropic"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return versions
-
-
-def plan(config: RunConfig) -> tuple[Path, Callable[[], Iterator[Task]]]:
-    """Where the run writes, and a way to stream its tasks."""
-    experiment, limit = config.experiment, config.runtime.limit
-    scenario = get_scenario(experiment.scenario)
-    if experiment.tasks is None and scenario.needs_task_file:
-        raise UserError(f"the scenario {experiment.scenario!r} has no tasks of its own: give --tasks FILE.jsonl")
-
-    def tasks() -> Iterator[Task]:
-        if experiment.tasks is not None:  # a task file, streamed; role_setup validated it
-            return islice(iter_tasks(experiment.tasks, experiment.scenario, experiment.columns), limit)
-        return islice(scenario.tasks(seed=experiment.seed), limit)
-
-    run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-    out = Path(config.runtime.out) if config.runtime.out else Path("runs") / run_id
-    check_out(out)
-    return out, tasks
-
-
-def check_out(out: Path) -> None:
-    """``--out`` is a directory redraft can write in, or a path it can create; one `UserError` line otherwise.
-
-    Checked before anything starts: a file, a device (``/dev/null``), a directory nobody may write in
-    (``/proc/self``) or a path under a file would otherwise fail only once the run directory is made.
-    """
-    if out.exists() or out.is_symlink():
-        if not out.is_dir():
-            raise UserError(f"--out {out} is not a directory: give a run directory, or a path that does not exist yet")
-        place = out
-    else:
-        place = next(p for p in out.absolute().parents if p.exists())
-        if not place.is_dir():
-            raise UserError(f"--out {out}: {place} is not a directory, so nothing can be made under it")
-    try:  # the only test that holds for root, read-only mounts and /proc alike: write something there
-        descriptor, probe = tempfile.mkstemp(dir=place, prefix=".redraft-write-test-")
-        os.close(descriptor)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UserError(f"--out {out}: cannot write in {place} ({exc.strerror}); choose another directory") from None
 
 
 def run(
@@ -190,26 +91,33 @@ def run(
         >>> outcome.summary.tasks, outcome.total
         (2, 2)
     """
-    config = with_check(config, check, grade)
-    out, tasks = plan(config)
-    setup = dataclasses.replace(role_setup(config, backends), cpu_share=cpu_share)
-    if config.runtime.otel is not None:  # the endpoint's URL and the extra, before anything starts
-        traces_url(config.runtime.otel)
+    resolved = resolve_run(config, check=check, grade=grade, backends=backends).with_setup(cpu_share=cpu_share)
+    hooks = RunHooks(on_start, on_result, on_endpoints, on_estimate, on_in_flight, stop or threading.Event())
+    return run_resolved(resolved, hooks)
+
+
+def run_resolved(run: ResolvedRun, hooks: RunHooks) -> RunOutcome:
+    """`run`, of a run resolved once (`redraft.engine.resolved.resolve`): a comparison's lane, a tune's evaluation."""
+    if run.runtime.dry_run:
+        raise UserError("a dry run starts nothing: redraft.estimate(config) is its estimate")
+    check_out(run.out)
+    if run.runtime.otel is not None:  # the endpoint's URL and the extra, before anything starts
+        traces_url(run.runtime.otel)
         sdk()
-    manifest = manifest_for(config, out.name)
-    _estimated(config, setup, out, tasks, manifest, on_estimate)
-    check_address(config.runtime.address)
-    store = _opened(out, manifest, config)
-    total, skipped = _counted(tasks(), store.done)
-    if on_start is not None:
-        on_start(total, skipped)
+    manifest = run.manifest()
+    if hooks.on_estimate is not None and paid(run):
+        hooks.on_estimate(estimate_left(run, manifest))
+    check_address(run.runtime.address)
+    store = _opened(run, manifest)
+    total, skipped = _counted(run.tasks(), store.done)
+    if hooks.on_start is not None:
+        hooks.on_start(total, skipped)
     started = time.monotonic()
     if skipped == total:  # a finished run, resumed (a comparison's finished lane): no actor to start
-        return RunOutcome(out=out, summary=store.finish(0.0, None), total=total, skipped=skipped)
-    pending = (t for t in tasks() if t.task_id not in store.done)
-    ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
-    hooks = (on_result, on_endpoints, stop or threading.Event())
-    running = start_running(config, setup, store, manifest, started, *hooks, on_in_flight)
+        return RunOutcome(out=run.out, summary=store.finish(0.0, None), total=total, skipped=skipped)
+    pending = (t for t in run.tasks() if t.task_id not in store.done)
+    ensure_ray(run.runtime.address, log=run.out / RAY_LOG, verbose=run.runtime.verbose)
+    running = start_running(run, store, manifest, started, hooks)
     stopped_by: str | None = None
     try:
         stopped_by = running.dispatcher.run(pending)
@@ -220,12 +128,12 @@ def run(
     finally:  # a stopped run still leaves a consistent directory and a summary of what finished
         running.stop()
         summary = store.finish(time.monotonic() - started, stopped_by)
-    return RunOutcome(out=out, summary=summary, total=total, skipped=skipped)
+    return RunOutcome(out=run.out, summary=summary, total=total, skipped=skipped)
 
 
-def _opened(out: Path, manifest: dict[str, Any], config: RunConfig) -> RunStore:
+def _opened(run: ResolvedRun, manifest: dict[str, object]) -> RunStore:
     """The run directory, opened for writing: recovered first if damaged, and what that set aside said."""
-    store = RunStore.open(out, manifest, redo_untraced=config.runtime.redo_untraced)
+    store = RunStore.open(run.out, manifest, redo_untraced=run.runtime.redo_untraced)
     for line in store.said:  # before "resuming: ..."
         log.warning("%s", line)
     return store
@@ -238,22 +146,6 @@ def _counted(tasks: Iterator[Task], done: set[str]) -> tuple[int, int]:
         total += 1
         skipped += task.task_id in done
     return total, skipped
-
-
-def _estimated(
-    config: RunConfig,
-    setup: RoleSetup,
-    out: Path,
-    tasks: Callable[[], Iterator[Task]],
-    manifest: dict[str, Any],
-    on_estimate: Callable[[Estimate], None] | None,
-) -> None:
-    """Tell ``on_estimate`` the estimate of the tasks left, when a role's model costs money (or may); `UserError`
-    for a dry run, which starts nothing."""
-    if config.runtime.dry_run:
-        raise UserError("a dry run starts nothing: redraft.estimate(config) is its estimate")
-    if on_estimate is not None and paid(setup, config.experiment.strategy, load_prices(config.runtime.prices)):
-        on_estimate(estimate_left(config, setup, out, tasks, manifest))
 
 
 def estimate(
@@ -282,7 +174,6 @@ def estimate(
         >>> cost.first_pass.total.cost_usd <= cost.expected.total.cost_usd <= cost.worst.total.cost_usd
         True
     """
-    config = with_check(config, check, grade)
-    out, tasks = plan(config)
-    setup = role_setup(config, backends)
-    return estimate_left(config, setup, out, tasks, manifest_for(config, out.name))
+    resolved = resolve_run(config, check=check, grade=grade, backends=backends)
+    check_out(resolved.out)
+    return estimate_left(resolved, resolved.manifest())

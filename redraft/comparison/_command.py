@@ -95,9 +95,7 @@ def make_plan(
     n = baseline_samples or int(file_baseline.get("samples", DEFAULT_BASELINE_SAMPLES))
     out = Path(settings.pop("out", None) or default_out())
     base = RunConfig.build(scenario=scenario, **settings)
-    plan = ComparePlan(base=base, arms=chosen, out=out, baseline_samples=n, repeats=repeats)
-    plan.validate()
-    return plan
+    return ComparePlan(base=base, arms=chosen, out=out, baseline_samples=n, repeats=repeats)
 
 
 NARROW = 110

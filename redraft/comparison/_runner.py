@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redraft.actors import EndpointHook, EndpointState, RunOutcome, ensure_ray, run
+from redraft.actors import EndpointHook, EndpointState, RunHooks, RunOutcome, ensure_ray, run_resolved
 from redraft.comparison._arms import Arm
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
-from redraft.engine.setup import BackendOverrides, role_setup, spends_calls_per_task
+from redraft.engine.resolved import ResolvedRun, resolve_run, shares_batch
+from redraft.engine.setup import BackendOverrides
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RAY_LOG
@@ -84,10 +85,10 @@ class ComparePlan:
         lanes.append(Lane(label=BASELINE, arm=BASELINE, repeat=0, config=baseline))
         return lanes
 
-    def validate(self, backends: BackendOverrides | None = None) -> None:
-        """Every lane's config, before anything runs; `UserError` naming the arm.
+    def resolved(self, backends: BackendOverrides | None = None) -> list[tuple[Lane, ResolvedRun]]:
+        """Every lane, resolved once, before anything runs; `UserError` naming the arm.
 
-        Each lane is checked as `redraft run` checks its config (bounds, then every name in it: strategy,
+        Each lane is resolved as `redraft run` resolves its config (bounds, then every name in it: strategy,
         scenario, the backend specs ``backends`` does not replace, prompts file), so an arm that would fail
         does not wait for the others to run.
         """
@@ -95,11 +96,13 @@ class ComparePlan:
             raise UserError(f"--repeats must be at least 1, got {self.repeats}")
         if not 2 <= self.baseline_samples <= 256:
             raise UserError(f"the baseline's samples must be in [2, 256], got {self.baseline_samples}")
+        made = []
         for lane in self.lanes():
             try:
-                role_setup(lane.config, backends)
+                made.append((lane, resolve_run(lane.config, backends=backends)))
             except UserError as exc:
                 raise UserError(f"arm {lane.arm!r}: {exc}") from None
+        return made
 
 
 StartHook = Callable[[str, int, int], None]
@@ -122,13 +125,13 @@ def run_comparison(
     error is raised once all have ended. Setting ``stop`` from outside (a signal) ends every lane within a
     second: `Interrupted`, counting the tasks done over all lanes.
     """
-    plan.validate(backends)
+    lanes = plan.resolved(backends)
     stop = stop or threading.Event()
     # Once, before the lanes' threads (ray.init is not for racing); Ray's own messages to the comparison's log.
     ensure_ray(plan.base.runtime.address, log=plan.out / RAY_LOG, verbose=plan.base.runtime.verbose)
     lock = threading.Lock()
 
-    def one(lane: Lane) -> RunOutcome:
+    def one(lane: Lane, resolved: ResolvedRun) -> RunOutcome:
         def started(total: int, done: int) -> None:
             if on_start is not None:
                 with lock:
@@ -145,23 +148,15 @@ def run_comparison(
                     on_endpoints(states)
 
         try:
-            return run(
-                lane.config,
-                backends=backends,
-                on_start=started,
-                on_result=landed,
-                stop=stop,
-                on_endpoints=endpoints,
-                cpu_share=share,
-            )
+            hooks = RunHooks(on_start=started, on_result=landed, on_endpoints=endpoints, stop=stop)
+            return run_resolved(resolved.with_setup(cpu_share=share), hooks)
         except BaseException:
             stop.set()
             raise
 
-    lanes = plan.lanes()
     share = 1.0 / len(lanes)  # side by side: each lane's checking actors reserve their share of each node's CPU
     with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="redraft-lane") as pool:
-        futures = [(lane.label, pool.submit(one, lane)) for lane in lanes]
+        futures = [(lane.label, pool.submit(one, lane, resolved)) for lane, resolved in lanes]
     return _outcomes(futures)
 
 
@@ -194,7 +189,7 @@ def _budget(base: RunConfig, arm: dict[str, Any]) -> dict[str, Any]:
     if base.experiment.calls_per_task is None and base.experiment.tokens_per_task is None:
         return {}
     try:
-        spends = spends_calls_per_task(arm.get("strategy", base.experiment.strategy))
+        spends = shares_batch(arm.get("strategy", base.experiment.strategy))
     except UserError:
         return {}  # an unknown strategy: `ComparePlan.validate` names the arm
     return {} if spends else {"calls_per_task": None, "tokens_per_task": None}

@@ -6,6 +6,7 @@ this process, `LocalMember`; on a cluster, the actor system's own). `refine` and
 one task here; `role_setup` resolves a `RunConfig` into what the roles are built from.
 """
 
+from redraft.engine._identity import check_out
 from redraft.engine._model_role import CallSettings
 from redraft.engine._refine import Refinement, refine, refine_async
 from redraft.engine.arbiter import Arbiter, ArbiterSettings, Checkpoint
@@ -35,6 +36,7 @@ __all__ = [
     "Roles",
     "Verifier",
     "arbiter_settings",
+    "check_out",
     "refine",
     "refine_async",
     "role_setup",

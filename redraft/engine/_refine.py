@@ -21,17 +21,11 @@ from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.grader import Grader
 from redraft.engine.grading import grade_request, graded
 from redraft.engine.pools import LocalMember, Roles
-from redraft.engine.setup import (
-    BackendOverrides,
-    RoleSetup,
-    arbiter_settings,
-    role_constructors,
-    role_setup,
-    with_check,
-)
+from redraft.engine.resolved import resolve_run
+from redraft.engine.setup import BackendOverrides, RoleSetup, role_constructors, with_check
 from redraft.protocols.messages import Message, Result, Task
-from redraft.scenarios import get_scenario
 from redraft.scenarios.user_check import CheckFunction
+from redraft.strategies import Strategy
 
 T = TypeVar("T")
 
@@ -108,24 +102,21 @@ async def refine_async(
     config = with_check(config or RunConfig(), check, grade)
     if check is not None:
         task = msgspec.structs.replace(task, scenario=config.experiment.scenario)
-    config = config.replace(scenario=task.scenario)
-    setup = role_setup(config, backends)
-    settings = arbiter_settings(config, setup)
-    roles = local_roles(setup, config.experiment.strategy, settings)
-    arbiter = Arbiter(roles, settings)
+    run = resolve_run(config.replace(scenario=task.scenario), backends=backends, task=task)
+    arbiter = Arbiter(local_roles(run.setup, run.strategy, run.settings), run.settings)
     trace = await refine_trace(
         arbiter,
-        Grader(setup.scenario),
+        Grader(run.setup.scenario),
         task,
-        oracle=config.experiment.oracle_feedback,
-        timeout_s=config.budgets.task_timeout,
+        oracle=run.experiment.oracle_feedback,
+        timeout_s=run.budgets.task_timeout,
     )
     result = trace[-1]
     assert isinstance(result, Result)
     return Refinement(result=result, trace=trace)
 
 
-def local_roles(setup: RoleSetup, strategy: str, settings: ArbiterSettings | None = None) -> Roles:
+def local_roles(setup: RoleSetup, strategy: Strategy, settings: ArbiterSettings | None = None) -> Roles:
     """The roles as plain objects of this process, their calls bounded as ``settings`` say."""
     made = role_constructors(setup, strategy).items()
     settings = settings or ArbiterSettings()
@@ -143,7 +134,7 @@ async def refine_trace(
     ``oracle``), then the held-out grade; every message of its trace, the graded `Result` last."""
     seen = task if oracle else task.without_gold()  # the loop never sees the gold
     trace = await arbiter.run(seen, timeout_s)
-    request = grade_request(get_scenario(task.scenario), task, trace)
+    request = grade_request(grader.scenario, task, trace)
     if request is None:
         return trace
     result = trace[-1]

@@ -51,16 +51,12 @@ class Rules:
     """The rules every task loop of an arbiter plays by, resolved once from its settings."""
 
     settings: ArbiterSettings
+    """As the strategy plays them (`redraft.engine.arbiter.Arbiter`): its convergence with one round for a
+    strategy that does not revise, its K one for a single-sample strategy, its batch named."""
     strategy: Strategy
-    convergence: ConvergenceConfig
-    """The settings' convergence, with one round only for a strategy that does not revise."""
-    samples: int
-    """K, or 1 for a single-sample strategy."""
     roles: Roles
     clock: Callable[[], float]
     """Monotonic seconds, injected so tests can pin time."""
     on_call: CallHook
     stages: Callable[[str], list[Stage]]
     """A scenario's stages, by its name (looked up once per scenario)."""
-    batch: str
-    """The batch's name (`ArbiterSettings.batch`, or one of this arbiter's own)."""

@@ -86,12 +86,12 @@ class TaskLoop:
         self.waiting: list[Member] = []
         """The role members this task's calls are waiting on (a timeout's cut asks whether they still answer)."""
         self.round = 0
-        self.samples = rules.samples
+        self.samples = rules.settings.samples
         self.revision: Revision | None = None
-        self.threshold = rules.convergence.threshold
+        self.threshold = rules.settings.convergence.threshold
         self.final_round = False
         self.state: dict[str, Any] = {}
-        self.batch = rules.batch
+        self.batch = rules.settings.batch
         self.share = rules.settings.share
         self.trace: list[Message] = [task]
         self.spent = Usage()
@@ -99,7 +99,7 @@ class TaskLoop:
         """Usage by `RoleName` (keys as `Result.usage_by_role` has them)."""
         self.unpriced: set[str] = set()
         # What the finished rounds established (read by `_finish`, also when a timeout cuts a round short).
-        self.protocol = ConvergenceProtocol(rules.convergence)
+        self.protocol = ConvergenceProtocol(rules.settings.convergence)
         self.started = rules.clock()
         self.seen: dict[tuple[int, int], Scored] = {}
         """Every ranked candidate of the finished rounds, by (round, sample)."""
@@ -266,7 +266,7 @@ class TaskLoop:
         rules, protocol = self.rules, self.protocol
         round_ = self.round = len(self.memory)
         self._plan_asks = 0
-        self.final_round = round_ + 1 >= rules.convergence.max_rounds
+        self.final_round = round_ + 1 >= rules.settings.convergence.max_rounds
         try:
             outcome: RoundOutcome = await rules.strategy.run_round(self)
             leader = rank(outcome.scored)[0]

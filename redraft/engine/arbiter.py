@@ -61,21 +61,20 @@ class Arbiter:
         clock: Callable[[], float] = time.monotonic,
         on_call: CallHook = lambda _role, _model, _usage: None,
     ) -> None:
-        strategy = get_strategy(settings.strategy)
-        convergence = settings.convergence
-        if not strategy.revises:
-            convergence = msgspec.structs.replace(convergence, max_rounds=1)
+        strategy = get_strategy(settings.strategy)  # the name resolved once, here: an arbiter actor is sent names
+        # The settings as this strategy plays them, one value each: one round for a strategy that does not
+        # revise, one sample for a single-sample one, a batch of its own for an arbiter given none.
+        settings = msgspec.structs.replace(
+            settings,
+            convergence=settings.convergence
+            if strategy.revises
+            else msgspec.structs.replace(settings.convergence, max_rounds=1),
+            samples=1 if strategy.single_sample else settings.samples,
+            batch=settings.batch or f"local-{uuid.uuid4().hex[:12]}",
+        )
         self._stages: dict[str, list[Stage]] = {}
         self.rules = Rules(
-            settings=settings,
-            strategy=strategy,
-            convergence=convergence,
-            samples=1 if strategy.single_sample else settings.samples,
-            roles=roles,
-            clock=clock,
-            on_call=on_call,
-            stages=self.stages,
-            batch=settings.batch or f"local-{uuid.uuid4().hex[:12]}",
+            settings=settings, strategy=strategy, roles=roles, clock=clock, on_call=on_call, stages=self.stages
         )
 
     async def run(self, task: Task, timeout_s: float | None = None, limit: StopLimit = "task_timeout") -> list[Message]:

@@ -37,15 +37,15 @@ import msgspec
 from redraft import services
 from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
-from redraft.backends.pricing import PriceTable
 from redraft.config import Budgets, RunConfig
 from redraft.engine._costing import CostingSpec, CostingVerifier, Course
 from redraft.engine._refine import run_blocking
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.pools import LocalMember, Roles
-from redraft.engine.setup import RoleSetup, arbiter_settings, role_constructors, verifier_backend
+from redraft.engine.resolved import ResolvedRun
+from redraft.engine.setup import RoleSetup, role_constructors, verifier_backend
 from redraft.protocols.messages import Result, Task, Usage
-from redraft.strategies import get_strategy, ledger_name
+from redraft.strategies import Strategy, ledger_name
 
 SAMPLE = 200
 """Tasks simulated at most; a larger run is estimated from a seeded sample of this many."""
@@ -199,18 +199,12 @@ def model_of(spec: BackendSpec) -> str:
     return str(getattr(spec, "model", spec.spec))
 
 
-def estimate_tasks(
-    config: RunConfig,
-    setup: RoleSetup,
-    tasks: Iterable[Task],
-    *,
-    done: Done = Done(),
-    sample: int = SAMPLE,
-) -> Estimate:
-    """The estimate for ``tasks`` (those the run has left) of a resolved ``config`` and its ``setup``; ``done``:
-    what the tasks the run directory already holds spent."""
+def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done(), sample: int = SAMPLE) -> Estimate:
+    """The estimate for ``tasks`` (those the run has left) of the resolved ``run``; ``done``: what the tasks the
+    run directory already holds spent."""
+    config, setup = run.config, run.setup
     total, picked = _sample(tasks, sample, config.experiment.seed)
-    results = run_blocking(_simulate_all(config, setup, picked), "redraft-estimate")
+    results = run_blocking(_simulate_all(run, picked), "redraft-estimate")
     worst, failing, passing = ([Spend(dict(r.usage_by_role)) for r in course] for course in results)
     factor = total / len(picked) if picked else 0.0
     per_task_worst = [w.most(f) for w, f in zip(worst, failing, strict=True)]
@@ -218,8 +212,8 @@ def estimate_tasks(
     expected = (_sum(passing) + _sum(failing)).scaled(factor / 2)
     if done.tasks:
         expected = done.spend.scaled(total / done.tasks)
-    models = _models(setup, config.experiment.strategy)
-    prices = arbiter_settings(config).prices
+    models = _models(setup, run.strategy)
+    prices = run.settings.prices
     unpriced = tuple(sorted({m for m in models.values() if not prices.free(m) and prices.price_of(m) is None}))
     free = all(prices.free(m) for m in models.values())
     errors = [r.error for course in results for r in course if r.error]
@@ -240,7 +234,7 @@ def estimate_tasks(
         done=done.tasks,
         spent=done.spend.total,
         assumptions=said,
-        samples=1 if get_strategy(config.experiment.strategy).single_sample else config.experiment.samples,
+        samples=1 if run.strategy.single_sample else config.experiment.samples,
     )
 
 
@@ -261,15 +255,15 @@ def _sample(tasks: Iterable[Task], size: int, seed: int) -> tuple[int, list[Task
     return seen, [task for _, task in sorted(kept, key=lambda pair: pair[0])]
 
 
-async def _simulate_all(config: RunConfig, setup: RoleSetup, tasks: list[Task]) -> list[list[Result]]:
-    return [await _simulate(config, setup, tasks, course) for course in (WORST, FAILING, PASSING)]
+async def _simulate_all(run: ResolvedRun, tasks: list[Task]) -> list[list[Result]]:
+    return [await _simulate(run, tasks, course) for course in (WORST, FAILING, PASSING)]
 
 
-async def _simulate(config: RunConfig, setup: RoleSetup, tasks: list[Task], course: Course) -> list[Result]:
+async def _simulate(run: ResolvedRun, tasks: list[Task], course: Course) -> list[Result]:
     """Each task's result through the real loop, its roles doubles that follow ``course``."""
     batch = f"estimate-{uuid.uuid4().hex[:12]}"
-    settings = msgspec.structs.replace(arbiter_settings(config), batch=batch)
-    arbiter = Arbiter(costing_roles(setup, config.experiment.strategy, course, config), settings)
+    settings = msgspec.structs.replace(run.settings, batch=batch, paced_roles=frozenset())
+    arbiter = Arbiter(costing_roles(run, course), settings)
     slots = asyncio.Semaphore(IN_FLIGHT)
 
     async def one(task: Task) -> Result:
@@ -285,12 +279,13 @@ async def _simulate(config: RunConfig, setup: RoleSetup, tasks: list[Task], cour
             here.objects.pop(ledger_name(batch), None)
 
 
-def costing_roles(setup: RoleSetup, strategy: str, course: Course, config: RunConfig) -> Roles:
-    """The roles ``strategy`` needs, in this process, every model a `CostingSpec` of the model it stands in for
-    and the verifier a `CostingVerifier` that follows ``course``."""
+def costing_roles(run: ResolvedRun, course: Course) -> Roles:
+    """The roles ``run``'s strategy needs, in this process, every model a `CostingSpec` of the model it stands in
+    for and the verifier a `CostingVerifier` that follows ``course``."""
+    setup = run.setup
 
     def double(spec: BackendSpec) -> CostingSpec:
-        batch = config.runtime.batch and batchable(spec) is not None
+        batch = run.runtime.batch and batchable(spec) is not None
         return CostingSpec(model=model_of(spec), fill=course.fill, batch=batch)
 
     costing = dataclasses.replace(
@@ -300,15 +295,15 @@ def costing_roles(setup: RoleSetup, strategy: str, course: Course, config: RunCo
         verifier=double(setup.verifier) if setup.verifier is not None else None,
         cache=False,
     )
-    made = role_constructors(costing, strategy)
-    convergence = config.convergence()
+    made = role_constructors(costing, run.strategy)
+    convergence = run.settings.convergence
     _, args, kwargs = made["verifier"]
     verdicts = {"course": course, "rounds": convergence.max_rounds, "threshold": convergence.threshold}
     made["verifier"] = (CostingVerifier, args, kwargs | verdicts)
     return Roles.of({name: [LocalMember(cls(*a, **k))] for name, (cls, a, k) in made.items()})
 
 
-def _models(setup: RoleSetup, strategy: str) -> dict[str, str]:
+def _models(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
     """Each role's model, for the roles ``strategy`` starts that call one."""
     made = role_constructors(setup, strategy)
     specs: dict[str, BackendSpec | None] = {
@@ -357,6 +352,6 @@ def _sooner(config: RunConfig) -> str:
     return f" or its {' and '.join(limits)} running out" if limits else ""
 
 
-def paid(setup: RoleSetup, strategy: str, prices: PriceTable) -> bool:
-    """Whether a role ``strategy`` starts calls a model that costs money, or might (an unpriced one)."""
-    return not all(prices.free(model) for model in _models(setup, strategy).values())
+def paid(run: ResolvedRun) -> bool:
+    """Whether a role ``run``'s strategy starts calls a model that costs money, or might (an unpriced one)."""
+    return not all(run.settings.prices.free(model) for model in _models(run.setup, run.strategy).values())

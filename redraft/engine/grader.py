@@ -20,15 +20,19 @@ from redraft.engine._workers import Workers
 from redraft.engine.pools import Reply, Request
 from redraft.errors import ProtocolError, describe
 from redraft.protocols.messages import CandidateGrade, CandidateText, CheckResult, Grade, GradeRequest, Task
-from redraft.scenarios import get_scenario
+from redraft.scenarios import Scenario, get_scenario
 
 
 class Grader:
     """`GradeRequest` in, `Grade` out; one scenario per grader."""
 
     def __init__(self, scenario: str, *, parallel: int | None = None) -> None:
-        self._scenario = get_scenario(scenario)
+        self._scenario = get_scenario(scenario)  # the name resolved once, here: a grader actor is sent names
         self._workers = Workers(parallel, name="redraft-grader")
+
+    @property
+    def scenario(self) -> Scenario:
+        return self._scenario
 
     async def serve(self, request: Request) -> Reply:
         if isinstance(request, GradeRequest):

@@ -1,10 +1,11 @@
-"""A config resolved into what the roles and arbiters are built from, every name checked before anything starts.
+"""What the roles and arbiters are built from, every setting checked before anything starts.
 
-`role_setup` validates a `RunConfig` and resolves its names (scenario, strategy,
-backend specs, prompts file, task file): a bad one is a `UserError` here, on the
-caller's side, before any role exists. `role_constructors` then says which roles
-a strategy needs and how each is made; the same constructors build the roles in
-one process (`redraft.engine._refine`) and inside Ray actors (`redraft.actors`).
+`role_setup` validates a `RunConfig` against its scenario and strategy (resolved once, by
+`redraft.engine.resolved.resolve_run`, and handed here as objects) and resolves its backend specs,
+prompts file and task file: a bad one is a `UserError` here, on the caller's side, before any role
+exists. `role_constructors` then says which roles a strategy needs and how each is made; the same
+constructors build the roles in one process (`redraft.engine._refine`) and inside Ray actors
+(`redraft.actors`).
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from redraft.engine.verifier import Verifier
 from redraft.errors import RedraftWarning, UserError
 from redraft.protocols.messages import RoleName
 from redraft.sandbox import isolation
-from redraft.scenarios import Scenario, get_scenario, provide
+from redraft.scenarios import CheckCost, Scenario, provide
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import CheckFunction, UserCheck
-from redraft.strategies import Share, get_strategy
+from redraft.strategies import Share, Strategy
 
 BackendOverrides = dict[RoleName, BackendSpec]
 """Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
@@ -65,6 +66,9 @@ class RoleSetup:
     lanes run side by side and split the nodes between them."""
     payer: str = ""
     """Whose money the roles' calls are (`CallSettings.payer`): the run directory's id, set once it is open."""
+    check_cost: CheckCost = "blocking"
+    """What the scenario's checks and grade cost (`Scenario.check_cost`): where verifiers and graders are placed
+    (`redraft.actors._placement`)."""
 
 
 def with_check(config: RunConfig, check: CheckFunction | None, grade: CheckFunction | None = None) -> RunConfig:
@@ -82,22 +86,24 @@ def with_check(config: RunConfig, check: CheckFunction | None, grade: CheckFunct
     return config.replace(scenario=made.name)
 
 
-def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> RoleSetup:
-    """Validate the config and resolve every name in it; `UserError` on the first bad one."""
+def role_setup(
+    config: RunConfig, scenario: Scenario, strategy: Strategy, backends: BackendOverrides | None = None
+) -> RoleSetup:
+    """Validate the config for ``scenario`` and ``strategy`` (its names, resolved) and resolve every backend
+    spec and file it names; `UserError` on the first bad one."""
     config.validate()
     experiment = config.experiment
     load_prices(config.runtime.prices)
-    scenario = get_scenario(experiment.scenario)
-    check_plans(experiment.strategy, scenario)
-    for shortfall in shortfalls(experiment, scenario):
+    check_plans(strategy, scenario)
+    for shortfall in shortfalls(experiment, scenario, strategy):
         warnings.warn(shortfall, RedraftWarning, stacklevel=1)  # one place: each said once per process
     if scenario.check_cost == "executes" and isolation.view_problem() is not None:
         raise UserError(isolation.refusal(scenario.name))
     if experiment.tasks is not None:  # every line or row made a task, before anything starts
-        validate_task_file(experiment.tasks, experiment.scenario, experiment.columns)
+        validate_task_file(experiment.tasks, scenario, experiment.columns)
     elif experiment.columns is not None:
         raise UserError("--columns maps the columns of a task file: give it with --tasks FILE")
-    check_share(experiment)
+    check_share(experiment, strategy)
     backends = backends or {}
     drafter = backends.get("drafter") or resolve(experiment.drafter)
     critic = backends.get("critic") or resolve(experiment.critic)
@@ -110,6 +116,7 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
         )
     return RoleSetup(
         scenario=experiment.scenario,
+        check_cost=scenario.check_cost,
         drafter=drafter,
         critic=critic,
         verifier=verifier,
@@ -121,7 +128,7 @@ def role_setup(config: RunConfig, backends: BackendOverrides | None = None) -> R
     )
 
 
-def shortfalls(experiment: Experiment, scenario: Scenario) -> list[str]:
+def shortfalls(experiment: Experiment, scenario: Scenario, strategy: Strategy) -> list[str]:
     """What the run gives less of than its scenario or strategy needs to do its work, each with the reason."""
     said = []
     if experiment.max_tokens < scenario.draft_tokens:
@@ -129,7 +136,7 @@ def shortfalls(experiment: Experiment, scenario: Scenario) -> list[str]:
             f"{scenario.name}'s answers need about {scenario.draft_tokens:,} tokens and --max-tokens "
             f"{experiment.max_tokens} cuts them short; pass --max-tokens {scenario.draft_tokens}"
         )
-    wanted = get_strategy(experiment.strategy).min_samples
+    wanted = strategy.min_samples
     if experiment.samples < wanted:
         said.append(
             f"{experiment.strategy} needs at least {wanted} --samples to do what it is for, and was given "
@@ -138,23 +145,22 @@ def shortfalls(experiment: Experiment, scenario: Scenario) -> list[str]:
     return said
 
 
-def check_plans(strategy: str, scenario: Scenario) -> None:
+def check_plans(strategy: Strategy, scenario: Scenario) -> None:
     """`UserError` for a strategy that executes plans (``plan_execute``) on a scenario with no files to run over."""
-    if get_strategy(strategy).executes_plans and not scenario.has_workspace:
+    if strategy.executes_plans and not scenario.has_workspace:
         raise UserError(
-            f"{strategy} runs each step of a plan over the task's files; scenario {scenario.name!r} has none "
+            f"{strategy.name} runs each step of a plan over the task's files; scenario {scenario.name!r} has none "
             "(pipeline has)"
         )
 
 
-def check_share(experiment: Experiment) -> None:
+def check_share(experiment: Experiment, strategy: Strategy) -> None:
     """`UserError` for a batch budget the strategy does not spend, two at once, or tokens too few for a draft."""
     given = (("--calls-per-task", experiment.calls_per_task), ("--tokens-per-task", experiment.tokens_per_task))
     flags = [flag for flag, value in given if value is not None]
-    spends = spends_calls_per_task(experiment.strategy)  # an unknown strategy is named here
     if not flags:
         return
-    if not spends:
+    if not strategy.shares_batch:
         raise UserError(
             f"{flags[0]} is the budget of a strategy that chooses its calls (adaptive); "
             f"{experiment.strategy} spends --samples drafts a round for up to --max-rounds rounds"
@@ -178,12 +184,6 @@ def share(experiment: Experiment) -> Share | None:
     if experiment.tokens_per_task is not None:
         return Share(float(experiment.tokens_per_task), "tokens")
     return None
-
-
-def spends_calls_per_task(strategy: str) -> bool:
-    """Whether the strategy ``strategy`` spends to a batch's budget (``--calls-per-task``,
-    ``--tokens-per-task``); `UserError` for an unknown name."""
-    return get_strategy(strategy).shares_batch
 
 
 def arbiter_settings(config: RunConfig, setup: RoleSetup | None = None) -> ArbiterSettings:
@@ -210,7 +210,7 @@ def paced_roles(setup: RoleSetup) -> frozenset[RoleName]:
     return frozenset(local | ({"self_critic"} if "drafter" in local else set()))  # type: ignore[arg-type]
 
 
-def role_constructors(setup: RoleSetup, strategy: str) -> dict[RoleName, Constructor]:
+def role_constructors(setup: RoleSetup, strategy: Strategy) -> dict[RoleName, Constructor]:
     """How each role the strategy needs is made, by role name (the grader is apart: it is not in the loop)."""
     drafts = CallSettings(setup.temperature, setup.draft_max_tokens, setup.cache, setup.prompts, setup.payer)
     roles: dict[RoleName, Constructor] = {
@@ -221,7 +221,7 @@ def role_constructors(setup: RoleSetup, strategy: str) -> dict[RoleName, Constru
             {"cache": setup.cache, "oracle": setup.oracle, "prompts": setup.prompts, "payer": setup.payer},
         ),
     }
-    critic_role = get_strategy(strategy).critic_role
+    critic_role = strategy.critic_role
     critiques = CallSettings(
         setup.critic_temperature, setup.critique_max_tokens, setup.cache, setup.prompts, setup.payer
     )
@@ -232,14 +232,14 @@ def role_constructors(setup: RoleSetup, strategy: str) -> dict[RoleName, Constru
     return roles
 
 
-def verifier_backend(setup: RoleSetup, strategy: str) -> BackendSpec | None:
+def verifier_backend(setup: RoleSetup, strategy: Strategy) -> BackendSpec | None:
     """The verifier's model: only strategies that ask it questions get one (``--verifier``, else the drafter's)."""
-    if not get_strategy(strategy).verifier_model:
+    if not strategy.verifier_model:
         return None
     return setup.verifier or setup.drafter
 
 
-def endpoints_by_role(setup: RoleSetup, strategy: str) -> dict[str, str]:
+def endpoints_by_role(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
     """The backend spec each role's calls go to, by `RoleName` (to say which endpoint is down)."""
     endpoints: dict[str, str] = {
         "drafter": setup.drafter.spec,

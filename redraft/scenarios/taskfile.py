@@ -54,7 +54,7 @@ from typing import Any, BinaryIO, Literal
 
 from redraft.errors import ProtocolError, UserError, did_you_mean
 from redraft.protocols.messages import Task, encode
-from redraft.scenarios._base import Scenario, get_scenario
+from redraft.scenarios._base import Scenario
 from redraft.scenarios._json_values import (
     MAX_DEPTH,
     MAX_ID_CHARS,
@@ -223,14 +223,13 @@ _EMPTY = {
 }
 
 
-def _tasks(path: Path, scenario: str, columns: str | None) -> Iterator[Task]:
-    owner = get_scenario(scenario)
+def _tasks(path: Path, owner: Scenario, columns: str | None) -> Iterator[Task]:
     mapping = ColumnMap.parse(columns) if columns is not None else None
     kind = file_format(path)
     records = _json_records(path, mapping) if kind == "jsonl" else _table_records(path, kind, mapping)
     first_seen: dict[str, str] = {}
     for where, record in records:
-        task = _task(where, _checked(where, record), scenario, owner)
+        task = _task(where, _checked(where, record), owner.name, owner)
         if task.task_id in first_seen:
             raise UserError(f"{where}: duplicate id {task.task_id!r} (first on {first_seen[task.task_id]})")
         first_seen[task.task_id] = where.rpartition(", ")[2]
@@ -239,13 +238,13 @@ def _tasks(path: Path, scenario: str, columns: str | None) -> Iterator[Task]:
         raise UserError(f"task file {path}: {_EMPTY[kind]}")
 
 
-def validate_task_file(path: str | Path, scenario: str, columns: str | None = None) -> int:
+def validate_task_file(path: str | Path, scenario: Scenario, columns: str | None = None) -> int:
     """Check the whole file as tasks of ``scenario``, its columns read as ``columns`` (``--columns``) says;
     the number of tasks in it. `UserError` (file, line or row, what) on the first fault."""
     return sum(1 for _ in _tasks(Path(path), scenario, columns))
 
 
-def iter_tasks(path: str | Path, scenario: str, columns: str | None = None) -> Iterator[Task]:
+def iter_tasks(path: str | Path, scenario: Scenario, columns: str | None = None) -> Iterator[Task]:
     """The file's tasks in file order, as tasks of ``scenario``. Validate the file first."""
     return _tasks(Path(path), scenario, columns)
 

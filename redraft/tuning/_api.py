@@ -19,20 +19,19 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from redraft.actors import ensure_ray
-from redraft.actors.driver import check_out, plan
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
-from redraft.engine import CallSettings
+from redraft.engine import CallSettings, check_out
 from redraft.engine.estimate import model_of
 from redraft.engine.prompt_files import about
 from redraft.engine.prompts import built_in
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
-from redraft.engine.setup import BackendOverrides, role_setup, with_check
+from redraft.engine.resolved import ResolvedRun, resolve_run
+from redraft.engine.setup import BackendOverrides, with_check
 from redraft.errors import Interrupted, UserError, unknown_name
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RAY_LOG
@@ -102,12 +101,12 @@ def tune(
     ``on_result(label, result)`` follow each evaluation's run.
     """
     config = with_check(config, check, grade)
-    setup = _checked(config, settings, backends)
+    run = _checked(config, settings, backends)
+    setup = run.setup
     out = Path(config.runtime.out) if config.runtime.out else default_out()
     check_out(out)
     dry = config.runtime.dry_run
-    _, stream = plan(config)
-    tasks = {task.task_id: task for task in stream()}
+    tasks = {task.task_id: task for task in run.tasks()}
     splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry)
     payer = read_manifest(out, config, settings, write=not dry)  # the tune's own id: its journal's records carry it
     status = StatusTracker(of=settings.max_proposals, tell=on_status)
@@ -193,8 +192,8 @@ def _search_settings(config: RunConfig, settings: TuneSettings) -> SearchSetting
     )
 
 
-def _checked(config: RunConfig, settings: TuneSettings, backends: BackendOverrides | None) -> Any:
-    """The roles' setup, once every setting is known good; `UserError` for the first bad one."""
+def _checked(config: RunConfig, settings: TuneSettings, backends: BackendOverrides | None) -> ResolvedRun:
+    """The tune's run, resolved once every setting is known good; `UserError` for the first bad one."""
     if config.experiment.oracle_feedback:
         raise UserError(
             "tune steers by feedback and selects by train and validation grades: --oracle-feedback "
@@ -214,7 +213,7 @@ def _checked(config: RunConfig, settings: TuneSettings, backends: BackendOverrid
     ):
         if value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
-    return role_setup(config, backends)
+    return resolve_run(config, backends=backends)
 
 
 def _proposer_spec(

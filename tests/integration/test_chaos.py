@@ -23,6 +23,7 @@ import pytest
 
 from redraft import RunConfig, run
 from redraft.errors import ClusterError
+from redraft.strategies import get_strategy
 from tests.support.chaos import (
     Killer,
     arithmetic_server,
@@ -265,7 +266,9 @@ def test_a_member_restarted_in_place_unseen_by_its_callers_moves_the_fleets_dist
     from redraft.engine.setup import RoleSetup
 
     spec = ScriptedSpec(script=["Answer: 1"])
-    fleet = Fleet(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial", ArbiterSettings())
+    fleet = Fleet(
+        RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), get_strategy("adversarial"), ArbiterSettings()
+    )
     fleet.heartbeat_s = 0.0  # every check is a heartbeat
     try:
         fleet.check()

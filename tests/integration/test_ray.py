@@ -16,6 +16,7 @@ from redraft.engine.setup import RoleSetup
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Grade, Result, Verification, decode, encode, iter_frames
 from redraft.scenarios import get_scenario
+from redraft.strategies import get_strategy
 from tests.support.replies import Clocked, HumanEvalOracle, LateLearner, Unstartable
 
 pytestmark = pytest.mark.ray
@@ -27,7 +28,9 @@ def test_roles_exchange_validated_bytes_across_actor_boundaries(ray_cluster: Any
     import ray
 
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
-    drafter = members(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), "adversarial")["drafter"][0]
+    drafter = members(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), get_strategy("adversarial"))[
+        "drafter"
+    ][0]
     request = DraftRequest(task=TASKS[0], round=0, sample=0, seed=1)
     reply = ray.get(drafter.serve.remote(encode(request)))
     assert isinstance(reply, bytes)

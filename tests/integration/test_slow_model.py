@@ -20,18 +20,18 @@ from redraft.config import RunConfig
 from redraft.engine._refine import local_roles, refine_trace
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader
-from redraft.engine.setup import arbiter_settings, role_setup
+from redraft.engine.resolved import resolve_run
 from redraft.protocols.messages import Result, Task
 
 paced = {PACED}
 config = RunConfig.build(
     scenario="arithmetic", strategy="self_refine", samples=1, max_rounds=1, max_tokens=16, cache=False
 )
-setup = role_setup(config)
-settings = arbiter_settings(config, setup)
+run = resolve_run(config)
+setup, settings = run.setup, run.settings
 paced_roles = settings.paced_roles if paced else frozenset()
 settings = msgspec.structs.replace(settings, call_deadline_s=1.0, paced_roles=paced_roles)
-roles = local_roles(setup, config.experiment.strategy, settings)
+roles = local_roles(setup, run.strategy, settings)
 task = Task(task_id="slow", scenario="arithmetic", prompt="Ann has 9 pens. Then Ann gets 4 more. How many now?",
             gold={{"answer": 13}})
 try:

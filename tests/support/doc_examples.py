@@ -133,7 +133,7 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     config = RunConfig.build(scenario=scenario, model=own["model"], **given)
     check_experiment(config, workspace)
     if config.experiment.tasks is not None:
-        validate_task_file(workspace / config.experiment.tasks, scenario, config.experiment.columns)
+        validate_task_file(workspace / config.experiment.tasks, get_scenario(scenario), config.experiment.columns)
     for name, reader in (("prices", load_prices), ("arms_file", _arms_file)):
         if (path := context.params.get(name)) is not None:
             reader(workspace / path)
@@ -198,7 +198,7 @@ def check_data(language: str, text: str, path: Path, workspace: Path) -> None:
         if all(isinstance(r, dict) and "prompt" in r for r in records):
             graded = any("feedback" in r for r in records)
             scenario = user_scenario_name(TASK_FILE_CHECK, TASK_FILE_CHECK if graded else None)
-            assert validate_task_file(path, scenario) == len(records)
+            assert validate_task_file(path, get_scenario(scenario)) == len(records)
         else:
             load_prices(path)
     elif language == "csv":  # a task file: the command that runs it validates it with its --columns

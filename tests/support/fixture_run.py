@@ -39,6 +39,7 @@ from typing import Any
 
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
+from redraft.strategies import get_strategy
 from tests.support.paths import FIXTURES
 from tests.support.replies import is_critique, round_of
 from tests.support.report_runs import ArbiterDied, Plan, prompt_of
@@ -140,7 +141,9 @@ def make_fixture_run(root: Path) -> Path:
     store = RunStore.open(root, manifest)
     for prefix, strategy, patch, plans in SEGMENTS:
         config = config_of(strategy, patch, root)
-        roles = local_roles(RoleSetup(scenario="arithmetic", drafter=SPEC, critic=SPEC, cache=False), strategy)
+        roles = local_roles(
+            RoleSetup(scenario="arithmetic", drafter=SPEC, critic=SPEC, cache=False), get_strategy(strategy)
+        )
         arbiter = Arbiter(roles, config.arbiter_settings(), clock=lambda: float(next(ticks)))
         for name in plans:
             task_id = f"{prefix}/{name}"

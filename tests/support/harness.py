@@ -18,7 +18,7 @@ from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.setup import RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Message, Task, encode, iter_frames
-from redraft.strategies import Share
+from redraft.strategies import Share, get_strategy
 
 Script = Sequence[str] | Reply
 
@@ -37,7 +37,7 @@ def scripted_arbiter(
     spec = ScriptedSpec(script=script, model=model, delay_s=delay_s)
     verifier_spec = None if verifier is None else ScriptedSpec(script=verifier)
     setup = RoleSetup(scenario=scenario, drafter=spec, critic=spec, verifier=verifier_spec)
-    return Arbiter(local_roles(setup, settings.strategy), settings, clock=clock)
+    return Arbiter(local_roles(setup, get_strategy(settings.strategy)), settings, clock=clock)
 
 
 def run_task(

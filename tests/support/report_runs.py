@@ -22,7 +22,6 @@ from pathlib import Path
 
 from redraft import RunConfig
 from redraft.actors._attempts import failed_result
-from redraft.actors.driver import manifest_for
 from redraft.backends.base import ChatRequest
 from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
@@ -32,6 +31,7 @@ from redraft.rundir import RunStore
 from tests.support.harness import scripted_arbiter
 from tests.support.paths import REPO_ROOT
 from tests.support.replies import is_critique, round_of
+from tests.support.resolved import manifest_for
 
 HTML_TEXT = '<script>alert("pwned")</script> [bold red]not markup[/] & <b>bold</b>'
 QUESTION = "Is <one> added to the first number?"

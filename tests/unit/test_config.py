@@ -8,10 +8,10 @@ import msgspec
 import pytest
 
 from redraft import RunConfig
-from redraft.actors.driver import identity
 from redraft.config import GROUPS, Budgets, Experiment, Runtime, flag, setting_aliases
 from redraft.errors import UserError
 from redraft.rundir import fingerprint
+from tests.support.resolved import identity
 
 
 def test_build_routes_each_flat_setting_to_its_group() -> None:

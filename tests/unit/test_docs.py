@@ -27,7 +27,6 @@ import yaml
 
 import redraft
 from redraft import RunConfig
-from redraft.actors.driver import manifest_for
 from redraft.backends import ScriptedSpec
 from redraft.backends.base import ChatRequest
 from redraft.backends.registry import BACKENDS
@@ -46,6 +45,7 @@ from tests.support.doc_pages import LANGUAGES, Block, blocks, code_spans, dead_l
 from tests.support.harness import scripted_arbiter
 from tests.support.paths import DOCS, REPO_ROOT
 from tests.support.replies import CRITIQUE, is_critique, round_of, task_of, worked
+from tests.support.resolved import manifest_for
 
 ALL_BLOCKS = [block for page in pages() for block in blocks(page)]
 PYTHON_PAGES = sorted({b.page for b in ALL_BLOCKS if b.language == "python"})

@@ -40,6 +40,7 @@ ALLOWED: dict[str, set[str]] = {
         "backends",
         "scenarios",
         "sandbox",
+        "rundir",
     },
     "actors": {
         *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),
@@ -132,6 +133,25 @@ def test_no_module_reaches_into_another_package_s_private_modules() -> None:
             if private and room_of(target) != room:
                 reached.append(f"{module_name(path)} imports {target}")
     assert reached == []
+
+
+NAMES_RESOLVED_IN = {
+    "engine/resolved.py",  # a run's config, once (`resolve_run`)
+    *("engine/arbiter.py", "engine/drafter.py", "engine/verifier.py", "engine/grader.py"),  # each constructor, once
+    "cli/__init__.py",  # `redraft strategies` lists each strategy's documentation
+    *("scenarios/_base.py", "strategies/_base.py"),  # the registries themselves
+}
+"""Where a scenario or a strategy may be looked up by name: everywhere else receives the object."""
+
+
+def test_a_scenario_or_a_strategy_is_looked_up_by_name_only_where_a_run_is_resolved() -> None:
+    lookups = []
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = getattr(node.func, "id", None) if isinstance(node, ast.Call) else None
+            if name in ("get_scenario", "get_strategy") and str(path.relative_to(PACKAGE)) not in NAMES_RESOLVED_IN:
+                lookups.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {name}")
+    assert lookups == []
 
 
 def test_the_rule_can_fail() -> None:

@@ -16,12 +16,14 @@ from redraft.engine.setup import RoleSetup
 from redraft.engine.verifier import Verifier
 from redraft.protocols.messages import CandidateText, Draft, GradeRequest, VerifyRequest
 from redraft.scenarios import get_scenario
+from redraft.strategies import get_strategy
 
 SPEC = ScriptedSpec(script=["Answer: 1"])
 
 
 def setup(scenario: str) -> RoleSetup:
-    return RoleSetup(scenario=scenario, drafter=SPEC, critic=SPEC)
+    """A run's roles on ``scenario``, with what it resolves of the scenario: what its checks cost."""
+    return RoleSetup(scenario=scenario, drafter=SPEC, critic=SPEC, check_cost=get_scenario(scenario).check_cost)
 
 
 @pytest.mark.parametrize(
@@ -40,10 +42,13 @@ def test_scenarios_declare_what_their_checks_cost(scenario: str, cost: str) -> N
 
 
 def test_instant_checks_are_run_by_the_arbiter_unless_a_verifier_model_is_asked() -> None:
-    assert verifies_in_arbiter(setup("arithmetic"), "adversarial")
-    assert not verifies_in_arbiter(setup("arithmetic"), "cove")  # its questions go to the verifier's model
-    assert not verifies_in_arbiter(setup("sql"), "adversarial")
-    member = factory.member(setup("arithmetic"), "adversarial", "verifier", "no-such-node")  # Ray is not asked
+    assert verifies_in_arbiter(setup("arithmetic"), get_strategy("adversarial"))
+    assert not verifies_in_arbiter(
+        setup("arithmetic"), get_strategy("cove")
+    )  # its questions go to the verifier's model
+    assert not verifies_in_arbiter(setup("sql"), get_strategy("adversarial"))
+    adversarial = get_strategy("adversarial")
+    member = factory.member(setup("arithmetic"), adversarial, "verifier", "no-such-node")  # Ray is not asked
     assert isinstance(member, Verifier)
 
 

@@ -33,6 +33,7 @@ from redraft.errors import BackendUnavailableError, CheckBrokenError, ClusterErr
 from redraft.protocols.messages import Draft, DraftRequest, Message, Result, Task, Usage, encode
 from redraft.rundir import RunReader, RunStore
 from redraft.scenarios import get_scenario
+from redraft.strategies import get_strategy
 from tests.support.replies import LateLearner
 
 TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 2))
@@ -104,11 +105,15 @@ def test_a_redone_task_replays_its_finished_rounds_without_calling_a_model() -> 
         stream.replay = [(trace[q], trace[a]) for q, a in pairs]  # type: ignore[attr-defined]
         return trace
 
-    first = asyncio.run(stream(Arbiter(local_roles(RoleSetup("arithmetic", spec, spec), "adversarial"), settings), []))
+    first = asyncio.run(
+        stream(Arbiter(local_roles(RoleSetup("arithmetic", spec, spec), get_strategy("adversarial")), settings), [])
+    )
     replay = stream.replay  # type: ignore[attr-defined]
     silent = ScriptedSpec(script=[])  # any call raises: nothing may be paid twice
     again = asyncio.run(
-        stream(Arbiter(local_roles(RoleSetup("arithmetic", silent, silent), "adversarial"), settings), replay)
+        stream(
+            Arbiter(local_roles(RoleSetup("arithmetic", silent, silent), get_strategy("adversarial")), settings), replay
+        )
     )
     assert again[:-1] == first[:-1]  # the same trace from the replay alone...
     last = [trace[-1] for trace in (first, again)]

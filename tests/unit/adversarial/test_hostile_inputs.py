@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import MAX_LINE_BYTES, MAX_STRING_CHARS, MAX_TASK_BYTES, validate_task_file
 from tests.support.refusals import GOOD, SCRIPTED, refused
 
@@ -120,7 +121,7 @@ def test_a_hostile_line_stops_the_whole_file_with_one_line(
 def test_what_is_at_a_limit_is_accepted(content: bytes, tasks: int, tmp_path: Path) -> None:
     path = tmp_path / "tasks.jsonl"
     path.write_bytes(content)
-    assert validate_task_file(path, "arithmetic") == tasks
+    assert validate_task_file(path, get_scenario("arithmetic")) == tasks
 
 
 def _blank(tmp_path: Path) -> str:

@@ -17,7 +17,7 @@ import pytest
 
 import redraft
 from redraft.config import RunConfig
-from redraft.engine.setup import role_setup
+from redraft.engine.resolved import resolve_run
 from redraft.errors import SandboxError, UserError
 from redraft.sandbox import SandboxLimits, SandboxResult, _isolation, view
 from redraft.sandbox import _supervisor as supervisor
@@ -157,12 +157,12 @@ def test_a_run_that_executes_candidates_is_refused_in_one_line_where_the_view_ca
 ) -> None:
     monkeypatch.setattr(_isolation, "view_problem", lambda: "unshare: Operation not permitted")
     with pytest.raises(UserError) as refused:
-        role_setup(RunConfig.build(scenario=scenario))
+        resolve_run(RunConfig.build(scenario=scenario))
     message = str(refused.value)
     assert "\n" not in message and f"{_isolation.WEAK_ENV}=weak" in message and "Operation not permitted" in message
-    role_setup(RunConfig.build(scenario="arithmetic"))  # a scenario that executes nothing is never refused
+    resolve_run(RunConfig.build(scenario="arithmetic"))  # a scenario that executes nothing is never refused
     monkeypatch.setattr(_isolation, "view_problem", lambda: None)
-    role_setup(RunConfig.build(scenario=scenario))
+    resolve_run(RunConfig.build(scenario=scenario))
 
 
 def test_the_view_is_there_on_this_machine() -> None:

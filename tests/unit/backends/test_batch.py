@@ -252,13 +252,13 @@ async def test_a_batch_the_provider_no_longer_knows_is_sent_again_and_a_refused_
 
 def test_batch_is_refused_when_no_model_of_the_run_has_a_batch_api() -> None:
     from redraft import RunConfig
-    from redraft.engine.setup import role_setup
+    from redraft.engine.resolved import resolve_run
     from redraft.errors import UserError
 
     with pytest.raises(UserError, match=r"this run's models \(local\) have none: run it without --batch"):
-        role_setup(RunConfig.build(scenario="arithmetic", batch=True))
+        resolve_run(RunConfig.build(scenario="arithmetic", batch=True))
     compatible = "openai-compatible:m@http://127.0.0.1:9/v1"
     with pytest.raises(UserError, match="have none"):
-        role_setup(RunConfig.build(scenario="arithmetic", model=compatible, batch=True))
-    setup = role_setup(RunConfig.build(scenario="arithmetic", drafter="openai:gpt-4o-mini", batch=True))
+        resolve_run(RunConfig.build(scenario="arithmetic", model=compatible, batch=True))
+    setup = resolve_run(RunConfig.build(scenario="arithmetic", drafter="openai:gpt-4o-mini", batch=True)).setup
     assert setup.drafter.spec == "openai:gpt-4o-mini"  # one role with a batch API is enough; the rest run online

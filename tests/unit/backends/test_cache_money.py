@@ -22,6 +22,7 @@ from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import ChatMessage, Result, Usage
 from redraft.rundir.summary import summarize
 from redraft.scenarios import get_scenario
+from redraft.strategies import get_strategy
 from redraft.views.summary_table import summary_rows
 from tests.support.replies import LateLearner
 
@@ -39,7 +40,7 @@ def refined(payer: str) -> Result:
     """The task refined by a run whose calls are ``payer``'s, through the real arbiter and roles."""
     setup = RoleSetup(scenario="arithmetic", drafter=PRICED, critic=PRICED, payer=payer)
     settings = ArbiterSettings(samples=2, convergence=ConvergenceConfig(max_rounds=3))
-    trace = asyncio.run(Arbiter(local_roles(setup, settings.strategy), settings).run(TASK.without_gold()))
+    trace = asyncio.run(Arbiter(local_roles(setup, get_strategy(settings.strategy)), settings).run(TASK.without_gold()))
     result = trace[-1]
     assert isinstance(result, Result)
     return result

@@ -91,16 +91,16 @@ def test_the_plan_runs_each_arm_and_repeat_in_its_own_folder_and_one_baseline(tm
     baseline = lanes[-1].config.experiment
     assert (baseline.strategy, baseline.samples, baseline.max_rounds) == ("self_consistency", 16, 1)
     assert lanes[0].config.runtime.out == str(tmp_path / "arms" / "adversarial")
-    plan.validate()
+    assert [lane.label for lane, _ in plan.resolved()] == [lane.label for lane in lanes]
     with pytest.raises(UserError, match="arm 'adversarial': --max-rounds must be"):
-        ComparePlan(base=base.replace(max_rounds=0), arms=plan.arms, out=tmp_path).validate()
+        ComparePlan(base=base.replace(max_rounds=0), arms=plan.arms, out=tmp_path).resolved()
 
 
 def test_an_arm_of_an_unknown_strategy_is_refused_before_anything_runs(tmp_path: Path) -> None:
     base = RunConfig.build(scenario="arithmetic", limit=1)
     plan = ComparePlan(base=base, arms=arms_from_names("adversarial,self-refine"), out=tmp_path)
     with pytest.raises(UserError) as raised:
-        plan.validate()
+        plan.resolved()
     assert str(raised.value).startswith(
         "arm 'self-refine': unknown strategy 'self-refine' (did you mean 'self_refine'? known: adaptive, adversarial, "
     )
@@ -113,20 +113,20 @@ def test_lanes_side_by_side_split_each_nodes_cpu_between_their_checking_actors(
     unplaceable until the actors' start deadline failed the comparison."""
     from redraft.actors._placement import cpus_of
     from redraft.comparison import _runner
-    from redraft.engine.setup import role_setup
+    from redraft.engine.resolved import ResolvedRun, resolve_run
 
     shares: list[float] = []
 
-    def run(config: RunConfig, **kwargs: object) -> None:
-        shares.append(kwargs["cpu_share"])  # type: ignore[arg-type]
+    def run(resolved: ResolvedRun, hooks: object) -> None:
+        shares.append(resolved.setup.cpu_share)
 
-    monkeypatch.setattr(_runner, "run", run)
+    monkeypatch.setattr(_runner, "run_resolved", run)
     monkeypatch.setattr(_runner, "ensure_ray", lambda *args, **kwargs: None)
     base = RunConfig.build(scenario="humaneval", limit=1)
     plan = ComparePlan(base=base, arms=arms_from_names("none,self_consistency,adversarial"), out=tmp_path)
     _runner.run_comparison(plan)
     assert shares == [0.25] * 4  # three arms and the baseline
-    setup = role_setup(base)
+    setup = resolve_run(base).setup
     assert cpus_of(setup, "verifier") == 1.0  # a run alone reserves a whole CPU for each
     shared = dataclasses.replace(setup, cpu_share=0.25)
     assert (cpus_of(shared, "verifier"), cpus_of(shared, "drafter")) == (0.25, 0.0)

@@ -12,7 +12,6 @@ import pytest
 from rich.console import Console
 
 from redraft import RunConfig, Task
-from redraft.actors.driver import manifest_for
 from redraft.backends.base import ChatRequest
 from redraft.comparison._analysis import Comparison
 from redraft.comparison._arms import Arm
@@ -27,6 +26,7 @@ from redraft.protocols.messages import Result, encode
 from redraft.rundir import RunStore
 from tests.support.harness import scripted_arbiter
 from tests.support.replies import is_critique, round_of
+from tests.support.resolved import manifest_for
 
 CHECK = "check:tests.support.check_modules:exact_answer"
 TASKS = [

@@ -15,7 +15,6 @@ import pytest
 
 import redraft
 from redraft import RunConfig
-from redraft.actors.driver import manifest_for
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._costing import CHARS_PER_TOKEN, MESSAGE_TOKENS, CostingBackend, prompt_tokens
@@ -30,6 +29,7 @@ from redraft.scenarios import get_scenario
 from tests.support.harness import scripted_arbiter
 from tests.support.plan_scripts import ask_of, step, write_output
 from tests.support.replies import CRITIQUE, LateLearner, request_kind
+from tests.support.resolved import manifest_for
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
 STRATEGIES = [
@@ -170,12 +170,12 @@ def test_a_large_run_is_estimated_from_a_seeded_sample_scaled_up() -> None:
     config = RunConfig.build(scenario="arithmetic", limit=30, samples=1, max_rounds=2)
     whole = redraft.estimate(config, backends={"drafter": model, "critic": model})
     from redraft.engine.estimate import estimate_tasks
-    from redraft.engine.setup import role_setup
+    from redraft.engine.resolved import resolve_run
 
-    setup = role_setup(config, {"drafter": model, "critic": model})
+    run = resolve_run(config, backends={"drafter": model, "critic": model})
     tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), 30))
-    sampled = estimate_tasks(config, setup, iter(tasks), sample=10)
-    again = estimate_tasks(config, setup, iter(tasks), sample=10)
+    sampled = estimate_tasks(run, iter(tasks), sample=10)
+    again = estimate_tasks(run, iter(tasks), sample=10)
     assert (sampled.tasks, sampled.simulated, whole.simulated) == (30, 10, 30)
     assert sampled == again  # seeded: the same sample, the same figures
     assert sampled.worst.total.calls == whole.worst.total.calls  # every task makes the same calls here

@@ -18,10 +18,12 @@ from redraft.engine._refine import local_roles, refine_trace
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader
 from redraft.engine.pools import Member, Outcome, Request, Roles
-from redraft.engine.setup import arbiter_settings, role_setup
+from redraft.engine.resolved import resolve_run
+from redraft.engine.setup import arbiter_settings
 from redraft.protocols.messages import Decision, Grade, Result, Task, Verification, decode, encode
 from redraft.scenarios import get_scenario
 from redraft.scenarios.builtin.arithmetic import Arithmetic, check_steps
+from redraft.strategies import get_strategy
 from tests.support.replies import request_kind, worked
 
 # ---------------------------------------------------------------- arithmetic's calculator
@@ -182,9 +184,9 @@ def run_recorded(task: Task, strategy: str, oracle: bool) -> tuple[list[bytes], 
 
     spec = ScriptedSpec(script=model)
     config = RunConfig.build(scenario=task.scenario, strategy=strategy, samples=2, max_rounds=2, oracle_feedback=oracle)
-    setup = role_setup(config, {"drafter": spec, "critic": spec, "verifier": spec})
+    setup = resolve_run(config, backends={"drafter": spec, "critic": spec, "verifier": spec}).setup
     received: list[bytes] = []
-    roles = local_roles(setup, strategy)
+    roles = local_roles(setup, get_strategy(strategy))
     recorded = Roles.of(
         {pool.role: [Recording(m, received) for m in pool.members if m is not None] for pool in roles.pools()}
     )

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from redraft import RunConfig
-from redraft.actors.driver import identity
 from redraft.backends.scripted import ScriptedSpec
 from redraft.comparison._arms import arms_from_file
 from redraft.engine._model_role import CallSettings
@@ -24,6 +23,7 @@ from redraft.errors import UserError
 from redraft.protocols.messages import DraftRequest, Task
 from redraft.rundir import fingerprint
 from tests.support.replies import PLEASE
+from tests.support.resolved import identity
 
 OVERRIDE = f'[draft_task]\nversion = 7\ntext = """{PLEASE} The task is between its fence lines.\n$task"""\n'
 

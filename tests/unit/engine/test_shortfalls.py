@@ -8,11 +8,13 @@ from redraft.cli import main
 from redraft.config import RunConfig
 from redraft.engine.setup import shortfalls
 from redraft.scenarios import get_scenario
+from redraft.strategies import get_strategy
 
 
 def said(**settings: object) -> list[str]:
     config = RunConfig.build(**settings)  # type: ignore[arg-type]
-    return shortfalls(config.experiment, get_scenario(config.experiment.scenario))
+    experiment = config.experiment
+    return shortfalls(experiment, get_scenario(experiment.scenario), get_strategy(experiment.strategy))
 
 
 def test_too_few_tokens_for_the_scenario_s_answers_are_named_with_the_fix() -> None:

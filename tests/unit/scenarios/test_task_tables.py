@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from redraft import RunConfig
-from redraft.actors.driver import plan
 from redraft.cli import main
-from redraft.engine.setup import role_setup
+from redraft.engine.resolved import resolve_run
 from redraft.errors import UserError
+from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import file_format, iter_tasks, validate_task_file
 from tests.support.task_files import CHECK, write_lines
 
@@ -90,18 +90,18 @@ def named_csv(path: Path) -> Path:
 
 def test_the_same_tasks_as_json_lines_csv_and_parquet_are_equal_tasks(tmp_path: Path) -> None:
     jsonl = write_lines(tmp_path / "tasks.jsonl", *RECORDS)
-    expected = list(iter_tasks(jsonl, GRADED))
+    expected = list(iter_tasks(jsonl, get_scenario(GRADED)))
     assert expected[0].gold == {"answer": 7, "unit": "apples"} and expected[0].reference == {"max_words": 3}
     for path, columns in [
         (mapped_csv(tmp_path / "tasks.csv"), MAPPING),
         (mapped_parquet(tmp_path / "tasks.parquet"), MAPPING),
         (named_csv(tmp_path / "named.csv"), None),
     ]:
-        assert validate_task_file(path, GRADED, columns) == len(RECORDS)
-        assert list(iter_tasks(path, GRADED, columns)) == expected, path.name
+        assert validate_task_file(path, get_scenario(GRADED), columns) == len(RECORDS)
+        assert list(iter_tasks(path, get_scenario(GRADED), columns)) == expected, path.name
     renamed = [{"qid": r["id"], "question": r["prompt"], "reference": r["reference"]} for r in RECORDS]
     renamed_file = write_lines(tmp_path / "renamed.jsonl", *renamed)  # a key no entry names is not read
-    same = list(iter_tasks(renamed_file, GRADED, "id=qid,prompt=question,reference=reference"))
+    same = list(iter_tasks(renamed_file, get_scenario(GRADED), "id=qid,prompt=question,reference=reference"))
     assert [(t.task_id, t.prompt, t.gold) for t in same] == [(t.task_id, t.prompt, t.gold) for t in expected]
 
 
@@ -122,7 +122,7 @@ def test_text_cells_read_as_the_mapping_says(tmp_path: Path) -> None:
         tmp_path / "t.csv", ["n", "q", "a", "f", "j"], ["12", "What?", " 42 ", "0.5", '{"k": [1, true, null]}']
     )
     columns = "id=n,prompt=q,reference.int=a:int,reference.text=a,reference.float=f:float,reference.json=j:json"
-    [task] = iter_tasks(path, f"check:{CHECK}", columns)
+    [task] = iter_tasks(path, get_scenario(f"check:{CHECK}"), columns)
     assert task.task_id == "12"  # a text cell is text, digits or not
     assert task.reference == {"int": 42, "text": " 42 ", "float": 0.5, "json": {"k": [1, True, None]}}
 
@@ -131,13 +131,13 @@ def test_a_typed_parquet_cell_keeps_its_type_and_an_integer_id_is_read_as_text_w
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"qid": [101, 102], "q": ["a?", "b?"], "gold": [1.5, 2.0], "ok": [True, False]}), path)
     columns = "id=qid:str,prompt=q,reference.gold=gold,reference.ok=ok"
-    tasks = list(iter_tasks(path, f"check:{CHECK}", columns))
+    tasks = list(iter_tasks(path, get_scenario(f"check:{CHECK}"), columns))
     assert [(t.task_id, t.reference) for t in tasks] == [
         ("101", {"gold": 1.5, "ok": True}),
         ("102", {"gold": 2.0, "ok": False}),
     ]
     with pytest.raises(UserError) as info:
-        validate_task_file(path, f"check:{CHECK}", "id=qid,prompt=q")
+        validate_task_file(path, get_scenario(f"check:{CHECK}"), "id=qid,prompt=q")
     assert str(info.value) == (
         f"task file {path}, row 1, column 'qid': the id must be text, got a number; "
         "read it as text with --columns id=qid:str"
@@ -243,7 +243,7 @@ def test_a_fault_is_one_line_naming_the_file_the_row_and_the_column(
 ) -> None:
     path = make(tmp_path)
     with pytest.raises(UserError) as info:
-        validate_task_file(path, f"check:{CHECK}", columns)
+        validate_task_file(path, get_scenario(f"check:{CHECK}"), columns)
     said = str(info.value)
     assert said.startswith(message.format(path=f"task file {path}")), said
     assert "\n" not in said
@@ -270,16 +270,18 @@ def test_a_fault_is_one_line_naming_the_file_the_row_and_the_column(
 def test_a_bad_mapping_is_refused_before_the_file_is_read(tmp_path: Path, columns: str, message: str) -> None:
     path = write_csv(tmp_path / "t.csv", ["id", "prompt"], ["a", "x?"])
     with pytest.raises(UserError) as info:
-        validate_task_file(path, f"check:{CHECK}", columns)
+        validate_task_file(path, get_scenario(f"check:{CHECK}"), columns)
     assert str(info.value) == message
 
 
 def test_a_column_whose_name_ends_in_a_colon_and_a_word_is_named_with_its_type(tmp_path: Path) -> None:
     path = write_csv(tmp_path / "t.csv", ["id", "q:text", "gold", "at 10:30"], ["a", "x?", "3", "early"])
-    [task] = iter_tasks(path, f"check:{CHECK}", "prompt=q:text:str,reference.n=gold:int,reference.t=at 10:30")
+    [task] = iter_tasks(
+        path, get_scenario(f"check:{CHECK}"), "prompt=q:text:str,reference.n=gold:int,reference.t=at 10:30"
+    )
     assert task.prompt == "x?" and task.reference == {"n": 3, "t": "early"}
     with pytest.raises(UserError, match=r"^--columns: unknown type 'text' in 'prompt=q:text' "):
-        validate_task_file(path, f"check:{CHECK}", "prompt=q:text")
+        validate_task_file(path, get_scenario(f"check:{CHECK}"), "prompt=q:text")
 
 
 def test_a_run_streams_the_mapped_tasks_and_columns_go_with_a_task_file(tmp_path: Path) -> None:
@@ -288,11 +290,10 @@ def test_a_run_streams_the_mapped_tasks_and_columns_go_with_a_task_file(tmp_path
     from redraft.backends.scripted import ScriptedSpec
 
     unused = ScriptedSpec(script=[])
-    role_setup(config, backends={"drafter": unused, "critic": unused})
-    _, tasks = plan(config)
-    assert [t.task_id for t in tasks()] == ["apples", "capital-fr"]
+    run = resolve_run(config, backends={"drafter": unused, "critic": unused})
+    assert [t.task_id for t in run.tasks()] == ["apples", "capital-fr"]
     with pytest.raises(UserError, match=r"^--columns maps the columns of a task file: give it with --tasks FILE$"):
-        role_setup(RunConfig.build(columns="prompt=q"), backends={"drafter": unused, "critic": unused})
+        resolve_run(RunConfig.build(columns="prompt=q"), backends={"drafter": unused, "critic": unused})
 
 
 def test_the_cli_refuses_a_bad_row_in_one_line_and_starts_nothing(

@@ -14,15 +14,15 @@ import numpy
 import pytest
 
 from redraft import RunConfig
-from redraft.actors.driver import identity, plan
 from redraft.cli import main
-from redraft.engine.setup import role_setup
+from redraft.engine.resolved import resolve_run
 from redraft.errors import CheckError, UserError
 from redraft.protocols.messages import Task
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import iter_tasks, task_file_identity, validate_task_file
 from redraft.scenarios.user_check import UserCheck, to_check_result
 from tests.support.paths import DOCS
+from tests.support.resolved import identity
 from tests.support.task_files import CHECK, GOOD, write_lines
 
 # ---------------------------------------------------------------- the file format
@@ -30,17 +30,19 @@ from tests.support.task_files import CHECK, GOOD, write_lines
 
 def test_a_good_file_streams_its_tasks_in_order(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "tasks.jsonl", GOOD[0], "", "   ", GOOD[2])
-    assert validate_task_file(path, f"check:{CHECK}") == 2
+    assert validate_task_file(path, get_scenario(f"check:{CHECK}")) == 2
     name = f"check:{CHECK}"  # a check with no separate grade: the reference is the check's data
-    assert list(iter_tasks(path, name)) == [
+    assert list(iter_tasks(path, get_scenario(name))) == [
         Task(task_id="right", scenario=name, prompt="What is 3 + 4?", reference={"answer": "7"}),
         Task(task_id="raises", scenario=name, prompt="What is 5 + 2?", reference={}),
     ]
     graded = f"check:{CHECK},grade:{CHECK}"  # with a grade, the reference is held out for it alone
-    assert next(iter_tasks(path, graded)) == Task(
+    assert next(iter_tasks(path, get_scenario(graded))) == Task(
         task_id="right", scenario=graded, prompt="What is 3 + 4?", reference={}, gold={"answer": "7"}
     )
-    assert next(iter_tasks(path, "arithmetic")).gold == {"answer": "7"}  # a built-in's gold, by its own rule
+    assert next(iter_tasks(path, get_scenario("arithmetic"))).gold == {
+        "answer": "7"
+    }  # a built-in's gold, by its own rule
 
 
 @pytest.mark.parametrize(
@@ -71,18 +73,18 @@ def test_a_malformed_file_names_the_file_the_line_and_the_fault(
 ) -> None:
     path = write_lines(tmp_path / "tasks.jsonl", *lines)
     with pytest.raises(UserError) as info:
-        validate_task_file(path, f"check:{CHECK}")
+        validate_task_file(path, get_scenario(f"check:{CHECK}"))
     assert str(info.value).startswith(f"task file {path}")
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
 def test_unreadable_files_are_user_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"task file not found: .*nope\.jsonl"):
-        validate_task_file(tmp_path / "nope.jsonl", "arithmetic")
+        validate_task_file(tmp_path / "nope.jsonl", get_scenario("arithmetic"))
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(json.dumps(GOOD[0]).encode() + b"\n" + b'{"id": "caf\xe9", "prompt": "x"}\n')
     with pytest.raises(UserError, match=r"latin.jsonl, line 2: not UTF-8 text"):
-        validate_task_file(latin, "arithmetic")
+        validate_task_file(latin, get_scenario("arithmetic"))
 
 
 def test_the_files_path_and_content_hash_enter_the_fingerprint(tmp_path: Path) -> None:
@@ -103,9 +105,8 @@ def test_a_builtin_scenario_can_check_a_task_file(tmp_path: Path) -> None:
         {"id": "pears", "prompt": "Tom has 9 pears and eats 2. How many now?", "reference": {"answer": 7}},
     )
     config = RunConfig.build(scenario="arithmetic", tasks=str(path), limit=1)
-    role_setup(config, backends={"drafter": _unused(), "critic": _unused()})
-    _, tasks = plan(config)
-    loaded = list(tasks())
+    run = resolve_run(config, backends={"drafter": _unused(), "critic": _unused()})
+    loaded = list(run.tasks())
     assert [t.task_id for t in loaded] == ["apples"] and loaded[0].scenario == "arithmetic"
     assert loaded[0].gold == {"answer": 7} and loaded[0].reference == {}  # arithmetic holds its answer back
     verdict = get_scenario("arithmetic").grade(loaded[0], "Answer: 7")
@@ -120,7 +121,7 @@ def _unused() -> Any:
 
 def test_a_check_scenario_without_a_task_file_is_refused() -> None:
     with pytest.raises(UserError, match=r"has no tasks of its own: give --tasks FILE\.jsonl"):
-        plan(RunConfig.build(scenario=f"check:{CHECK}"))
+        resolve_run(RunConfig.build(scenario=f"check:{CHECK}"))
 
 
 # ---------------------------------------------------------------- the check contract
@@ -298,10 +299,10 @@ def test_a_check_gets_the_lines_feedback_data_and_the_prompt_while_its_reference
         "feedback": {"answer": "7", "for_prompt": "What is 3 + 4?"},  # what the check may read
     }
     with pytest.raises(UserError, match="'answer' is in both 'feedback' and 'reference'"):
-        validate_task_file(write_lines(tmp_path / "clash.jsonl", line), f"check:{check},grade:{grade}")
+        validate_task_file(write_lines(tmp_path / "clash.jsonl", line), get_scenario(f"check:{check},grade:{grade}"))
     line["reference"] = {"gold": "7"}
     scenario = f"check:{check},grade:tests.support.check_modules:by_reference"
-    [task] = list(iter_tasks(write_lines(tmp_path / "tasks.jsonl", line), scenario))
+    [task] = list(iter_tasks(write_lines(tmp_path / "tasks.jsonl", line), get_scenario(scenario)))
     assert task.reference == {"answer": "7", "for_prompt": "What is 3 + 4?"} and task.gold == {"gold": "7"}
     [verdict] = get_scenario(scenario).check(task.without_gold(), "Answer: 7")
     assert verdict.passed and verdict.detail == "correct"

@@ -21,7 +21,7 @@ from redraft.comparison._arms import Arm
 from redraft.comparison._runner import ComparePlan
 from redraft.config import RunConfig
 from redraft.engine.arbiter import ArbiterSettings
-from redraft.engine.setup import role_setup
+from redraft.engine.resolved import resolve_run
 from redraft.errors import UserError
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import (
@@ -285,15 +285,15 @@ def test_the_run_dir_shows_how_the_calls_were_spent() -> None:
 
 def test_calls_per_task_belongs_to_the_strategy_that_spends_it() -> None:
     with pytest.raises(UserError, match="--calls-per-task is the budget of a strategy that chooses its calls"):
-        role_setup(RunConfig.build(scenario="arithmetic", strategy="adversarial", calls_per_task=4))
+        resolve_run(RunConfig.build(scenario="arithmetic", strategy="adversarial", calls_per_task=4))
     with pytest.raises(UserError, match="--calls-per-task"):
         RunConfig.build(scenario="arithmetic", strategy="adaptive", calls_per_task=0.5).validate()
     with pytest.raises(UserError, match="--tokens-per-task is the budget of a strategy that chooses its calls"):
-        role_setup(RunConfig.build(scenario="arithmetic", strategy="adversarial", tokens_per_task=4000))
+        resolve_run(RunConfig.build(scenario="arithmetic", strategy="adversarial", tokens_per_task=4000))
     with pytest.raises(UserError, match=r"in calls \(--calls-per-task\) or in tokens \(--tokens-per-task\), not both"):
-        role_setup(RunConfig.build(scenario="arithmetic", strategy="adaptive", calls_per_task=4, tokens_per_task=4000))
+        resolve_run(RunConfig.build(scenario="arithmetic", strategy="adaptive", calls_per_task=4, tokens_per_task=4000))
     with pytest.raises(UserError, match="--tokens-per-task 100 cannot pay for one draft of up to --max-tokens 128"):
-        role_setup(RunConfig.build(scenario="arithmetic", strategy="adaptive", tokens_per_task=100))
+        resolve_run(RunConfig.build(scenario="arithmetic", strategy="adaptive", tokens_per_task=100))
     arms = [Arm(name="a", settings={"strategy": "adaptive"}), Arm(name="b", settings={"strategy": "adversarial"})]
     base = RunConfig.build(scenario="arithmetic", calls_per_task=4, out="x")
     lanes = ComparePlan(base=base, arms=arms, out=Path("x")).lanes()

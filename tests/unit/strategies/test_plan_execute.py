@@ -26,6 +26,7 @@ from redraft.protocols.messages import (
 )
 from redraft.scenarios import get_scenario
 from redraft.scenarios.builtin._pipeline_data import make_case
+from redraft.strategies import get_strategy
 from tests.support.harness import run_task, wire
 from tests.support.plan_scripts import Discovering, Stalling, attacking
 
@@ -122,7 +123,7 @@ def test_a_task_cut_after_a_verified_step_resumes_from_it_and_pays_only_for_the_
 
     def arbiter(script: Discovering) -> Arbiter:
         setup = RoleSetup(scenario="pipeline", drafter=ScriptedSpec(script=script), critic=ScriptedSpec(script=script))
-        return Arbiter(local_roles(setup, "plan_execute"), settings)
+        return Arbiter(local_roles(setup, get_strategy("plan_execute")), settings)
 
     async def cut_after_step_2() -> tuple[list[Message], list[tuple[int, int]]]:
         messages: list[Message] = []
@@ -162,6 +163,6 @@ def verified_steps(messages: list[Message]) -> list[tuple[str, bool]]:
 
 def test_a_scenario_without_files_is_refused_for_plan_execute_before_anything_starts() -> None:
     with pytest.raises(UserError, match="plan_execute runs each step of a plan over the task's files"):
-        check_plans("plan_execute", get_scenario("arithmetic"))
-    check_plans("plan_execute", PIPELINE)
-    check_plans("adversarial", get_scenario("arithmetic"))
+        check_plans(get_strategy("plan_execute"), get_scenario("arithmetic"))
+    check_plans(get_strategy("plan_execute"), PIPELINE)
+    check_plans(get_strategy("adversarial"), get_scenario("arithmetic"))

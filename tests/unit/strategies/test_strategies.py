@@ -292,9 +292,9 @@ def test_the_documented_strategy_example_registers_and_runs(monkeypatch: pytest.
 
 def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
     from redraft import RunConfig
-    from redraft.actors.driver import identity
     from redraft.engine import prompts
     from redraft.rundir import fingerprint
+    from tests.support.resolved import identity
 
     versions = prompts.prompt_versions()
     assert {"critic_adversarial", "critic_skeptic", "revise_patch", "cove_plan", "reflect_system"} <= set(versions)
@@ -342,8 +342,8 @@ def test_a_task_cut_by_its_timeout_keeps_the_best_of_its_finished_rounds() -> No
 
 def test_a_changed_system_prompt_enters_the_fingerprint_and_the_first_version_does_not(tmp_path: Path) -> None:
     from redraft import RunConfig
-    from redraft.actors.driver import identity
     from redraft.rundir import fingerprint
+    from tests.support.resolved import identity
 
     plain = RunConfig.build()
     assert "draft_system" not in identity(plain)["prompts"]  # what a run sent before the template existed

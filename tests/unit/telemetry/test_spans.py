@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from redraft import RunConfig
-from redraft.actors.driver import manifest_for
 from redraft.backends.base import ChatRequest
 from redraft.backends.pricing import default_prices
 from redraft.backends.scripted import ScriptedSpec
@@ -31,11 +30,13 @@ from redraft.errors import UserError
 from redraft.protocols.messages import Critique, Decision, Draft, Result, Usage, Verification, decode_as, encode
 from redraft.rundir import KnownFrame, RunStore
 from redraft.scenarios import get_scenario
+from redraft.strategies import get_strategy
 from redraft.telemetry import GEN_AI, RunFacts, export_run, task_span, traces_url
 from redraft.telemetry._spans import provider_of, requested_model, role_of
 from tests.support.otlp_receiver import OTLPReceiver, spans_match_results
 from tests.support.paths import REPO_ROOT
 from tests.support.replies import CRITIQUE, is_critique, round_of, task_of, worked
+from tests.support.resolved import manifest_for
 
 DRAFTER, CRITIC = "gpt-4o-mini-2024-07-18", "claude-haiku-4-5-20251001"
 """What the scripted models report, as the APIs report their models: priced by the built-in table."""
@@ -62,7 +63,7 @@ def make_run(root: Path, strategy: str = "adversarial", tasks: int = 3) -> Path:
     store = RunStore.open(root, manifest_for(config, root.name))
     drafter = ScriptedSpec(script=answers, model=DRAFTER, delay_s=0.002)
     setup = RoleSetup(scenario="arithmetic", drafter=drafter, critic=ScriptedSpec(script=answers, model=CRITIC))
-    arbiter = Arbiter(local_roles(setup, strategy), arbiter_settings(config))
+    arbiter = Arbiter(local_roles(setup, get_strategy(strategy)), arbiter_settings(config))
     for task in list(get_scenario("arithmetic").tasks(seed=0))[:tasks]:
         trace = asyncio.run(refine_trace(arbiter, Grader("arithmetic"), task))
         store.append([encode(m) for m in trace], decode_as(encode(trace[-1]), Result))

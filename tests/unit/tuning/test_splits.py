@@ -83,8 +83,8 @@ def test_a_split_written_as_a_task_file_reads_back_as_the_same_tasks(name: str, 
     scenario = get_scenario(name)
     made = list(islice(scenario.tasks(seed=0), 5))
     path = write_tasks(made, tmp_path / "tasks.jsonl")
-    validate_task_file(path, name)
-    again = list(iter_tasks(path, name))
+    validate_task_file(path, get_scenario(name))
+    again = list(iter_tasks(path, get_scenario(name)))
     assert [(t.task_id, t.prompt, t.reference, t.gold) for t in again] == [
         (t.task_id, t.prompt, t.reference, t.gold) for t in made
     ]
@@ -93,6 +93,6 @@ def test_a_split_written_as_a_task_file_reads_back_as_the_same_tasks(name: str, 
 def test_a_user_checks_tasks_read_back_with_their_gold_held_out(tmp_path: Path) -> None:
     source = tune_world.write_tasks(tmp_path / "source.jsonl", 4)
     scenario = UserCheck.of(tune_world.check, tune_world.grade)
-    made = list(iter_tasks(source, scenario.name))
-    again = list(iter_tasks(write_tasks(made, tmp_path / "again.jsonl"), scenario.name))
+    made = list(iter_tasks(source, get_scenario(scenario.name)))
+    again = list(iter_tasks(write_tasks(made, tmp_path / "again.jsonl"), get_scenario(scenario.name)))
     assert again == made and all(t.gold and not t.reference for t in again)

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from redraft import RunConfig
-from redraft.actors.driver import manifest_for
 from redraft.cli import main
 from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
@@ -22,6 +21,7 @@ from redraft.strategies._plan_state import PROGRAM_HEADER
 from redraft.views.report import write_report
 from tests.support.harness import scripted_arbiter
 from tests.support.plan_scripts import Discovering
+from tests.support.resolved import manifest_for
 
 TASK = list(get_scenario("pipeline").tasks(seed=0))[4]
 

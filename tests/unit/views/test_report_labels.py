@@ -11,12 +11,13 @@ import pytest
 
 from redraft import RunConfig
 from redraft.actors import driver
-from redraft.actors.driver import RunOutcome, manifest_for
+from redraft.actors.driver import RunOutcome
 from redraft.protocols.messages import Result, Task, Usage, encode
 from redraft.rundir import RunStore
 from redraft.rundir.summary import summarize
 from redraft.views.report import write_report
 from tests.support.report_runs import html_tables
+from tests.support.resolved import manifest_for
 from tests.unit.test_cli import in_process
 from tests.unit.test_cli_estimate import table_rows
 

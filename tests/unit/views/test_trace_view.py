@@ -131,12 +131,12 @@ def test_the_trace_and_the_report_show_what_each_role_was_sent_system_prompt_inc
     import markupsafe
 
     from redraft import RunConfig, refine
-    from redraft.actors.driver import manifest_for
     from redraft.backends.scripted import ScriptedSpec
     from redraft.protocols.messages import Task, encode
     from redraft.rundir import RunStore, safe_name
     from redraft.views.report import write_report
     from tests.support.check_modules import SYSTEM_PROMPT
+    from tests.support.resolved import manifest_for
 
     check = "tests.support.check_modules:exact_answer"
     task = Task(task_id="t", scenario=f"check:{check}", prompt="What is 3 + 4?", reference={"answer": "8"})

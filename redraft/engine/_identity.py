@@ -1,0 +1,94 @@
+"""A run's identity (what decides its results), the manifest its run directory keeps, and where it writes.
+
+The identity is the experiment's settings, every prompt template's version (a prompts file's text hashes
+too) and a task file's path and content hash; its hash, the fingerprint, lets a rerun with the same
+``--out`` resume and refuses one that would mix two configurations (`redraft.rundir.RunStore`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from redraft.config import RunConfig
+from redraft.engine.prompt_files import fingerprinted, overrides
+from redraft.engine.prompts import Prompts
+from redraft.errors import UserError
+from redraft.rundir import fingerprint
+from redraft.rundir.store import new_run_uid
+from redraft.scenarios.taskfile import task_file_identity
+
+
+def identity(config: RunConfig, prompts: Prompts) -> dict[str, Any]:
+    """What decides the run's results (the fingerprint's input), ``prompts`` the templates the run loaded."""
+    data: dict[str, Any] = msgspec.to_builtins(config.experiment)
+    for optional in ("calls_per_task", "tokens_per_task", "columns"):  # absent when unset: earlier fingerprints stay
+        if data.get(optional) is None:
+            data.pop(optional, None)
+    data["prompts"] = fingerprinted(prompts)  # the versions, not the file's path
+    if config.experiment.prompts is not None:  # absent without one: the fingerprints of earlier runs stay as they were
+        data["prompt_overrides"] = overrides(prompts)
+    if config.experiment.tasks is not None:
+        data["tasks"] = task_file_identity(config.experiment.tasks)
+    return data
+
+
+def manifest(config: RunConfig, ident: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """The run directory's ``manifest.json``: the config (flat, without the machine's ``out`` path), its
+    identity and fingerprint, package versions, start time."""
+    return {
+        "run_id": run_id,
+        "run_uid": new_run_uid(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "config": config.flat() | {"out": None},
+        "identity": ident,
+        "fingerprint": fingerprint(ident),
+        "versions": _versions(),
+    }
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for dist in ("redraft", "ray", "msgspec", "llama_cpp_python", "openai", "anthropic"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def out_of(config: RunConfig) -> Path:
+    """Where the run writes: ``--out``, or ``runs/<time>-<id>`` (nothing is checked or made here)."""
+    if config.runtime.out:
+        return Path(config.runtime.out)
+    return Path("runs") / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
+
+
+def check_out(out: Path) -> None:
+    """``--out`` is a directory redraft can write in, or a path it can create; one `UserError` line otherwise.
+
+    Checked before anything starts: a file, a device (``/dev/null``), a directory nobody may write in
+    (``/proc/self``) or a path under a file would otherwise fail only once the run directory is made.
+    """
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise UserError(f"--out {out} is not a directory: give a run directory, or a path that does not exist yet")
+        place = out
+    else:
+        place = next(p for p in out.absolute().parents if p.exists())
+        if not place.is_dir():
+            raise UserError(f"--out {out}: {place} is not a directory, so nothing can be made under it")
+    try:  # the only test that holds for root, read-only mounts and /proc alike: write something there
+        descriptor, probe = tempfile.mkstemp(dir=place, prefix=".redraft-write-test-")
+        os.close(descriptor)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"--out {out}: cannot write in {place} ({exc.strerror}); choose another directory") from None
