@@ -54,7 +54,7 @@ from bench_plan_steps import busy, used  # the machine's CPU, read as that bench
 
 from redraft import RunConfig, TuneSettings, tune
 from redraft.protocols.tuning import Proposal, ProposeRequest
-from redraft.tuning._journal import Journal
+from redraft.tuning._journal import TuneJournal
 
 RULE = "Your output fields are:\n1. `sum` (int)\nEnd your reply with [[ ## completed ## ]]."
 """What the check asks for: the output fields in DSPy's chat form, the one instruction the fake server follows."""
@@ -192,7 +192,7 @@ def one_tune(url: str, cluster: Any, parallel: int, args: argparse.Namespace, fo
     finally:
         ray.shutdown()
     assert done.verdict is not None
-    journal = Journal(done.out)
+    journal = TuneJournal(done.out)
     spans = {label: span for label, span in clock.spans.items() if span[3]}
     tests = [span[0] for label, span in spans.items() if label.endswith(" on test")]
     verdict_from = min(tests) if tests else ended

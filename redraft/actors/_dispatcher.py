@@ -2,7 +2,7 @@
 
 A task goes through two stages: its loop on an arbiter (which gets the task
 without its gold, unless the run uses oracle feedback), then, when it has gold to
-be graded against, its held-out grade on a grader (`redraft.engine.grading`). Only
+be graded against, its held-out grade on a grader (`redraft.engine.grader`). Only
 then is it written, trace and result together.
 
 Every dispatched task is recorded exactly once, and ``error`` only ever means
@@ -63,7 +63,7 @@ from redraft.actors._endpoints import EndpointWatch
 from redraft.actors._fleet import Fleet
 from redraft.actors._metrics import RunMetrics
 from redraft.actors._ray import is_actor
-from redraft.engine.grading import grade_request, graded
+from redraft.engine.grader import grade_request, graded
 from redraft.errors import (
     AuthenticationError,
     ClusterError,

@@ -18,7 +18,7 @@ from typing import Any
 from redraft.actors._ray import RayServices, node_id, on_node
 from redraft.rundir import Frame, RunReader, TaskEntry
 from redraft.rundir.spending import spending
-from redraft.strategies import Ledger, Observation, Share, Strategy, ledger_name
+from redraft.strategies import CallOutcome, Ledger, Share, Strategy, ledger_name
 
 
 def batch_name(out: Path) -> str:
@@ -64,16 +64,16 @@ def stop_ledger(ledger: Any | None) -> None:
 
 def primer(
     tasks: Iterable[tuple[TaskEntry, list[Frame]]], done: set[str], share: Share | None
-) -> tuple[list[Observation], dict[str, float]]:
+) -> tuple[list[CallOutcome], dict[str, float]]:
     """What the finished tasks taught (their calls' outcomes) and left in the bank (their share less what
     they spent), for `Ledger.prime`."""
-    observations: list[Observation] = []
+    observations: list[CallOutcome] = []
     settled: dict[str, float] = {}
     for entry, frames in tasks:
         if entry.task_id not in done:
             continue
         observations += [
-            Observation(f"{s.task_id}/{s.round}/{s.sample}", s.state, s.action, s.improved)
+            CallOutcome(f"{s.task_id}/{s.round}/{s.sample}", s.state, s.action, s.improved)
             for s in spending(entry.task_id, frames)
             if s.call == "draft" and s.improved is not None
         ]

@@ -44,7 +44,7 @@ from pathlib import Path
 import msgspec
 
 from redraft.backends._batch_apis import Answer, BatchAPI, LineFailure, batch_api
-from redraft.backends._batch_journal import BatchRun, Journal, left_open, metadata
+from redraft.backends._batch_journal import BatchJournal, BatchRun, left_open, metadata
 from redraft.backends._retrying import RETRYABLE_STATUSES, with_retries
 from redraft.backends.anthropic import AnthropicSpec
 from redraft.backends.base import Backend, ChatRequest, Completion
@@ -167,7 +167,7 @@ class BatchCollector:
     ) -> None:
         self._spec = spec
         self._api = api or batch_api(spec)
-        self._journal = Journal(Path(journal), spec.spec, run.uid if run else None) if journal else None
+        self._journal = BatchJournal(Path(journal), spec.spec, run.uid if run else None) if journal else None
         self._run = run
         self._settings = settings
         self._clock, self._sleep = clock, sleep

@@ -93,7 +93,7 @@ class LeftOpen:
     """Known to be this run's (the journal, or the metadata): it may be cancelled. Otherwise only followed."""
 
 
-class Journal:
+class BatchJournal:
     """``batches.jsonl`` as one endpoint of one run reads and appends it."""
 
     def __init__(self, path: Path, endpoint: str, run: str | None = None) -> None:
@@ -162,7 +162,7 @@ def metadata(run: BatchRun | None, endpoint: str) -> dict[str, str]:
     return {} if run is None else {RUN_KEY: run.uid, ENDPOINT_KEY: endpoint_tag(endpoint)}
 
 
-async def left_open(journal: Journal | None, api: BatchAPI, run: BatchRun | None, endpoint: str) -> list[LeftOpen]:
+async def left_open(journal: BatchJournal | None, api: BatchAPI, run: BatchRun | None, endpoint: str) -> list[LeftOpen]:
     """The batches to follow on resume: the journal's open ones, and, when the journal is lost (or has a line that
     does not read: a collector restarted mid-line), those of the provider's list that may be this run's and that
     the journal does not name. A list that does not read leaves the journal's alone, said in a warning."""

@@ -176,8 +176,8 @@ def compare_command(
     **settings: Any,
 ) -> None:
     """Compare critic strategies on the same tasks, against sampling at matched cost; rerun to resume."""
+    from redraft.cli._compare import compare
     from redraft.cli._gate import said_gate
-    from redraft.comparison import compare_command as compare
 
     if fail_if_worse and baseline is None:
         raise UserError("--fail-if-worse needs --baseline OLD/comparison.json: the comparison to hold this one against")

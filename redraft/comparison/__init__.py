@@ -1,18 +1,32 @@
 """Comparing critic strategies on the same tasks, against sampling at matched cost: `compare`, and what it
-returns (`ComparisonOutcome`, holding the `Comparison`'s figures). The command is ``redraft compare``."""
+returns (`ComparisonOutcome`, holding the `Comparison`'s figures); the plan, its lanes and the tables the
+command ``redraft compare`` (`redraft.cli`) prints."""
 
 from redraft.comparison._analysis import ArmFigures, Comparison, Curve, Difference
-from redraft.comparison._api import ComparisonOutcome, compare
-from redraft.comparison._command import compare as compare_command
+from redraft.comparison._api import MATCHES, ComparisonOutcome, compare, default_out, write
+from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
 from redraft.comparison._gate import regression_lines
+from redraft.comparison._html import terminal_header, terminal_rows
+from redraft.comparison._result import read_json
+from redraft.comparison._runner import ComparePlan, run_comparison
 
 __all__ = [
+    "MATCHES",
+    "Arm",
     "ArmFigures",
+    "ComparePlan",
     "Comparison",
     "ComparisonOutcome",
     "Curve",
     "Difference",
+    "arms_from_file",
+    "arms_from_names",
     "compare",
-    "compare_command",
+    "default_out",
+    "read_json",
     "regression_lines",
+    "run_comparison",
+    "terminal_header",
+    "terminal_rows",
+    "write",
 ]

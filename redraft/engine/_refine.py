@@ -18,8 +18,7 @@ import msgspec
 
 from redraft.config import RunConfig
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
-from redraft.engine.grader import Grader
-from redraft.engine.grading import grade_request, graded
+from redraft.engine.grader import Grader, grade_request, graded
 from redraft.engine.pools import LocalMember, Roles
 from redraft.engine.resolved import resolve_run
 from redraft.engine.setup import BackendOverrides, RoleSetup, role_constructors, with_check

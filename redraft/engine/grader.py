@@ -1,26 +1,85 @@
-"""The grader: scores a finished task's candidates against its held-out gold. Never part of the loop.
+"""Held-out grading after the loop: what a finished task is graded on, the grader, and the graded result.
 
-The driver calls it after a task's loop has ended (`redraft.engine.grading`), with
-the task *including* its gold and the candidates the loop wrote. No role of the
-loop calls it, and nothing it returns goes back into a loop: a grade scores what
-refinement produced, it never steers it. Grades run in worker threads (a grade
-may execute code in the sandbox), at most one per CPU at once, like checks.
-A scenario whose grade is instant (`Scenario.check_cost`) has no grader actors: the
-driver grades its tasks itself, on its own thread (`Grader.grade_here`).
+The loop ends with a `Result` scored by feedback alone. Then, and only then, the driver sends the task
+*with* its gold and the candidates the loop wrote (`grade_request`) to a `Grader`, and the task's record
+gets the grades of its final answer and of round 0's leader (`graded`). No role of the loop calls the
+grader, and nothing it returns goes back into a loop: a grade scores what refinement produced, it never
+steers it. A task with nothing to grade against (no gold, and a feedback that is not its grade) keeps
+null grades: unknown, not 0. The trace of a graded task is the loop's messages, then the `Grade` (with the
+gold it was graded against), then the graded `Result`, last as always.
 
-A grade function that raises does not fail the task: its `Grade` carries the
-``error`` and no grades, so the task's grades are missing (null), not 0.
+Grades run in worker threads (a grade may execute code in the sandbox), at most one per CPU at once, like
+checks. A scenario whose grade is instant (`Scenario.check_cost`) has no grader actors: the driver grades
+its tasks itself, on its own thread (`Grader.grade_here`). A grade function that raises does not fail the
+task: its `Grade` carries the ``error`` and no grades, so the task's grades are missing (null), not 0.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+
+import msgspec
 
 from redraft.engine._workers import Workers
 from redraft.engine.pools import Reply, Request
 from redraft.errors import ProtocolError, describe
-from redraft.protocols.messages import CandidateGrade, CandidateText, CheckResult, Grade, GradeRequest, Task
+from redraft.protocols.messages import (
+    CandidateGrade,
+    CandidateText,
+    CheckResult,
+    Draft,
+    Grade,
+    GradeRequest,
+    Message,
+    Result,
+    Task,
+    Verification,
+)
 from redraft.scenarios import Scenario, get_scenario
+
+
+def grade_request(scenario: Scenario, task: Task, trace: Sequence[Message]) -> GradeRequest | None:
+    """What to ask the grader about a finished task, or None when it has nothing to be graded against."""
+    if not task.gold and not scenario.feedback_is_grade:
+        return None
+    candidates = candidates_of(trace)
+    return GradeRequest(task=task, candidates=candidates) if candidates else None
+
+
+def candidates_of(trace: Sequence[Message]) -> list[CandidateText]:
+    """Every candidate answer of the loop: each draft the verifier judged as an answer (not a stage)."""
+    latest: dict[tuple[int, int], str] = {}
+    candidates: list[CandidateText] = []
+    for message in trace:
+        if isinstance(message, Draft):
+            latest[(message.round, message.sample)] = message.text
+        elif isinstance(message, Verification) and message.stage is None:
+            text = latest.get((message.round, message.sample))
+            if text is not None:
+                candidates.append(CandidateText(round=message.round, sample=message.sample, text=text))
+    return list({(c.round, c.sample): c for c in candidates}.values())  # a re-verified candidate once
+
+
+def with_grades(result: Result, grade: Grade) -> Result:
+    """``result`` with the grades of its final answer and of round 0's leader (null where not graded)."""
+    by_candidate: dict[tuple[int | None, int | None], CandidateGrade] = {(g.round, g.sample): g for g in grade.grades}
+    final = by_candidate.get((result.best_round, result.best_sample))
+    initial = by_candidate.get((0, result.initial_sample))
+    return msgspec.structs.replace(
+        result,
+        grade=final.score if final else None,
+        graded_pass=final.passed if final else None,
+        initial_grade=initial.score if initial else None,
+        initial_graded_pass=initial.passed if initial else None,
+    )
+
+
+def graded(result: Result, grade: Grade) -> tuple[list[Message], Result]:
+    """What a task's trace ends with once graded: the `Grade`, then the graded `Result` (in place of the
+    loop's), and that result."""
+    with_grade = with_grades(result, grade)
+    return [grade, with_grade], with_grade
 
 
 class Grader:
@@ -57,11 +116,11 @@ class Grader:
             return _missing(request, exc)
         return _reply(request, dict(zip(texts, verdicts, strict=True)))
 
-    async def _grade_one(self, task: Task, text: str) -> Verdict | None:
+    async def _grade_one(self, task: Task, text: str) -> Marks | None:
         return _clamped(await self._workers.run(self._scenario.grade, task, text))
 
 
-Verdict = tuple[float, bool, str]
+Marks = tuple[float, bool, str]
 """A candidate's grade: score (clamped to [0, 1]), passed, detail."""
 
 
@@ -69,13 +128,13 @@ def _distinct_texts(request: GradeRequest) -> list[str]:
     return list(dict.fromkeys(c.text for c in request.candidates))  # each distinct text graded once
 
 
-def _clamped(verdict: CheckResult | None) -> Verdict | None:
+def _clamped(verdict: CheckResult | None) -> Marks | None:
     if verdict is None:
         return None
     return min(max(verdict.score, 0.0), 1.0), verdict.passed, verdict.detail
 
 
-def _reply(request: GradeRequest, by_text: dict[str, Verdict | None]) -> Grade:
+def _reply(request: GradeRequest, by_text: dict[str, Marks | None]) -> Grade:
     task = request.task
     grades = [_graded(c, by_text[c.text]) for c in request.candidates if by_text[c.text] is not None]
     return Grade(task_id=task.task_id, gold=task.gold, grades=grades)
@@ -86,7 +145,7 @@ def _missing(request: GradeRequest, exc: BaseException) -> Grade:
     return Grade(task_id=request.task.task_id, gold=request.task.gold, error=describe(exc))
 
 
-def _graded(candidate: CandidateText, verdict: Verdict | None) -> CandidateGrade:
+def _graded(candidate: CandidateText, verdict: Marks | None) -> CandidateGrade:
     assert verdict is not None
     score, passed, detail = verdict
     return CandidateGrade(round=candidate.round, sample=candidate.sample, score=score, passed=passed, detail=detail)

@@ -6,7 +6,7 @@ round and sample (and stage, when the frame names one) attach to it, several
 critiques per candidate (two critics) all kept. Requests are kept per round.
 Frames with no slot of their own (a `Reflection`, a kind this version does not
 know, a frame that did not validate as its kind) are kept too: beside their
-candidate (`Candidate.others`) when they name a round and a sample, else in
+candidate (`DraftEntry.others`) when they name a round and a sample, else in
 their round (`Round.others`), else in `TaskHistory.others`. The "best so far"
 after each round is the candidate the round's `Decision` names.
 """
@@ -40,7 +40,7 @@ from redraft.rundir.frames import Frame, GenericFrame, KnownFrame
 
 
 @dataclass
-class Candidate:
+class DraftEntry:
     """One draft and what was said about it."""
 
     draft: KnownFrame[Draft]
@@ -75,19 +75,19 @@ class Candidate:
 @dataclass
 class Round:
     number: int
-    candidates: list[Candidate] = field(default_factory=list)
+    candidates: list[DraftEntry] = field(default_factory=list)
     decision: KnownFrame[Decision] | None = None
     requests: list[Frame] = field(default_factory=list)
     """What the arbiter asked the roles (every ``*_request`` kind): seeds, the revision, stages, modes."""
     others: list[Frame] = field(default_factory=list)
     """Frames of this round with no slot of their own and no candidate, in trace order."""
 
-    def candidate(self, sample: int) -> Candidate | None:
+    def candidate(self, sample: int) -> DraftEntry | None:
         """The last candidate of ``sample`` in this round (with stages: the latest stage)."""
         found = [c for c in self.candidates if c.sample == sample]
         return found[-1] if found else None
 
-    def target(self, sample: Any, stage: Any = None) -> Candidate | None:
+    def target(self, sample: Any, stage: Any = None) -> DraftEntry | None:
         """The candidate a frame about ``sample`` (and ``stage``, if given) is about."""
         for candidate in reversed(self.candidates):
             if candidate.sample == sample and (stage is None or candidate.stage == stage):
@@ -157,7 +157,7 @@ class TaskHistory:
             previous = best.text
         return steps
 
-    def best_of(self, decision: Decision) -> Candidate | None:
+    def best_of(self, decision: Decision) -> DraftEntry | None:
         """The candidate a decision names as the best so far."""
         if decision.best_round is None or decision.best_sample is None:
             return None
@@ -225,7 +225,7 @@ def _place_known(history: TaskHistory, rounds: dict[int, Round], frame: KnownFra
         case VerifyRequest() | CritiqueRequest() | ReflectRequest():
             _round(rounds, m.draft.round).requests.append(frame)  # requests carry the round in their draft
         case Draft():
-            _round(rounds, m.round).candidates.append(Candidate(draft=cast(KnownFrame[Draft], frame)))
+            _round(rounds, m.round).candidates.append(DraftEntry(draft=cast(KnownFrame[Draft], frame)))
         case Verification():
             rnd = _round(rounds, m.round)
             target = rnd.target(m.sample, m.stage)

@@ -5,7 +5,7 @@ the run's one-line main program calls `main`. No code of the candidate's runs he
 unlinked file) brings the trusted setup (e.g. a HumanEval prompt, whose helpers some tests call,
 then the hidden ``check`` function), the cases, the entry point's name and the run's secret. The
 candidate's process is in another PID and mount namespace, so it can neither read this process
-nor its stdin. ``candidate``, and the entry point's name, are bound to a `Candidate` proxy: a call
+nor its stdin. ``candidate``, and the entry point's name, are bound to a `CandidateProxy` proxy: a call
 sends its arguments to the candidate's process (fd 3) and takes back its reply (fd 4), which must
 be one well-formed frame of plain data, rebuilt here from builtins (plaindata.py).
 
@@ -55,7 +55,7 @@ class CandidateRaised(Exception):
     """The candidate's function raised; the message is its summary, as the candidate's side sent it."""
 
 
-class Candidate:
+class CandidateProxy:
     """Stands for the candidate's function in the tests: each call is a round trip to its process."""
 
     def __init__(self, deadline: float) -> None:
@@ -116,7 +116,7 @@ class Candidate:
 def main() -> None:
     control = json.loads(sys.stdin.read())
     secret = str(control["secret"])
-    candidate = Candidate(deadline=time.monotonic() + float(control["deadline_s"]))
+    candidate = CandidateProxy(deadline=time.monotonic() + float(control["deadline_s"]))
     setup = str(control["setup"])
     lines = setup.splitlines()
     namespace: dict[str, Any] = {"__name__": "tests", "__builtins__": builtins}
@@ -132,7 +132,9 @@ def main() -> None:
     report(secret=secret, load=load, load_detail=load_detail, cases=cases)
 
 
-def run_case(case: dict[str, Any], namespace: dict[str, Any], candidate: Candidate, lines: list[str]) -> dict[str, str]:
+def run_case(
+    case: dict[str, Any], namespace: dict[str, Any], candidate: CandidateProxy, lines: list[str]
+) -> dict[str, str]:
     """One case's outcome: its code run in ``namespace``, its value compared with the expected one."""
     name = str(case["name"])
     if candidate.violation is not None:

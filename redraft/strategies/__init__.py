@@ -36,13 +36,13 @@ from redraft.strategies._base import (
     strategy_names,
     with_critiques,
 )
-from redraft.strategies._ledger import Ledger, Observation, Tally
+from redraft.strategies._ledger import CallOutcome, Ledger, Tally
 
 __all__ = [
     "STRATEGIES",
+    "CallOutcome",
     "CriticRole",
     "Ledger",
-    "Observation",
     "RoundContext",
     "RoundOutcome",
     "Scored",

@@ -49,7 +49,7 @@ from redraft.strategies._base import (
     rank,
     strategy,
 )
-from redraft.strategies._ledger import ACTIONS, Ledger, Observation, Table, Tally
+from redraft.strategies._ledger import ACTIONS, CallOutcome, Ledger, Table, Tally
 
 PRIORS: dict[Action, tuple[float, float]] = {"fresh": (1.0, 1.0), "revise": (1.0, 2.0), "critique": (1.0, 3.0)}
 """Beta(wins, losses) before any call: even odds for a fresh sample, worse for the dearer revisions (a revision's
@@ -161,7 +161,7 @@ class Adaptive(Strategy):
             share = ctx.share
             n = ctx.samples if share is None or share.unit != "calls" else max(1, min(ctx.samples, int(share.amount)))
             scored, _ = await _drafted(ctx, Counter({"fresh": n}), Intent(action="fresh", state="first"), None)
-            observations: list[Observation] = []
+            observations: list[CallOutcome] = []
         else:
             state = feedback_state(before.verification)
             actions = self.choose(ctx, memo, state)
@@ -254,11 +254,11 @@ async def _drafted(
 
 def _observed(
     ctx: RoundContext, scored: Sequence[Scored], chosen: dict[int, Action], best: Scored
-) -> list[Observation]:
+) -> list[CallOutcome]:
     """What this round's calls taught, for the ledger."""
     state = feedback_state(best.verification)
     return [
-        Observation(
+        CallOutcome(
             key=f"{ctx.task.task_id}/{ctx.round}/{s.draft.sample}",
             state=state,
             action=chosen[s.draft.sample],

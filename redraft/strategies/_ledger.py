@@ -27,7 +27,7 @@ ACTIONS: tuple[Action, ...] = typing.get_args(Action)
 STATES: tuple[FeedbackState, ...] = typing.get_args(FeedbackState)
 
 
-class Observation(NamedTuple):
+class CallOutcome(NamedTuple):
     """One call's outcome: whether the draft it asked for raised its task's best feedback score."""
 
     key: str
@@ -54,15 +54,15 @@ Table = dict[tuple[FeedbackState, Action], Tally]
 class Ledger:
     """The statistics and the bank of one batch (see the module docstring)."""
 
-    def __init__(self, observations: Iterable[Observation] = (), settled: dict[str, float] | None = None) -> None:
+    def __init__(self, observations: Iterable[CallOutcome] = (), settled: dict[str, float] | None = None) -> None:
         """A ledger that already knows ``observations`` and ``settled`` deposits (see `prime`)."""
-        self._observed: dict[str, Observation] = {}
+        self._observed: dict[str, CallOutcome] = {}
         self._table: Table = {}
         self._deposits: dict[str, float] = {}
         self._loans: dict[str, float] = {}
         self.prime(observations, settled or {})
 
-    def record(self, observations: Iterable[Observation]) -> Table:
+    def record(self, observations: Iterable[CallOutcome]) -> Table:
         """Add calls' outcomes (a key seen before is replaced, not added); what is learned so far."""
         for seen in observations:
             before = self._observed.get(seen.key)
@@ -93,13 +93,13 @@ class Ledger:
         """Calls in the bank: what finished tasks left, less what tasks borrowed."""
         return sum(self._deposits.values()) - sum(self._loans.values())
 
-    def prime(self, observations: Iterable[Observation], settled: dict[str, float]) -> None:
+    def prime(self, observations: Iterable[CallOutcome], settled: dict[str, float]) -> None:
         """Rebuild from a run directory's finished tasks: their calls' outcomes, and each one's share less
         what it spent (what it borrowed is part of what it spent, and no loan of it is outstanding)."""
         self.record(observations)
         self._deposits.update(settled)
 
-    def _count(self, seen: Observation, sign: int) -> None:
+    def _count(self, seen: CallOutcome, sign: int) -> None:
         cell = (seen.state, seen.action)
         tally = self._table.get(cell, Tally()).plus(seen.improved, sign)
         if tally.tries:

@@ -6,6 +6,6 @@ See `redraft.tuning._api` for the layout of a tune's directory and `redraft.tuni
 from redraft.tuning._api import TuneOutcome, TuneSettings, tune
 from redraft.tuning._splits import parse_fractions
 from redraft.tuning._status import TuneStatus
-from redraft.tuning._verdict import Verdict
+from redraft.tuning._verdict import TuneVerdict
 
-__all__ = ["TuneOutcome", "TuneSettings", "TuneStatus", "Verdict", "parse_fractions", "tune"]
+__all__ = ["TuneOutcome", "TuneSettings", "TuneStatus", "TuneVerdict", "parse_fractions", "tune"]

@@ -36,16 +36,16 @@ from redraft.errors import Interrupted, UserError, unknown_name
 from redraft.protocols.messages import Result
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
-from redraft.tuning._budget import Budget, Costs
+from redraft.tuning._budget import Costs, TuneBudget
 from redraft.tuning._costs import estimate_costs, priced_proposals
 from redraft.tuning._directory import default_out, read_manifest, read_splits, start_candidate
 from redraft.tuning._evaluate import RunEvaluator
-from redraft.tuning._journal import Candidate, Journal
+from redraft.tuning._journal import PromptCandidate, TuneJournal
 from redraft.tuning._report import write_report
 from redraft.tuning._search import START, Propose, Search, SearchSettings
 from redraft.tuning._splits import DEFAULT_FRACTIONS, Splits
 from redraft.tuning._status import StatusTracker, TuneStatus
-from redraft.tuning._verdict import Verdict, adopt, decide, unread
+from redraft.tuning._verdict import TuneVerdict, adopt, decide, unread
 
 DEFAULT_SECTIONS = ("draft_system", "draft_task")
 
@@ -67,7 +67,7 @@ class TuneSettings:
 @dataclass(frozen=True)
 class TuneOutcome:
     out: Path
-    verdict: Verdict | None
+    verdict: TuneVerdict | None
     """None for a dry run (``config.runtime.dry_run``): the estimate was said, and nothing run."""
     json: Path | None = None
     html: Path | None = None
@@ -113,7 +113,7 @@ def tune(
     journal = status.journal = _opened(out, payer if not dry else None, status, say)
     model = _proposer_spec(config, settings, proposer)  # resolved once: for the estimate and the actor
     costs = estimate_costs(config, splits, tasks, backends, model)
-    budget = Budget(limits=config.budgets, paid=journal.spent)
+    budget = TuneBudget(limits=config.budgets, paid=journal.spent)
     say(costs.summary(settings, splits, journal))
     for line in costs.warnings(settings, splits, budget, journal):
         say(f"warning: {line}")
@@ -137,15 +137,15 @@ def tune(
     return TuneOutcome(out=out, verdict=verdict, json=json_path, html=html_path)
 
 
-def _opened(out: Path, tune: str | None, status: StatusTracker, say: Say) -> Journal:
+def _opened(out: Path, tune: str | None, status: StatusTracker, say: Say) -> TuneJournal:
     """The tune's journal, its records stamped with the tune's id; what reading it set aside, said."""
-    journal = Journal(out, tune, on_record=status.recorded)
+    journal = TuneJournal(out, tune, on_record=status.recorded)
     if (recovered := journal.recovery.line()) is not None:
         say(f"warning: {recovered}")
     return journal
 
 
-def _searched(search: Search, budget: Budget, status: StatusTracker, prompts: str | None) -> Verdict:
+def _searched(search: Search, budget: TuneBudget, status: StatusTracker, prompts: str | None) -> TuneVerdict:
     """The search and its verdict; `Interrupted` counting the tune's iterations, not an evaluation's tasks."""
     journal = search.journal
     try:
@@ -163,7 +163,7 @@ def _searched(search: Search, budget: Budget, status: StatusTracker, prompts: st
         ) from None
 
 
-def _reserve_the_ends(budget: Budget, journal: Journal, worst: Costs, splits: Splits) -> None:
+def _reserve_the_ends(budget: TuneBudget, journal: TuneJournal, worst: Costs, splits: Splits) -> None:
     """Reserve what the start's validation and the verdict cost at worst (less what the journal holds of them),
     before any iteration: `UserError` when the budget cannot pay for them, since a search without its verdict
     would be money spent on nothing a user could trust."""
@@ -239,7 +239,7 @@ def _proposer(
     return actor, actor.close
 
 
-def _verdict(search: Search, best: Candidate, prompts: str | None, out: Path) -> Verdict:
+def _verdict(search: Search, best: PromptCandidate, prompts: str | None, out: Path) -> TuneVerdict:
     journal = search.journal
     if best.id == START:
         return unread(START, len(search.splits.test))

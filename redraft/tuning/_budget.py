@@ -3,7 +3,7 @@ proposal, and its estimate before the first call.
 
 Work reserves its worst case before it starts (an iteration: two minibatch evaluations, a validation
 evaluation and a proposal; the verdict: both prompts on the test split), and what has been paid for is
-the journal's record (`redraft.tuning._journal.Journal.spent`). An iteration starts only if what is
+the journal's record (`redraft.tuning._journal.TuneJournal.spent`). An iteration starts only if what is
 paid, what is reserved and its own worst case fit in the budget; the verdict's reservation is made
 first, so a budget can always pay for the verdict of what it bought. So the budget is never overrun by
 more than the estimate's error on a worst case, and never by an iteration it could not afford.
@@ -68,7 +68,7 @@ response cache's savings left out, as a run's budget counts it."""
 
 
 @dataclass
-class Budget:
+class TuneBudget:
     """What may still be reserved, given the limits, what is paid and what is reserved."""
 
     limits: Budgets

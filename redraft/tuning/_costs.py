@@ -21,8 +21,8 @@ from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
 from redraft.engine.setup import BackendOverrides
 from redraft.protocols.messages import Task, Usage
 from redraft.protocols.tuning import Proposal, ProposeRequest
-from redraft.tuning._budget import Budget, Costs, Work, scaled
-from redraft.tuning._journal import Journal
+from redraft.tuning._budget import Costs, TuneBudget, Work, scaled
+from redraft.tuning._journal import TuneJournal
 from redraft.tuning._search import START, Propose
 from redraft.tuning._splits import Splits, write_tasks
 
@@ -40,7 +40,7 @@ class TuneCosts:
     free: bool
     """Every model is local or scripted."""
 
-    def summary(self, settings: TuneSettings, splits: Splits, journal: Journal) -> str:
+    def summary(self, settings: TuneSettings, splits: Splits, journal: TuneJournal) -> str:
         """The estimate in one line: of the whole tune, or on a resume of what is left, beside what was spent."""
         left = work_left(journal, settings.max_proposals)
         sizes = (settings.minibatch, len(splits.validation), len(splits.test))
@@ -58,7 +58,7 @@ class TuneCosts:
             return f"{head}; estimate: {calls} (the models cost no USD)"
         return f"{head}; estimate: expected ${expected.cost_usd:,.4f}, worst case ${worst.cost_usd:,.4f}; {calls}"
 
-    def warnings(self, settings: TuneSettings, splits: Splits, budget: Budget, journal: Journal) -> list[str]:
+    def warnings(self, settings: TuneSettings, splits: Splits, budget: TuneBudget, journal: TuneJournal) -> list[str]:
         """A line per budget that what was spent and the worst case of what is left are over."""
         left = work_left(journal, settings.max_proposals)
         return budget.over(
@@ -66,7 +66,7 @@ class TuneCosts:
         )
 
 
-def work_left(journal: Journal, proposals: int) -> Work:
+def work_left(journal: TuneJournal, proposals: int) -> Work:
     """What the tune of ``journal`` has left to pay for, with ``proposals`` iterations in all."""
     tests = sum(on == "test" for _, on in journal.evaluations)
     return Work(

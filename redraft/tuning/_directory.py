@@ -20,7 +20,7 @@ from redraft.engine.prompt_files import load_prompts
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
 from redraft.tuning._edits import entries_of, prompts_file
-from redraft.tuning._journal import Candidate, Journal
+from redraft.tuning._journal import PromptCandidate, TuneJournal
 from redraft.tuning._search import START
 from redraft.tuning._splits import Splits, check_disjoint, split_tasks
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 MANIFEST = "tune-manifest.json"
 PAYER = "payer"
 """The manifest's key for the tune's own id, which no setting decides and a resume keeps."""
-SPLITS = "splits.json"
+SPLITS_FILE = "splits.json"
 
 _FREE = frozenset(
     {"out", "budget_usd", "budget_tokens", "budget_calls", "budget_seconds", "max_tasks_in_flight", "verbose"}
@@ -46,7 +46,7 @@ def default_out() -> Path:
 def read_splits(out: Path, tasks: list[Task], settings: TuneSettings, seed: int, *, write: bool) -> Splits:
     """The splits of the tasks; on a resume the recorded ones, which must be what the tasks give now."""
     made = split_tasks(tasks, settings.split, seed)
-    path = out / SPLITS
+    path = out / SPLITS_FILE
     if path.exists():
         try:
             recorded = msgspec.json.decode(path.read_bytes(), type=Splits)
@@ -91,13 +91,13 @@ def read_manifest(out: Path, config: RunConfig, settings: TuneSettings, *, write
     return payer
 
 
-def start_candidate(out: Path, journal: Journal, prompts: str | None) -> Candidate:
+def start_candidate(out: Path, journal: TuneJournal, prompts: str | None) -> PromptCandidate:
     """The starting prompts as candidate c0 (recorded once)."""
     if START in journal.candidates:
         return journal.candidates[START]
     entries = entries_of(load_prompts(prompts))
     path = prompts_file(entries, {}, out / "prompts" / f"{START}.toml")
-    start = Candidate(
+    start = PromptCandidate(
         id=START, parent=None, iteration=None, section=None, reason="", entries=entries, file=str(path.relative_to(out))
     )
     journal.add(start)

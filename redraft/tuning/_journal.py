@@ -7,7 +7,7 @@ recorded proposal never asked again, and an iteration cut halfway redoes only wh
 
 It is read record by record (`redraft.jsonlines`): a line that is not a record (torn by a crash mid-write,
 not JSON, JSON of another shape, or stamped by another tune) is moved to ``tune.jsonl.damaged`` when the
-journal opens, said in `Journal.recovery`, and the records after it are kept; what it recorded is done
+journal opens, said in `TuneJournal.recovery`, and the records after it are kept; what it recorded is done
 again. Each record carries its tune's id (`Record.tune`, the tune manifest's), so a journal copied from
 another tune's directory is set aside rather than taken for this one's.
 """
@@ -31,11 +31,11 @@ class Stamped(msgspec.Struct, frozen=True, kw_only=True):
     """What every record carries: the tune it belongs to."""
 
     tune: str | None = None
-    """The tune's id (its manifest's ``tune_uid``), stamped by `Journal.add`; None in older journals, and in a
+    """The tune's id (its manifest's ``tune_uid``), stamped by `TuneJournal.add`; None in older journals, and in a
     journal opened without an id (which takes every record)."""
 
 
-class Candidate(Stamped, tag="candidate", frozen=True, kw_only=True):
+class PromptCandidate(Stamped, tag="candidate", frozen=True, kw_only=True):
     """A version of the prompts: its sections over the built-in ones, and where it came from."""
 
     id: str
@@ -101,12 +101,12 @@ class Iteration(Stamped, tag="iteration", frozen=True, kw_only=True):
     note: str = ""
 
 
-Record = Candidate | Evaluation | Proposed | Iteration
+Record = PromptCandidate | Evaluation | Proposed | Iteration
 """A journal's line: one of the four, told apart by its ``type``."""
 _decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
 
 
-class Journal:
+class TuneJournal:
     """The records of ``directory/tune.jsonl``, read at open, appended to as they land (thread-safe).
 
     ``tune``: the tune's id, stamped on each record added; a record stamped with another is set aside.
@@ -118,7 +118,7 @@ class Journal:
         self.path = directory / JOURNAL
         self.tune = tune
         self._on_record = on_record
-        self.candidates: dict[str, Candidate] = {}
+        self.candidates: dict[str, PromptCandidate] = {}
         self.evaluations: dict[tuple[str, str], Evaluation] = {}
         self.proposals: dict[int, Proposed] = {}
         self.iterations: dict[int, Iteration] = {}
@@ -136,7 +136,7 @@ class Journal:
 
     def _place(self, record: Record) -> None:
         match record:
-            case Candidate():
+            case PromptCandidate():
                 self.candidates[record.id] = record
             case Evaluation():
                 self.evaluations[(record.candidate, record.on)] = record

@@ -21,9 +21,9 @@ from redraft.config import RunConfig
 from redraft.protocols.messages import Usage
 from redraft.rundir.history import text_diff
 from redraft.tuning._edits import text_of
-from redraft.tuning._journal import Journal
+from redraft.tuning._journal import TuneJournal
 from redraft.tuning._splits import SPLITS, Splits
-from redraft.tuning._verdict import Verdict
+from redraft.tuning._verdict import TuneVerdict
 from redraft.views.templating import render
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class IterationRow(msgspec.Struct, kw_only=True):
     reason: str
 
 
-class Spend(msgspec.Struct, kw_only=True):
+class TuneSpend(msgspec.Struct, kw_only=True):
     total: Usage
     evaluations: Usage
     proposals: Usage
@@ -82,14 +82,16 @@ class TuneReport(msgspec.Struct, kw_only=True):
     sections: list[str]
     splits: dict[str, int]
     split_seed: int
-    verdict: Verdict
+    verdict: TuneVerdict
     candidates: list[CandidateRow]
     iterations: list[IterationRow]
     refused: dict[str, int]
-    spend: Spend
+    spend: TuneSpend
 
 
-def build(journal: Journal, splits: Splits, verdict: Verdict, config: RunConfig, settings: TuneSettings) -> TuneReport:
+def build(
+    journal: TuneJournal, splits: Splits, verdict: TuneVerdict, config: RunConfig, settings: TuneSettings
+) -> TuneReport:
     """The report of a tune from its journal."""
     iterations = [journal.iterations[k] for k in sorted(journal.iterations)]
     proposals = journal.proposals
@@ -124,7 +126,7 @@ def build(journal: Journal, splits: Splits, verdict: Verdict, config: RunConfig,
         candidates=_candidates(journal),
         iterations=rows,
         refused=dict(Counter(r.refused for r in rows if r.refused)),
-        spend=Spend(
+        spend=TuneSpend(
             total=evaluations + proposed,
             evaluations=evaluations,
             proposals=proposed,
@@ -133,13 +135,13 @@ def build(journal: Journal, splits: Splits, verdict: Verdict, config: RunConfig,
     )
 
 
-def _proposer(journal: Journal) -> str | None:
+def _proposer(journal: TuneJournal) -> str | None:
     """The model the proposals came from, as it named itself (None: no proposal had one, e.g. a function)."""
     models = Counter(p.proposal.model for p in journal.proposals.values() if p.proposal.model)
     return models.most_common(1)[0][0] if models else None
 
 
-def _candidates(journal: Journal) -> list[CandidateRow]:
+def _candidates(journal: TuneJournal) -> list[CandidateRow]:
     by_child = {i.child: i for i in journal.iterations.values() if i.child is not None}
     rows = []
     for c in sorted(journal.candidates.values(), key=lambda c: -1 if c.iteration is None else c.iteration):
@@ -170,7 +172,7 @@ def _candidates(journal: Journal) -> list[CandidateRow]:
 
 
 def write_report(
-    out: Path, journal: Journal, splits: Splits, verdict: Verdict, config: RunConfig, settings: TuneSettings
+    out: Path, journal: TuneJournal, splits: Splits, verdict: TuneVerdict, config: RunConfig, settings: TuneSettings
 ) -> tuple[Path, Path]:
     """``tune.json`` and ``tune.html`` under ``out``."""
     report = build(journal, splits, verdict, config, settings)

@@ -30,11 +30,11 @@ from redraft.engine.proposer import limit_of, placeholders_of
 from redraft.errors import RedraftError
 from redraft.protocols.messages import Task
 from redraft.protocols.tuning import Edit, Example, Proposal, ProposeRequest
-from redraft.tuning._budget import Budget, Costs
+from redraft.tuning._budget import Costs, TuneBudget
 from redraft.tuning._edits import prompts_file, text_of
 from redraft.tuning._evaluate import Evaluator
 from redraft.tuning._examples import examples_of
-from redraft.tuning._journal import Candidate, Evaluation, Iteration, Journal, Proposed
+from redraft.tuning._journal import Evaluation, Iteration, PromptCandidate, Proposed, TuneJournal
 from redraft.tuning._splits import Split, Splits, write_tasks
 
 Propose = Callable[[ProposeRequest], Proposal]
@@ -58,11 +58,11 @@ class Search:
     root: Path
     splits: Splits
     tasks: dict[str, Task]
-    journal: Journal
+    journal: TuneJournal
     evaluate: Evaluator
     propose: Propose
     settings: SearchSettings
-    budget: Budget
+    budget: TuneBudget
     costs: Costs
     say: Callable[[str], None] = lambda line: None
     read_examples: Callable[[Path, Mapping[str, str], int], list[Example]] = examples_of
@@ -70,7 +70,7 @@ class Search:
     _ended: dict[int, threading.Event] = field(default_factory=dict)
     _halted: threading.Event = field(default_factory=threading.Event)
 
-    def run(self) -> Candidate:
+    def run(self) -> PromptCandidate:
         """Every iteration the budget affords, up to ``max_proposals``; the validation winner."""
         self.scored(START, "validation")
         self.budget.release("start")  # paid: the journal holds it now
@@ -177,7 +177,7 @@ class Search:
         self.journal.add(made)
         return made
 
-    def _proposal(self, k: int, parent: Candidate, section: str, before: Evaluation) -> Proposal:
+    def _proposal(self, k: int, parent: PromptCandidate, section: str, before: Evaluation) -> Proposal:
         recorded = self.journal.proposals.get(k)
         if recorded is not None:
             return recorded.proposal
@@ -198,7 +198,7 @@ class Search:
         self.journal.add(Proposed(iteration=k, parent=parent.id, proposal=proposal))
         return proposal
 
-    def _child(self, k: int, parent: Candidate, section: str, proposal: Proposal) -> Candidate:
+    def _child(self, k: int, parent: PromptCandidate, section: str, proposal: Proposal) -> PromptCandidate:
         identity = f"c{k + 1}"
         if identity in self.journal.candidates:
             return self.journal.candidates[identity]
@@ -207,7 +207,7 @@ class Search:
         entries = {**parent.entries, section: (version + 1, proposal.text)}
         about = {"version": k + 1, "parent": parent.id, "made": f"redraft tune, iteration {k + 1}: {proposal.reason}"}
         path = prompts_file(entries, about, self.root / "prompts" / f"{identity}.toml")
-        child = Candidate(
+        child = PromptCandidate(
             id=identity,
             parent=parent.id,
             iteration=k,
@@ -226,7 +226,7 @@ def minibatch(train: list[str], size: int, rng: random.Random) -> list[str]:
     return [task_id for task_id in train if task_id in chosen]
 
 
-def front(journal: Journal, candidates: list[str]) -> dict[str, int]:
+def front(journal: TuneJournal, candidates: list[str]) -> dict[str, int]:
     """Each candidate best (ties included) on at least one validation task, with how many such tasks."""
     scores = {c: journal.evaluations[(c, "validation")].figures for c in candidates}
     counts = dict.fromkeys(candidates, 0)
@@ -237,21 +237,21 @@ def front(journal: Journal, candidates: list[str]) -> dict[str, int]:
     return {c: n for c, n in counts.items() if n}
 
 
-def choose_parent(journal: Journal, candidates: list[str], rng: random.Random) -> str:
+def choose_parent(journal: TuneJournal, candidates: list[str], rng: random.Random) -> str:
     """A candidate of the front, drawn with weight its count of validation tasks."""
     weights = front(journal, candidates)
     names = sorted(weights, key=candidates.index)
     return rng.choices(names, weights=[weights[n] for n in names])[0]
 
 
-def winner(journal: Journal, candidates: list[str]) -> str:
+def winner(journal: TuneJournal, candidates: list[str]) -> str:
     """The candidate with the highest mean validation figure (the earliest of equals: the start first)."""
     return max(candidates, key=lambda c: (journal.evaluations[(c, "validation")].mean, -candidates.index(c)))
 
 
-def lineage(journal: Journal, candidate: str, section: str) -> list[Edit]:
+def lineage(journal: TuneJournal, candidate: str, section: str) -> list[Edit]:
     """The versions of ``section`` along ``candidate``'s ancestry, oldest first, with their minibatch feedback."""
-    chain: list[Candidate] = []
+    chain: list[PromptCandidate] = []
     at: str | None = candidate
     while at is not None:
         chain.append(journal.candidates[at])

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from redraft.protocols.messages import Usage
-from redraft.tuning._journal import Journal, Record
+from redraft.tuning._journal import Record, TuneJournal
 from redraft.tuning._search import START
 
 TunePhase = Literal["start", "search", "verdict"]
@@ -37,7 +37,7 @@ class StatusTracker:
 
     of: int
     tell: Callable[[TuneStatus], None] | None
-    journal: Journal | None = None
+    journal: TuneJournal | None = None
     phase: TunePhase = "start"
 
     def recorded(self, record: Record) -> None:

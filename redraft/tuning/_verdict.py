@@ -18,13 +18,13 @@ import msgspec
 
 from redraft.comparison.stats import paired
 from redraft.tuning._edits import prompts_file
-from redraft.tuning._journal import Candidate, Evaluation
+from redraft.tuning._journal import Evaluation, PromptCandidate
 
 TUNED = "tuned-prompts.toml"
 NO_GAIN = "no significant improvement"
 
 
-class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+class TuneVerdict(msgspec.Struct, frozen=True, kw_only=True):
     start: str
     winner: str
     test_read: bool
@@ -46,13 +46,13 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     says: str = ""
 
 
-def unread(start: str, tasks: int) -> Verdict:
+def unread(start: str, tasks: int) -> TuneVerdict:
     """No candidate beat the start on validation: the test split stays unread."""
     says = f"{NO_GAIN}: no candidate beat the starting prompts on validation; the test split was not read"
-    return Verdict(start=start, winner=start, test_read=False, tasks=tasks, graded=True, says=says)
+    return TuneVerdict(start=start, winner=start, test_read=False, tasks=tasks, graded=True, says=says)
 
 
-def decide(start: Evaluation, best: Evaluation) -> Verdict:
+def decide(start: Evaluation, best: Evaluation) -> TuneVerdict:
     """The paired test of ``best`` against ``start`` over the same test tasks."""
     ids = sorted(start.figures)
     result = paired([best.figures[i] for i in ids], [start.figures[i] for i in ids])
@@ -69,7 +69,7 @@ def decide(start: Evaluation, best: Evaluation) -> Verdict:
         says = f"{NO_GAIN} (significantly worse): {figures}"
     else:
         says = f"{NO_GAIN}: {figures}"
-    return Verdict(
+    return TuneVerdict(
         start=start.candidate,
         winner=best.candidate,
         test_read=True,
@@ -88,7 +88,7 @@ def decide(start: Evaluation, best: Evaluation) -> Verdict:
     )
 
 
-def adopt(verdict: Verdict, winner: Candidate, parent: dict[str, Any], root: Path) -> Verdict:
+def adopt(verdict: TuneVerdict, winner: PromptCandidate, parent: dict[str, Any], root: Path) -> TuneVerdict:
     """Write the winner as the tune's new prompts file (``tuned-prompts.toml``), its lineage in ``[about]``."""
     today = datetime.date.today().isoformat()
     made = (

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from redraft.protocols.messages import ChatMessage, Critique, Decision, Draft, PlanVersion, Result, Verification
 from redraft.rundir import Frame, KnownFrame, RunReader, TaskHistory, build_history
-from redraft.rundir.history import Candidate, Round
+from redraft.rundir.history import DraftEntry, Round
 from redraft.views._fields import (
     TRACE_LOST,
     extra,
@@ -160,7 +160,7 @@ def _round(rnd: Round, history: TaskHistory, *, messages: bool = False) -> list[
     return out
 
 
-def _candidate(c: Candidate, *, is_best: bool, messages: bool = False) -> RenderableType:
+def _candidate(c: DraftEntry, *, is_best: bool, messages: bool = False) -> RenderableType:
     title = Text(f"sample {c.sample}")
     if c.stage:
         title.append(f" · stage {c.stage}")

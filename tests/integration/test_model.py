@@ -213,14 +213,14 @@ def test_tune_with_the_embedded_model_proposes_in_schema_and_reaches_an_honest_v
     """End to end on Ray: each evaluation a run of the embedded model, the proposer an actor with the same model
     answering in the edit schema's grammar, its edit checked, the verdict said and the report written."""
     from redraft import TuneSettings, tune
-    from redraft.tuning._journal import Journal
+    from redraft.tuning._journal import TuneJournal
 
     config = RunConfig.build(
         limit=10, strategy="best_of_n", samples=1, max_rounds=1, max_tokens=64, out=str(tmp_path / "tune")
     )
     settings = TuneSettings(sections=["draft_system"], minibatch=2, max_proposals=1, parallel=1, examples=2)
     done = tune(config, settings)
-    journal = Journal(done.out)
+    journal = TuneJournal(done.out)
     [proposed] = journal.proposals.values()
     proposal = proposed.proposal
     assert proposal.model == EMBEDDED_MODEL_FILE and proposal.usage.calls == 1

@@ -14,7 +14,7 @@ from tests.unit.engine.test_prompt_files import OVERRIDE, arms_with
 
 @pytest.mark.ray
 def test_an_arm_s_prompts_reach_its_drafters_on_ray(ray_cluster: Any, tmp_path: Path) -> None:
-    from redraft.comparison._command import make_plan
+    from redraft.cli._compare import make_plan
     from redraft.comparison._runner import run_comparison
 
     arms = arms_with(tmp_path, OVERRIDE)

@@ -22,7 +22,7 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.prompt_files import about, load_prompts
 from redraft.protocols.tuning import Proposal, ProposeRequest, encode_tune
 from redraft.scenarios import get_scenario, scenario_names
-from redraft.tuning._journal import Journal
+from redraft.tuning._journal import TuneJournal
 from redraft.tuning._verdict import TUNED
 from tests.support import tune_world
 
@@ -79,7 +79,7 @@ def test_a_drafter_deaf_to_its_prompt_gets_no_significant_improvement_and_nothin
     # Validation preferred an edit by chance (the coins of this seed favour it there): the test split, read once,
     # does not confirm it.
     assert verdict.test_read and verdict.winner != "c0" and not verdict.significant
-    validation = Journal(done.out).evaluations
+    validation = TuneJournal(done.out).evaluations
     assert validation[(verdict.winner, "validation")].mean > validation[("c0", "validation")].mean
 
 
@@ -89,7 +89,7 @@ def test_the_proposer_as_an_actor_answers_a_real_model_reply_checked(ray_cluster
     proposer = ScriptedSpec(script=lambda request: edit)
     done = sum_tune(tmp_path, tune_world.rule_follower, tasks=20, settings=one, proposer=proposer)
     assert done.verdict.adopted
-    proposals = Journal(done.out).proposals
+    proposals = TuneJournal(done.out).proposals
     assert proposals and all(p.proposal.usage.calls == 1 for p in proposals.values())
     assert proposals[0].proposal.text == f"$instructions\n{tune_world.RULE}"
 

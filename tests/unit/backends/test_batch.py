@@ -17,7 +17,7 @@ import pytest
 
 from redraft.backends._batch import BatchCollector, BatchedBackend, BatchedSpec, BatchSettings
 from redraft.backends._batch_apis import Answer, LineFailure, Listed
-from redraft.backends._batch_journal import Journal
+from redraft.backends._batch_journal import BatchJournal
 from redraft.backends.base import ChatRequest, Completion
 from redraft.backends.cache import ResponseCache
 from redraft.backends.openai import OpenAISpec
@@ -115,7 +115,7 @@ async def test_calls_made_together_go_out_as_one_batch_priced_at_half(tmp_path: 
     assert all(c.usage.batch_calls == 1 for c in completions)
     online = default_prices().cost("gpt-4o-mini", completions[0].usage - Usage(batch_calls=1))
     assert default_prices().cost("gpt-4o-mini", completions[0].usage) == pytest.approx(online / 2)
-    assert Journal(tmp_path / "batches.jsonl", SPEC.spec).open_batches() == {}  # every answer handed over
+    assert BatchJournal(tmp_path / "batches.jsonl", SPEC.spec).open_batches() == {}  # every answer handed over
 
 
 async def test_a_batch_stays_within_the_providers_line_limit(tmp_path: Path) -> None:
@@ -184,7 +184,7 @@ async def test_a_restarted_collector_follows_the_batch_it_had_sent_and_never_sen
         call.cancel()
     for task in first._followers:
         task.cancel()
-    assert list(Journal(Path(journal), SPEC.spec).open_batches()) == ["batch_0"]
+    assert list(BatchJournal(Path(journal), SPEC.spec).open_batches()) == ["batch_0"]
 
     second = BatchCollector(SPEC, journal, FAST, api=api)
     assert await second.resume() == 1
@@ -192,7 +192,7 @@ async def test_a_restarted_collector_follows_the_batch_it_had_sent_and_never_sen
     answers = await asyncio.gather(*(second.complete(request(f"task {i}")) for i in (2, 0, 1)))
     assert [a.text for a in answers if isinstance(a, Completion)] == ["re: task 2", "re: task 0", "re: task 1"]
     assert list(api.sent) == ["batch_0"]  # nothing sent twice
-    assert Journal(Path(journal), SPEC.spec).open_batches() == {}
+    assert BatchJournal(Path(journal), SPEC.spec).open_batches() == {}
 
 
 async def test_stopping_cancels_the_open_batches_and_a_resume_reads_what_they_finished(tmp_path: Path) -> None:
@@ -209,13 +209,13 @@ async def test_stopping_cancels_the_open_batches_and_a_resume_reads_what_they_fi
     assert isinstance(got, LineFailure) and got.kind == "cancelled"
     late = await collector.complete(request("a retry after the stop"))
     assert isinstance(late, LineFailure) and late.kind == "cancelled" and len(api.sent) == 1  # nothing more sent
-    assert list(Journal(Path(journal), SPEC.spec).open_batches()) == ["batch_0"]  # a resume reads it
+    assert list(BatchJournal(Path(journal), SPEC.spec).open_batches()) == ["batch_0"]  # a resume reads it
 
 
 def test_the_journal_skips_a_line_torn_by_a_crash_and_other_endpoints(tmp_path: Path) -> None:
     path = tmp_path / "batches.jsonl"
-    Journal(path, "anthropic:claude-haiku-4-5").submitted("msgbatch_1", ["a"], 1.0)
-    journal = Journal(path, SPEC.spec)
+    BatchJournal(path, "anthropic:claude-haiku-4-5").submitted("msgbatch_1", ["a"], 1.0)
+    journal = BatchJournal(path, SPEC.spec)
     journal.submitted("batch_1", ["k1", "k2"], 2.0)
     journal.submitted("batch_2", ["k3"], 3.0)
     journal.ended("batch_1")

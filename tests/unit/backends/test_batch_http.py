@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from redraft.backends._batch import BatchCollector, BatchedBackend, BatchedSpec, BatchSettings
-from redraft.backends._batch_journal import BatchRun, Journal
+from redraft.backends._batch_journal import BatchJournal, BatchRun
 from redraft.backends._retrying import RetryPolicy
 from redraft.backends.anthropic import AnthropicSpec, parse_anthropic
 from redraft.backends.base import ChatRequest, Completion
@@ -72,7 +72,7 @@ async def test_a_rounds_calls_go_as_one_batch_and_read_as_the_online_answers(
         assert got.usage.batch_calls == 1 and expected.usage.batch_calls == 0
     if provider == "openai":  # the fake answers Anthropic's with one text whatever the request
         assert [a.text for a in answers] == [f"answer to {t}" for t in texts]
-    assert Journal(tmp_path / "batches.jsonl", spec_of(provider).spec).open_batches() == {}
+    assert BatchJournal(tmp_path / "batches.jsonl", spec_of(provider).spec).open_batches() == {}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -12,7 +12,7 @@ import pytest
 
 from redraft.backends._batch import BatchCollector
 from redraft.backends._batch_apis import LineFailure, Listed
-from redraft.backends._batch_journal import BatchRun, Journal, recover_journal
+from redraft.backends._batch_journal import BatchJournal, BatchRun, recover_journal
 from redraft.backends.base import Completion
 from redraft.backends.cache import ResponseCache
 from redraft.errors import RetryableBackendError
@@ -25,7 +25,7 @@ LOST = BatchRun(uid="run-a", since=0.0, journal_lost=True)
 
 def journal_lines(path: Path) -> list[bytes]:
     """A journal of four records over two endpoints (the second batch of SPEC still open); its lines."""
-    mine, other = Journal(path, SPEC.spec, RUN.uid), Journal(path, OTHER, RUN.uid)
+    mine, other = BatchJournal(path, SPEC.spec, RUN.uid), BatchJournal(path, OTHER, RUN.uid)
     mine.submitted("batch_1", ["k1", "k2"], 1.0)
     other.submitted("msgbatch_1", ["a"], 1.5)
     mine.submitted("batch_2", ["k3"], 2.0)
@@ -52,7 +52,7 @@ def test_a_damaged_middle_line_is_skipped_then_set_aside_and_the_lines_after_it_
     lines = journal_lines(path)
     bad, why = DAMAGE[damage]
     path.write_bytes(b"".join([*lines[:2], bad, *lines[2:]]))
-    journal = Journal(path, SPEC.spec, RUN.uid)
+    journal = BatchJournal(path, SPEC.spec, RUN.uid)
     assert journal.open_batches() == {"batch_2": (["k3"], 2.0)}  # a reader never raises, and writes nothing
     assert path.read_bytes().count(bad) == 1
     recovery = recover_journal(path, RUN.uid)
@@ -65,7 +65,7 @@ def test_a_damaged_middle_line_is_skipped_then_set_aside_and_the_lines_after_it_
     )
     assert (tmp_path / "batches.jsonl.damaged").read_bytes() == bad
     assert path.read_bytes() == b"".join(lines)
-    assert Journal(path, OTHER, RUN.uid).open_batches() == {"msgbatch_1": (["a"], 1.5)}
+    assert BatchJournal(path, OTHER, RUN.uid).open_batches() == {"msgbatch_1": (["a"], 1.5)}
 
 
 def test_a_torn_last_line_is_cut_before_the_next_record_is_appended(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_a_torn_last_line_is_cut_before_the_next_record_is_appended(tmp_path: Pa
     torn = b'{"endpoint":"openai:gpt-4o-mini","submitted":"batch_3","at":3.0,"keys":["k4",'
     with open(path, "ab") as out:
         out.write(torn)
-    journal = Journal(path, SPEC.spec, RUN.uid)
+    journal = BatchJournal(path, SPEC.spec, RUN.uid)
     journal.submitted("batch_4", ["k5"], 4.0)  # not glued to the torn line: both would be unreadable
     assert journal.open_batches() == {"batch_2": (["k3"], 2.0), "batch_4": (["k5"], 4.0)}
     assert (tmp_path / "batches.jsonl.damaged").read_bytes() == torn
@@ -89,7 +89,7 @@ def test_a_deleted_or_emptied_journal_holds_nothing_and_sets_nothing_aside(tmp_p
         path.unlink()
     else:
         path.write_bytes(b"")
-    assert Journal(path, SPEC.spec, RUN.uid).open_batches() == {}
+    assert BatchJournal(path, SPEC.spec, RUN.uid).open_batches() == {}
     assert recover_journal(path, RUN.uid).line() is None and not (tmp_path / "batches.jsonl.damaged").exists()
 
 
@@ -130,7 +130,7 @@ async def test_a_lost_journal_finds_the_open_batch_in_the_providers_list_and_pay
     await killed_after_sending(api, str(path), ["task 0", "task 1", "task 2"], RUN)
     damage_journal(path, how)
     recover_journal(path, RUN.uid)  # what the driver does before the collectors start
-    assert Journal(path, SPEC.spec, RUN.uid).open_batches() == {}  # the journal no longer knows the batch
+    assert BatchJournal(path, SPEC.spec, RUN.uid).open_batches() == {}  # the journal no longer knows the batch
 
     again = BatchCollector(SPEC, str(path), FAST, LOST, api=api)
     assert await again.resume() == 1
@@ -148,7 +148,7 @@ async def test_a_lost_journal_finds_the_open_batch_in_the_providers_list_and_pay
     sent = [json.loads(line)["custom_id"] for lines in api.sent.values() for line in lines]
     assert len(sent) == len(set(sent)) == 4  # each call once: the three found, the new one sent after
     assert api.sent["batch_1"] == [api.line(ResponseCache.key(SPEC.spec, request("new task")), request("new task"))]
-    assert Journal(path, SPEC.spec, RUN.uid).open_batches() == {}  # found, recorded, every answer handed over
+    assert BatchJournal(path, SPEC.spec, RUN.uid).open_batches() == {}  # found, recorded, every answer handed over
 
 
 async def test_another_runs_batches_in_the_list_are_left_alone_when_the_provider_keeps_metadata(

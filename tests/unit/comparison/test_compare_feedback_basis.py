@@ -13,9 +13,9 @@ from rich.console import Console
 
 from redraft import RunConfig, Task
 from redraft.backends.base import ChatRequest
+from redraft.cli._compare import print_table
 from redraft.comparison._analysis import Comparison
 from redraft.comparison._arms import Arm
-from redraft.comparison._command import _print
 from redraft.comparison._result import build, read_json, regressions, write_json
 from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.engine._refine import refine_trace
@@ -81,7 +81,7 @@ def test_without_a_held_out_grade_the_figures_rest_on_the_feedback_and_are_numbe
 
 def test_the_terminal_says_which_pass_rate_it_shows(built: tuple[Comparison, Path]) -> None:
     buffer = io.StringIO()
-    _print(built[0], Console(file=buffer, width=120))
+    print_table(built[0], Console(file=buffer, width=120))
     printed = buffer.getvalue()
     assert "feedback pass rates (no held-out grade)" in printed and "nan" not in printed
 

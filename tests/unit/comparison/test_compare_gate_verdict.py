@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from redraft.comparison import _command
+from redraft.cli import _compare
 from redraft.comparison._gate import Earlier, EarlierArm
 from redraft.comparison._runner import ComparePlan
 from tests.unit.comparison.test_compare_feedback_basis import CHECK, TASKS, lane
@@ -30,7 +30,7 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
             lane(plan.out / planned.label, planned.config, tasks=TASKS[: plan.base.runtime.limit])
         return {}
 
-    monkeypatch.setattr(_command, "run_comparison", write_lanes)
+    monkeypatch.setattr(_compare, "run_comparison", write_lanes)
 
 
 def compare(out: Path, *extra: str, tasks: Path, limit: int = 6, seed: int = 0) -> list[str]:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from redraft.cli._compare import print_table
 from redraft.comparison._analysis import Comparison, Interval
 from redraft.comparison._charts import ArmPoint, cost_plane
-from redraft.comparison._command import _print
 from redraft.comparison._html import charts, pareto, write_html
 from tests.integration.test_compare_browser import arm, curve
 from tests.unit.comparison.test_compare_feedback_basis import TASKS, built
@@ -24,7 +24,7 @@ __all__ = ["built"]  # the module's fixture: the comparison of a user's check wi
 
 def test_the_terminal_names_the_feedback_pass_rate_and_never_says_graded(built: tuple[Comparison, Path]) -> None:
     buffer = io.StringIO()
-    _print(built[0], Console(file=buffer, width=120))
+    print_table(built[0], Console(file=buffer, width=120))
     printed = buffer.getvalue()
     assert "graded" not in printed
     lines = printed.splitlines()
@@ -83,7 +83,7 @@ def test_a_graded_comparison_still_says_graded() -> None:
     )
     c.arms[0].ci = Interval(0.7, 0.9)
     buffer = io.StringIO()
-    _print(c, Console(file=buffer, width=120))
+    print_table(c, Console(file=buffer, width=120))
     assert "graded pass" in buffer.getvalue()
     _, _, flips = charts(c, pareto(c))
     assert flips[0].axes[0].get_title().endswith("by the held-out grade")

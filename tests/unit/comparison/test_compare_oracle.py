@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 
 from redraft import RunConfig
+from redraft.cli._compare import print_table
 from redraft.comparison._analysis import Comparison
 from redraft.comparison._arms import Arm
-from redraft.comparison._command import _print
 from redraft.comparison._html import charts, pareto, write_html
 from redraft.comparison._result import _oracle_notes, build, write_json
 from redraft.comparison._runner import BASELINE, ComparePlan
@@ -79,7 +79,7 @@ def test_the_html_tables_say_oracle_and_leave_it_off_the_front(built: tuple[Comp
 
 def test_the_terminal_rows_say_oracle() -> None:
     console = Console(width=80, record=True, file=io.StringIO())
-    _print(with_oracle(), console)
+    print_table(with_oracle(), console)
     cells = [line.split()[0] for line in console.export_text().splitlines() if line.strip()]
     assert cells[cells.index("fed") + 1] == "(oracle)"  # the arm's cell: its name, then the mark below it
     assert cells[cells.index("plain") + 1] != "(oracle)"

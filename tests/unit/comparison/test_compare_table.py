@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
+from redraft.cli._compare import print_table
 from redraft.comparison._analysis import Comparison
-from redraft.comparison._command import _print
 from tests.integration.test_compare_browser import arm, curve, difference
 
 
@@ -26,7 +26,7 @@ def comparison(budget: float) -> Comparison:
 
 def printed(c: Comparison, width: int) -> str:
     console = Console(width=width, record=True, file=io.StringIO())
-    _print(c, console)
+    print_table(c, console)
     return console.export_text()
 
 

@@ -38,7 +38,7 @@ from redraft.rundir.frames import KnownFrame
 from redraft.rundir.spending import spending, spending_table
 from redraft.scenarios import Scenario
 from redraft.scenarios._base import SCENARIOS
-from redraft.strategies import Ledger, Observation, Share, Tally, feedback_state, ledger_name
+from redraft.strategies import CallOutcome, Ledger, Share, Tally, feedback_state, ledger_name
 from redraft.strategies._adaptive import plan, posterior, settled
 from tests.support.harness import run_task, scripted_arbiter, wire
 
@@ -186,9 +186,9 @@ def test_an_answer_is_settled_when_its_majority_is_near_certain() -> None:
 
 def test_the_ledger_counts_a_redone_call_once_and_lends_a_loan_once() -> None:
     book = Ledger()
-    book.record([Observation("t/1/0", "localized", "revise", False)])
+    book.record([CallOutcome("t/1/0", "localized", "revise", False)])
     table = book.record(
-        [Observation("t/1/0", "localized", "revise", True), Observation("u/1/0", "none", "fresh", False)]
+        [CallOutcome("t/1/0", "localized", "revise", True), CallOutcome("u/1/0", "none", "fresh", False)]
     )
     assert table == {("localized", "revise"): Tally(1, 1), ("none", "fresh"): Tally(0, 1)}
     book.settle("a", 3.0)
@@ -198,7 +198,7 @@ def test_the_ledger_counts_a_redone_call_once_and_lends_a_loan_once() -> None:
     assert book.borrow("b/2", 5.0) == 2.0 and book.balance() == 0.0  # the same loan again: nothing more lent
     assert book.borrow("b/3", 1.0) == 0.0
     primed = Ledger()
-    primed.prime([Observation("t/1/0", "near", "fresh", True)], {"a": 1.5, "c": -0.5})
+    primed.prime([CallOutcome("t/1/0", "near", "fresh", True)], {"a": 1.5, "c": -0.5})
     assert primed.table() == {("near", "fresh"): Tally(1, 1)} and primed.balance() == 1.0
 
 

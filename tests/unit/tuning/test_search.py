@@ -15,9 +15,9 @@ from redraft.config import Budgets
 from redraft.engine.prompt_files import about, load_prompts
 from redraft.protocols.messages import Task, Usage
 from redraft.protocols.tuning import Example, Failure, Proposal, ProposeRequest
-from redraft.tuning._budget import Budget, Costs
+from redraft.tuning._budget import Costs, TuneBudget
 from redraft.tuning._edits import prompts_file
-from redraft.tuning._journal import JOURNAL, Candidate, Evaluation, Journal
+from redraft.tuning._journal import JOURNAL, Evaluation, PromptCandidate, TuneJournal
 from redraft.tuning._search import START, Search, SearchSettings, choose_parent, front, lineage, winner
 from redraft.tuning._splits import split_tasks
 from redraft.tuning._verdict import TUNED, adopt, decide, unread
@@ -91,11 +91,11 @@ def search(
     parallel: int = 2,
 ) -> Search:
     splits = split_tasks(TASKS.values(), seed=0)
-    journal = Journal(tmp_path)
+    journal = TuneJournal(tmp_path)
     if START not in journal.candidates:
         path = prompts_file({}, {}, tmp_path / "prompts" / "c0.toml")
         journal.add(
-            Candidate(
+            PromptCandidate(
                 id=START,
                 parent=None,
                 iteration=None,
@@ -114,7 +114,7 @@ def search(
         evaluate=evaluator,
         propose=proposer,
         settings=SearchSettings(sections=["draft_system"], minibatch=6, max_proposals=proposals, parallel=parallel),
-        budget=Budget(limits=budget or Budgets(), paid=journal.spent),
+        budget=TuneBudget(limits=budget or Budgets(), paid=journal.spent),
         costs=costs,
         read_examples=examples,
     )
@@ -207,7 +207,7 @@ def test_the_budget_ends_the_search_before_an_iteration_it_cannot_afford(tmp_pat
 
 
 def test_front_counts_the_tasks_each_candidate_is_best_on_and_drops_the_dominated(tmp_path: Path) -> None:
-    journal = Journal(tmp_path)
+    journal = TuneJournal(tmp_path)
     for name, figures in {"a": [1, 0, 0], "b": [0, 1, 1], "c": [0, 1, 0]}.items():
         scores = {f"v{i}": float(v) for i, v in enumerate(figures)}
         journal.add(
@@ -257,7 +257,9 @@ def test_no_winner_but_the_start_leaves_the_test_split_unread() -> None:
 def test_an_adopted_winner_is_written_as_a_new_prompts_file_naming_its_parent(tmp_path: Path) -> None:
     verdict = decide(_evaluation("c0", [0.0] * 12), _evaluation("c3", [1.0] * 12))
     entries = {"draft_system": (2, f"$instructions\n{RULE}")}
-    best = Candidate(id="c3", parent="c1", iteration=2, section="draft_system", reason="r", entries=entries, file="f")
+    best = PromptCandidate(
+        id="c3", parent="c1", iteration=2, section="draft_system", reason="r", entries=entries, file="f"
+    )
     start = prompts_file({"draft_task": (4, "Do it: $task")}, {"version": 3}, tmp_path / "mine.toml")
     written = adopt(verdict, best, {"parent": str(start), "version": about(str(start))["version"]}, tmp_path)
     assert written.prompts == TUNED

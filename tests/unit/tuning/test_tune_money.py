@@ -11,7 +11,7 @@ from redraft.backends.pricing import default_prices
 from redraft.config import Budgets
 from redraft.protocols.messages import Usage
 from redraft.protocols.tuning import Proposal, ProposeRequest
-from redraft.tuning._budget import Budget, Costs
+from redraft.tuning._budget import Costs, TuneBudget
 from redraft.tuning._costs import priced_proposals
 from tests.unit.tuning.test_search import Evaluator, search
 
@@ -39,7 +39,7 @@ def test_the_budget_in_usd_ends_the_search_once_the_proposals_have_spent_it(tmp_
     made = search(tmp_path, Evaluator("noise"), propose, proposals=6, parallel=1)  # type: ignore[arg-type]
     worst = default_prices().priced("gpt-4o-mini", PROPOSAL)
     made.costs = Costs(task=Usage(calls=1), proposal=worst)
-    made.budget = Budget(limits=Budgets(budget_usd=0.004), paid=made.journal.spent)
+    made.budget = TuneBudget(limits=Budgets(budget_usd=0.004), paid=made.journal.spent)
     made.run()
     # Two proposals paid ($0.0030); a third would bring it to $0.0045, over $0.004.
     assert len(made.journal.iterations) == 2

@@ -1,4 +1,4 @@
-"""``redraft compare``, end to end: arms and plan, the lanes on Ray, the figures, the files, the gate.
+"""``redraft compare`` on the terminal, end to end: arms and plan, the lanes on Ray, the figures, the files, the gate.
 
 Output under ``--out`` (default ``runs/compare-<id>``): each lane's run directory
 (``arms/<name>``, ``baseline``) with its own ``report.html``, then
@@ -18,12 +18,20 @@ from rich.table import Table
 from rich.text import Text
 
 from redraft.actors import EndpointState
-from redraft.comparison._analysis import Comparison
-from redraft.comparison._api import MATCHES, default_out, write
-from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
-from redraft.comparison._html import terminal_header
-from redraft.comparison._result import read_json
-from redraft.comparison._runner import ComparePlan, run_comparison
+from redraft.comparison import (
+    MATCHES,
+    Arm,
+    ComparePlan,
+    Comparison,
+    arms_from_file,
+    arms_from_names,
+    default_out,
+    read_json,
+    run_comparison,
+    terminal_header,
+    terminal_rows,
+    write,
+)
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.errors import UserError, unknown_name
 from redraft.protocols.messages import Result
@@ -70,7 +78,7 @@ def compare(
             on_endpoints=progress.endpoints,
         )
     done = write(plan, match, previous)
-    _print(done.comparison, console)
+    print_table(done.comparison, console)
     console.print(Text(f"comparison: {done.json} and {done.html}"))
     return done.comparison
 
@@ -103,9 +111,7 @@ NARROW = 110
 _WIDE_ONLY = {4, 5}
 
 
-def _print(comparison: Comparison, console: Console) -> None:
-    from redraft.comparison._html import terminal_rows
-
+def print_table(comparison: Comparison, console: Console) -> None:
     header = terminal_header(comparison)
     keep = [i for i in range(len(header)) if console.width >= NARROW or i not in _WIDE_ONLY]
     title = f"redraft compare: {comparison.rate_name}s ({comparison.rate_source})"
