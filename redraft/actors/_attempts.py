@@ -132,6 +132,31 @@ def poison_result(task: Task, attempts: TaskAttempts) -> Result:
     )
 
 
+def given_up(
+    task: Task, attempts: TaskAttempts, failure: InfrastructureError, breaker: Breaker, finished: int
+) -> Result:
+    """The record of ``task``, every attempt of which the machinery failed (the last with ``failure``), when the
+    evidence makes it the task's fault; ``finished``: the run's tasks finished so far.
+
+    When every attempt found one endpoint unreachable, the task is the cause only if that endpoint answered
+    other tasks meanwhile (`TaskRefusedError`); otherwise the endpoint is down and the run stops (`ClusterError`),
+    with nothing recorded for the task. Any other mix of deaths and hangs makes it a poison task if other tasks
+    finished since it first failed; if none did, the machinery fails every task alike and the run stops.
+    """
+    endpoint = failure.endpoint
+    if endpoint is not None and all(fault == "unreachable" for fault in attempts.faults):
+        if not breaker.answered_since_failing(task.task_id, endpoint):
+            raise breaker.down(endpoint)
+        return refused_result(task, attempts, endpoint)
+    if finished == attempts.finished_before:
+        raise ClusterError(
+            f"the machinery failed under every attempt of task {task.task_id} ({', '.join(attempts.causes)}) and "
+            "no task finished meanwhile: it is failing every task alike, not this one; nothing was recorded "
+            "for it, and a rerun with the same --out resumes it"
+        )
+    return poison_result(task, attempts)
+
+
 class Breaker:
     """Tells an endpoint that is down from a task that makes it fail, by evidence.
 

@@ -44,6 +44,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -55,8 +56,7 @@ from redraft.actors._attempts import (
     Pending,
     TaskAttempts,
     failed_result,
-    poison_result,
-    refused_result,
+    given_up,
 )
 from redraft.actors._clock import RunClock
 from redraft.actors._endpoints import EndpointWatch
@@ -66,7 +66,6 @@ from redraft.actors._ray import is_actor
 from redraft.engine.grader import grade_request, graded
 from redraft.errors import (
     AuthenticationError,
-    ClusterError,
     InfrastructureError,
     Interrupted,
     cause_of,
@@ -91,6 +90,26 @@ TICK_S = 0.5
 """The longest the loop waits before it looks at the heartbeat, the watchdogs and the retry queue."""
 
 
+def _never_spent(_spent: Usage, _elapsed: float) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class DispatchRules:
+    """What a run asks of its dispatch: how many tasks out at once, how long each may take, when to stop."""
+
+    scenario: Scenario
+    """Whose grade a finished task gets (`redraft.engine.grader.grade_request`)."""
+    max_in_flight: int
+    oracle: bool = False
+    """The loop sees the gold (an oracle-feedback run); otherwise a task goes out without it."""
+    task_timeout: float | None = None
+    task_watchdog: float | None = None
+    """A task's watchdog deadline in place of its timeout plus `WATCHDOG_GRACE_S`."""
+    budget_spent: BudgetCheck = _never_spent
+    policy: AttemptPolicy = field(default_factory=AttemptPolicy)
+
+
 class Dispatcher:
     """Sends tasks to the arbiters, then to the graders, and writes each as it lands; see the module docstring."""
 
@@ -98,16 +117,10 @@ class Dispatcher:
         self,
         fleet: Fleet,
         store: RunStore,
+        rules: DispatchRules,
         *,
-        scenario: Scenario,
-        max_in_flight: int,
         clock: RunClock,
-        oracle: bool = False,
-        task_timeout: float | None = None,
-        task_watchdog: float | None = None,
-        budget_spent: BudgetCheck = lambda _spent, _elapsed: None,
         on_result: ProgressHook | None = None,
-        policy: AttemptPolicy | None = None,
         breaker: Breaker | None = None,
         metrics: RunMetrics | None = None,
         stop: threading.Event | None = None,
@@ -115,15 +128,9 @@ class Dispatcher:
     ) -> None:
         self.fleet = fleet
         self.store = store
-        self.scenario = scenario
-        self.oracle = oracle
-        self.max_in_flight = max_in_flight
+        self.rules = rules
         self.clock = clock
-        self.task_timeout = task_timeout
-        self.task_watchdog = task_watchdog
-        self.budget_spent = budget_spent
         self.on_result = on_result
-        self.policy = policy or AttemptPolicy()
         self.breaker = breaker or Breaker({})
         self.metrics = metrics or RunMetrics()
         self.endpoints = endpoints
@@ -155,12 +162,12 @@ class Dispatcher:
             while True:
                 if self.stop.is_set():
                     raise Interrupted()
-                while len(self.in_flight) < self.max_in_flight:
+                while len(self.in_flight) < self.rules.max_in_flight:
                     if self._send_due_retry():
                         continue
                     if exhausted or stopped_by:
                         break
-                    stopped_by = self.budget_spent(self.store.spent, self.clock.elapsed())
+                    stopped_by = self.rules.budget_spent(self.store.spent, self.clock.elapsed())
                     task = None if stopped_by else next(source, None)
                     if task is None:
                         exhausted = True
@@ -177,7 +184,9 @@ class Dispatcher:
             self._cancel_all()  # not written: a rerun with the same --out redoes them
             raise
         if self.cut:  # the time budget ran out with tasks in flight: they stopped early, and the run says why
-            stopped_by = stopped_by or self.budget_spent(self.store.spent, self.clock.elapsed()) or "run budget: time"
+            stopped_by = (
+                stopped_by or self.rules.budget_spent(self.store.spent, self.clock.elapsed()) or "run budget: time"
+            )
             stopped_by += f"; {self.cut} task(s) in flight stopped at the deadline"
         return stopped_by
 
@@ -191,9 +200,9 @@ class Dispatcher:
         return True
 
     def _send(self, task: Task, attempts: TaskAttempts) -> None:
-        timeout, limit = self.clock.task_limit(self.task_timeout)
-        seen = task if self.oracle else task.without_gold()  # the loop never sees the gold
-        if attempts.arbiter_deaths >= self.policy.quarantine_after:
+        timeout, limit = self.clock.task_limit(self.rules.task_timeout)
+        seen = task if self.rules.oracle else task.without_gold()  # the loop never sees the gold
+        if attempts.arbiter_deaths >= self.rules.policy.quarantine_after:
             slot, arbiter = None, self.fleet.quarantine()
         else:
             slot = next(self._seq) % len(self.fleet.arbiters)
@@ -205,8 +214,8 @@ class Dispatcher:
         )
 
     def _deadline(self, timeout: float | None) -> float:
-        if self.task_watchdog is not None:
-            return self.clock.now() + self.task_watchdog
+        if self.rules.task_watchdog is not None:
+            return self.clock.now() + self.rules.task_watchdog
         return self.clock.now() + (DEFAULT_WATCHDOG_S if timeout is None else timeout + WATCHDOG_GRACE_S)
 
     # ------------------------------------------------------------ landing
@@ -271,34 +280,12 @@ class Dispatcher:
         )
         self.retried += 1
         self.metrics.retried(failure.cause)
-        if attempts.number > self.policy.max_attempts:
-            self._give_up(pending.task, attempts, failure)
+        if attempts.number > self.rules.policy.max_attempts:
+            record = given_up(pending.task, attempts, failure, self.breaker, self.finished)
+            self._write([encode(pending.task.without_gold()), encode(record)], record)
             return
-        ready_at = self.clock.now() + self.policy.backoff_s(len(attempts.causes), failure)
+        ready_at = self.clock.now() + self.rules.policy.backoff_s(len(attempts.causes), failure)
         heapq.heappush(self.retries, (ready_at, next(self._seq), pending.task, attempts))
-
-    def _give_up(self, task: Task, attempts: TaskAttempts, failure: InfrastructureError) -> None:
-        """Every attempt of ``task`` failed for the machinery: record it as the task's fault only on evidence.
-
-        When every attempt found one endpoint unreachable, the task is the cause only if that endpoint answered
-        other tasks meanwhile (`TaskRefusedError`); otherwise the endpoint is down and the run stops, with
-        nothing recorded for the task. Any other mix of deaths and hangs makes it a poison task if other tasks
-        finished since it first failed; if none did, the machinery fails every task alike and the run stops.
-        """
-        endpoint = failure.endpoint
-        if endpoint is not None and all(fault == "unreachable" for fault in attempts.faults):
-            if not self.breaker.answered_since_failing(task.task_id, endpoint):
-                raise self.breaker.down(endpoint)
-            record = refused_result(task, attempts, endpoint)
-        elif self.finished == attempts.finished_before:
-            raise ClusterError(
-                f"the machinery failed under every attempt of task {task.task_id} ({', '.join(attempts.causes)}) and "
-                "no task finished meanwhile: it is failing every task alike, not this one; nothing was recorded "
-                "for it, and a rerun with the same --out resumes it"
-            )
-        else:
-            record = poison_result(task, attempts)
-        self._write([encode(task.without_gold()), encode(record)], record)
 
     def _done(self, pending: Pending, frames: list[bytes]) -> None:
         """The loop finished: stamp its attempts on the result, then grade it or write it."""
@@ -318,7 +305,7 @@ class Dispatcher:
             frames = [*frames[:-1], encode(result)]
         self.finished += 1
         self.breaker.answered(result.usage_by_role)
-        request = grade_request(self.scenario, pending.task, [decode(f) for f in frames])
+        request = grade_request(self.rules.scenario, pending.task, [decode(f) for f in frames])
         if request is None:
             self._write(frames, result)
             return
@@ -331,7 +318,7 @@ class Dispatcher:
         return (
             result.stop_limit == "task_timeout"
             and self.fleet.disturbances > pending.disturbances
-            and pending.attempts.number < self.policy.max_attempts
+            and pending.attempts.number < self.rules.policy.max_attempts
         )
 
     def _send_grade(self, pending: Pending) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from redraft.actors._attempts import Breaker
 from redraft.actors._batches import Batches, start_batches, stop_batches
 from redraft.actors._clock import RunClock
-from redraft.actors._dispatcher import Dispatcher, ProgressHook
+from redraft.actors._dispatcher import Dispatcher, DispatchRules, ProgressHook
 from redraft.actors._endpoints import EndpointHook, EndpointWatch
 from redraft.actors._fleet import Fleet
 from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
@@ -94,17 +94,20 @@ def _dispatcher(
     run: ResolvedRun, fleet: Fleet, store: RunStore, clock: RunClock, metrics: RunMetrics, hooks: RunHooks
 ) -> Dispatcher:
     budgets, runtime = run.budgets, run.runtime
-    return Dispatcher(
-        fleet,
-        store,
-        scenario=run.scenario,
-        oracle=run.experiment.oracle_feedback,
+    rules = DispatchRules(
+        run.scenario,
         max_in_flight=runtime.max_tasks_in_flight
         or _default_in_flight(run.setup, len(fleet.arbiters), batch=runtime.batch),
-        clock=clock,
+        oracle=run.experiment.oracle_feedback,
         task_timeout=budgets.task_timeout,
         task_watchdog=budgets.task_watchdog or (math.inf if runtime.batch else None),
         budget_spent=budgets.spent_by,
+    )
+    return Dispatcher(
+        fleet,
+        store,
+        rules,
+        clock=clock,
         on_result=hooks.on_result,
         breaker=Breaker(endpoints_by_role(run.setup, run.strategy)),
         metrics=metrics,

@@ -22,7 +22,7 @@ from redraft.actors._attempts import (
     poison_result,
 )
 from redraft.actors._clock import RunClock
-from redraft.actors._dispatcher import Dispatcher
+from redraft.actors._dispatcher import Dispatcher, DispatchRules
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
@@ -212,8 +212,7 @@ def test_a_timeout_while_a_member_was_restarted_is_redone_until_the_last_attempt
     dispatcher = Dispatcher(
         fleet,  # type: ignore[arg-type]
         store,  # type: ignore[arg-type]
-        scenario=get_scenario("arithmetic"),
-        max_in_flight=1,
+        DispatchRules(get_scenario("arithmetic"), max_in_flight=1),
         clock=RunClock(started=0.0),
     )
     if not disturbed:  # the task's own time, spent: written as it ended
@@ -239,8 +238,7 @@ def a_dispatcher(store: Written) -> Dispatcher:
     return Dispatcher(
         StubFleet(),  # type: ignore[arg-type]
         store,  # type: ignore[arg-type]
-        scenario=get_scenario("arithmetic"),
-        max_in_flight=2,
+        DispatchRules(get_scenario("arithmetic"), max_in_flight=2),
         clock=RunClock(started=0.0),
         breaker=Breaker({"drafter": "openai-compatible:m@http://127.0.0.1:9/v1"}),
     )
