@@ -34,6 +34,7 @@ from redraft.engine.resolved import ResolvedRun, resolve_run
 from redraft.engine.setup import BackendOverrides, with_check
 from redraft.errors import Interrupted, UserError, unknown_name
 from redraft.protocols.messages import Result
+from redraft.rundir import check_wire
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
 from redraft.tuning._budget import Costs, TuneBudget
@@ -105,6 +106,8 @@ def tune(
     setup = run.setup
     out = Path(config.runtime.out) if config.runtime.out else default_out()
     check_out(out)
+    for evaluation in sorted(out.glob("evaluations/*/*")):  # one a pre-release redraft wrote: one line, at once
+        check_wire(evaluation)
     dry = config.runtime.dry_run
     tasks = {task.task_id: task for task in run.tasks()}
     splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry)
