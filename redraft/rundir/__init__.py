@@ -27,6 +27,7 @@ from redraft.rundir.store import RunStore
 from redraft.rundir.summary import Summary, summarize
 
 __all__ = [
+    "WIRE_KEY",
     "Frame",
     "GenericFrame",
     "KnownFrame",
@@ -35,7 +36,6 @@ __all__ = [
     "Summary",
     "TaskEntry",
     "TaskHistory",
-    "WIRE_KEY",
     "build_history",
     "check_wire",
     "decode_frame",

@@ -127,7 +127,9 @@ ALL: list[Message] = [
         plan=ASK,
     ),
     DRAFT,
-    VerifyRequest(task=TASK, draft=DRAFT, stage="draft", questions=3, step=StepRun(step=PLAN[1], files=OBSERVATION.files)),
+    VerifyRequest(
+        task=TASK, draft=DRAFT, stage="draft", questions=3, step=StepRun(step=PLAN[1], files=OBSERVATION.files)
+    ),
     Verification(
         task_id="t-1",
         round=1,

@@ -9,10 +9,7 @@ import pytest
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import (
     WIRE_VERSION,
-    Critique,
-    Decision,
     Draft,
-    Result,
     Task,
     decode,
     decode_as,

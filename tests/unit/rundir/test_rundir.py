@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from redraft.protocols.messages import WIRE_VERSION, Decision, Draft, Result, Task, Usage, Verification, encode
-from redraft.rundir import GenericFrame, KnownFrame, RunReader, RunStore, fingerprint, summarize
+from redraft.rundir import GenericFrame, KnownFrame, RunReader, RunStore, fingerprint
 from redraft.rundir._results import decode_record, read_results
 from redraft.rundir.frames import decode_frame, fields_of, unpack_frames
 from redraft.rundir.layout import RESULTS, TRACE
