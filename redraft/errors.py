@@ -43,6 +43,11 @@ class UserError(RedraftError):
     """The caller's input or configuration is invalid; fix the input and rerun."""
 
 
+class RunDirVersionError(UserError):
+    """A run directory written at a wire version this one does not read (the code before 0.1.0): never read or
+    resumed, refused in one line before anything else is done with it."""
+
+
 class RedraftWarning(UserWarning):
     """The run goes on, but less well than it could, for a reason the caller can fix (said once per process)."""
 

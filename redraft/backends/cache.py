@@ -12,7 +12,7 @@ A hit returns the completion with the usage it had when it was paid for, and
 ``cache_hits=1``, so a resumed run's totals equal those of an uninterrupted one
 and the summary still says how much was served from the cache. Each entry also
 records who paid for it (its *payer*: a run directory's own id, `CallSettings.payer`):
-a hit on an entry another payer wrote, or one written before payers were recorded,
+a hit on an entry another payer wrote, or one whose payer is unknown (``''``),
 is also ``saved_calls=1`` (this run paid nothing for it), while a hit on the run's
 own entry (a resumed run asking again what its interrupted invocation paid for)
 is not. The scripted test double is never cached (its replies are not a function
@@ -35,6 +35,7 @@ from redraft.backends.base import Backend, ChatRequest, Completion
 
 _encoder = msgspec.msgpack.Encoder(order="deterministic")
 _decoder = msgspec.msgpack.Decoder(Completion)
+_TABLE = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion BLOB, payer TEXT)"
 
 
 def cache_dir() -> Path:
@@ -54,10 +55,10 @@ class ResponseCache:
         with open(path.with_name(path.name + ".lock"), "a") as turn:
             fcntl.flock(turn, fcntl.LOCK_EX)  # released when the file closes
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion BLOB)")
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
-            if "payer" not in columns:  # a cache an earlier version made: its entries' payers are unknown
-                self._db.execute("ALTER TABLE responses ADD COLUMN payer TEXT")
+            if columns and "payer" not in columns:  # a pre-release redraft's: its answers' payers are unknown
+                self._db.execute("DROP TABLE responses")  # only a cache: made anew, its calls paid once more
+            self._db.execute(_TABLE)
 
     @staticmethod
     def key(spec: str, request: ChatRequest) -> str:

@@ -30,6 +30,7 @@ from redraft.engine.resolved import ResolvedRun, resolve_run, shares_batch
 from redraft.engine.setup import BackendOverrides
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
+from redraft.rundir import check_wire
 from redraft.rundir.layout import RAY_LOG
 
 BASELINE = "baseline"
@@ -126,6 +127,8 @@ def run_comparison(
     second: `Interrupted`, counting the tasks done over all lanes.
     """
     lanes = plan.resolved(backends)
+    for _, resolved in lanes:  # a lane a pre-release redraft wrote: refused in one line, before Ray starts
+        check_wire(resolved.out)
     stop = stop or threading.Event()
     # Once, before the lanes' threads (ray.init is not for racing); Ray's own messages to the comparison's log.
     ensure_ray(plan.base.runtime.address, log=plan.out / RAY_LOG, verbose=plan.base.runtime.verbose)

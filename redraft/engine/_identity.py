@@ -22,7 +22,8 @@ from redraft.config import RunConfig
 from redraft.engine.prompt_files import fingerprinted, overrides
 from redraft.engine.prompts import Prompts
 from redraft.errors import UserError
-from redraft.rundir import fingerprint
+from redraft.protocols.messages import WIRE_VERSION
+from redraft.rundir import WIRE_KEY, fingerprint
 from redraft.rundir.store import new_run_uid
 from redraft.scenarios.taskfile import task_file_identity
 
@@ -30,12 +31,8 @@ from redraft.scenarios.taskfile import task_file_identity
 def identity(config: RunConfig, prompts: Prompts) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input), ``prompts`` the templates the run loaded."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
-    for optional in ("calls_per_task", "tokens_per_task", "columns"):  # absent when unset: earlier fingerprints stay
-        if data.get(optional) is None:
-            data.pop(optional, None)
     data["prompts"] = fingerprinted(prompts)  # the versions, not the file's path
-    if config.experiment.prompts is not None:  # absent without one: the fingerprints of earlier runs stay as they were
-        data["prompt_overrides"] = overrides(prompts)
+    data["prompt_overrides"] = overrides(prompts)  # empty without a prompts file
     if config.experiment.tasks is not None:
         data["tasks"] = task_file_identity(config.experiment.tasks)
     return data
@@ -43,7 +40,7 @@ def identity(config: RunConfig, prompts: Prompts) -> dict[str, Any]:
 
 def manifest(config: RunConfig, ident: dict[str, Any], run_id: str) -> dict[str, Any]:
     """The run directory's ``manifest.json``: the config (flat, without the machine's ``out`` path), its
-    identity and fingerprint, package versions, start time."""
+    identity and fingerprint, the wire version its frames are written at, package versions, start time."""
     return {
         "run_id": run_id,
         "run_uid": new_run_uid(),
@@ -51,6 +48,7 @@ def manifest(config: RunConfig, ident: dict[str, Any], run_id: str) -> dict[str,
         "config": config.flat() | {"out": None},
         "identity": ident,
         "fingerprint": fingerprint(ident),
+        WIRE_KEY: WIRE_VERSION,
         "versions": _versions(),
     }
 

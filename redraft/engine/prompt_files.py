@@ -71,14 +71,8 @@ def _load(path: str) -> Prompts:
 
 
 def fingerprinted(prompts: Prompts) -> dict[str, int]:
-    """The template versions a run's fingerprint holds: all but those newer than runs that must still resume,
-    the tune's proposer's (a run never sends them) and the drafter's system prompt at its first version
-    (``$instructions`` alone: the very text a run sent before it was a template)."""
-    return {
-        name: version
-        for name, version in prompts.versions().items()
-        if not (name.startswith("tune_") or (name == "draft_system" and version == 1))
-    }
+    """The template versions a run's fingerprint holds: all but the tune's proposer's (a run never sends them)."""
+    return {name: version for name, version in prompts.versions().items() if not name.startswith("tune_")}
 
 
 def overrides(prompts: Prompts) -> dict[str, str]:

@@ -29,7 +29,7 @@ from redraft.protocols._records import (
     VerificationQuestion,
 )
 
-WIRE_VERSION = 5
+WIRE_VERSION = 1
 
 
 class _Frame(msgspec.Struct, tag_field="kind", frozen=True, kw_only=True, forbid_unknown_fields=False):
@@ -45,7 +45,7 @@ class Task(_Frame, tag="task", frozen=True, kw_only=True):
     prompt: str
     reference: dict[str, Any] = {}
     """Data the scenario's feedback checks use (a schema, the prompt's code...): what a user has at
-    inference time. Never shown to models (v1 and v2 writers put gold here too)."""
+    inference time. Never shown to models."""
     gold: dict[str, Any] = {}
     """Held-out data for the grade only (gold answers, hidden tests). The driver strips it from the
     task every role receives; only oracle-feedback runs let it into the loop."""
@@ -70,7 +70,7 @@ class DraftRequest(_Frame, tag="draft_request", frozen=True, kw_only=True):
     intent: Intent | None = None
     """Why the strategy asked for this draft, when it chooses its calls (``adaptive``); None otherwise."""
     plan: PlanAsk | None = None
-    """Set by ``plan_execute``: write the plan, one step's program, or the decision after a step (v5)."""
+    """Set by ``plan_execute``: write the plan, one step's program, or the decision after a step."""
 
 
 class Draft(_Frame, tag="draft", frozen=True, kw_only=True):
@@ -106,7 +106,7 @@ class VerifyRequest(_Frame, tag="verify_request", frozen=True, kw_only=True):
     questions: int = 0
     """Chain of verification: ask the verifier's model up to this many questions about the candidate."""
     step: StepRun | None = None
-    """Run the draft as this plan step's program over the task's files and earlier steps' outputs (v5)."""
+    """Run the draft as this plan step's program over the task's files and earlier steps' outputs."""
 
 
 class Verification(_Frame, tag="verification", frozen=True, kw_only=True):
@@ -129,7 +129,7 @@ class Verification(_Frame, tag="verification", frozen=True, kw_only=True):
     oracle: bool = False
     """The checks are the held-out grade, fed back as feedback (an oracle-feedback run)."""
     observation: Observation | None = None
-    """A plan step's run: what it really did and produced (v5)."""
+    """A plan step's run: what it really did and produced."""
 
 
 class CritiqueRequest(_Frame, tag="critique_request", frozen=True, kw_only=True):
@@ -156,15 +156,10 @@ class Critique(_Frame, tag="critique", frozen=True, kw_only=True):
     model: str = ""
     error: str | None = None
     """Set when the critic's reply could not be used (the issues are then empty)."""
-    stance: Stance | Literal[""] | None = None
-    """Which instructions the critic had (None: not said). Versions 2 and 3 wrote ``""`` for "not said", which
-    reads as None: no message of this version holds ``""``."""
+    stance: Stance | None = None
+    """Which instructions the critic had (None: not said)."""
     messages: list[ChatMessage] = []
     """What the critic's model was sent for this critique, its system prompt included."""
-
-    def __post_init__(self) -> None:
-        if self.stance == "":
-            msgspec.structs.force_setattr(self, "stance", None)
 
 
 class ReflectRequest(_Frame, tag="reflect_request", frozen=True, kw_only=True):
@@ -211,9 +206,6 @@ class Decision(_Frame, tag="decision", frozen=True, kw_only=True):
     round_best_sample: int | None = None
     """The sample of this round's best candidate, the one a revision produced (None: none)."""
 
-    def __post_init__(self) -> None:
-        _none_for_minus_one(self, ("best_round", "best_sample", "round_best_sample"))
-
 
 class Result(_Frame, tag="result", frozen=True, kw_only=True):
     """The outcome of one task: the best candidate over all rounds."""
@@ -238,7 +230,7 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
     """Models the price table does not know; their calls are counted at 0 USD."""
     error_type: str | None = None
     """With stop reason ``error``: the cause's exception class (``CheckError``, ``ModelError``...); ``error``
-    holds the message. None in records written before this field existed."""
+    holds the message."""
     stop_limit: StopLimit | None = None
     """With stop reason ``budget``: which limit stopped the task."""
     best_round: int | None = None
@@ -263,12 +255,9 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
     traceback: str | None = None
     """With cause ``CheckError``: the check's traceback, base names only."""
 
-    def __post_init__(self) -> None:
-        _none_for_minus_one(self, ("best_round", "best_sample", "initial_sample"))
-
 
 class PlanVersion(_Frame, tag="plan", frozen=True, kw_only=True):
-    """A plan as ``plan_execute`` revised it (v5): every version is kept in the trace, with why it changed."""
+    """A plan as ``plan_execute`` revised it: every version is kept in the trace, with why it changed."""
 
     task_id: str
     round: int
@@ -305,10 +294,3 @@ class Grade(_Frame, tag="grade", frozen=True, kw_only=True):
     grades: list[CandidateGrade] = []
     error: str | None = None
     """Set when the grade itself failed (a broken grade function): the grades are then missing, not 0."""
-
-
-def _none_for_minus_one(message: msgspec.Struct, names: tuple[str, ...]) -> None:
-    """Versions 1 to 3 wrote -1 for "no such candidate"; it reads as None."""
-    for name in names:
-        if getattr(message, name) == -1:
-            msgspec.structs.force_setattr(message, name, None)

@@ -27,10 +27,9 @@ Schema-evolution rules (the wire version is `WIRE_VERSION`):
    keep decoding (``tests/unit/protocols/test_messages.py``).
 5. A new kind is a new wire version: an older reader rejects it (a `ProtocolError`
    naming the unknown tag), so the version says which kinds a writer may send.
-6. A frame of an older version decodes into today's Structs: where a field's type
-   changed, the Struct's ``__post_init__`` turns the old value into the new one
-   (``-1`` for "none" becomes None, an empty stance None).
 
+The wire restarted at version 1 with redraft 0.1.0: a run directory written by the
+code before it (wire versions up to 5) is refused in one line (`redraft.rundir._wire`).
 What each version added is listed in ``docs/architecture.md`` ("Wire versions").
 """
 

@@ -6,6 +6,7 @@ results    results.jsonl: a task's line, and the one rule for reading lines back
 frames     trace frames decoded into the message Structs (unknown kinds and fields kept); a task's range checked
 recovery   what a resume keeps of a damaged directory, and what it sets aside in *.damaged files
 store      RunStore, the writer (the driver's), and what a resume keeps
+wire       the wire version a directory was written at: one a pre-release redraft wrote is refused in one line
 reader     RunReader: records streamed, one task's frames by seeking
 summary    Summary (summary.json, the end table) and summarize
 history    one task's rounds, candidates, critiques, decisions and best-so-far diffs
@@ -17,6 +18,7 @@ The writer and every reader read ``results.jsonl`` by the same rule
 """
 
 from redraft.rundir._results import TaskEntry
+from redraft.rundir._wire import WIRE_KEY, check_wire
 from redraft.rundir.frames import Frame, GenericFrame, KnownFrame, decode_frame
 from redraft.rundir.history import TaskHistory, build_history
 from redraft.rundir.layout import fingerprint, safe_name
@@ -25,6 +27,7 @@ from redraft.rundir.store import RunStore
 from redraft.rundir.summary import Summary, summarize
 
 __all__ = [
+    "WIRE_KEY",
     "Frame",
     "GenericFrame",
     "KnownFrame",
@@ -34,6 +37,7 @@ __all__ = [
     "TaskEntry",
     "TaskHistory",
     "build_history",
+    "check_wire",
     "decode_frame",
     "fingerprint",
     "safe_name",

@@ -29,10 +29,6 @@ Records decode into the `Result` Struct, so older and newer lines both read: the
 tag may be absent, fields this version does not know are kept aside in
 `TaskEntry.extra` (never lost), and fields added since a line was written take
 their defaults.
-
-Legacy rule, applied here and nowhere else: a line written before
-``Result.error_type`` existed says its cause only in words, ``"Cause: message"``
-in ``error``; its ``error_type`` is the text before the first colon.
 """
 
 from __future__ import annotations
@@ -192,8 +188,5 @@ def _entry(line: Line[Record], previous_end: int, skipped: bool, size: int) -> T
 
 
 def decode_record(record: dict[str, Any]) -> Result:
-    """A record as a `Result` (`msgspec.ValidationError` if it is not one), with the legacy rule applied."""
-    result = msgspec.convert(record, Result)
-    if result.error and result.error_type is None:
-        result = msgspec.structs.replace(result, error_type=result.error.split(":", 1)[0])
-    return result
+    """A record as a `Result` (`msgspec.ValidationError` if it is not one)."""
+    return msgspec.convert(record, Result)

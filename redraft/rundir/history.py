@@ -49,7 +49,7 @@ class DraftEntry:
     others: list[Frame] = field(default_factory=list)
     """Other frames about this candidate: a reflection on it, or kinds this version does not know."""
     grade: CandidateGrade | None = None
-    """Its held-out grade, from the task's `Grade` frame (None: not graded, or an older run)."""
+    """Its held-out grade, from the task's `Grade` frame (None: not graded)."""
 
     @property
     def sample(self) -> int:
@@ -125,9 +125,9 @@ class TaskHistory:
     others: list[Frame] = field(default_factory=list)
     """Frames outside any round (kinds this version does not know, without a ``round``)."""
     grade: KnownFrame[Grade] | None = None
-    """The held-out grade of the task's candidates, and the gold it was graded against (runs of wire v3 on)."""
+    """The held-out grade of the task's candidates, and the gold it was graded against (None: not graded)."""
     plans: list[KnownFrame[PlanVersion]] = field(default_factory=list)
-    """Every version of the task's plan, in order (``plan_execute``, wire v5 on)."""
+    """Every version of the task's plan, in order (``plan_execute``)."""
 
     def plan_changes(self) -> list[PlanChange]:
         """Each version of the plan, as lines, with its diff from the version before (none for the first)."""

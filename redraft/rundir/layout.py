@@ -1,7 +1,8 @@
 """Where things are in a run directory, and how its JSON files are read and written.
 
 ```
-manifest.json   config, its fingerprint, the directory's own id, package versions, start time, wall time
+manifest.json   config, its fingerprint, the directory's own id, the wire version, package versions, start and
+                wall time
 trace.msgpack   every protocol frame of every finished task, back to back (`redraft.rundir.frames`)
 results.jsonl   one JSON object per finished task (`redraft.rundir._results`)
 *.damaged       what a resume set aside from the file of that name (`redraft.rundir._recovery`)

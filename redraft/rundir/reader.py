@@ -23,13 +23,15 @@ import msgspec
 from redraft.errors import UserError, did_you_mean
 from redraft.protocols.messages import Result
 from redraft.rundir._results import TaskEntry, is_infrastructure_failure, latest_results
+from redraft.rundir._wire import check_wire
 from redraft.rundir.frames import Frame, task_frames
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object
 from redraft.rundir.summary import Summary
 
 
 class RunReader:
-    """A run directory opened for reading. `UserError` if ``root`` is not one."""
+    """A run directory opened for reading. `UserError` if ``root`` is not one, or a pre-release redraft's
+    (`redraft.rundir._wire`)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -38,6 +40,7 @@ class RunReader:
             raise UserError(f"{root} is not a run directory ({why})")
         if not (root / RESULTS).is_file():
             raise UserError(f"{root} is not a run directory (no {RESULTS})")
+        check_wire(root)
 
     def manifest(self) -> dict[str, Any]:
         """``manifest.json`` as written (its ``config`` is the writer's, of whatever version), or {}."""

@@ -48,6 +48,7 @@ from redraft.jsonlines import records
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir._recovery import recover
 from redraft.rundir._results import RUN, latest_results, result_line
+from redraft.rundir._wire import check_wire
 from redraft.rundir.layout import MANIFEST, RESULTS, RUN_UID, SUMMARY, TRACE, read_object, write_json
 from redraft.rundir.summary import Summary, summarize
 
@@ -175,9 +176,12 @@ def _seconds(stamp: object) -> float | None:
 
 
 def resumable(root: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
-    """The manifest ``root`` holds, if any (None: a new run); `UserError` if it is another configuration's.
+    """The manifest ``root`` holds, if any (None: a new run); `UserError` if it is another configuration's or
+    another wire version's.
 
-    Writes nothing: a dry run asks it too."""
+    Writes nothing: a dry run asks it too. A directory a pre-release redraft wrote is refused first, in one
+    line (`redraft.rundir._wire`), whatever its configuration."""
+    check_wire(root)
     manifest_path = root / MANIFEST
     if not manifest_path.exists():
         return None

@@ -34,6 +34,7 @@ from redraft.engine.resolved import ResolvedRun, resolve_run
 from redraft.engine.setup import BackendOverrides, with_check
 from redraft.errors import Interrupted, UserError, unknown_name
 from redraft.protocols.messages import Result
+from redraft.rundir import check_wire
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
 from redraft.tuning._budget import Costs, TuneBudget
@@ -105,6 +106,7 @@ def tune(
     setup = run.setup
     out = Path(config.runtime.out) if config.runtime.out else default_out()
     check_out(out)
+    _check_evaluations(out)
     dry = config.runtime.dry_run
     tasks = {task.task_id: task for task in run.tasks()}
     splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry)
@@ -135,6 +137,13 @@ def tune(
         close()
     json_path, html_path = write_report(out, journal, splits, verdict, config, settings)
     return TuneOutcome(out=out, verdict=verdict, json=json_path, html=html_path)
+
+
+def _check_evaluations(out: Path) -> None:
+    """Refuse, in one line and before anything is written or started, a tune whose evaluation a pre-release
+    redraft wrote (`redraft.rundir.check_wire`)."""
+    for evaluation in sorted(out.glob("evaluations/*/*")):
+        check_wire(evaluation)
 
 
 def _opened(out: Path, tune: str | None, status: StatusTracker, say: Say) -> TuneJournal:

@@ -46,7 +46,7 @@ class Plan:
     html: bool = False
     explode: bool = False
     bad_critic: bool = False
-    """The critic answers nonsense (the run's critiques carry ``error``); used by fixture_run.py."""
+    """The critic answers nonsense (the run's critiques carry ``error``)."""
 
 
 PLANS: dict[str, Plan] = {

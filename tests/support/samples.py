@@ -1,12 +1,9 @@
 """One fully populated message of every kind, shared by protocol tests and golden frames.
 
-`V1` to `V4` are the messages of wire versions 1 to 4 (saved as ``tests/golden/v1`` to
-``tests/golden/v4``); `ALL` are those of the current version, every field of every kind set
-(saved as ``tests/golden/v5`` by ``python -m tests.support.samples``, run from the repository's
-root). Version 4 retyped fields (None for "none", stances a closed set) and added the messages
-each model call was sent and what a failed check raised: its samples are version 3's with those set.
-Version 5 added a plan's records (what a drafter is asked of a plan, a step's run, what it showed)
-and the `PlanVersion` kind: its samples are version 4's with those set, and one plan version.
+`ALL` holds one message of each kind of the current wire version with every field set (none at its
+default, `tests.unit.protocols.test_messages` checks it), so the golden frames pin each field. They are
+saved as ``tests/golden/v1`` by ``python -m tests.support.samples``, run from the repository's root, once,
+when a wire version is made.
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ from redraft.protocols.messages import (
     DraftRequest,
     Grade,
     GradeRequest,
+    Intent,
     Issue,
     Message,
     Observation,
@@ -47,76 +45,18 @@ from redraft.protocols.messages import (
     VerifyRequest,
 )
 
-TASK = Task(task_id="t-1", scenario="arithmetic", prompt="Mia has 3 apples...", reference={"answer": 7, "note": "x"})
-USAGE = Usage(input_tokens=50, output_tokens=12, calls=1)
-DRAFT = Draft(
+GOLD_TASK = Task(
     task_id="t-1",
-    round=1,
-    sample=2,
-    text="3 + 4 = 7\nAnswer: 7",
-    usage=USAGE,
-    model="m.gguf",
-    finish_reason="stop",
-    latency_s=0.25,
-    node_id="node-a",
+    scenario="arithmetic",
+    prompt="Mia has 3 apples...",
+    reference={"note": "x"},
+    gold={"answer": 7},
 )
-CHECK = CheckResult(name="final_answer", passed=False, score=0.0, detail="the final answer 8 is wrong")
-ISSUE = Issue(severity="critical", quote="3 + 4 = 8", reason="3 + 4 is 7", fix="write 7")
-REVISION = Revision(
-    best_text="3 + 4 = 8\nAnswer: 8",
-    best_score=0.0,
-    failed_checks=[CHECK],
-    issues=[ISSUE],
-    memory=[Attempt(round=0, answer="8", score=0.0, summary="the final answer 8 is wrong")],
-)
-
-V1: list[Message] = [
-    TASK,
-    DraftRequest(task=TASK, round=1, sample=2, seed=12345, revision=REVISION),
-    DRAFT,
-    VerifyRequest(task=TASK, draft=DRAFT),
-    Verification(
-        task_id="t-1",
-        round=1,
-        sample=2,
-        score=1.0,
-        passed=True,
-        answer="7",
-        checks=[CheckResult(name="final_answer", passed=True, score=1.0, detail="ok")],
-    ),
-    CritiqueRequest(task=TASK, draft=DRAFT, stance="adversarial"),
-    Critique(task_id="t-1", round=1, sample=2, issues=[ISSUE], usage=USAGE, model="m.gguf", error=None),
-    Decision(
-        task_id="t-1",
-        round=1,
-        action="stop",
-        reason="threshold",
-        best_round=1,
-        best_sample=2,
-        best_score=1.0,
-        round_best_score=1.0,
-        rolled_back=False,
-        detail="best score 1 >= threshold 1",
-    ),
-    Result(
-        task_id="t-1",
-        scenario="arithmetic",
-        answer="7",
-        text="3 + 4 = 7\nAnswer: 7",
-        score=1.0,
-        passed=True,
-        initial_score=0.0,
-        initial_passed=False,
-        rounds=2,
-        stop_reason="threshold",
-        usage=USAGE,
-        wall_s=1.5,
-    ),
-]
-
-QUESTION = VerificationQuestion(question="What is 3 + 4?", answer="7")
-STAGE = StageStep(name="draft", index=1, total=3, instruction="Write the answer.", previous="1. add 3 and 4")
-DRAFT_V2 = Draft(
+TASK = GOLD_TASK.without_gold()
+"""The task as every role receives it (the gold stripped)."""
+USAGE = Usage(input_tokens=50, output_tokens=12, calls=1)
+SENT = [ChatMessage(role="system", content="Be exact."), ChatMessage(role="user", content="What is 3 + 4?")]
+DRAFT = Draft(
     task_id="t-1",
     round=1,
     sample=2,
@@ -129,8 +69,13 @@ DRAFT_V2 = Draft(
     stage="draft",
     edits_applied=1,
     edit_errors=["edit 2 did not apply: its SEARCH text 'x' is not in the answer"],
+    messages=SENT,
 )
-REVISION_V2 = Revision(
+CHECK = CheckResult(name="final_answer", passed=False, score=0.0, detail="the final answer 8 is wrong")
+ISSUE = Issue(severity="critical", quote="3 + 4 = 8", reason="3 + 4 is 7", fix="write 7")
+QUESTION = VerificationQuestion(question="What is 3 + 4?", answer="7")
+STAGE = StageStep(name="draft", index=1, total=3, instruction="Write the answer.", previous="1. add 3 and 4")
+REVISION = Revision(
     best_text="3 + 4 = 8\nAnswer: 8",
     best_score=0.0,
     failed_checks=[CHECK],
@@ -140,48 +85,51 @@ REVISION_V2 = Revision(
     ],
     questions=[QUESTION],
 )
+CONTRACT = StepContract(columns=["order_id", "order_date"], types={"order_date": "date"}, min_rows=1, max_rows=500)
+PLAN = [
+    PlanStep(number=1, intent="gather the orders", inputs=["orders.csv"], output="gathered.csv", contract=CONTRACT),
+    PlanStep(number=2, intent="normalise the dates", inputs=["gathered.csv"], output="output.csv", contract=CONTRACT),
+]
+OBSERVATION = Observation(
+    step=1,
+    returncode=0,
+    killed="killed: wall-clock timeout",
+    stderr_tail="warning: 2 rows skipped",
+    output="gathered.csv",
+    written=True,
+    rows=2,
+    columns=[ColumnProfile(name="order_date", type="date", patterns={"YYYY-MM-DD": 1, "DD.MM.YYYY": 1}, distinct=2)],
+    sample=[["ORD-00001", "2024-03-05"]],
+    files={"gathered.csv": b"order_id,order_date\nORD-00001,2024-03-05\nORD-00002,05.03.2024\n"},
+    program="print('gather')",
+)
+ASK = PlanAsk(
+    kind="decide",
+    steps=PLAN,
+    step=1,
+    verified=[1],
+    observations=[msgspec.structs.replace(OBSERVATION, files={})],
+    checks=[CHECK],
+    code="print('gather')",
+)
 
-V2: list[Message] = [
-    TASK,
-    DraftRequest(task=TASK, round=1, sample=2, seed=12345, revision=REVISION_V2, stage=STAGE, mode="patch"),
-    DRAFT_V2,
-    VerifyRequest(task=TASK, draft=DRAFT_V2, stage="draft", questions=3),
-    Verification(
-        task_id="t-1",
+ALL: list[Message] = [
+    GOLD_TASK,
+    DraftRequest(
+        task=TASK,
         round=1,
         sample=2,
-        score=1.0,
-        passed=True,
-        answer="7",
-        checks=[CheckResult(name="final_answer", passed=True, score=1.0, detail="ok")],
-        stage="draft",
-        questions=[QUESTION],
-        usage=USAGE,
-        model="m.gguf",
+        seed=12345,
+        revision=REVISION,
+        stage=STAGE,
+        mode="patch",
+        intent=Intent(action="revise", state="localized", best_score=0.0),
+        plan=ASK,
     ),
-    CritiqueRequest(task=TASK, draft=DRAFT_V2, stance="skeptic", opponent=[ISSUE]),
-    Critique(
-        task_id="t-1", round=1, sample=2, issues=[ISSUE], usage=USAGE, model="m.gguf", error=None, stance="skeptic"
+    DRAFT,
+    VerifyRequest(
+        task=TASK, draft=DRAFT, stage="draft", questions=3, step=StepRun(step=PLAN[1], files=OBSERVATION.files)
     ),
-    ReflectRequest(task=TASK, draft=DRAFT_V2, failed_checks=[CHECK], memory=REVISION_V2.memory),
-    Reflection(task_id="t-1", round=1, sample=2, text="I added wrong.", usage=USAGE, model="m.gguf"),
-    *V1[7:],
-]
-
-GOLD_TASK = Task(
-    task_id="t-1",
-    scenario="arithmetic",
-    prompt="Mia has 3 apples...",
-    reference={"note": "x"},
-    gold={"answer": 7},
-)
-V3_TASK = GOLD_TASK.without_gold()
-DRAFT_V3 = Draft(**{f: getattr(DRAFT_V2, f) for f in DRAFT_V2.__struct_fields__ if f != "v"})
-V3: list[Message] = [
-    GOLD_TASK,
-    DraftRequest(task=V3_TASK, round=1, sample=2, seed=12345, revision=REVISION_V2, stage=STAGE, mode="patch"),
-    DRAFT_V3,
-    VerifyRequest(task=V3_TASK, draft=DRAFT_V3, stage="draft", questions=3),
     Verification(
         task_id="t-1",
         round=1,
@@ -195,13 +143,22 @@ V3: list[Message] = [
         usage=USAGE,
         model="m.gguf",
         oracle=True,
+        observation=OBSERVATION,
     ),
-    CritiqueRequest(task=V3_TASK, draft=DRAFT_V3, stance="skeptic", opponent=[ISSUE], seed=777),
+    CritiqueRequest(task=TASK, draft=DRAFT, stance="skeptic", opponent=[ISSUE], seed=777),
     Critique(
-        task_id="t-1", round=1, sample=2, issues=[ISSUE], usage=USAGE, model="m.gguf", error=None, stance="skeptic"
+        task_id="t-1",
+        round=1,
+        sample=2,
+        issues=[ISSUE],
+        usage=USAGE,
+        model="m.gguf",
+        error="the critic's reply was cut off",
+        stance="skeptic",
+        messages=SENT,
     ),
-    ReflectRequest(task=V3_TASK, draft=DRAFT_V3, failed_checks=[CHECK], memory=REVISION_V2.memory, seed=778),
-    Reflection(task_id="t-1", round=1, sample=2, text="I added wrong.", usage=USAGE, model="m.gguf"),
+    ReflectRequest(task=TASK, draft=DRAFT, failed_checks=[CHECK], memory=REVISION.memory, seed=778),
+    Reflection(task_id="t-1", round=1, sample=2, text="I added wrong.", usage=USAGE, model="m.gguf", messages=SENT),
     Decision(
         task_id="t-1",
         round=1,
@@ -241,6 +198,11 @@ V3: list[Message] = [
         graded_pass=True,
         initial_grade=0.25,
         initial_graded_pass=False,
+        attempts=2,
+        retried_for=["ActorDiedError"],
+        error_raised="KeyError",
+        error_where="check.py:5 in answer",
+        traceback="Traceback (most recent call last):\n  check.py:5 in answer\nKeyError: 'answer'",
     ),
     GradeRequest(task=GOLD_TASK, candidates=[CandidateText(round=1, sample=2, text="3 + 4 = 7\nAnswer: 7")]),
     Grade(
@@ -249,83 +211,20 @@ V3: list[Message] = [
         grades=[CandidateGrade(round=1, sample=2, score=1.0, passed=True, detail="the answer 7 is right")],
         error="the grade function raised",
     ),
+    PlanVersion(
+        task_id="t-1",
+        round=0,
+        version=2,
+        reason="order_date holds two date formats: normalise them",
+        steps=PLAN,
+        trigger_step=1,
+        observation=msgspec.structs.replace(OBSERVATION, files={}, program=""),
+        added=[2],
+        removed=[3],
+        changed=[1],
+        kept=[1],
+    ),
 ]
-
-
-def _v4(message: Message) -> Message:
-    """A version-3 sample with the fields version 4 added set."""
-    sent = [ChatMessage(role="system", content="Be exact."), ChatMessage(role="user", content="What is 3 + 4?")]
-    if isinstance(message, Draft | Critique | Reflection):
-        return msgspec.structs.replace(message, messages=sent)
-    if isinstance(message, Result):
-        return msgspec.structs.replace(
-            message,
-            error_raised="KeyError",
-            error_where="check.py:5 in answer",
-            traceback="Traceback (most recent call last):\n  check.py:5 in answer\nKeyError: 'answer'",
-        )
-    if isinstance(message, DraftRequest | VerifyRequest | CritiqueRequest | ReflectRequest):
-        draft = getattr(message, "draft", None)
-        return msgspec.structs.replace(message, draft=_v4(draft)) if isinstance(draft, Draft) else message
-    return message
-
-
-V4: list[Message] = [_v4(m) for m in V3]
-
-CONTRACT = StepContract(columns=["order_id", "order_date"], types={"order_date": "date"}, min_rows=1, max_rows=500)
-PLAN = [
-    PlanStep(number=1, intent="gather the orders", inputs=["orders.csv"], output="gathered.csv", contract=CONTRACT),
-    PlanStep(number=2, intent="normalise the dates", inputs=["gathered.csv"], output="output.csv", contract=CONTRACT),
-]
-OBSERVATION = Observation(
-    step=1,
-    returncode=0,
-    killed="killed: wall-clock timeout",
-    stderr_tail="warning: 2 rows skipped",
-    output="gathered.csv",
-    written=True,
-    rows=2,
-    columns=[ColumnProfile(name="order_date", type="date", patterns={"YYYY-MM-DD": 1, "DD.MM.YYYY": 1}, distinct=2)],
-    sample=[["ORD-00001", "2024-03-05"]],
-    files={"gathered.csv": b"order_id,order_date\nORD-00001,2024-03-05\nORD-00002,05.03.2024\n"},
-    program="print('gather')",
-)
-ASK = PlanAsk(
-    kind="decide",
-    steps=PLAN,
-    step=1,
-    verified=[1],
-    observations=[msgspec.structs.replace(OBSERVATION, files={})],
-    checks=[CHECK],
-    code="print('gather')",
-)
-
-
-def _v5(message: Message) -> Message:
-    """A version-4 sample with the fields version 5 added set."""
-    if isinstance(message, DraftRequest):
-        return msgspec.structs.replace(message, plan=ASK)
-    if isinstance(message, VerifyRequest):
-        return msgspec.structs.replace(message, step=StepRun(step=PLAN[1], files=OBSERVATION.files))
-    if isinstance(message, Verification):
-        return msgspec.structs.replace(message, observation=OBSERVATION)
-    return message
-
-
-PLAN_VERSION = PlanVersion(
-    task_id="t-1",
-    round=0,
-    version=2,
-    reason="order_date holds two date formats: normalise them",
-    steps=PLAN,
-    trigger_step=1,
-    observation=msgspec.structs.replace(OBSERVATION, files={}, program=""),
-    added=[2],
-    removed=[3],
-    changed=[1],
-    kept=[1],
-)
-ALL: list[Message] = [*(_v5(m) for m in V4), PLAN_VERSION]
 
 
 if __name__ == "__main__":  # write the golden frames of the current version (once, when a version is made)
@@ -333,6 +232,6 @@ if __name__ == "__main__":  # write the golden frames of the current version (on
     from tests.support.paths import GOLDEN
 
     folder = GOLDEN / f"v{WIRE_VERSION}"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     for message in ALL:
         (folder / f"{type(message).__struct_config__.tag}.msgpack").write_bytes(encode(message))

@@ -49,9 +49,9 @@ def test_only_the_experiment_enters_the_fingerprint() -> None:
     assert fingerprint(identity(same)) == fingerprint(identity(base))
     for change in ({"samples": 3}, {"task_budget_tokens": 500}, {"critic": "scripted:m:f"}, {"patch": True}):
         assert fingerprint(identity(base.replace(**change))) != fingerprint(identity(base)), change
-    unset = {"calls_per_task", "tokens_per_task", "columns"}
-    assert set(identity(base)) == set(Experiment.__struct_fields__) - unset | {"prompts"}
-    budgeted = base.replace(strategy="adaptive", calls_per_task=4)  # in the fingerprint once set, absent before
+    assert set(identity(base)) == set(Experiment.__struct_fields__) | {"prompts", "prompt_overrides"}
+    assert identity(base)["calls_per_task"] is None  # unset settings are in the fingerprint too, as null
+    budgeted = base.replace(strategy="adaptive", calls_per_task=4)
     assert identity(budgeted)["calls_per_task"] == 4
     mapped = base.replace(columns="prompt=question")  # which column is the prompt changes every task
     assert identity(mapped)["columns"] == "prompt=question"

@@ -80,7 +80,7 @@ def test_a_proposer_reply_too_deep_or_all_braces_is_an_unreadable_edit() -> None
 
 
 def test_a_frame_nested_too_deep_is_a_protocol_error() -> None:
-    deep = msgpack.packb({"kind": "task", "v": 5, "task_id": "t", "scenario": "s", "prompt": "p", "gold": {"x": 0}})
+    deep = msgpack.packb({"kind": "task", "v": 1, "task_id": "t", "scenario": "s", "prompt": "p", "gold": {"x": 0}})
     nested = deep.replace(msgpack.packb({"x": 0}), b"\x81\xa1x" * 3000 + b"\x00")
     with pytest.raises(ProtocolError, match="nested deeper"):
         decode(nested)

@@ -1,7 +1,7 @@
 """Hostile bytes: the wire decoders raise `ProtocolError` and nothing else, whatever they are fed.
 
 Property tests (hypothesis, derandomized so CI replays the same cases) over every message kind
-and over mutated golden frames of every wire version, then a fixed corpus of the inputs that
+and over mutated golden frames, then a fixed corpus of the inputs that
 once escaped as other exceptions (invalid UTF-8 in any string, nesting past the decoder's stack,
 msgpack's own errors in a trace), each with the outcome it must have.
 """

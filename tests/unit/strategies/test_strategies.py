@@ -301,7 +301,7 @@ def test_prompt_versions_are_part_of_the_fingerprint(monkeypatch: pytest.MonkeyP
     assert all(isinstance(v, int) and v >= 1 for v in versions.values())
     config = RunConfig.build()
     before = fingerprint(identity(config))
-    left_out = {"draft_system", "tune_system", "tune_user"}  # newer than runs that must still resume (driver)
+    left_out = {"tune_system", "tune_user"}  # the tune's proposer's: a run never sends them
     assert identity(config)["prompts"] == {name: v for name, v in versions.items() if name not in left_out}
     entry = prompts.built_in().templates["critic_adversarial"]
     changed = dataclasses.replace(entry, version=entry.version + 1)
@@ -340,13 +340,13 @@ def test_a_task_cut_by_its_timeout_keeps_the_best_of_its_finished_rounds() -> No
     assert [m for m in trace if isinstance(m, Decision)][-1].detail == "task timeout after 2.5 s"
 
 
-def test_a_changed_system_prompt_enters_the_fingerprint_and_the_first_version_does_not(tmp_path: Path) -> None:
+def test_a_changed_system_prompt_enters_the_fingerprint(tmp_path: Path) -> None:
     from redraft import RunConfig
     from redraft.rundir import fingerprint
     from tests.support.resolved import identity
 
     plain = RunConfig.build()
-    assert "draft_system" not in identity(plain)["prompts"]  # what a run sent before the template existed
+    assert identity(plain)["prompts"]["draft_system"] == 1 and identity(plain)["prompt_overrides"] == {}
     changed = tmp_path / "system.toml"
     changed.write_text('[draft_system]\nversion = 2\ntext = """$instructions\nBe brief."""\n', encoding="utf-8")
     ruled = RunConfig.build(prompts=str(changed))

@@ -27,7 +27,7 @@ TASK_ID = f"t/{BAD}"
 
 
 def hostile_frames() -> list[dict[str, Any]]:
-    t = {"task_id": TASK_ID, "v": 2}
+    t = {"task_id": TASK_ID, "v": 1}
     issue = {"severity": "critical", "quote": BAD, "reason": BAD, "fix": BAD}
     return [
         {"kind": "task", **t, "scenario": BAD, "prompt": BAD, "reference": {BAD: BAD}, BAD: BAD},
