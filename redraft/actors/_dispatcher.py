@@ -2,7 +2,7 @@
 
 A task goes through two stages: its loop on an arbiter (which gets the task
 without its gold, unless the run uses oracle feedback), then, when it has gold to
-be graded against, its held-out grade on a grader (`redraft.engine.grader`). Only
+be graded against, its held-out grade on a grader (`redraft.actors._grading`). Only
 then is it written, trace and result together.
 
 Every dispatched task is recorded exactly once, and ``error`` only ever means
@@ -61,9 +61,9 @@ from redraft.actors._attempts import (
 from redraft.actors._clock import RunClock
 from redraft.actors._endpoints import EndpointWatch
 from redraft.actors._fleet import Fleet
+from redraft.actors._grading import GradeStage
 from redraft.actors._metrics import RunMetrics
-from redraft.actors._ray import is_actor
-from redraft.engine.grader import grade_request, graded
+from redraft.engine.grader import grade_request
 from redraft.errors import (
     AuthenticationError,
     InfrastructureError,
@@ -71,9 +71,8 @@ from redraft.errors import (
     cause_of,
     describe,
     machinery_failure,
-    member_failure,
 )
-from redraft.protocols.messages import Grade, Result, Task, Usage, decode, decode_as, encode
+from redraft.protocols.messages import Result, Task, Usage, decode, decode_as, encode
 from redraft.rundir import RunStore
 from redraft.scenarios import Scenario
 
@@ -85,7 +84,6 @@ WATCHDOG_GRACE_S = 30.0
 """A task with a timeout comes back by then, or its arbiter is stuck."""
 DEFAULT_WATCHDOG_S = 3600.0
 """The watchdog of a run with no task timeout."""
-GRADE_TRIES = 3
 TICK_S = 0.5
 """The longest the loop waits before it looks at the heartbeat, the watchdogs and the retry queue."""
 
@@ -147,6 +145,7 @@ class Dispatcher:
         """Tasks whose loop finished in this run: the evidence that the machinery works for others."""
         """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
         self.check_guard = CheckGuard()
+        self.grading = GradeStage(fleet, clock, self.in_flight, self._write)
         self.written = 0
         """Tasks written to the run directory by this invocation."""
         self.stop = stop or threading.Event()
@@ -242,7 +241,7 @@ class Dispatcher:
 
         pending = self.in_flight.pop(key)
         if pending.grading is not None:
-            self._land_grade(key, pending)
+            self.grading.land(key, pending)
             return
         try:
             frames, pairs, last = ray.get(next(key))
@@ -310,7 +309,7 @@ class Dispatcher:
             self._write(frames, result)
             return
         pending.frames, pending.grading = frames, request
-        self._send_grade(pending)
+        self.grading.send(pending)
 
     def _timed_out_on_the_machinery(self, pending: Pending, result: Result) -> bool:
         """Whether ``result`` is a stop at the task's own timeout that may have been spent waiting on a member
@@ -321,36 +320,6 @@ class Dispatcher:
             and pending.attempts.number < self.rules.policy.max_attempts
         )
 
-    def _send_grade(self, pending: Pending) -> None:
-        request = pending.grading
-        assert request is not None
-        members = [m for m in self.fleet.graders if m is not None]
-        member = members[((pending.slot or 0) + pending.grade_tries) % len(members)]
-        if not is_actor(member):  # an instant grade: the driver's own (`redraft.actors._placement`)
-            self._write_graded(pending, member.grade_here(request))
-            return
-        pending.grade_tries += 1
-        pending.deadline = self.clock.now() + DEFAULT_WATCHDOG_S / 6
-        self.in_flight[member.serve.remote(encode(request))] = pending
-
-    def _land_grade(self, ref: Any, pending: Pending) -> None:
-        """The grader's reply; a grader that died or hung is asked again elsewhere, else the grades are missing."""
-        import ray
-
-        try:
-            grade = decode_as(ray.get(ref), Grade)
-        except Exception as exc:
-            if member_failure(exc) and pending.grade_tries < GRADE_TRIES:
-                self._send_grade(pending)
-                return
-            grade = Grade(task_id=pending.task.task_id, error=describe(exc))
-        self._write_graded(pending, grade)
-
-    def _write_graded(self, pending: Pending, grade: Grade) -> None:
-        """Write a graded task: its loop's frames, the `Grade`, the graded `Result` last."""
-        ending, result = graded(decode_as(pending.frames[-1], Result), grade)
-        self._write([*pending.frames[:-1], *(encode(m) for m in ending)], result)
-
     def _watchdog(self) -> None:
         """Cancel what passed its deadline and redo it as hung (a frozen arbiter, the heartbeat kills)."""
         import ray
@@ -360,10 +329,7 @@ class Dispatcher:
             del self.in_flight[key]
             ray.cancel(key)
             if pending.grading is not None:
-                if pending.grade_tries < GRADE_TRIES:
-                    self._send_grade(pending)
-                else:
-                    self._write_graded(pending, Grade(task_id=pending.task.task_id, error="hung"))
+                self.grading.hung(pending)
                 continue
             hung = InfrastructureError(
                 "the task passed its watchdog deadline (hung)", cause="CallTimeoutError", fault="hung"

@@ -1,0 +1,79 @@
+"""The dispatch's second stage: a finished task's held-out grade, on a grader, then the task written.
+
+A task whose loop finished and that has gold to be graded against (`redraft.engine.grader.grade_request`)
+is sent to a grader member; one that dies or hangs is asked again on another, at most `GRADE_TRIES` times
+in all, and after that the task is written with its grade missing (``Grade.error``), never lost: the loop's
+result stands whatever the grader does. An instant grade (the driver's own, `redraft.actors._placement`) is
+written at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from redraft.actors._attempts import Pending
+from redraft.actors._clock import RunClock
+from redraft.actors._fleet import Fleet
+from redraft.actors._ray import is_actor
+from redraft.engine.grader import graded
+from redraft.errors import describe, member_failure
+from redraft.protocols.messages import Grade, Result, decode_as, encode
+
+GRADE_TRIES = 3
+GRADE_WATCHDOG_S = 600.0
+"""A grader's reply comes back by then, or it is stuck: asked again elsewhere."""
+
+Write = Callable[[list[bytes], Result], None]
+
+
+class GradeStage:
+    """Sends finished tasks to the graders and writes each graded task (see the module docstring).
+
+    ``in_flight`` is the dispatcher's own table of what is out: a grader call waits there beside the loops,
+    under its reference, so one wait and one watchdog cover both stages.
+    """
+
+    def __init__(self, fleet: Fleet, clock: RunClock, in_flight: dict[Any, Pending], write: Write) -> None:
+        self.fleet = fleet
+        self.clock = clock
+        self.in_flight = in_flight
+        self.write = write
+
+    def send(self, pending: Pending) -> None:
+        """Ask a grader for ``pending``'s grade (its ``grading`` request), a different one at each try."""
+        request = pending.grading
+        assert request is not None
+        members = [m for m in self.fleet.graders if m is not None]
+        member = members[((pending.slot or 0) + pending.grade_tries) % len(members)]
+        if not is_actor(member):
+            self.written(pending, member.grade_here(request))
+            return
+        pending.grade_tries += 1
+        pending.deadline = self.clock.now() + GRADE_WATCHDOG_S
+        self.in_flight[member.serve.remote(encode(request))] = pending
+
+    def land(self, ref: Any, pending: Pending) -> None:
+        """The grader's reply; a grader that died or hung is asked again elsewhere, else the grades are missing."""
+        import ray
+
+        try:
+            grade = decode_as(ray.get(ref), Grade)
+        except Exception as exc:
+            if member_failure(exc) and pending.grade_tries < GRADE_TRIES:
+                self.send(pending)
+                return
+            grade = Grade(task_id=pending.task.task_id, error=describe(exc))
+        self.written(pending, grade)
+
+    def hung(self, pending: Pending) -> None:
+        """``pending``'s grader passed its deadline (its call is cancelled): ask another, or write it ungraded."""
+        if pending.grade_tries < GRADE_TRIES:
+            self.send(pending)
+        else:
+            self.written(pending, Grade(task_id=pending.task.task_id, error="hung"))
+
+    def written(self, pending: Pending, grade: Grade) -> None:
+        """Write a graded task: its loop's frames, the `Grade`, the graded `Result` last."""
+        ending, result = graded(decode_as(pending.frames[-1], Result), grade)
+        self.write([*pending.frames[:-1], *(encode(m) for m in ending)], result)
