@@ -318,10 +318,6 @@ answered nothing, a request the server refused).
 Named, not imported: the code below the actor system never imports Ray, yet classifies Ray's errors by this
 table, and a result record is classified by its ``error_type`` with the same names."""
 
-_RECORDED_BY_OLDER_VERSIONS = frozenset({"RetryableBackendError"})
-"""An ``error_type`` that versions before the machinery's failures were redone wrote for one: a resume redoes
-these tasks too."""
-
 
 def _fault_of(exc: BaseException) -> MachineryFault | None:
     """How ``exc`` is the machinery's failure (through its class's ancestry), or None when it is not."""
@@ -361,7 +357,7 @@ def recorded_as_machinery(error_type: str | None) -> bool:
     """Whether a result record's ``error_type`` names the machinery's failure (so a resume redoes the task)."""
     if error_type is None:
         return False
-    return error_type in _RECORDED_BY_OLDER_VERSIONS or any(error_type in names for names in MACHINERY.values())
+    return any(error_type in names for names in MACHINERY.values())
 
 
 def cause_of(exc: BaseException) -> BaseException:

@@ -54,7 +54,7 @@ def test_the_machinery_table_names_ray_s_own_errors_and_every_subclass_of_them()
             assert cls.__name__ in named, f"{cls.__name__} is a machinery error the table does not name"
             assert recorded_as_machinery(cls.__name__)  # a record naming it is redone on resume
     assert not recorded_as_machinery("CheckError") and not recorded_as_machinery(None)
-    assert recorded_as_machinery("RetryableBackendError")  # written by versions that did not redo such tasks
+    assert not recorded_as_machinery("RetryableBackendError")  # not in the table: retries end as BackendUnavailable
 
 
 def test_whose_fault_is_decided_by_the_class_and_how_it_failed() -> None:
