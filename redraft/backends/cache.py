@@ -3,7 +3,8 @@
 The key is a hash of the backend spec and the whole request (its provider-caching hints
 at their defaults: they change no answer): messages, sampling parameters, the JSON
 schema, and the seed, which the arbiter derives from (run seed, task, round, sample),
-so distinct samples stay distinct while a retried or resumed call finds its answer. Entries live in SQLite on each node's disk, in
+so distinct samples stay distinct while a retried or resumed call finds its answer.
+Entries live in SQLite on each node's disk, in
 ``$REDRAFT_CACHE_DIR`` or ``~/.cache/redraft`` (``responses.sqlite``, beside an
 empty ``responses.sqlite.lock`` that processes opening it take turns on); a node
 only sees its own entries, so a call retried on another node may be paid again.
