@@ -41,6 +41,7 @@ bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_peers.py
 	.venv/bin/python benchmarks/bench_http_clients.py
 	.venv/bin/python benchmarks/bench_backends.py
+	.venv/bin/python benchmarks/bench_prompt_cache.py
 	.venv/bin/python benchmarks/bench_local_batching.py
 	.venv/bin/python benchmarks/bench_quantization.py
 	.venv/bin/python benchmarks/bench_batch.py

@@ -31,6 +31,22 @@ class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
     json_schema: dict[str, Any] | None = None
     """When set, the reply must be JSON following this schema (enforced where the backend can)."""
     stop: list[str] = []
+    stable_chars: int = 0
+    """Where the prompt's stable prefix ends: every message before the last, and this many leading characters
+    of the last (the system message, the instructions, the task and the template's words around it; never a
+    candidate, feedback, a critique or a plan's state). One role's calls on one task share it byte for byte,
+    so a provider can cache it: the ``anthropic`` backend marks its end with a ``cache_control`` breakpoint.
+    0: no stable prefix is marked. It changes nothing in the reply, so the response cache's key leaves it out."""
+    cache_key: str = ""
+    """The same for every call of one task (OpenAI's ``prompt_cache_key``: calls with one key and one prefix
+    are routed to the same cache); '' for none. Left out of the response cache's key, as ``stable_chars`` is."""
+
+    def stable_prefix(self) -> list[ChatMessage]:
+        """The messages of the stable prefix (the last one cut where it ends); [] when none is marked."""
+        if self.stable_chars <= 0 or not self.messages:
+            return []
+        *earlier, last = self.messages
+        return [*earlier, ChatMessage(role=last.role, content=last.content[: self.stable_chars])]
 
 
 class Completion(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,9 +1,10 @@
 """A response cache in front of any backend: a call already answered is never paid twice.
 
-The key is a hash of the backend spec and the whole request: messages, sampling
-parameters, the JSON schema, and the seed, which the arbiter derives from (run
-seed, task, round, sample), so distinct samples stay distinct while a retried or
-resumed call finds its answer. Entries live in SQLite on each node's disk, in
+The key is a hash of the backend spec and the whole request (its provider-caching hints
+at their defaults: they change no answer): messages, sampling parameters, the JSON
+schema, and the seed, which the arbiter derives from (run seed, task, round, sample),
+so distinct samples stay distinct while a retried or resumed call finds its answer.
+Entries live in SQLite on each node's disk, in
 ``$REDRAFT_CACHE_DIR`` or ``~/.cache/redraft`` (``responses.sqlite``, beside an
 empty ``responses.sqlite.lock`` that processes opening it take turns on); a node
 only sees its own entries, so a call retried on another node may be paid again.
@@ -62,7 +63,10 @@ class ResponseCache:
 
     @staticmethod
     def key(spec: str, request: ChatRequest) -> str:
-        return hashlib.sha256(spec.encode() + b"\0" + _encoder.encode(request)).hexdigest()
+        """The request's key: the caching hints (``stable_chars``, ``cache_key``) at their defaults, since they
+        change what a call costs, never what it answers."""
+        asked = msgspec.structs.replace(request, stable_chars=0, cache_key="")
+        return hashlib.sha256(spec.encode() + b"\0" + _encoder.encode(asked)).hexdigest()
 
     def get(self, key: str) -> tuple[Completion, str] | None:
         """The completion stored under ``key`` and who paid for it ('' when unknown), or None."""

@@ -14,6 +14,10 @@ The key is read from the environment inside `OpenAISpec.create`, that is in the
 actor; it is never stored in the spec, in a spec string, in an error message or
 in a log line.
 
+OpenAI caches a prompt's prefix by itself (from 1,024 tokens); a request's ``cache_key`` is sent to
+OpenAI proper as ``prompt_cache_key``, so one task's calls, which share their stable prefix, are
+routed to the same cache. A compatible server or an Azure deployment is not sent it.
+
 A JSON-schema request (the critic's) is sent as ``response_format`` of type
 ``json_schema``, non-strict, since strict mode refuses schemas with length
 bounds. An OpenAI-compatible server that answers such a request with a 400
@@ -169,6 +173,8 @@ class OpenAIChat:
             arguments["seed"] = request.seed
         if request.stop:
             arguments["stop"] = request.stop
+        if request.cache_key and not self._spec.compatible and self._spec.azure is None:
+            arguments["prompt_cache_key"] = request.cache_key  # OpenAI's own: others may refuse what they lack
         if request.json_schema is not None:
             form = _FORMATS[self._format]
             if form == "prompt":

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from redraft.engine.prompts import MAX_DETAIL_CHARS, MAX_FEEDBACK_CHARS, Prompts, built_in, cut
+from redraft.engine.prompts import MAX_DETAIL_CHARS, MAX_FEEDBACK_CHARS, Prompt, Prompts, built_in, cut
 from redraft.protocols.messages import ChatMessage, CheckResult, Observation, PlanAsk, PlanStep, Task
 
 MAX_CODE_CHARS = 6_000
 """Characters of a failed step's program shown again."""
 
 
-def plan_messages(system: str, task: Task, ask: PlanAsk, prompts: Prompts | None = None) -> list[ChatMessage]:
-    """The drafter's prompt for ``ask``: the task, the plan as it stands, what its steps produced, and the
-    question (the first plan, a step's program, or the next move after an observation)."""
+def plan_messages(system: str, task: Task, ask: PlanAsk, prompts: Prompts | None = None) -> Prompt:
+    """The drafter's prompt for ``ask``: the task (the stable prefix, under the system message of its kind of
+    ask: the plan's for a plan or a decision, the scenario's for a step's program), the plan as it stands,
+    what its steps produced, and the question (the first plan, a step's program, or the next move after an
+    observation)."""
     prompts = prompts or built_in()
     parts = [prompts.render("draft_task", task=task.prompt)]
     if ask.steps:
@@ -37,7 +39,10 @@ def plan_messages(system: str, task: Task, ask: PlanAsk, prompts: Prompts | None
         feedback = _feedback(ask.observations, ask.step, ask.checks) or "- every check passed"
         parts.append(prompts.render("plan_decide", feedback=cut(f"{event}:\n{feedback}", MAX_FEEDBACK_CHARS)))
     own = system if ask.kind == "step" else prompts.render("plan_system")
-    return [ChatMessage(role="system", content=own), ChatMessage(role="user", content="\n\n".join(parts))]
+    return Prompt(
+        [ChatMessage(role="system", content=own), ChatMessage(role="user", content="\n\n".join(parts))],
+        stable_chars=len(parts[0]),
+    )
 
 
 def plan_text(steps: list[PlanStep], verified: list[int]) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import msgspec
 
-from redraft.backends.base import ChatRequest
 from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.engine._model_role import ModelRole
 from redraft.engine.pools import Reply, Request
@@ -32,10 +31,10 @@ class Critic(ModelRole):
 
     async def critique(self, request: CritiqueRequest) -> Critique:
         draft = request.draft
-        messages = critique_messages(request.stance, request.task, draft.text, request.opponent, self._prompts)
+        prompt = critique_messages(request.stance, request.task, draft.text, request.opponent, self._prompts)
         completion = await self._backend.complete(
-            ChatRequest(
-                messages=messages,
+            prompt.request(
+                request.task.task_id,
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
                 seed=request.seed,
@@ -57,5 +56,5 @@ class Critic(ModelRole):
             model=completion.model,
             error=error,
             stance=request.stance,
-            messages=messages,
+            messages=prompt.messages,
         )

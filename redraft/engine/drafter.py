@@ -11,7 +11,7 @@ call is); any other text, however wrong, is a candidate for the verifier to judg
 
 from __future__ import annotations
 
-from redraft.backends.base import BackendSpec, ChatRequest
+from redraft.backends.base import BackendSpec
 from redraft.engine._answers import plan_json_schema
 from redraft.engine._model_role import CallSettings, ModelRole
 from redraft.engine._patches import apply_edits
@@ -49,15 +49,15 @@ class Drafter(ModelRole):
         plan = request.plan
         patch = request.mode == "patch" and request.revision is not None and plan is None
         if plan is not None:
-            messages = plan_messages(self._system, request.task, plan, self._prompts)
+            prompt = plan_messages(self._system, request.task, plan, self._prompts)
         else:
-            messages = draft_messages(
+            prompt = draft_messages(
                 self._system, request.task, request.revision, stage=request.stage, patch=patch, prompts=self._prompts
             )
         schema = None if plan is None or plan.kind == "step" else _SCHEMAS[plan.kind]
         completion = await self._backend.complete(
-            ChatRequest(
-                messages=messages,
+            prompt.request(
+                request.task.task_id,
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
                 seed=request.seed,
@@ -86,14 +86,14 @@ class Drafter(ModelRole):
             stage=_stage(request),
             edits_applied=applied,
             edit_errors=errors,
-            messages=messages,
+            messages=prompt.messages,
         )
 
     async def reflect(self, request: ReflectRequest) -> Reflection:
         draft = request.draft
-        messages = reflect_messages(request.task, draft.text, request.failed_checks, self._prompts)
+        prompt = reflect_messages(request.task, draft.text, request.failed_checks, self._prompts)
         completion = await self._backend.complete(
-            ChatRequest(messages=messages, max_tokens=REFLECTION_MAX_TOKENS, temperature=0.0, seed=request.seed)
+            prompt.request(request.task.task_id, max_tokens=REFLECTION_MAX_TOKENS, temperature=0.0, seed=request.seed)
         )
         return Reflection(
             task_id=draft.task_id,
@@ -102,7 +102,7 @@ class Drafter(ModelRole):
             text=" ".join(completion.text.split())[:500],
             usage=completion.usage,
             model=completion.model,
-            messages=messages,
+            messages=prompt.messages,
         )
 
 

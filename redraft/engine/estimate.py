@@ -18,8 +18,8 @@ models and the verifier's verdicts are doubles. Three courses are simulated:
 
 A task's worst case is the most it spends in either failing course (the half-length
 course may go more rounds under a per-task token or USD budget). Prompts are counted
-at about four characters a token, with no provider prompt caching and no response
-cache hits (both make a real run cheaper); a task's time limits are not simulated.
+at about four characters a token, with a stated prompt cache hit rate (`PROMPT_CACHE_HIT_RATE`) and no
+response cache hits (both make a real run cheaper); a task's time limits are not simulated.
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ from redraft.engine.setup import RoleSetup, role_constructors, verifier_backend
 from redraft.protocols.messages import Result, Task, Usage
 from redraft.strategies import Strategy, ledger_name
 
+PROMPT_CACHE_HIT_RATE = 0.0
+"""The share of input tokens the estimate assumes the provider's prompt cache serves: none, so its input cost is
+what a run pays at most; how much of a prompt a cache serves depends on the provider's routing and the
+cache's lifetime, which a simulation cannot know."""
 SAMPLE = 200
 """Tasks simulated at most; a larger run is estimated from a seeded sample of this many."""
 IN_FLIGHT = 32
@@ -327,8 +331,9 @@ def _assumptions(config: RunConfig, tasks: int, simulated: int, done: int, error
         if done
         else "expected: assumed, not known: half the tasks pass at once, the rest run to the cycle limit, "
         "answers at half their max tokens",
-        "tokens: about 4 characters each; no provider prompt caching, no response cache hits (a real run may "
-        "have both)",
+        "tokens: about 4 characters each; no response cache hits (a real run may have some)",
+        f"prompt cache: a {PROMPT_CACHE_HIT_RATE:.0%} hit rate assumed, every input token at its full price; a run "
+        "whose stable prefixes (instructions, task) the provider caches pays less, and its end table says how much",
     ]
     if errors:
         said.append(f"incomplete: {len(errors)} simulated task(s) ended in error ({errors[0]})")

@@ -12,6 +12,10 @@ Invariants:
   the text cannot hold the line that closes its own fence (it would have to contain
   its own hash); being a function of the text, the same prompt is rebuilt the same
   way, and the response cache and seeded sampling still replay.
+- What stays the same across a role's calls on one task (the system message, the instructions, the task
+  and the template's words around it) comes first, and what changes (a candidate, feedback, a critique,
+  a question) after it; each builder says where the stable part ends (`Prompt.stable_chars`), so a
+  provider can cache it.
 - Feedback that echoes the candidate (a check's detail, such as a failing test's
   output) is cut to `MAX_DETAIL_CHARS` per check and `MAX_FEEDBACK_CHARS` in all.
 """
@@ -22,10 +26,13 @@ import functools
 import hashlib
 import re
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass
 from importlib import resources
 from string import Template
+from typing import Any
 
+from redraft.backends.base import ChatRequest
 from redraft.protocols.messages import Attempt, ChatMessage, CheckResult, Issue, Revision, StageStep, Stance, Task
 
 MAX_DETAIL_CHARS = 1_000
@@ -63,9 +70,58 @@ class Prompts:
             **{k: fence(str(v), label=k) if k in entry.data else str(v) for k, v in fields.items()}
         )
 
+    def stable_length(self, template: str, changing: Collection[str], /, **fields: object) -> int:
+        """Characters of ``render(template, **fields)`` before the first of its ``changing`` fields (the whole
+        rendering if it has none): the words and stable fields up to there. Found in the template, not in the
+        text, so a prompts file that moves a changing field earlier moves the end with it."""
+        entry = self.templates[template]
+        source = entry.text.template
+        end = len(source)
+        for match in entry.text.pattern.finditer(source):
+            if (match.group("named") or match.group("braced")) in changing:
+                end = match.start()
+                break
+        head = _Template(entry.version, Template(source[:end]), entry.data)
+        return len(Prompts({template: head}).render(template, **{k: v for k, v in fields.items() if k not in changing}))
+
     def versions(self) -> dict[str, int]:
         """The version of every template (part of the run fingerprint)."""
         return {name: t.version for name, t in sorted(self.templates.items())}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A role's prompt: its messages, and where the part that stays the same across a task's calls ends."""
+
+    messages: list[ChatMessage]
+    stable_chars: int
+    """Leading characters of the last message that, with every message before it, are the stable prefix
+    (`redraft.backends.base.ChatRequest.stable_chars`)."""
+
+    def request(
+        self,
+        task_id: str,
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> ChatRequest:
+        """A request of this prompt for task ``task_id``: its stable prefix marked, and the task's cache key."""
+        return ChatRequest(
+            messages=self.messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            json_schema=json_schema,
+            stable_chars=self.stable_chars,
+            cache_key=task_cache_key(task_id),
+        )
+
+
+def task_cache_key(task_id: str) -> str:
+    """The provider cache key of a task's calls: a hash of its id (the id itself never leaves the run)."""
+    return "redraft-" + hashlib.blake2b(task_id.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 @functools.cache
@@ -125,8 +181,9 @@ def draft_messages(
     stage: StageStep | None = None,
     patch: bool = False,
     prompts: Prompts | None = None,
-) -> list[ChatMessage]:
-    """The drafter's prompt: the task (and stage), and on revision the best so far with all feedback."""
+) -> Prompt:
+    """The drafter's prompt: the task (its stable prefix), then the stage, and on revision the best so far
+    with all feedback."""
     prompts = prompts or built_in()
     parts = [prompts.render("draft_task", task=task.prompt)]
     if stage is not None:
@@ -139,10 +196,10 @@ def draft_messages(
             parts.append(prompts.render("stage_previous", name="previous stage", text=stage.previous))
     if revision is not None:
         parts += _revision_parts(revision, patch=patch, prompts=prompts)
-    return [
-        ChatMessage(role="system", content=system),
-        ChatMessage(role="user", content="\n\n".join(parts)),
-    ]
+    return Prompt(
+        [ChatMessage(role="system", content=system), ChatMessage(role="user", content="\n\n".join(parts))],
+        stable_chars=len(parts[0]),
+    )
 
 
 def _revision_parts(revision: Revision, *, patch: bool, prompts: Prompts) -> list[str]:
@@ -177,44 +234,59 @@ def issue_line(issue: Issue) -> str:
 
 def critique_messages(
     stance: Stance, task: Task, candidate: str, opponent: list[Issue] | None = None, prompts: Prompts | None = None
-) -> list[ChatMessage]:
-    """The critic's prompt for one candidate (with the other critic's last issues, in a debate)."""
+) -> Prompt:
+    """The critic's prompt for one candidate (with the other critic's last issues, in a debate): stable up to
+    the candidate."""
     prompts = prompts or built_in()
     user = prompts.render("critic_user", task=task.prompt, candidate=candidate)
     if opponent:
         issues = cut("\n".join(issue_line(i) for i in opponent), MAX_FEEDBACK_CHARS)
         user += "\n\n" + prompts.render("debate_opponent", issues=issues)
-    return [ChatMessage(role="system", content=critic_system(stance, prompts)), ChatMessage(role="user", content=user)]
+    return Prompt(
+        [ChatMessage(role="system", content=critic_system(stance, prompts)), ChatMessage(role="user", content=user)],
+        stable_chars=prompts.stable_length("critic_user", {"candidate"}, task=task.prompt, candidate=candidate),
+    )
 
 
 def reflect_messages(
     task: Task, attempt: str, failed_checks: list[CheckResult], prompts: Prompts | None = None
-) -> list[ChatMessage]:
-    """Ask the drafter's model to diagnose its failed attempt (Reflexion)."""
+) -> Prompt:
+    """Ask the drafter's model to diagnose its failed attempt (Reflexion): stable up to the attempt."""
     prompts = prompts or built_in()
     lines = [f"- {c.name}: {cut(c.detail, MAX_DETAIL_CHARS)}" for c in failed_checks]
-    feedback = cut("\n".join(lines), MAX_FEEDBACK_CHARS) or "- it did not pass"
-    return [
-        ChatMessage(role="system", content=prompts.render("reflect_system")),
-        ChatMessage(
-            role="user", content=prompts.render("reflect_user", task=task.prompt, attempt=attempt, feedback=feedback)
-        ),
-    ]
+    fields = {"task": task.prompt, "attempt": attempt, "feedback": cut("\n".join(lines), MAX_FEEDBACK_CHARS)}
+    fields["feedback"] = fields["feedback"] or "- it did not pass"
+    return Prompt(
+        [
+            ChatMessage(role="system", content=prompts.render("reflect_system")),
+            ChatMessage(role="user", content=prompts.render("reflect_user", **fields)),
+        ],
+        stable_chars=prompts.stable_length("reflect_user", {"attempt", "feedback"}, **fields),
+    )
 
 
-def question_messages(task: Task, candidate: str, count: int, prompts: Prompts | None = None) -> list[ChatMessage]:
-    """Ask the verifier's model for chain-of-verification questions about a candidate."""
+def question_messages(task: Task, candidate: str, count: int, prompts: Prompts | None = None) -> Prompt:
+    """Ask the verifier's model for chain-of-verification questions about a candidate: stable up to it."""
     prompts = prompts or built_in()
-    return [
-        ChatMessage(role="system", content=prompts.render("cove_plan", count=count)),
-        ChatMessage(role="user", content=prompts.render("critic_user", task=task.prompt, candidate=candidate)),
-    ]
+    fields = {"task": task.prompt, "candidate": candidate}
+    return Prompt(
+        [
+            ChatMessage(role="system", content=prompts.render("cove_plan", count=count)),
+            ChatMessage(role="user", content=prompts.render("critic_user", **fields)),
+        ],
+        stable_chars=prompts.stable_length("critic_user", {"candidate"}, **fields),
+    )
 
 
-def answer_messages(task: Task, question: str, prompts: Prompts | None = None) -> list[ChatMessage]:
-    """Ask one verification question with the task for context, never the candidate (factored CoVe)."""
+def answer_messages(task: Task, question: str, prompts: Prompts | None = None) -> Prompt:
+    """Ask one verification question with the task for context, never the candidate (factored CoVe): stable
+    up to the question."""
     prompts = prompts or built_in()
-    return [
-        ChatMessage(role="system", content=prompts.render("cove_answer")),
-        ChatMessage(role="user", content=prompts.render("cove_question", task=task.prompt, question=question)),
-    ]
+    fields = {"task": task.prompt, "question": question}
+    return Prompt(
+        [
+            ChatMessage(role="system", content=prompts.render("cove_answer")),
+            ChatMessage(role="user", content=prompts.render("cove_question", **fields)),
+        ],
+        stable_chars=prompts.stable_length("cove_question", {"question"}, **fields),
+    )

@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 
-from redraft.backends.base import Backend, BackendSpec, ChatRequest
+from redraft.backends.base import Backend, BackendSpec
 from redraft.backends.cache import cached
 from redraft.engine._answers import parse_plan, question_json_schema
 from redraft.engine._workers import Workers
@@ -124,8 +124,8 @@ class Verifier:
             raise RuntimeError("chain-of-verification questions need a verifier model, and none was configured")
         backend, task, draft = self._backend, request.task, request.draft
         plan = await backend.complete(
-            ChatRequest(
-                messages=question_messages(task, draft.text, request.questions, self._prompts),
+            question_messages(task, draft.text, request.questions, self._prompts).request(
+                task.task_id,
                 max_tokens=QUESTION_MAX_TOKENS,
                 temperature=0.0,
                 json_schema=question_json_schema(),
@@ -140,8 +140,8 @@ class Verifier:
         replies = await asyncio.gather(
             *(
                 backend.complete(
-                    ChatRequest(
-                        messages=answer_messages(task, q, self._prompts), max_tokens=ANSWER_MAX_TOKENS, temperature=0.0
+                    answer_messages(task, q, self._prompts).request(
+                        task.task_id, max_tokens=ANSWER_MAX_TOKENS, temperature=0.0
                     )
                 )
                 for q in asked

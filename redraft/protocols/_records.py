@@ -62,6 +62,12 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     this run paid for itself, before it was interrupted and resumed, is not one: this run paid it once."""
     saved_usd: float = 0.0
     """What ``saved_calls`` cost at the price table: part of ``cost_usd``, not spent by this run."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache (Anthropic's cache writes, priced above the input
+    price; a subset of ``input_tokens``, apart from ``cached_tokens``)."""
+    prompt_cache_saved_usd: float = 0.0
+    """What the provider's prompt cache saved: the cached tokens at the input price less what they and the
+    cache writes cost (priced with ``cost_usd``; negative when writes were not read back)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -74,6 +80,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             batch_calls=self.batch_calls + other.batch_calls,
             saved_calls=self.saved_calls + other.saved_calls,
             saved_usd=self.saved_usd + other.saved_usd,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            prompt_cache_saved_usd=self.prompt_cache_saved_usd + other.prompt_cache_saved_usd,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -87,6 +95,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             batch_calls=self.batch_calls - other.batch_calls,
             saved_calls=self.saved_calls - other.saved_calls,
             saved_usd=self.saved_usd - other.saved_usd,
+            cache_write_tokens=self.cache_write_tokens - other.cache_write_tokens,
+            prompt_cache_saved_usd=self.prompt_cache_saved_usd - other.prompt_cache_saved_usd,
         )
 
     @property

@@ -314,9 +314,11 @@ def _breakdowns(s: Summary) -> dict[str, list[tuple[str, ...]]]:
 
 
 def _usage_cells(u: Usage) -> tuple[str, ...]:
-    """A role's calls and tokens, what this run paid for them, and what the response cache saved it."""
+    """A role's calls and tokens, what this run paid for them, what the response cache saved it, and what the
+    provider's prompt cache saved it."""
     counts = (u.calls, u.input_tokens, u.output_tokens, u.cached_tokens, u.cache_hits)
-    return (*(f"{n:,}" for n in counts), f"${u.spent_usd:,.4f}", f"${u.saved_usd:,.4f}")
+    money = (u.spent_usd, u.saved_usd, u.prompt_cache_saved_usd)
+    return (*(f"{n:,}" for n in counts), *(f"${usd:,.4f}" for usd in money))
 
 
 def _run_line(manifest: dict[str, Any]) -> str:

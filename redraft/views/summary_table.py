@@ -3,8 +3,9 @@
 Rows are (label, value) pairs of plain text, made from a `Summary` (and whether
 the run fed the grade back, from its manifest), so both places show the same
 figures in the same words. Money is shown with its basis: what this run paid, and apart from it what
-the response cache saved (calls another run had paid for). The feedback's pass rates (what the loop optimised)
-and the held-out grade's (what it achieved) are both shown, and never merged;
+the response cache saved (calls another run had paid for) and what the provider's prompt cache saved
+(its discounted reads, less its writes' surcharge: already out of what was paid). The feedback's pass
+rates (what the loop optimised) and the held-out grade's (what it achieved) are both shown, and never merged;
 an oracle-feedback run says so first, in plain words. The terminal table also
 breaks stop reasons, errors and usage down by kind in its rows; the report has
 a table of its own for each of those, and leaves them out here.
@@ -17,6 +18,7 @@ from redraft.rundir.summary import Summary
 
 ORACLE = "ORACLE: the loop was fed the held-out grade; an upper bound, not a result"
 SPENT, SAVED, COST = "spent", "saved by the cache", "cost of the calls"
+PROVIDER_SAVED = "saved by the provider's cache"
 BATCH = "through provider batches (--batch)"
 
 
@@ -65,11 +67,20 @@ def money_rows(s: Summary) -> list[tuple[str, str]]:
     if u.saved_calls:  # a new run answered from another's answers: what they would have cost, apart
         rows.append((SAVED, f"${u.saved_usd:,.4f} ({u.saved_calls:,} calls paid by others)"))
         rows.append((COST, f"${u.cost_usd:,.4f}, every call at list price"))
+    if u.cached_tokens or u.cache_write_tokens:  # already out of what was spent: the provider billed less
+        rows.append((PROVIDER_SAVED, f"${u.prompt_cache_saved_usd:,.4f} ({_prompt_cache(u)}), already out of spent"))
     return rows
+
+
+def _prompt_cache(u: Usage) -> str:
+    written = f", {u.cache_write_tokens:,} written to it" if u.cache_write_tokens else ""
+    return f"{u.cached_tokens:,} input tokens read from it{written}"
 
 
 def _role_usage(u: Usage) -> str:
     saved = f" (${u.saved_usd:,.4f} saved by the cache)" if u.saved_calls else ""
+    if u.cached_tokens or u.cache_write_tokens:
+        saved += f" (${u.prompt_cache_saved_usd:,.4f} {PROVIDER_SAVED})"
     return f"{u.calls:,} calls, {u.total_tokens:,} tokens, ${u.spent_usd:,.4f}{saved}"
 
 

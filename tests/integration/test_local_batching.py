@@ -62,7 +62,7 @@ STICKERS = Task(task_id="t", scenario="arithmetic", prompt="Leo has 14 stickers 
 def critique(*, seed: int, temperature: float, max_tokens: int, schema: dict[str, Any] | None = None) -> ChatRequest:
     """An adversarial critique of a wrong answer to STICKERS, bound to ``schema`` (the critique's by default)."""
     return ChatRequest(
-        messages=critique_messages("adversarial", STICKERS, "14 + 21 = 32\nAnswer: 32"),
+        messages=critique_messages("adversarial", STICKERS, "14 + 21 = 32\nAnswer: 32").messages,
         max_tokens=max_tokens,
         temperature=temperature,
         seed=seed,
@@ -303,7 +303,7 @@ def test_prompt_tokens_and_grammar_match_create_chat_completion() -> None:
     conversations = [
         [ChatMessage(role="user", content="Hi <there> {{ braces }} ü")],
         [ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content="2+2?")],
-        critique_messages("adversarial", Task(task_id="t", scenario="arithmetic", prompt="1+1?"), "Answer: 2"),
+        critique_messages("adversarial", Task(task_id="t", scenario="arithmetic", prompt="1+1?"), "Answer: 2").messages,
     ]
     for messages in conversations:
         request = ChatRequest(messages=messages, stop=["###"], json_schema=critique_json_schema())

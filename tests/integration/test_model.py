@@ -33,7 +33,7 @@ def test_grammar_binds_the_critique_to_the_schema() -> None:
     async def critiques() -> list[str]:
         requests = [
             ChatRequest(
-                messages=critique_messages("adversarial", TASK, "14 + 21 = 32\nAnswer: 32"),
+                messages=critique_messages("adversarial", TASK, "14 + 21 = 32\nAnswer: 32").messages,
                 max_tokens=512,
                 temperature=0.7,
                 seed=seed,

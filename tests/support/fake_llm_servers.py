@@ -46,6 +46,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.support import fake_batch_apis
 from tests.support.fake_batch_apis import BatchAPIs, SeenBatch
+from tests.support.fake_prompt_cache import FakePromptCache
 
 __all__ = ["FakeLLMServer", "Fault", "SeenBatch", "SeenRequest"]
 
@@ -131,6 +132,9 @@ class FakeLLMServer:
         self.cached_tokens = 3
         self.cache_creation_tokens = 2
         """Anthropic only: prompt tokens written to the cache."""
+        self.prompt_cache: FakePromptCache | None = None
+        """When set, each answer's usage is a function of its request, cached as the providers cache
+        (tests/support/fake_prompt_cache.py), instead of the counts above."""
         self.latency_s = 0.0
         """Added to every answer, to simulate a model's latency (benchmarks)."""
         self.reject_response_format = False
@@ -261,7 +265,9 @@ class FakeLLMServer:
                 "completion_tokens": self.output_tokens,
                 "total_tokens": self.input_tokens + self.output_tokens,
                 "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
-            },
+            }
+            if self.prompt_cache is None
+            else self.prompt_cache.openai_usage(body, self.output_tokens),
         }
 
     def anthropic_reply(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -293,7 +299,9 @@ class FakeLLMServer:
                 "output_tokens": self.output_tokens,
                 "cache_read_input_tokens": self.cached_tokens,
                 "cache_creation_input_tokens": self.cache_creation_tokens,
-            },
+            }
+            if self.prompt_cache is None
+            else self.prompt_cache.anthropic_usage(body, self.output_tokens),
         }
 
 

@@ -54,7 +54,20 @@ GOLD_TASK = Task(
 )
 TASK = GOLD_TASK.without_gold()
 """The task as every role receives it (the gold stripped)."""
-USAGE = Usage(input_tokens=50, output_tokens=12, calls=1)
+USAGE = Usage(
+    input_tokens=50,
+    output_tokens=12,
+    calls=1,
+    cached_tokens=20,
+    cost_usd=0.25,
+    cache_hits=1,
+    batch_calls=1,
+    saved_calls=1,
+    saved_usd=0.125,
+    cache_write_tokens=10,
+    prompt_cache_saved_usd=0.0625,
+)
+"""Every field set, so the golden frames pin each of the records' too."""
 SENT = [ChatMessage(role="system", content="Be exact."), ChatMessage(role="user", content="What is 3 + 4?")]
 DRAFT = Draft(
     task_id="t-1",

@@ -131,12 +131,12 @@ def every_prompt() -> list[tuple[str, list[Any]]]:
     )
     stage = StageStep(name="plan", index=1, total=2, instruction="Write the plan.", previous=HOSTILE)
     return [
-        ("draft", draft_messages("system", TASK, revision, stage=stage)),
-        ("patch", draft_messages("system", TASK, revision, patch=True)),
-        ("critique", critique_messages("skeptic", TASK, HOSTILE, opponent=revision.issues)),
-        ("reflect", reflect_messages(TASK, HOSTILE, revision.failed_checks)),
-        ("questions", question_messages(TASK, HOSTILE, 3)),
-        ("answer", answer_messages(TASK, HOSTILE)),
+        ("draft", draft_messages("system", TASK, revision, stage=stage).messages),
+        ("patch", draft_messages("system", TASK, revision, patch=True).messages),
+        ("critique", critique_messages("skeptic", TASK, HOSTILE, opponent=revision.issues).messages),
+        ("reflect", reflect_messages(TASK, HOSTILE, revision.failed_checks).messages),
+        ("questions", question_messages(TASK, HOSTILE, 3).messages),
+        ("answer", answer_messages(TASK, HOSTILE).messages),
     ]
 
 

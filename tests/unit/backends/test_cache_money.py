@@ -9,6 +9,7 @@ import asyncio
 from itertools import islice
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from redraft.backends.base import ChatRequest
@@ -122,3 +123,19 @@ def test_a_cache_a_pre_release_redraft_made_is_made_anew(tmp_path: Path) -> None
     cache.put("k2", kept, "run-a")
     assert cache.get("k2") == (kept, "run-a")
     assert ResponseCache(path).get("k2") == (kept, "run-a")  # a cache of this version is kept as it is
+
+
+def test_the_end_table_shows_what_the_provider_s_prompt_cache_saved_next_to_what_was_spent() -> None:
+    usage = default_prices().priced(
+        "claude-haiku-4-5", Usage(input_tokens=3_000_000, cached_tokens=2_000_000, cache_write_tokens=500_000, calls=3)
+    )
+    result = msgspec.structs.replace(refined(payer="run-a"), usage=usage, usage_by_role={"critic": usage})
+    rows = dict(summary_rows(summarize([result], wall_s=1.0), breakdowns=True))
+    saved = 2 * (1.0 - 0.10) - 0.5 * (1.25 - 1.0)  # claude-haiku-4-5's reads' discount less its writes' surcharge
+    assert rows["saved by the provider's cache"] == (
+        f"${saved:,.4f} (2,000,000 input tokens read from it, 500,000 written to it), already out of spent"
+    )
+    assert rows["spent"] == f"${0.5 * 1.0 + 2 * 0.10 + 0.5 * 1.25:,.4f} paid by this run"
+    assert f"${saved:,.4f} saved by the provider's cache" in rows["  critic"]
+    plain = dict(summary_rows(summarize([refined(payer="run-a")], wall_s=1.0), breakdowns=False))
+    assert "saved by the provider's cache" not in plain  # nothing cached: no row

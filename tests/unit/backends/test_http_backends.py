@@ -346,7 +346,8 @@ async def test_openai_requests_go_over_the_wire_as_the_typed_sdk_call_would_send
     import openai
 
     server.reply_text = CRITIQUE
-    await make("openai").complete(REQUEST)
+    await make("openai").complete(msgspec.structs.replace(REQUEST, stable_chars=4, cache_key="redraft-task"))
+    assert server.requests[0].body["prompt_cache_key"] == "redraft-task"  # the SDK's own parameter
     monkeypatch.delenv("OPENAI_BASE_URL")
     server.reject_response_format = True  # json_schema, then json_object refused: all three forms sent
     compatible = compatible_spec(server.openai_base_url)

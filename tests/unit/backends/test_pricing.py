@@ -34,6 +34,21 @@ def test_cost_counts_cached_input_at_its_own_price() -> None:
     assert table.cost("gpt-4o-mini", usage) == pytest.approx(0.6 * 0.15 + 0.4 * 0.075 + 0.1 * 0.60)
 
 
+def test_anthropic_cache_writes_cost_their_own_price_and_the_saving_nets_them_against_the_reads() -> None:
+    table = load_prices(None)
+    # claude-haiku-4-5: 1.0 input, 0.10 read, 1.25 write, 5.0 output per million
+    usage = Usage(input_tokens=1_000_000, cached_tokens=500_000, cache_write_tokens=200_000, calls=2)
+    assert table.cost("claude-haiku-4-5", usage) == pytest.approx(0.3 * 1.0 + 0.5 * 0.10 + 0.2 * 1.25)
+    priced = table.priced("claude-haiku-4-5-20251001", usage)
+    assert priced.prompt_cache_saved_usd == pytest.approx(0.5 * (1.0 - 0.10) - 0.2 * (1.25 - 1.0))
+    assert priced.cost_usd + priced.prompt_cache_saved_usd == pytest.approx(1.0)  # what no cache would have cost
+    only_written = table.priced("claude-haiku-4-5", Usage(input_tokens=1_000_000, cache_write_tokens=1_000_000))
+    assert only_written.prompt_cache_saved_usd == pytest.approx(-0.25)  # a write never read back only costs
+    batched = table.priced("gpt-4o-mini", Usage(input_tokens=10**6, cached_tokens=10**6, calls=1, batch_calls=1))
+    assert batched.prompt_cache_saved_usd == pytest.approx(0.5 * (0.15 - 0.075))  # at the batch price
+    assert table.priced("local:model.gguf", usage).prompt_cache_saved_usd == 0.0
+
+
 def test_local_and_scripted_models_are_free_and_unknown_ones_unpriced() -> None:
     table = default_prices()
     usage = Usage(input_tokens=100, output_tokens=100, calls=1)

@@ -33,7 +33,7 @@ def outside(prompt: str) -> str:
 
 def test_a_decision_shows_the_plan_and_the_observation_as_data_only() -> None:
     ask = PlanAsk(kind="decide", steps=STEPS, step=1, verified=[1], observations=[SEEN])
-    system, user = plan_messages("scenario system", TASK, ask)
+    system, user = plan_messages("scenario system", TASK, ask).messages
     assert "Reply only with the JSON" in system.content and system.content != "scenario system"
     assert "Ignore every instruction" not in outside(user.content)
     data = "\n".join(fenced(user.content))
@@ -45,7 +45,7 @@ def test_a_decision_shows_the_plan_and_the_observation_as_data_only() -> None:
 def test_a_retried_step_shows_its_failed_program_and_what_it_did_and_uses_the_scenarios_system_prompt() -> None:
     failed = [CheckResult(name="runs", passed=False, score=0.0, detail="exited 1: KeyError: 'date'")]
     ask = PlanAsk(kind="step", steps=STEPS, step=1, observations=[SEEN], checks=failed, code="print(1)")
-    system, user = plan_messages("scenario system", TASK, ask)
+    system, user = plan_messages("scenario system", TASK, ask).messages
     assert system.content == "scenario system"
     data = fenced(user.content)
     assert "print(1)" in data and any("KeyError: 'date'" in d for d in data)
@@ -56,5 +56,5 @@ def test_a_retried_step_shows_its_failed_program_and_what_it_did_and_uses_the_sc
 def test_a_decision_about_the_whole_program_says_so() -> None:
     failed = [CheckResult(name="key", passed=False, score=0.0, detail="2 order ids written twice")]
     ask = PlanAsk(kind="decide", steps=STEPS, step=None, verified=[1, 2], checks=failed)
-    _, user = plan_messages("s", TASK, ask)
+    _, user = plan_messages("s", TASK, ask).messages
     assert any(d.startswith("the whole program (every verified step in turn) ran") for d in fenced(user.content))

@@ -66,8 +66,12 @@ def test_the_report_shows_what_was_spent_apart_from_what_the_cache_saved(run_dir
     assert summary["saved by the cache"] == "$0.0006 (4 calls paid by others)"
     assert summary["cost of the calls"] == "$0.0009, every call at list price"
     header, drafter = tables["Tokens and cost per role"]
-    assert header[-2:] == ["spent (paid by this run)", "saved by the cache (paid by another run)"]
-    assert drafter[-2:] == ["$0.0003", "$0.0006"]
+    assert header[-3:] == [
+        "spent (paid by this run)",
+        "saved by the cache (paid by another run)",
+        "saved by the provider's cache (already out of spent)",
+    ]
+    assert drafter[-3:] == ["$0.0003", "$0.0006", "$0.0000"]
 
 
 def test_the_end_table_of_run_shows_the_batch_mode_and_the_caches_savings(
