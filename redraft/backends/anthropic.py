@@ -64,9 +64,10 @@ CACHE_MINIMUM_TOKENS: dict[str, int] = {
     "claude-3-7-sonnet": 1024,
 }
 """The fewest prompt tokens Anthropic caches at a ``cache_control`` breakpoint, by model-name prefix (the
-longest that matches): a shorter prefix is processed uncached. Anthropic's prompt-caching documentation
-(checked 2026-11-28) gives 4,096 for Claude Opus 4.6, Opus 4.5 and Haiku 4.5; 2,048 for Haiku 3.5 and
-Haiku 3; 1,024 for Sonnet 4.5, Sonnet 4, Opus 4.1, Opus 4 and Sonnet 3.7. A model not listed:
+longest that matches): a shorter prefix is processed uncached. The figures as gateways that pass
+``cache_control`` through document Anthropic's (checked 2026-11-28; they agree on these, not on Sonnet 4.6,
+left at the default): 4,096 for Claude Opus 4.6, Opus 4.5 and Haiku 4.5; 2,048 for Haiku 3.5 and Haiku 3;
+1,024 for Sonnet 4.5, Sonnet 4, Opus 4.1, Opus 4 and Sonnet 3.7. A model not listed:
 `DEFAULT_CACHE_MINIMUM_TOKENS`."""
 DEFAULT_CACHE_MINIMUM_TOKENS = 1024
 """The smallest documented minimum: an unlisted model whose prefix is shorter caches nothing, at no cost."""
