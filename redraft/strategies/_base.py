@@ -211,7 +211,8 @@ class RoundOutcome:
     on agreement over every round: self-consistency across rounds)."""
     stop: tuple[StopReason, str] | None = None
     """The strategy ends the task after this round, with this reason and detail (its answer is settled:
-    ``stable``; its share of the batch's budget is spent: ``budget``), unless the protocol stops it first."""
+    ``stable``; its share of the batch's budget is spent: ``budget``; no call is worth making:
+    ``no_improvement``), unless the protocol stops it first."""
 
 
 class Strategy(abc.ABC):
