@@ -82,7 +82,7 @@ class _Memo:
     batch: Table = field(default_factory=dict)
     answers: Counter[str] = field(default_factory=Counter)
     said: set[str] = field(default_factory=set)
-    """What the task's failing candidates said (their answer, else their text): one said again is a repeat."""
+    """The texts of the task's failing candidates: a revision that hands one back is a repeat."""
     candidates: int = 0
     borrowed: float = 0.0
     calls: float = math.inf
@@ -126,6 +126,8 @@ class Adaptive(Strategy):
     critic_role = "critic"
     shares_batch: ClassVar[bool] = True
     stops_itself: ClassVar[bool] = True
+    worth: ClassVar[float] = WORTH
+    """A task goes on while some action's expected chance per call is at least this (0: until spent)."""
 
     def __init__(self) -> None:
         self._ledgers: dict[str, Any] = {}
@@ -176,10 +178,10 @@ class Adaptive(Strategy):
         if state == "none":  # nothing for a revision to act on: sample until the majority is settled
             if (chance := settled(memo.answers)) is not None:
                 return "stable", f"no feedback signal, and its answer is settled (the majority with p = {chance:.3f})"
-        elif (value := best_value(state, memo.batch, memo.own))[0] < WORTH:
+        elif (value := best_value(state, memo.batch, memo.own))[0] < self.worth:
             return "no_improvement", (
                 f"no action is worth a call: the best, {value[1]}, raises the best score with an expected "
-                f"{value[0]:.3f} a call (< {WORTH:g}), from what the batch and this task have seen"
+                f"{value[0]:.3f} a call (< {self.worth:g}), from what the batch and this task have seen"
             )
         share = ctx.share
         if share is None:
@@ -191,7 +193,8 @@ class Adaptive(Strategy):
         if left < want:
             lent = await self._call(ctx, "borrow", f"{ctx.task.task_id}/{ctx.round + 1}", want - left)
         memo.borrowed += lent
-        memo.calls = (left + lent) / per_call if per_call > 0 else float(ctx.samples)
+        # rounded: a loan of exactly what was missing pays for one whole call, not 0.999...
+        memo.calls = round((left + lent) / per_call, 9) if per_call > 0 else float(ctx.samples)
         if memo.calls < 1:
             spent = f"its share of {share.amount:g} {share.unit} per task is spent"
             return "budget", f"{spent}, and the bank cannot pay for another call"
@@ -206,8 +209,9 @@ class Adaptive(Strategy):
 
 
 def _said(candidate: Scored) -> str:
-    answer = candidate.verification.answer
-    return answer if answer is not None else " ".join(candidate.draft.text.split())
+    """A candidate's text, whitespace aside: a revision that hands back a failing text word for word did not act
+    on the feedback (the same answer worded anew may be a new attempt, among few possible answers)."""
+    return " ".join(candidate.draft.text.split())
 
 
 def ledger_name(batch: str) -> str:

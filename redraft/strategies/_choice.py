@@ -2,8 +2,8 @@
 
 Two levels (empirical Bayes). The batch's rate for each (feedback state, action)
 is a Beta posterior: for a fresh sample from even odds; for a dearer action
-(revise, critique) from a prior centred on what the batch has seen fresh samples
-achieve in that state, weighing only `PRIOR_CALLS` calls. So where nothing but
+(revise, critique) from a prior centred on a share (`PRIOR_SHARE`) of what the
+batch has seen fresh samples achieve in that state, weighing only `PRIOR_CALLS` calls. So where nothing but
 sampling pays, the dearer actions start no better than sampling and the first
 few of their failures put them below it; where revisions pay, the first few of
 their wins put them above. The batch's calls weigh at most `BATCH_WEIGHT`, so
@@ -34,16 +34,19 @@ FRESH_PRIOR: tuple[float, float] = (1.0, 1.0)
 """Beta(wins, losses) of a fresh sample's rate before the batch has seen one: even odds."""
 PRIOR_CALLS = 2.0
 """A dearer action's prior weighs as this many calls at fresh samples' rate: a few of its own calls outweigh it."""
+PRIOR_SHARE: dict[Action, float] = {"fresh": 1.0, "revise": 2 / 3, "critique": 1 / 2}
+"""A dearer action's prior rate as a share of fresh samples': pessimistic, as the ratio of even odds to 1:2
+(a revision) and 1:3 (a critiqued one), so a batch samples while it knows nothing, and learns from there."""
 MIN_PRIOR_WINS = 0.5
 """A dearer action's prior holds at least half a win: where fresh samples never pay, an action the batch has
 not tried still gets tried (a revision may pay where sampling does not), and a few failures settle it."""
 BATCH_WEIGHT = 50
 """The batch's calls in a state count as at most this many: enough to steer, not so many that early tasks
 freeze the choice for late ones."""
-TASK_WEIGHT = 2.0
+TASK_WEIGHT = 8.0
 """The batch's rate counts as this many calls next to a task's own: tasks of one batch differ (a revision
 fixes one and not the next), so two failures of an action on a task outweigh the batch's view of it."""
-REPEATED = 5
+REPEATED = 24
 """A revision that reproduced a failing answer of its task counts as this many failed revisions there: given
 the same best and feedback, it will give that answer again. (A fresh sample's repeat is one failure: an
 independent draw that happened to land on the same wrong answer.)"""
@@ -77,7 +80,7 @@ def batch_posterior(state: FeedbackState, action: Action, batch: Table) -> tuple
     if action == "fresh":
         wins, losses = FRESH_PRIOR
     else:
-        rate = fresh_rate(state, batch)
+        rate = PRIOR_SHARE[action] * fresh_rate(state, batch)
         wins, losses = max(PRIOR_CALLS * rate, MIN_PRIOR_WINS), PRIOR_CALLS * (1 - rate)
     seen = batch.get((state, action), Tally())
     if seen.tries:
