@@ -21,10 +21,17 @@ The cost of deciding is measured last: seconds per model call of ``adaptive``
 tasks with a zero-latency model in this process, in alternating turns, so the
 engine's own cost is all there is to see; the ratio is printed (target: about 1).
 
+The mixes: a grid of homogeneous batches, every pair of a fresh sample's and a
+revision's chance in {5, 20, 50} %; the issue's mixed batch (half the tasks fixed
+only by a revision, half only by a fresh sample right one time in two, whose failing
+revisions hand the best back word for word); and five mixes of families.
+
 A task's pass is its graded pass (the simulated gold), so a policy that stops on a
-wrong majority is charged for it. Printed per mix: each policy's pass rate and mean
-calls, adaptive's ratio to the best fixed allocation (target: at least 0.90) and
-its difference from best-of-N in points (target: not below -2).
+wrong majority is charged for it. Printed per mix, one table row: adaptive's pass
+rate and calls, the best fixed allocation's, adaptive's ratio to it (target: at
+least 0.95), best-of-N's pass rate at the same calls and adaptive's difference from
+it in points (target: not below -1), and self-consistency's; ``--verbose`` adds
+every policy's figures.
 
 Run: `.venv/bin/python benchmarks/bench_adaptive.py` (``--tasks``, ``--budget``, ``--samples``).
 """
