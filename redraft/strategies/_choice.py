@@ -3,23 +3,22 @@
 Two levels (empirical Bayes). The batch's rate for each (feedback state, action)
 is a Beta posterior: for a fresh sample from even odds; for a dearer action
 (revise, critique) from a prior centred on a share (`PRIOR_SHARE`) of what the
-batch has seen fresh samples achieve in that state, weighing only `PRIOR_CALLS` calls. So where nothing but
-sampling pays, the dearer actions start no better than sampling and the first
-few of their failures put them below it; where revisions pay, the first few of
-their wins put them above. The batch's calls weigh at most `BATCH_WEIGHT`, so
-early tasks do not freeze the choice for late ones.
+batch has seen fresh samples achieve in that state, weighing only `PRIOR_CALLS`
+calls. So where nothing but sampling pays, the dearer actions start below sampling
+and the first few of their failures keep them there; where revisions pay, the
+first few of their wins put them above. The batch's calls weigh at most
+`BATCH_WEIGHT`, so early tasks do not freeze the choice for late ones.
 
 A task differs from its batch: its own chance is the batch's rate weighing as
 `TASK_WEIGHT` calls, plus its own calls of the action in full. A revision that
-handed back an answer the task had already failed with counts as `REPEATED`
-failed revisions: given the same best, revising gives that answer again, which is
-evidence against revising this task, not a reason to stop it.
+handed back a failing text of the task word for word counts as `REPEATED` failed
+revisions: given the same best, revising gives that text again, which is evidence
+against revising this task, not a reason to stop it.
 
 A slot's action is the highest expected chance per call it costs, with the batch's
 rate drawn from its posterior (Thompson sampling: the batch explores what it is
 unsure of); a task is worth another call while some action's expected chance per
-call, at the batch's mean rate, is at least `WORTH`.
-"""
+call, at the batch's mean rate, is at least `WORTH`."""
 
 from __future__ import annotations
 
@@ -45,11 +44,11 @@ BATCH_WEIGHT = 50
 freeze the choice for late ones."""
 TASK_WEIGHT = 8.0
 """The batch's rate counts as this many calls next to a task's own: tasks of one batch differ (a revision
-fixes one and not the next), so two failures of an action on a task outweigh the batch's view of it."""
+fixes one and not the next), yet a few failures of an independent draw on one task are mostly chance."""
 REPEATED = 24
-"""A revision that reproduced a failing answer of its task counts as this many failed revisions there: given
-the same best and feedback, it will give that answer again. (A fresh sample's repeat is one failure: an
-independent draw that happened to land on the same wrong answer.)"""
+"""A revision that handed back a failing text of its task counts as this many failed revisions there (three
+times the batch's weight): given the same best and feedback, it will give that text again. A fresh sample's
+repeat is one failure: an independent draw that landed on the same wrong answer."""
 REVISING: tuple[Action, ...] = ("revise", "critique")
 """The actions that revise the task's best: what one of them reproduces counts against both."""
 WORTH = 0.02
