@@ -63,12 +63,16 @@ class Arbiter:
     ) -> None:
         strategy = get_strategy(settings.strategy)  # the name resolved once, here: an arbiter actor is sent names
         # The settings as this strategy plays them, one value each: one round for a strategy that does not
-        # revise, one sample for a single-sample one, a batch of its own for an arbiter given none.
+        # revise, the protocol's heuristics off for one that stops itself, one sample for a single-sample
+        # one, a batch of its own for an arbiter given none.
+        convergence = settings.convergence
+        if not strategy.revises:
+            convergence = msgspec.structs.replace(convergence, max_rounds=1)
+        if strategy.stops_itself:
+            convergence = msgspec.structs.replace(convergence, heuristics=False)
         settings = msgspec.structs.replace(
             settings,
-            convergence=settings.convergence
-            if strategy.revises
-            else msgspec.structs.replace(settings.convergence, max_rounds=1),
+            convergence=convergence,
             samples=1 if strategy.single_sample else settings.samples,
             batch=settings.batch or f"local-{uuid.uuid4().hex[:12]}",
         )

@@ -18,6 +18,9 @@ Precedence when several reasons hold at once (first wins):
                       is unchanged only because its patch edits were refused (a failed revision)
 6. ``no_improvement`` the best score did not improve for ``patience`` rounds
 
+Rules 5 and 6 are heuristics: with ``heuristics`` off (a strategy that decides for itself when a task has
+stopped paying, such as ``adaptive``) only rules 1 to 4 stop a task, and the strategy stops it otherwise.
+
 Success outranks exhaustion (a task that reached the threshold on its last round
 stopped because it was good, not because it ran out), and hard limits outrank the
 heuristics.
@@ -54,6 +57,9 @@ class ConvergenceConfig(msgspec.Struct, frozen=True, kw_only=True):
     stable_epsilon: float = 0.02
     """A leader whose text differs by less than this (1 - similarity) from an earlier leader is a repeat."""
     budget: Budget = Budget()
+    heuristics: bool = True
+    """False: neither a repeated leader (``stable``) nor ``patience`` rounds without a better score
+    (``no_improvement``) stop the task; the strategy decides (one that declares `Strategy.stops_itself`)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.threshold <= 1.0:
@@ -127,7 +133,7 @@ class ConvergenceProtocol:
             if tie_wins and leader.score == self.best.score:
                 self.best = leader
             self._stale_rounds += 1
-        repeat_of = None if refused else self._repeat_of(leader)
+        repeat_of = None if refused or not self.config.heuristics else self._repeat_of(leader)
         self._leaders.append(leader)
         self._last_round_usage = spent - self._spent_before_round
         self._last_round_seconds = elapsed_s - self._elapsed_before_round
@@ -161,7 +167,7 @@ class ConvergenceProtocol:
             return "max_rounds", f"reached the cycle limit of {cfg.max_rounds} round(s)", None
         if repeat_of is not None:
             return "stable", f"round {leader.round} repeats the leader of round {repeat_of.round}", None
-        if self._stale_rounds >= cfg.patience:
+        if cfg.heuristics and self._stale_rounds >= cfg.patience:
             return "no_improvement", f"no better score for {self._stale_rounds} round(s)", None
         return None, "", None
 

@@ -6,23 +6,29 @@ two depends on the task (Snell et al. 2024). So this strategy does not fix the
 split: it learns it, online, from the loop's own feedback, across the whole batch.
 
 Round 0 samples afresh. Every later round, for each of its K slots, it chooses an
-action by Thompson sampling: a fresh sample, a revision of the best candidate so
-far with the verifier's feedback, or a revision that also carries a critique of
-it (the critique is a call, charged). For each action it draws a chance of
-raising the task's best feedback score from a Beta posterior: a prior that is
-pessimistic for the dearer actions, the batch's calls in the same feedback state
-(`feedback_state`; their weight capped, so a task's own calls still count), and
-this task's own calls (a revision that failed here lowers revision's odds here).
-It picks the highest draw per call spent. What was chosen, in which state and
-against which best, travels with each draft request as its `Intent`, into the
-trace; the counts live in the batch's `Ledger`.
+action: a fresh sample, a revision of the best candidate so far with the verifier's
+feedback, or a revision that also carries a critique of it (the critique is a call,
+charged). What it weighs (`redraft.strategies._choice`) is each action's chance of
+raising the task's best feedback score: the batch's rate in the same feedback state
+(`feedback_state`), drawn from a posterior whose prior for the dearer actions is
+what the batch has seen fresh samples achieve (empirical Bayes), then this task's
+own calls, which soon outweigh it (a revision that handed back a failing answer
+counts against revising here several times over). It picks the highest chance per
+call spent. What was chosen, in which state and against which best, travels with
+each draft request as its `Intent`, into the trace; the counts live in the batch's
+`Ledger`.
+
+It decides when its tasks stop (`Strategy.stops_itself`): not because one action
+repeated a leader while another is untried, but when the threshold is reached, its
+share and the bank are spent (``budget``), no action's expected chance per call is
+worth a call (``no_improvement``), or, with no feedback signal, the answer's
+majority is settled (``stable``; the Beta stopping rule of Adaptive-Consistency,
+Aggarwal et al. 2023).
 
 With ``--calls-per-task`` B (or ``--tokens-per-task`` T), tasks share a bank: each
 has B calls (T tokens); one that stops early leaves the rest there, and one still
 failing borrows from it to go on. In tokens, a call is priced at what the task's
-own calls have cost on average so far. A
-task whose feedback gives no signal stops once its answer's majority is settled
-(the Beta stopping rule of Adaptive-Consistency, Aggarwal et al. 2023).
+own calls have cost on average so far.
 """
 
 from __future__ import annotations
@@ -49,18 +55,11 @@ from redraft.strategies._base import (
     rank,
     strategy,
 )
+from redraft.strategies._choice import REPEATED, REVISING, WORTH, best_value, plan, settled
 from redraft.strategies._ledger import ACTIONS, CallOutcome, Ledger, Table, Tally
 
-PRIORS: dict[Action, tuple[float, float]] = {"fresh": (1.0, 1.0), "revise": (1.0, 2.0), "critique": (1.0, 3.0)}
-"""Beta(wins, losses) before any call: even odds for a fresh sample, worse for the dearer revisions (a revision's
-prompt carries the candidate and its feedback; a critiqued one also pays the critic)."""
-BATCH_WEIGHT = 50
-"""The batch's calls in a state count as at most this many next to the task's own: enough to steer, not so many
-that a task's own failures stop mattering or that early tasks freeze the choice for late ones."""
 NEAR = 0.75
 """A best score at least this (below the threshold) is a near pass."""
-SETTLED = 0.95
-"""A task with no feedback signal stops once its leading answer is the majority with this probability."""
 
 
 def feedback_state(verification: Verification | None) -> FeedbackState:
@@ -74,48 +73,6 @@ def feedback_state(verification: Verification | None) -> FeedbackState:
     return "score" if verification.score > 0 else "none"
 
 
-def posterior(state: FeedbackState, action: Action, batch: Table, own: Table) -> tuple[float, float]:
-    """Beta(a, b) of the chance that ``action`` in ``state`` raises the task's best score."""
-    wins, losses = PRIORS[action]
-    seen = batch.get((state, action), Tally())
-    if seen.tries:
-        weight = min(1.0, BATCH_WEIGHT / seen.tries)
-        wins, losses = wins + weight * seen.wins, losses + weight * (seen.tries - seen.wins)
-    mine = own.get((state, action), Tally())
-    return wins + mine.wins, losses + mine.tries - mine.wins
-
-
-def plan(slots: int, calls: float, state: FeedbackState, batch: Table, own: Table, rng: random.Random) -> list[Action]:
-    """Up to ``slots`` drafts costing at most ``calls`` calls, each slot's action by Thompson sampling: the
-    highest draw from its posterior per call it costs (a critique is one call, shared by every slot that
-    revises with it)."""
-    chosen: list[Action] = []
-    left, critiqued = calls, False
-    while len(chosen) < slots:
-        draws: list[tuple[float, Action, float]] = []
-        for action in ACTIONS:
-            cost = 2.0 if action == "critique" and not critiqued else 1.0
-            if cost <= left:
-                draws.append((rng.betavariate(*posterior(state, action, batch, own)) / cost, action, cost))
-        if not draws:
-            break
-        _, action, cost = max(draws)
-        chosen.append(action)
-        left -= cost
-        critiqued = critiqued or action == "critique"
-    return chosen
-
-
-def settled(answers: Counter[str], confidence: float = SETTLED) -> float | None:
-    """The probability that the leading answer is the majority (Beta(v1 + 1, v2 + 1) above 1/2, v1 and v2 the
-    two largest counts), if it is at least ``confidence``; None otherwise."""
-    top = [*answers.most_common(2), ("", 0), ("", 0)]
-    v1, v2 = top[0][1], top[1][1]
-    n = v1 + v2 + 1  # P(Beta(v1+1, v2+1) > 1/2) = P(Binomial(v1+v2+1, 1/2) <= v1)
-    chance = sum(math.comb(n, k) for k in range(v1 + 1)) / 2**n
-    return chance if v1 and chance >= confidence else None
-
-
 @dataclass
 class _Memo:
     """What the strategy keeps of one task between rounds (in its `RoundContext.state`)."""
@@ -124,6 +81,8 @@ class _Memo:
     own: Table = field(default_factory=dict)
     batch: Table = field(default_factory=dict)
     answers: Counter[str] = field(default_factory=Counter)
+    said: set[str] = field(default_factory=set)
+    """The texts of the task's failing candidates: a revision that hands one back is a repeat."""
     candidates: int = 0
     borrowed: float = 0.0
     calls: float = math.inf
@@ -135,6 +94,22 @@ class _Memo:
         self.answers.update(s.verification.answer for s in scored if s.verification.answer is not None)
         self.candidates += len(scored)
         return [dataclasses.replace(s, agreement=self.share(s)) for s in scored]
+
+    def learn(self, scored: Sequence[Scored], observations: Sequence[CallOutcome]) -> None:
+        """Count this round's calls in the task's own table (a failing answer a revision reproduced counts
+        `REPEATED` times against both ways of revising; a fresh sample's repeat, an independent draw, once),
+        then remember what its failing candidates said (round 0's fresh samples teach nothing: none is observed)."""
+        for candidate, seen in zip(scored, observations, strict=bool(observations)):
+            self._count(seen.state, seen.action, seen.improved)
+            if seen.action in REVISING and not candidate.verification.passed and _said(candidate) in self.said:
+                # a failing answer handed back by a revision: given the same best, revising gives it again
+                for action in REVISING:
+                    self._count(seen.state, action, False, REPEATED - (action == seen.action))
+        self.said.update(_said(c) for c in scored if not c.verification.passed)
+
+    def _count(self, state: FeedbackState, action: Action, improved: bool, times: int = 1) -> None:
+        for _ in range(times):
+            self.own[(state, action)] = self.own.get((state, action), Tally()).plus(improved)
 
     def share(self, candidate: Scored) -> float:
         answer = candidate.verification.answer
@@ -150,6 +125,9 @@ class Adaptive(Strategy):
 
     critic_role = "critic"
     shares_batch: ClassVar[bool] = True
+    stops_itself: ClassVar[bool] = True
+    worth: ClassVar[float] = WORTH
+    """A task goes on while some action's expected chance per call is at least this (0: until spent)."""
 
     def __init__(self) -> None:
         self._ledgers: dict[str, Any] = {}
@@ -168,8 +146,7 @@ class Adaptive(Strategy):
             intent = Intent(action="fresh", state=state, best_score=before.verification.score)
             scored, chosen = await _drafted(ctx, Counter(actions), intent, before)
             observations = _observed(ctx, scored, chosen, before)
-        for seen in observations:
-            memo.own[(seen.state, seen.action)] = memo.own.get((seen.state, seen.action), Tally()).plus(seen.improved)
+        memo.learn(scored, observations)
         memo.batch = await self._call(ctx, "record", observations)
         scored = memo.agreeing(scored)
         leader = rank(scored)[0]
@@ -197,8 +174,15 @@ class Adaptive(Strategy):
         assert memo.best is not None
         if ctx.final_round or memo.best.verification.score >= ctx.threshold:
             return None  # the protocol stops it
-        if feedback_state(memo.best.verification) == "none" and (chance := settled(memo.answers)) is not None:
-            return "stable", f"no feedback signal, and its answer is settled (the majority with p = {chance:.3f})"
+        state = feedback_state(memo.best.verification)
+        if state == "none":  # nothing for a revision to act on: sample until the majority is settled
+            if (chance := settled(memo.answers)) is not None:
+                return "stable", f"no feedback signal, and its answer is settled (the majority with p = {chance:.3f})"
+        elif (value := best_value(state, memo.batch, memo.own))[0] < self.worth:
+            return "no_improvement", (
+                f"no action is worth a call: the best, {value[1]}, raises the best score with an expected "
+                f"{value[0]:.3f} a call (< {self.worth:g}), from what the batch and this task have seen"
+            )
         share = ctx.share
         if share is None:
             return None
@@ -209,7 +193,8 @@ class Adaptive(Strategy):
         if left < want:
             lent = await self._call(ctx, "borrow", f"{ctx.task.task_id}/{ctx.round + 1}", want - left)
         memo.borrowed += lent
-        memo.calls = (left + lent) / per_call if per_call > 0 else float(ctx.samples)
+        # rounded: a loan of exactly what was missing pays for one whole call, not 0.999...
+        memo.calls = round((left + lent) / per_call, 9) if per_call > 0 else float(ctx.samples)
         if memo.calls < 1:
             spent = f"its share of {share.amount:g} {share.unit} per task is spent"
             return "budget", f"{spent}, and the bank cannot pay for another call"
@@ -221,6 +206,12 @@ class Adaptive(Strategy):
         if ctx.batch not in self._ledgers:
             self._ledgers[ctx.batch] = here.shared(Ledger, ledger_name(ctx.batch), per_node=False, num_cpus=0)
         return await here.call(self._ledgers[ctx.batch], method, *args)
+
+
+def _said(candidate: Scored) -> str:
+    """A candidate's text, whitespace aside: a revision that hands back a failing text word for word did not act
+    on the feedback (the same answer worded anew may be a new attempt, among few possible answers)."""
+    return " ".join(candidate.draft.text.split())
 
 
 def ledger_name(batch: str) -> str:

@@ -211,7 +211,8 @@ class RoundOutcome:
     on agreement over every round: self-consistency across rounds)."""
     stop: tuple[StopReason, str] | None = None
     """The strategy ends the task after this round, with this reason and detail (its answer is settled:
-    ``stable``; its share of the batch's budget is spent: ``budget``), unless the protocol stops it first."""
+    ``stable``; its share of the batch's budget is spent: ``budget``; no call is worth making:
+    ``no_improvement``), unless the protocol stops it first."""
 
 
 class Strategy(abc.ABC):
@@ -236,6 +237,10 @@ class Strategy(abc.ABC):
     """True if the strategy learns across the batch and spends to its budget (``--calls-per-task`` or
     ``--tokens-per-task``): the actor system then starts its batch's `redraft.strategies.Ledger` before any
     task and rebuilds it on resume, and `finish` is told each task's result."""
+    stops_itself: ClassVar[bool] = False
+    """True if the strategy decides when a task has stopped paying (`RoundOutcome.stop`): the convergence
+    protocol's heuristics (a repeated leader, ``stable``; ``--patience`` rounds without a better score,
+    ``no_improvement``) are then off for it; the threshold, the budgets and the cycle limit still stop it."""
     executes_plans: ClassVar[bool] = False
     """True if the strategy runs a plan's steps over a task's files: it needs a scenario with a workspace."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from redraft.protocols.convergence import (
@@ -72,6 +73,20 @@ def test_stable_when_the_leader_repeats_an_earlier_one() -> None:
     assert (v0.action, v1.action) == ("continue", "continue")
     assert (v2.action, v2.reason) == ("stop", "stable")
     assert "round 0" in v2.detail
+
+
+def test_without_heuristics_only_the_hard_rules_stop_a_task() -> None:
+    """A strategy that stops itself: repeats and stale rounds go on; the threshold, budget and cycle limit hold."""
+    config = ConvergenceConfig(max_rounds=5, patience=1, heuristics=False)
+    repeats = [cand(0, 0.3, "Answer: 8"), cand(1, 0.3, "Answer: 8"), cand(2, 0.2, "Answer: 8"), cand(3, 0.3)]
+    verdicts = feed(ConvergenceProtocol(config), *repeats, cand(4, 0.3))
+    assert [v.reason for v in verdicts] == [None, None, None, None, "max_rounds"]
+    [_, done] = feed(ConvergenceProtocol(config), cand(0, 0.3, "Answer: 8"), cand(1, 1.0, "Answer: 8"))
+    assert done.reason == "threshold"
+    spent = ConvergenceProtocol(msgspec.structs.replace(config, budget=Budget(max_calls=2)))
+    assert [v.reason for v in feed(spent, cand(0, 0.3, "A"), cand(1, 0.3, "A"))] == [None, "budget"]
+    with_them = feed(ConvergenceProtocol(ConvergenceConfig(max_rounds=5, patience=1)), *repeats[:2])
+    assert with_them[-1].reason == "stable"  # the same leaders stop a task when the heuristics are on
 
 
 def test_stable_uses_epsilon_on_the_text_delta() -> None:
