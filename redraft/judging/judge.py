@@ -90,6 +90,10 @@ class Judge:
         self._settings = settings
         self._prompts = settings.prompts or judge_prompts()
 
+    def prompt_versions(self) -> dict[str, int]:
+        """The versions of the templates this judge renders (written on its card and with its grades)."""
+        return self._prompts.versions()
+
     async def grade(self, task: Task, text: str, *, seed: int = 0, rubric: Rubric | None = None) -> Judgment:
         """``text`` graded by ``rubric`` (default: the judge's own) as an answer to ``task``."""
         rubric = rubric or self.rubric
