@@ -16,7 +16,7 @@ from redraft.judging.calibration import (
     calibrate_async,
 )
 from redraft.judging.card import CARD_HTML, CARD_JSON, read_card, write_card
-from redraft.judging.judge import JUDGE_SETTINGS, CriterionGrade, Judge, Judgment, PairVerdict, judge_prompts
+from redraft.judging.judge import JUDGE_SETTINGS, CriterionGrade, Judge, Judgment, PairVerdict, judge_of, judge_prompts
 from redraft.judging.rubric import Criterion, Level, Rubric, load_rubric, reworded, rubric_of
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "Thresholds",
     "calibrate",
     "calibrate_async",
+    "judge_of",
     "judge_prompts",
     "load_rubric",
     "read_answers",

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from redraft.backends import BackendSpec, ChatRequest, Completion
+from redraft.backends import BackendSpec, ChatRequest, Completion, resolve
 from redraft.backends.cache import cached
 from redraft.engine import CallSettings
 from redraft.engine.prompts import Prompts, templates_of
@@ -160,6 +160,11 @@ class Judge:
             json_schema=schema,
         )
         return await self._backend.complete(request)
+
+
+def judge_of(spec: str, rubric: Rubric | None = None, settings: CallSettings = JUDGE_SETTINGS) -> Judge:
+    """A judge on the backend ``spec`` names (any backend: a `UserError` for one that is not)."""
+    return Judge(resolve(spec), rubric, settings)
 
 
 def rubric_text(rubric: Rubric) -> str:

@@ -149,6 +149,7 @@ NAMES_RESOLVED_IN = {
     "engine/resolved.py",  # a run's config, once (`resolve_run`)
     *("engine/arbiter.py", "engine/drafter.py", "engine/verifier.py", "engine/grader.py"),  # each constructor, once
     "cli/__init__.py",  # `redraft strategies` lists each strategy's documentation
+    "cli/_judge.py",  # `redraft judge calibrate`'s --scenario, once, where the command starts
     *("scenarios/_base.py", "strategies/_base.py"),  # the registries themselves
 }
 """Where a scenario or a strategy may be looked up by name: everywhere else receives the object."""
