@@ -9,19 +9,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from redraft.judging import (
-    JudgeCard,
-    Thresholds,
-    calibrate,
-    judge_of,
-    load_rubric,
-    read_answers,
-    write_card,
-)
+if TYPE_CHECKING:
+    from redraft.judging import JudgeCard
 
 EXIT_CARD_FAILED = 5
 
@@ -31,14 +24,13 @@ judge_app = typer.Typer(
     no_args_is_help=True,
 )
 
-_DEFAULTS = Thresholds()
 _AT_LEAST, _AT_MOST = "The low end of its interval must reach this", "The high end of its interval must stay under this"
 
 
 def _threshold(name: str, side: str) -> Any:
-    """The option of one figure's threshold; its default is `Thresholds`' own, named in the help."""
-    default = getattr(_DEFAULTS, name)
-    return typer.Option(f"--{name.replace('_', '-')}", help=f"{name}: {side} (default {default}).")
+    """The option of one figure's threshold; unset, `redraft.judging.Thresholds`' default holds (documented in
+    the judging guide; the package is not loaded to print a help line)."""
+    return typer.Option(f"--{name.replace('_', '-')}", help=f"{name}: {side} (default: the card's).")
 
 
 @judge_app.command("calibrate")
@@ -62,6 +54,7 @@ def calibrate_command(
 ) -> None:
     """Measure a judge on labelled answers and write its card: agreement, kappa, position and length bias,
     rubric stability and repeatability, each with its interval and a pass."""
+    from redraft.judging import Thresholds, calibrate, judge_of, load_rubric, read_answers, write_card
     from redraft.scenarios import get_scenario
 
     given = {
