@@ -6,7 +6,7 @@ good, a role no live node can host: a rerun with the same --out resumes); 2 a
 usage error (bad flag, unknown scenario, strategy or backend spec, missing model
 file, a cluster address where nothing answers); 3 a run budget stopped dispatch
 before every task ran; 4 ``redraft compare --fail-if-worse`` found an arm worse
-than its baseline.
+than its baseline; 5 ``redraft judge calibrate`` measured a judge whose card failed.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typer import Abort, Exit
 from typer.exceptions import TyperException
 
 from redraft.cli._estimate import show_estimate, warnings
+from redraft.cli._judge import judge_app
 from redraft.cli._next_steps import next_steps
 from redraft.cli._options import compare_parameters, run_parameters, tune_parameters
 from redraft.cli._progress import RunProgress
@@ -47,6 +48,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits them
 )
+app.add_typer(judge_app)
 err = Console(stderr=True)
 out = Console()
 

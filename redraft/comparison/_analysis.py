@@ -6,11 +6,11 @@ cost per task and in all, the pass rate after each round, and what revisions,
 critiques and rollbacks did (`redraft.comparison._lane_figures`).
 
 The baselines are curves: best-of-n and self-consistency at every n up to the
-baseline's N, computed from its samples (`redraft.comparison.stats`). Each arm is
+baseline's N, computed from its samples (`redraft.stats`). Each arm is
 matched to them at its own mean cost per task (``--match``: model calls,
 tokens, or USD), and compared task by task with the baseline's expected pass at
 that budget. Arms are compared with each other the same way. Each difference is
-decided by one paired test (`redraft.comparison.stats.paired`): the exact McNemar
+decided by one paired test (`redraft.stats.paired`): the exact McNemar
 test when both sides have one pass or fail per task, the paired t-test when
 either side's figures are means; its p value, its 95 % interval and whether it
 is significant all come from that test, so they cannot disagree.
@@ -27,7 +27,7 @@ import msgspec
 
 from redraft.comparison._gate import Gate
 from redraft.comparison._lane_figures import Basis, Behaviour, TaskFigures
-from redraft.comparison.stats import (
+from redraft.stats import (
     Method,
     Paired,
     Sample,
@@ -59,7 +59,7 @@ class Difference(msgspec.Struct, frozen=True, kw_only=True):
     test: Method
     """``exact_mcnemar`` (one pass or fail per task on both sides) or ``paired_t`` (means)."""
     p: float | None
-    """The test's two-sided p value; None when it has nothing to go on (see `redraft.comparison.stats`)."""
+    """The test's two-sided p value; None when it has nothing to go on (see `redraft.stats`)."""
     significant: bool
     """p < 0.05."""
     budget: float | None = None

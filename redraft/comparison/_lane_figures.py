@@ -15,7 +15,7 @@ passed is a *false alarm*, one that did not flag a candidate the grade failed a
 and the kept best passed.
 
 For the baseline, per task: its N samples as (feedback score, answer, graded
-pass), the input of `redraft.comparison.stats`.
+pass), the input of `redraft.stats`.
 
 A comparison with no held-out grade at all (a user's check without ``--grade``)
 is read on the feedback instead (``basis="feedback"``): every "graded" figure is
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from redraft.comparison.stats import Sample
 from redraft.protocols.messages import Critique, Decision, Grade, Message, Result, Verification
 from redraft.rundir.frames import Frame, KnownFrame
 from redraft.rundir.reader import RunReader
+from redraft.stats import Sample
 
 FLAGGING = frozenset({"critical", "major"})
 

@@ -10,7 +10,7 @@ every lane; a finished lane costs nothing.
 
 The baseline is one run of K = N independent samples per task (no critic, no
 revision): both sampling baselines, best-of-n and self-consistency, are computed
-from it at any budget up to N (`redraft.comparison.stats`), so every arm is a
+from it at any budget up to N (`redraft.stats`), so every arm is a
 point against two curves and no baseline is run per arm.
 """
 

@@ -127,7 +127,13 @@ def task_cache_key(task_id: str) -> str:
 @functools.cache
 def built_in() -> Prompts:
     """The templates of ``prompts.toml``."""
-    data = tomllib.loads(resources.files("redraft.engine").joinpath("prompts.toml").read_text(encoding="utf-8"))
+    return templates_of("redraft.engine")
+
+
+def templates_of(package: str) -> Prompts:
+    """The templates of ``package``'s ``prompts.toml``, in this file's format (a room with a role of its own, such
+    as the judge's, keeps its prompts beside it and versioned the same way)."""
+    data = tomllib.loads(resources.files(package).joinpath("prompts.toml").read_text(encoding="utf-8"))
     return Prompts(
         {
             name: _Template(int(entry["version"]), Template(entry["text"]), frozenset(entry.get("data", [])))

@@ -1,7 +1,7 @@
 """The verdict: the validation winner against the starting prompts, on the test split, read once.
 
 Both run on every test task; their figures are compared task by task with the comparison's paired test
-(`redraft.comparison.stats.paired`: the exact McNemar test when every figure is a pass or a fail, the
+(`redraft.stats.paired`: the exact McNemar test when every figure is a pass or a fail, the
 paired t-test otherwise). A new prompts file is written only when the winner is better and the
 difference significant (p < 0.05); otherwise the verdict says "no significant improvement" and nothing
 new is written. When no candidate beat the start on validation, the test split is not read at all: the
@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from redraft.comparison.stats import paired
+from redraft.stats import paired
 from redraft.tuning._edits import prompts_file
 from redraft.tuning._journal import Evaluation, PromptCandidate
 

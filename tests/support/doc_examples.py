@@ -47,7 +47,10 @@ MADE_BY_SETUP = ".venv/"
 def options() -> set[str]:
     """Every flag of every ``redraft`` command (aliases, hidden ones and ``--no-`` forms included)."""
     found = {"--help", "-h", "--version"}
-    for command in COMMAND.commands.values():
+    every = list(COMMAND.commands.values())
+    while every:
+        command = every.pop()
+        every += getattr(command, "commands", {}).values()  # a group's subcommands (`redraft judge calibrate`)
         for param in command.params:
             found.update(param.opts, param.secondary_opts)
     return found
@@ -217,6 +220,10 @@ def check_data(language: str, text: str, path: Path, workspace: Path) -> None:
 def _check_toml(data: dict[str, Any], path: Path) -> None:
     if "arms" in data:
         _arms_file(path)
+    elif "criteria" in data:
+        from redraft.judging import load_rubric
+
+        load_rubric(path)
     elif "project" in data:
         groups = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
         shown = data["project"]["entry-points"]

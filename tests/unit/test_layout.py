@@ -4,7 +4,9 @@ system's alone, no module or function grows past what a reader holds at once, an
 The rooms (also in docs/architecture.md): ``protocols`` imports nothing of redraft but ``errors``;
 ``strategies`` builds on ``protocols``; ``engine`` (the loop and the roles, no Ray) on strategies,
 scenarios and backends; ``actors`` (the only room that imports Ray) makes the engine's roles actors
-and drives a run; the views read the run directory and nothing that runs; telemetry reads it too, and
+and drives a run; ``judging`` (the judge and its card, no Ray) sits beside the engine, below the actors
+that run it and the comparisons that gate on it; ``stats``, the pure statistics, imports nothing of redraft;
+the views read the run directory and nothing that runs; telemetry reads it too, and
 prices what it reads, for the actor system (a run's spans as it goes) and the CLI (a run's afterwards);
 ``jsonlines``, the rule every journal is read by, imports nothing of redraft, so the backends, the run
 directory and the tune share it; only the CLI sees everything, and nothing imports the CLI.
@@ -23,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "services": set(),
     "jsonlines": set(),
+    "stats": set(),
     "plugins": {"errors"},
     "protocols": {"errors"},
     "config": {"errors", "protocols"},
@@ -42,17 +45,23 @@ ALLOWED: dict[str, set[str]] = {
         "sandbox",
         "rundir",
     },
+    "judging": {
+        *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),
+        *("engine", "rundir", "views", "stats"),
+    },
     "actors": {
         *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),
-        *("engine", "rundir", "telemetry"),
+        *("engine", "rundir", "telemetry", "judging"),
     },
     "rundir": {"errors", "protocols", "jsonlines"},
     "views": {"errors", "protocols", "rundir"},
     "telemetry": {"errors", "protocols", "backends", "rundir"},
-    "comparison": {"errors", "protocols", "config", "scenarios", "engine", "actors", "rundir", "views"},
+    "comparison": {
+        *("errors", "protocols", "config", "scenarios", "engine", "actors", "rundir", "views", "stats", "judging"),
+    },
     "tuning": {
         *("errors", "protocols", "config", "backends", "scenarios", "engine", "actors", "rundir", "views"),
-        *("comparison", "jsonlines"),
+        *("comparison", "jsonlines", "stats", "judging"),
     },
     "cli": {
         "errors",
@@ -67,6 +76,7 @@ ALLOWED: dict[str, set[str]] = {
         "telemetry",
         "comparison",
         "tuning",
+        "judging",
     },
     "__init__": {"protocols", "config", "engine", "actors", "comparison", "tuning"},
 }
@@ -139,6 +149,7 @@ NAMES_RESOLVED_IN = {
     "engine/resolved.py",  # a run's config, once (`resolve_run`)
     *("engine/arbiter.py", "engine/drafter.py", "engine/verifier.py", "engine/grader.py"),  # each constructor, once
     "cli/__init__.py",  # `redraft strategies` lists each strategy's documentation
+    "cli/_judge.py",  # `redraft judge calibrate`'s --scenario, once, where the command starts
     *("scenarios/_base.py", "strategies/_base.py"),  # the registries themselves
 }
 """Where a scenario or a strategy may be looked up by name: everywhere else receives the object."""

@@ -1,6 +1,6 @@
 """Each statistic of a comparison against a reference implementation: scipy and statsmodels (the dev extra).
 
-redraft computes them in the standard library (`redraft.comparison._distributions`), so
+redraft computes them in the standard library (`redraft.stats._distributions`), so
 nothing here is compared with itself.
 """
 
@@ -14,8 +14,8 @@ from scipy import stats as scipy_stats
 from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from redraft.comparison._distributions import clopper_pearson, t_critical, t_two_sided_p
-from redraft.comparison.stats import ALPHA, exact_mcnemar, mcnemar, paired_t, wilson
+from redraft.stats._distributions import clopper_pearson, t_critical, t_two_sided_p
+from redraft.stats import ALPHA, exact_mcnemar, mcnemar, paired_t, wilson
 
 SIZES = [1, 2, 3, 5, 8, 13, 40, 200]
 

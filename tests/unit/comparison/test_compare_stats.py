@@ -12,7 +12,7 @@ import pytest
 
 from redraft.comparison._analysis import Curve, arm_summary, between, matched_budget
 from redraft.comparison._lane_figures import Behaviour, TaskFigures
-from redraft.comparison.stats import (
+from redraft.stats import (
     ALPHA,
     Sample,
     at_budget,

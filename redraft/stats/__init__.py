@@ -1,4 +1,4 @@
-"""The statistics of a comparison: sampling baselines at any budget, confidence intervals, paired tests.
+"""The statistics of comparisons and judges: sampling baselines at any budget, confidence intervals, paired tests.
 
 Every function is pure and seeded: the same inputs and seed give the same figures.
 
@@ -50,7 +50,7 @@ the same statement:
   a comparison runs. With fewer than two tasks, or every difference equal, t
   has no spread to measure noise by: no p value, and the interval is [-1, 1].
 
-Both are computed in the standard library (`redraft.comparison._distributions`)
+Both are computed in the standard library (`redraft.stats._distributions`)
 and checked against scipy and statsmodels in the tests.
 """
 
@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Literal
 
-from redraft.comparison._distributions import beside, clopper_pearson, t_critical, t_two_sided_p
+from redraft.stats._distributions import beside, clopper_pearson, t_critical, t_two_sided_p
 
 ALPHA = 0.05
 """Every interval is at level 1 - ALPHA (95 %); a paired difference is significant when its p value is below it."""

@@ -1,0 +1,48 @@
+"""Judged grades for open-ended work: a judge model grades final answers by a rubric, or in pairs in both
+orders, after the loop and apart from it; and the card that measures a judge before its grades are trusted.
+
+`Judge` grades (`Judgment`) and compares (`PairVerdict`); `load_rubric` reads a `Rubric`; `calibrate` makes a
+judge's card (`JudgeCard`, written by `write_card`) from labelled answers (`read_answers`).
+"""
+
+from redraft.judging._figures import Figure
+from redraft.judging.answer_file import read_answers
+from redraft.judging.calibration import (
+    PADDING,
+    JudgeCard,
+    LabelledAnswer,
+    Thresholds,
+    calibrate,
+    calibrate_async,
+)
+from redraft.judging.card import CARD_HTML, CARD_JSON, read_card, write_card
+from redraft.judging.judge import JUDGE_SETTINGS, CriterionGrade, Judge, Judgment, PairVerdict, judge_of, judge_prompts
+from redraft.judging.rubric import Criterion, Level, Rubric, load_rubric, reworded, rubric_of
+
+__all__ = [
+    "CARD_HTML",
+    "CARD_JSON",
+    "JUDGE_SETTINGS",
+    "PADDING",
+    "Criterion",
+    "CriterionGrade",
+    "Figure",
+    "Judge",
+    "JudgeCard",
+    "Judgment",
+    "LabelledAnswer",
+    "Level",
+    "PairVerdict",
+    "Rubric",
+    "Thresholds",
+    "calibrate",
+    "calibrate_async",
+    "judge_of",
+    "judge_prompts",
+    "load_rubric",
+    "read_answers",
+    "read_card",
+    "reworded",
+    "rubric_of",
+    "write_card",
+]
