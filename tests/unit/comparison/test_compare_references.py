@@ -14,8 +14,8 @@ from scipy import stats as scipy_stats
 from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from redraft.stats._distributions import clopper_pearson, t_critical, t_two_sided_p
 from redraft.stats import ALPHA, exact_mcnemar, mcnemar, paired_t, wilson
+from redraft.stats._distributions import clopper_pearson, t_critical, t_two_sided_p
 
 SIZES = [1, 2, 3, 5, 8, 13, 40, 200]
 
