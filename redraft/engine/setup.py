@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
@@ -36,9 +36,9 @@ from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import CheckFunction, UserCheck
 from redraft.strategies import Share, Strategy
 
-BackendOverrides = dict[RoleName, BackendSpec]
-"""Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
-(the Python API and tests)."""
+BackendOverrides = dict[RoleName | Literal["escalate"], BackendSpec]
+"""Per-role backend objects (``drafter``, ``critic``, ``verifier``, and ``escalate``: the stronger model, when
+the config names one) that replace the config's spec strings (the Python API and tests)."""
 
 Constructor = tuple[type, tuple[Any, ...], dict[str, Any]]
 """How one role is made: its class, positional and keyword arguments (plain data, so it can travel)."""
@@ -112,7 +112,7 @@ def role_setup(
     drafter = backends.get("drafter") or resolve(experiment.drafter)
     critic = backends.get("critic") or resolve(experiment.critic)
     verifier = backends.get("verifier") or (resolve(experiment.verifier) if experiment.verifier else None)
-    escalate = resolve(experiment.escalate) if experiment.escalate else None
+    escalate = (backends.get("escalate") or resolve(experiment.escalate)) if experiment.escalate else None
     models = {"drafter": drafter, "critic": critic if strategy.critic_role == "critic" else None}
     check_priced(load_prices(config.runtime.prices), models, experiment.usd_per_task is not None)
     escalation(load_prices(config.runtime.prices), drafter, escalate)  # refused here, before anything starts

@@ -231,3 +231,32 @@ def test_a_money_budget_and_an_escalation_are_refused_in_one_line_where_they_can
     assert run.settings.escalation is not None and run.settings.escalation.model == "gpt-4o"
     assert run.settings.escalation.ratio(Usage(input_tokens=1, output_tokens=0)) == pytest.approx(2.5 / 0.15)
     assert math.isfinite(run.settings.escalation.ratio(Usage()))
+
+
+def test_the_report_shows_the_escalations_and_what_they_bought() -> None:
+    from redraft.rundir.frames import KnownFrame
+    from redraft.rundir.spending import spending, spending_table
+    from redraft.views._spending import spending_view
+
+    [trace] = run_batch([hard(0)], Cheap(), strong(), "report", Share(1.0, "usd"))
+    spent = spending("h0", [KnownFrame(m) for m in trace])
+    rows = {(r.state, r.action): r for r in spending_table(spent)}
+    bought = rows[("localized", "escalate")]
+    assert bought.drafts == sum(a == "escalate" for _, a in actions(trace)) == bought.raised >= 1  # each passed
+    assert all(r.raised == 0 for cell, r in rows.items() if cell[1] != "escalate")  # only it raised the best
+    view = spending_view([spent])
+    assert view is not None and any(row[1] == "escalate" and row[6] == f"{bought.raised:,}" for row in view.rows)
+    assert "escalate" in view.counts[0] and view.counts[0]["escalate"] == bought.drafts
+
+
+def test_a_comparison_gives_the_money_budget_and_the_escalation_to_the_arms_that_spend_them() -> None:
+    from pathlib import Path
+
+    from redraft.comparison._arms import Arm
+    from redraft.comparison._runner import ComparePlan
+
+    arms = [Arm(name="a", settings={"strategy": "adaptive"}), Arm(name="b", settings={"strategy": "adversarial"})]
+    base = RunConfig.build(scenario="arithmetic", usd_per_task=0.01, escalate="openai:gpt-4o", out="x")
+    lanes = ComparePlan(base=base, arms=arms, out=Path("x")).lanes()
+    given = {lane.arm: (lane.config.experiment.usd_per_task, lane.config.experiment.escalate) for lane in lanes}
+    assert given == {"a": (0.01, "openai:gpt-4o"), "b": (None, None), "baseline": (None, None)}
