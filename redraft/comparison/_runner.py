@@ -80,6 +80,8 @@ class ComparePlan:
             max_rounds=1,
             calls_per_task=None,
             tokens_per_task=None,
+            usd_per_task=None,
+            escalate=None,
             out=str(self.out / BASELINE),
             max_tasks_in_flight=per_lane,
         )
@@ -186,13 +188,14 @@ def _outcomes(futures: list[tuple[str, Future[RunOutcome]]]) -> dict[str, RunOut
 
 
 def _budget(base: RunConfig, arm: dict[str, Any]) -> dict[str, Any]:
-    """``--calls-per-task`` (or ``--tokens-per-task``) is the budget of the arms whose strategy chooses its calls
-    (``adaptive``); an arm of another strategy runs without it, as that strategy would (an arm that sets it
-    itself is checked as set)."""
-    if base.experiment.calls_per_task is None and base.experiment.tokens_per_task is None:
+    """``--calls-per-task`` (``--tokens-per-task``, ``--usd-per-task``) is the budget of the arms whose strategy
+    chooses its calls (``adaptive``), and ``--escalate`` one of their actions; an arm of another strategy runs
+    without them, as that strategy would (an arm that sets one itself is checked as set)."""
+    e = base.experiment
+    if (e.calls_per_task, e.tokens_per_task, e.usd_per_task, e.escalate) == (None, None, None, None):
         return {}
     try:
         spends = shares_batch(arm.get("strategy", base.experiment.strategy))
     except UserError:
         return {}  # an unknown strategy: `ComparePlan.validate` names the arm
-    return {} if spends else {"calls_per_task": None, "tokens_per_task": None}
+    return {} if spends else {"calls_per_task": None, "tokens_per_task": None, "usd_per_task": None, "escalate": None}

@@ -68,6 +68,14 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
     verifier: Annotated[
         str | None, _help("Backend spec for model-based checks (overrides --model).", panel="Model")
     ] = None
+    escalate: Annotated[
+        str | None,
+        _help(
+            "Backend spec of a stronger model the adaptive strategy may buy a revision from, at its price, once "
+            "the drafter's own calls stop paying on a task (give the budget in money: --usd-per-task).",
+            panel="Model",
+        ),
+    ] = None
     temperature: Annotated[float, Meta(ge=0, le=2), _help("Drafter sampling temperature.", panel="Model")] = 0.8
     max_tokens: Annotated[int, Meta(ge=1, le=1_000_000), _help("Maximum tokens per draft.", panel="Model")] = 128
     patch: Annotated[bool, _help("Revise with minimal search/replace edits instead of rewrites.", panel="Loop")] = False
@@ -93,6 +101,14 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
         _help(
             "The adaptive strategy's budget in tokens (prompt and answer): per task on average over the run, "
             "shared as --calls-per-task is.",
+            panel="Budgets",
+        ),
+    ] = None
+    usd_per_task: Annotated[
+        Money | None,
+        _help(
+            "The adaptive strategy's budget in USD (priced from the price table or --prices): per task on average "
+            "over the run, shared as --calls-per-task is; what mixes models of different prices (--escalate).",
             panel="Budgets",
         ),
     ] = None

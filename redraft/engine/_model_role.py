@@ -29,7 +29,12 @@ class ModelRole:
     """A role with one backend client, made where the role lives (inside its actor, on a cluster)."""
 
     def __init__(self, backend: BackendSpec, settings: CallSettings) -> None:
-        self._backend: Backend = cached(backend.create(), backend.spec, enabled=settings.cache, payer=settings.payer)
+        self._backend: Backend = client(backend, settings)
         self._temperature = settings.temperature
         self._max_tokens = settings.max_tokens
         self._prompts = settings.prompts
+
+
+def client(backend: BackendSpec, settings: CallSettings) -> Backend:
+    """``backend``'s client behind the node's response cache, as ``settings`` say."""
+    return cached(backend.create(), backend.spec, enabled=settings.cache, payer=settings.payer)

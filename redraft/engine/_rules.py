@@ -12,7 +12,7 @@ from redraft.engine.pools import ROLE_CALL_DEADLINE_S, Roles
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import RevisionMode, RoleName, Usage
 from redraft.protocols.stages import Stage
-from redraft.strategies import Share, Strategy
+from redraft.strategies import Escalation, Share, Strategy
 
 CallHook = Callable[[RoleName, str, Usage], None]
 """Told of every model call a task's loop pays for (role, model, priced usage); replayed replies are not."""
@@ -35,6 +35,8 @@ class ArbiterSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The run's id, tagging the model-call metrics the actor system records; '' records none."""
     share: Share | None = None
     """Each task's share of the batch's budget, for a strategy that spends to it (``adaptive``)."""
+    escalation: Escalation | None = None
+    """The stronger model a strategy may buy drafts from (``--escalate``), with both models' prices."""
     batch: str = ""
     """Names the batch every arbiter of a run shares (statistics a strategy learns across it are kept under
     it); '' makes each arbiter its own batch (`redraft.refine`)."""

@@ -93,6 +93,7 @@ class TaskLoop:
         self.state: dict[str, Any] = {}
         self.batch = rules.settings.batch
         self.share = rules.settings.share
+        self.escalation = rules.settings.escalation
         self.trace: list[Message] = [task]
         self.spent = Usage()
         self.by_role: dict[str, Usage] = {}

@@ -5,15 +5,21 @@ them to the best candidate so far (`redraft.engine._patches`); the Draft carries
 the patched text and why each refused edit did not apply. The drafter also
 reflects on a failed attempt when asked (Reflexion's verbal memory).
 
+A run with a stronger model (``--escalate``) gives every drafter a second client:
+a request whose `Intent` says ``escalate`` is drafted by it, the rest by the
+drafter's own model. Both live in the one role, so an escalation is placed,
+retried, cached and traced as every draft is, in one process and on a cluster;
+its `Draft.model` names the stronger model, and its call is priced at its price.
+
 A reply with no text at all is a `ModelError` (the sample is dropped, as a failed
 call is); any other text, however wrong, is a candidate for the verifier to judge.
 """
 
 from __future__ import annotations
 
-from redraft.backends.base import BackendSpec
+from redraft.backends.base import Backend, BackendSpec
 from redraft.engine._answers import plan_json_schema
-from redraft.engine._model_role import CallSettings, ModelRole
+from redraft.engine._model_role import CallSettings, ModelRole, client
 from redraft.engine._patches import apply_edits
 from redraft.engine._plan_prompts import plan_messages
 from redraft.engine.pools import Reply, Request
@@ -31,8 +37,11 @@ _SCHEMAS = {"plan": plan_json_schema("plan"), "decide": plan_json_schema("decisi
 class Drafter(ModelRole):
     """`DraftRequest` in, `Draft` out; `ReflectRequest` in, `Reflection` out."""
 
-    def __init__(self, backend: BackendSpec, scenario: str, settings: CallSettings) -> None:
+    def __init__(
+        self, backend: BackendSpec, scenario: str, settings: CallSettings, escalate: BackendSpec | None = None
+    ) -> None:
         super().__init__(backend, settings)
+        self._escalated: Backend | None = None if escalate is None else client(escalate, settings)
         instructions = get_scenario(scenario).system_prompt()
         self._system = (self._prompts or built_in()).render("draft_system", instructions=instructions)
         self._node = current().node()  # a role never moves: ask once, not per draft
@@ -55,7 +64,7 @@ class Drafter(ModelRole):
                 self._system, request.task, request.revision, stage=request.stage, patch=patch, prompts=self._prompts
             )
         schema = None if plan is None or plan.kind == "step" else _SCHEMAS[plan.kind]
-        completion = await self._backend.complete(
+        completion = await self._model_for(request).complete(
             prompt.request(
                 request.task.task_id,
                 max_tokens=self._max_tokens,
@@ -88,6 +97,14 @@ class Drafter(ModelRole):
             edit_errors=errors,
             messages=prompt.messages,
         )
+
+    def _model_for(self, request: DraftRequest) -> Backend:
+        """The stronger model's client for an escalation, the drafter's own for every other draft."""
+        if request.intent is None or request.intent.action != "escalate":
+            return self._backend
+        if self._escalated is None:
+            raise ProtocolError("an escalation was asked of a drafter with no stronger model (--escalate)")
+        return self._escalated
 
     async def reflect(self, request: ReflectRequest) -> Reflection:
         draft = request.draft

@@ -39,6 +39,7 @@ from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
 from redraft.config import Budgets, RunConfig
 from redraft.engine._costing import CostingSpec, CostingVerifier, Course
+from redraft.engine._money import model_of as model_of  # the tune prices its proposer by it too
 from redraft.engine._refine import run_blocking
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.pools import LocalMember, Roles
@@ -196,11 +197,6 @@ def _dollars(usd: float) -> str:
     if usd >= 100:
         return f"${usd:,.0f}"
     return f"${usd:.2f}" if usd >= 1 else f"${usd:.4f}"
-
-
-def model_of(spec: BackendSpec) -> str:
-    """The model name a backend's calls are priced by (its spec string when it names none)."""
-    return str(getattr(spec, "model", spec.spec))
 
 
 def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done(), sample: int = SAMPLE) -> Estimate:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
@@ -21,6 +21,7 @@ from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
 from redraft.config import Experiment, RunConfig
 from redraft.engine._model_role import CallSettings
+from redraft.engine._money import check_escalation, check_priced, escalation
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.critic import Critic
 from redraft.engine.drafter import Drafter
@@ -35,9 +36,9 @@ from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import CheckFunction, UserCheck
 from redraft.strategies import Share, Strategy
 
-BackendOverrides = dict[RoleName, BackendSpec]
-"""Per-role backend objects (``drafter``, ``critic``, ``verifier``) that replace the config's spec strings
-(the Python API and tests)."""
+BackendOverrides = dict[RoleName | Literal["escalate"], BackendSpec]
+"""Per-role backend objects (``drafter``, ``critic``, ``verifier``, and ``escalate``: the stronger model, when
+the config names one) that replace the config's spec strings (the Python API and tests)."""
 
 Constructor = tuple[type, tuple[Any, ...], dict[str, Any]]
 """How one role is made: its class, positional and keyword arguments (plain data, so it can travel)."""
@@ -51,6 +52,8 @@ class RoleSetup:
     drafter: BackendSpec
     critic: BackendSpec
     verifier: BackendSpec | None = None
+    escalate: BackendSpec | None = None
+    """The stronger model every drafter also holds (``--escalate``): it drafts the requests that say so."""
     temperature: float = 0.8
     draft_max_tokens: int = 128
     critique_max_tokens: int = 512
@@ -104,10 +107,15 @@ def role_setup(
     elif experiment.columns is not None:
         raise UserError("--columns maps the columns of a task file: give it with --tasks FILE")
     check_share(experiment, strategy)
+    check_escalation(experiment, strategy)
     backends = backends or {}
     drafter = backends.get("drafter") or resolve(experiment.drafter)
     critic = backends.get("critic") or resolve(experiment.critic)
     verifier = backends.get("verifier") or (resolve(experiment.verifier) if experiment.verifier else None)
+    escalate = (backends.get("escalate") or resolve(experiment.escalate)) if experiment.escalate else None
+    models = {"drafter": drafter, "critic": critic if strategy.critic_role == "critic" else None}
+    check_priced(load_prices(config.runtime.prices), models, experiment.usd_per_task is not None)
+    escalation(load_prices(config.runtime.prices), drafter, escalate)  # refused here, before anything starts
     if config.runtime.batch and not any(batchable(s) for s in (drafter, critic, verifier)):
         shown = ", ".join(sorted({s.spec for s in (drafter, critic) if s is not None}))
         raise UserError(
@@ -120,6 +128,7 @@ def role_setup(
         drafter=drafter,
         critic=critic,
         verifier=verifier,
+        escalate=escalate,
         temperature=experiment.temperature,
         draft_max_tokens=experiment.max_tokens,
         cache=config.runtime.cache,
@@ -156,7 +165,11 @@ def check_plans(strategy: Strategy, scenario: Scenario) -> None:
 
 def check_share(experiment: Experiment, strategy: Strategy) -> None:
     """`UserError` for a batch budget the strategy does not spend, two at once, or tokens too few for a draft."""
-    given = (("--calls-per-task", experiment.calls_per_task), ("--tokens-per-task", experiment.tokens_per_task))
+    given = (
+        ("--calls-per-task", experiment.calls_per_task),
+        ("--tokens-per-task", experiment.tokens_per_task),
+        ("--usd-per-task", experiment.usd_per_task),
+    )
     flags = [flag for flag, value in given if value is not None]
     if not flags:
         return
@@ -167,7 +180,8 @@ def check_share(experiment: Experiment, strategy: Strategy) -> None:
         )
     if len(flags) > 1:
         raise UserError(
-            "give the batch's budget in calls (--calls-per-task) or in tokens (--tokens-per-task), not both"
+            "give the batch's budget in calls (--calls-per-task), in tokens (--tokens-per-task) or in money "
+            f"(--usd-per-task), one of them, not {' and '.join(flags)}"
         )
     tokens = experiment.tokens_per_task
     if tokens is not None and tokens < experiment.max_tokens:
@@ -183,6 +197,8 @@ def share(experiment: Experiment) -> Share | None:
         return Share(experiment.calls_per_task, "calls")
     if experiment.tokens_per_task is not None:
         return Share(float(experiment.tokens_per_task), "tokens")
+    if experiment.usd_per_task is not None:
+        return Share(experiment.usd_per_task, "usd")
     return None
 
 
@@ -200,6 +216,9 @@ def arbiter_settings(config: RunConfig, setup: RoleSetup | None = None) -> Arbit
         prices=load_prices(config.runtime.prices),
         revision_mode="patch" if experiment.patch else "rewrite",
         share=share(experiment),
+        escalation=None
+        if setup is None
+        else escalation(load_prices(config.runtime.prices), setup.drafter, setup.escalate),
     )
 
 
@@ -214,7 +233,7 @@ def role_constructors(setup: RoleSetup, strategy: Strategy) -> dict[RoleName, Co
     """How each role the strategy needs is made, by role name (the grader is apart: it is not in the loop)."""
     drafts = CallSettings(setup.temperature, setup.draft_max_tokens, setup.cache, setup.prompts, setup.payer)
     roles: dict[RoleName, Constructor] = {
-        "drafter": (Drafter, (setup.drafter, setup.scenario, drafts), {}),
+        "drafter": (Drafter, (setup.drafter, setup.scenario, drafts), {"escalate": setup.escalate}),
         "verifier": (
             Verifier,
             (setup.scenario, verifier_backend(setup, strategy)),

@@ -24,9 +24,10 @@ Stance = Literal["adversarial", "self", "skeptic"]
 """Which instructions a critic is given: a separate hostile critic, the drafter's own model, or a debate's
 second critic that doubts the first."""
 
-Action = Literal["fresh", "revise", "critique"]
+Action = Literal["fresh", "revise", "critique", "escalate"]
 """What a model call of an adaptive round was for: a fresh sample, a revision of the best so far with the
-verifier's feedback, or a revision that also carries a critique of it (the critique is charged to it)."""
+verifier's feedback, a revision that also carries a critique of it (the critique is charged to it), or a
+revision with the feedback written by the run's stronger model (``--escalate``: the drafter sends it there)."""
 FeedbackState = Literal["first", "none", "score", "localized", "near"]
 """What the verifier's feedback on the best candidate so far offers a revision: nothing yet (``first``, before
 any candidate), no signal (``none``: failed with nothing said), a score only (``score``), a localized failure

@@ -36,12 +36,14 @@ from redraft.strategies._base import (
     strategy_names,
     with_critiques,
 )
+from redraft.strategies._escalation import Escalation
 from redraft.strategies._ledger import CallOutcome, Ledger, Tally
 
 __all__ = [
     "STRATEGIES",
     "CallOutcome",
     "CriticRole",
+    "Escalation",
     "Ledger",
     "RoundContext",
     "RoundOutcome",

@@ -25,10 +25,19 @@ worth a call (``no_improvement``), or, with no feedback signal, the answer's
 majority is settled (``stable``; the Beta stopping rule of Adaptive-Consistency,
 Aggarwal et al. 2023).
 
-With ``--calls-per-task`` B (or ``--tokens-per-task`` T), tasks share a bank: each
-has B calls (T tokens); one that stops early leaves the rest there, and one still
-failing borrows from it to go on. In tokens, a call is priced at what the task's
-own calls have cost on average so far.
+With ``--calls-per-task`` B (or ``--tokens-per-task`` T, or ``--usd-per-task`` X),
+tasks share a bank: each has B calls (T tokens, X USD); one that stops early leaves
+the rest there, and one still failing borrows from it to go on. In tokens or USD, a
+call is priced at what the task's own calls have cost on average so far (with an
+escalation, a call of the drafter's model at the task's mix of tokens).
+
+With ``--escalate MODEL``, a fourth action revises the best with the stronger
+model, at its price in the drafter's calls (`redraft.strategies.Escalation`); it is
+offered only once the drafter's own actions are worth less per call
+(`redraft.strategies._choice.escalates`), and paid from the task's share and the
+bank like any call. A round's plan never spends more than the share and the bank
+hold by the estimate of a call's price; the last round may overrun it by what the
+estimate missed (a call longer than the task's average), never by a whole round.
 """
 
 from __future__ import annotations
@@ -50,12 +59,13 @@ from redraft.strategies._base import (
     RoundContext,
     RoundOutcome,
     Scored,
+    Share,
     Strategy,
     agreement,
     rank,
     strategy,
 )
-from redraft.strategies._choice import REPEATED, REVISING, WORTH, best_value, plan, settled
+from redraft.strategies._choice import REPEATED, REVISING, WORTH, best_value, escalates, plan, settled
 from redraft.strategies._ledger import ACTIONS, CallOutcome, Ledger, Table, Tally
 
 NEAR = 0.75
@@ -161,7 +171,7 @@ class Adaptive(Strategy):
         if state == "none":  # nothing for a revision to act on, nor any score to tell what it bought: sample
             return ["fresh"] * int(max(1.0, min(ctx.samples, memo.calls)))
         rng = random.Random(ctx.seed(f"{ctx.round}:plan", 0))
-        return plan(ctx.samples, memo.calls, state, memo.batch, memo.own, rng)
+        return plan(ctx.samples, memo.calls, state, memo.batch, memo.own, rng, _ratio(ctx))
 
     async def finish(self, ctx: RoundContext, result: Result) -> None:
         memo: _Memo | None = ctx.state.get("adaptive")
@@ -178,7 +188,7 @@ class Adaptive(Strategy):
         if state == "none":  # nothing for a revision to act on: sample until the majority is settled
             if (chance := settled(memo.answers)) is not None:
                 return "stable", f"no feedback signal, and its answer is settled (the majority with p = {chance:.3f})"
-        elif (value := best_value(state, memo.batch, memo.own))[0] < self.worth:
+        elif (value := best_value(state, memo.batch, memo.own, _ratio(ctx)))[0] < self.worth:
             return "no_improvement", (
                 f"no action is worth a call: the best, {value[1]}, raises the best score with an expected "
                 f"{value[0]:.3f} a call (< {self.worth:g}), from what the batch and this task have seen"
@@ -186,9 +196,12 @@ class Adaptive(Strategy):
         share = ctx.share
         if share is None:
             return None
-        per_call = share.spent(ctx.spent) / max(ctx.spent.calls, 1)  # 1 in calls; in tokens, this task's mean
+        per_call = _per_call(ctx, share)
         left = share.amount + memo.borrowed - share.spent(ctx.spent)
         want = ctx.samples * per_call
+        ratio = _ratio(ctx)
+        if ratio is not None and state != "none" and escalates(state, memo.batch, memo.own, ratio):
+            want = max(want, ratio * per_call)  # enough for the one call worth most
         lent = 0.0
         if left < want:
             lent = await self._call(ctx, "borrow", f"{ctx.task.task_id}/{ctx.round + 1}", want - left)
@@ -206,6 +219,20 @@ class Adaptive(Strategy):
         if ctx.batch not in self._ledgers:
             self._ledgers[ctx.batch] = here.shared(Ledger, ledger_name(ctx.batch), per_node=False, num_cpus=0)
         return await here.call(self._ledgers[ctx.batch], method, *args)
+
+
+def _ratio(ctx: RoundContext) -> float | None:
+    """An escalation's cost in the drafter's calls, at the task's mix of tokens so far; None: the run has none."""
+    return None if ctx.escalation is None else ctx.escalation.ratio(ctx.spent)
+
+
+def _per_call(ctx: RoundContext, share: Share) -> float:
+    """What a call of the drafter's model costs of ``share``: 1 in calls; in tokens or USD, this task's mean so
+    far (with an escalation, a drafter's call at the task's mix of tokens, not the mean of both models')."""
+    calls = max(ctx.spent.calls, 1)
+    if share.unit == "usd" and ctx.escalation is not None:
+        return ctx.escalation.drafter_cost(ctx.spent) / calls
+    return share.spent(ctx.spent) / calls
 
 
 def _said(candidate: Scored) -> str:

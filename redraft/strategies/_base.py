@@ -47,6 +47,7 @@ from redraft.protocols.messages import (
     Verification,
 )
 from redraft.protocols.stages import Stage
+from redraft.strategies._escalation import Escalation
 
 CriticRole = Literal["critic", "self_critic"]
 
@@ -107,14 +108,17 @@ def contenders(scored: list[Scored]) -> list[Scored]:
 
 
 class Share(msgspec.Struct, frozen=True):
-    """A batch's budget per task on average (``--calls-per-task`` or ``--tokens-per-task``), for a strategy
-    that spends to it: a task that stops under its share leaves the rest to tasks still failing."""
+    """A batch's budget per task on average (``--calls-per-task``, ``--tokens-per-task`` or ``--usd-per-task``),
+    for a strategy that spends to it: a task that stops under its share leaves the rest to tasks still failing."""
 
     amount: float
-    unit: Literal["calls", "tokens"] = "calls"
+    unit: Literal["calls", "tokens", "usd"] = "calls"
 
     def spent(self, usage: Usage) -> float:
-        """What ``usage`` spent of this budget: its calls, or its tokens (prompt and answer)."""
+        """What ``usage`` spent of this budget: its calls, its tokens (prompt and answer), or its cost in USD
+        (what the results rest on: a call the response cache answered costs what it cost when it was paid)."""
+        if self.unit == "usd":
+            return usage.cost_usd
         return float(usage.calls if self.unit == "calls" else usage.total_tokens)
 
 
@@ -137,8 +141,11 @@ class RoundContext(Protocol):
     spent: Usage
     """What the task has spent so far, every role's calls included."""
     share: Share | None
-    """Each task's share of the batch's budget (``--calls-per-task`` or ``--tokens-per-task``), for a
-    strategy that spends to it; None: each task is bounded by the cycle limit alone."""
+    """Each task's share of the batch's budget (``--calls-per-task``, ``--tokens-per-task`` or
+    ``--usd-per-task``), for a strategy that spends to it; None: each task is bounded by the cycle limit alone."""
+    escalation: Escalation | None
+    """The stronger model a draft may be asked of (``--escalate``; an `Intent` whose action is ``escalate``
+    routes it there), and what its call costs in the drafter's; None: the run has none."""
 
     async def draft(
         self,

@@ -18,7 +18,15 @@ against revising this task, not a reason to stop it.
 A slot's action is the highest expected chance per call it costs, with the batch's
 rate drawn from its posterior (Thompson sampling: the batch explores what it is
 unsure of); a task is worth another call while some action's expected chance per
-call, at the batch's mean rate, is at least `WORTH`."""
+call, at the batch's mean rate, is at least `WORTH`.
+
+An escalation (a revision by the run's stronger model, ``--escalate``) costs what
+its call costs in the drafter's calls (`redraft.strategies.Escalation.ratio`), and its
+prior is even odds, as a fresh sample's: a stronger model is not assumed worse than
+a fresh sample of the weaker one. It is offered to a round only where, at the batch's
+mean rates and the task's own calls, it is worth more per call than every cheap
+action (`escalates`): a task on which the drafter's actions still pay never buys
+one, whatever the Thompson draws say."""
 
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ FRESH_PRIOR: tuple[float, float] = (1.0, 1.0)
 """Beta(wins, losses) of a fresh sample's rate before the batch has seen one: even odds."""
 PRIOR_CALLS = 2.0
 """A dearer action's prior weighs as this many calls at fresh samples' rate: a few of its own calls outweigh it."""
-PRIOR_SHARE: dict[Action, float] = {"fresh": 1.0, "revise": 2 / 3, "critique": 1 / 2}
+PRIOR_SHARE: dict[Action, float] = {"fresh": 1.0, "revise": 2 / 3, "critique": 1 / 2, "escalate": 1.0}
 """A dearer action's prior rate as a share of fresh samples': pessimistic, as the ratio of even odds to 1:2
 (a revision) and 1:3 (a critiqued one), so a batch samples while it knows nothing, and learns from there."""
 MIN_PRIOR_WINS = 0.5
@@ -50,6 +58,8 @@ REPEATED = 24
 times the batch's weight): given the same best and feedback, it will give that text again. A fresh sample's
 repeat is one failure: an independent draw that landed on the same wrong answer."""
 REVISING: tuple[Action, ...] = ("revise", "critique")
+CHEAP: tuple[Action, ...] = tuple(a for a in ACTIONS if a != "escalate")
+"""The actions of the drafter's own model."""
 """The actions that revise the task's best: what one of them reproduces counts against both."""
 WORTH = 0.02
 """A call is worth making while some action's expected chance of raising the task's best, per call it
@@ -58,8 +68,11 @@ SETTLED = 0.95
 """A task with no feedback signal stops once its leading answer is the majority with this probability."""
 
 
-def cost(action: Action, critiqued: bool = False) -> float:
-    """Calls an action costs: a critiqued revision pays for the critique too, unless the round has one."""
+def cost(action: Action, critiqued: bool = False, escalation: float = math.inf) -> float:
+    """Calls an action costs: a critiqued revision pays for the critique too, unless the round has one; an
+    escalation ``escalation`` calls (the stronger model's price in the drafter's; none: never affordable)."""
+    if action == "escalate":
+        return escalation
     return 2.0 if action == "critique" and not critiqued else 1.0
 
 
@@ -76,7 +89,7 @@ def fresh_rate(state: FeedbackState, batch: Table) -> float:
 
 def batch_posterior(state: FeedbackState, action: Action, batch: Table) -> tuple[float, float]:
     """Beta(a, b) of the batch's rate for ``action`` in ``state``: its prior, then the batch's calls (capped)."""
-    if action == "fresh":
+    if action in ("fresh", "escalate"):
         wins, losses = FRESH_PRIOR
     else:
         rate = PRIOR_SHARE[action] * fresh_rate(state, batch)
@@ -94,15 +107,27 @@ def task_chance(rate: float, own: Tally) -> float:
     return (TASK_WEIGHT * rate + own.wins) / (TASK_WEIGHT + own.tries)
 
 
-def plan(slots: int, calls: float, state: FeedbackState, batch: Table, own: Table, rng: random.Random) -> list[Action]:
+def plan(
+    slots: int,
+    calls: float,
+    state: FeedbackState,
+    batch: Table,
+    own: Table,
+    rng: random.Random,
+    escalation: float | None = None,
+) -> list[Action]:
     """Up to ``slots`` drafts costing at most ``calls`` calls, each slot's action the highest `task_chance` per
-    call, on a batch rate drawn from its posterior (a critique is one call, shared by every slot revising with it)."""
+    call, on a batch rate drawn from its posterior (a critique is one call, shared by every slot revising with it;
+    an escalation, ``escalation`` calls, is offered only where `escalates`)."""
+    offered = CHEAP
+    if escalation is not None and escalates(state, batch, own, escalation):
+        offered = ACTIONS
     chosen: list[Action] = []
     left, critiqued = calls, False
     while len(chosen) < slots:
         draws: list[tuple[float, Action, float]] = []
-        for action in ACTIONS:
-            price = cost(action, critiqued)
+        for action in offered:
+            price = cost(action, critiqued, escalation or math.inf)
             if price <= left:
                 rate = rng.betavariate(*batch_posterior(state, action, batch))
                 draws.append((task_chance(rate, own.get((state, action), Tally())) / price, action, price))
@@ -115,14 +140,23 @@ def plan(slots: int, calls: float, state: FeedbackState, batch: Table, own: Tabl
     return chosen
 
 
-def best_value(state: FeedbackState, batch: Table, own: Table) -> tuple[float, Action]:
-    """The highest expected chance per call of any action on this task, at the batch's mean rates, and its action."""
+def value(state: FeedbackState, action: Action, batch: Table, own: Table, escalation: float = math.inf) -> float:
+    """``action``'s expected chance per call of raising this task's best, at the batch's mean rate."""
+    wins, losses = batch_posterior(state, action, batch)
+    return task_chance(wins / (wins + losses), own.get((state, action), Tally())) / cost(action, False, escalation)
 
-    def value(action: Action) -> float:
-        wins, losses = batch_posterior(state, action, batch)
-        return task_chance(wins / (wins + losses), own.get((state, action), Tally())) / cost(action)
 
-    return max((value(a), a) for a in ACTIONS)
+def escalates(state: FeedbackState, batch: Table, own: Table, escalation: float) -> bool:
+    """Whether an escalation costing ``escalation`` calls is worth more per call than every cheap action here."""
+    cheap = max(value(state, a, batch, own) for a in CHEAP)
+    return value(state, "escalate", batch, own, escalation) > cheap
+
+
+def best_value(state: FeedbackState, batch: Table, own: Table, escalation: float | None = None) -> tuple[float, Action]:
+    """The highest expected chance per call of any action on this task, at the batch's mean rates, and its action
+    (an escalation among them when the run has one, at its cost ``escalation``)."""
+    offered = CHEAP if escalation is None else ACTIONS
+    return max((value(state, a, batch, own, escalation or math.inf), a) for a in offered)
 
 
 def settled(answers: Counter[str], confidence: float = SETTLED) -> float | None:

@@ -111,3 +111,38 @@ def test_a_ledger_killed_mid_run_is_restarted_and_loses_no_task(ray_cluster: Any
     assert len(done) == 6 == outcome.summary.tasks and all(r["error"] is None for r in done.values())
     assert sum(r["passed"] for r in done.values()) == 3
     assert sum(r["usage"]["calls"] for r in done.values()) <= BUDGET * 6  # no call of the bank lent twice
+
+
+@pytest.mark.ray
+def test_escalations_are_paid_from_the_one_bank_every_arbiter_shares(ray_cluster: Any, tmp_path: Path) -> None:
+    """Half the tasks only the stronger model solves: they buy its calls with what the easy half left in the bank,
+    on a cluster as in one process, and the batch's money holds but for part of the last call."""
+    from redraft import RunConfig, run
+    from redraft.backends.pricing import Price, load_prices
+
+    easy = frozenset(t.prompt for t in TASKS[:3])
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"cheap": {"input": 1.0, "output": 1.0}, "strong": {"input": 5.0, "output": 5.0}}))
+    cheap = ScriptedSpec(script=EasyOrNever(easy), model="cheap")
+    strong = ScriptedSpec(script=EasyOrNever(frozenset(t.prompt for t in TASKS)), model="strong")
+    usd = 0.003
+    out = tmp_path / "escalated"
+    config = RunConfig.build(
+        strategy="adaptive", samples=1, usd_per_task=usd, escalate="strong", prices=str(prices),
+        max_rounds=30, patience=30, limit=6, out=str(out),
+    )  # fmt: skip
+    outcome = run(config, backends={"drafter": cheap, "critic": cheap, "escalate": strong})
+    done = records(out)
+    assert outcome.summary.tasks == 6 and all(r["error"] is None for r in done.values())
+    hard = {t.task_id for t in TASKS[3:]}
+    assert all(r["passed"] for task_id, r in done.items() if task_id not in hard)
+    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    escalated = {
+        m.task.task_id for m in trace if isinstance(m, DraftRequest) and m.intent and m.intent.action == "escalate"
+    }
+    assert escalated and escalated <= hard  # the easy half never did
+    assert {task_id for task_id, r in done.items() if task_id in hard and r["passed"]} <= escalated  # it bought them
+    table = load_prices(str(prices))
+    assert table.price_of("strong") == Price(input=5.0, output=5.0)
+    dearest = max(table.priced(m.model, m.usage).cost_usd for m in trace if hasattr(m, "model") and hasattr(m, "usage"))
+    assert sum(r["usage"]["cost_usd"] for r in done.values()) <= usd * 6 + dearest

@@ -136,7 +136,7 @@ ALL: list[Message] = [
         revision=REVISION,
         stage=STAGE,
         mode="patch",
-        intent=Intent(action="revise", state="localized", best_score=0.0),
+        intent=Intent(action="escalate", state="localized", best_score=0.0),
         plan=ASK,
     ),
     DRAFT,
