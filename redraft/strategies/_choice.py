@@ -58,9 +58,9 @@ REPEATED = 24
 times the batch's weight): given the same best and feedback, it will give that text again. A fresh sample's
 repeat is one failure: an independent draw that landed on the same wrong answer."""
 REVISING: tuple[Action, ...] = ("revise", "critique")
+"""The actions that revise the task's best: what one of them reproduces counts against both."""
 CHEAP: tuple[Action, ...] = tuple(a for a in ACTIONS if a != "escalate")
 """The actions of the drafter's own model."""
-"""The actions that revise the task's best: what one of them reproduces counts against both."""
 WORTH = 0.02
 """A call is worth making while some action's expected chance of raising the task's best, per call it
 costs, is at least this (one call in fifty)."""
