@@ -33,7 +33,21 @@ least 0.95), best-of-N's pass rate at the same calls and adaptive's difference f
 it in points (target: not below -1), and self-consistency's; ``--verbose`` adds
 every policy's figures.
 
-Run: `.venv/bin/python benchmarks/bench_adaptive.py` (``--tasks``, ``--budget``, ``--samples``).
+Escalation (``--escalate``), measured in the same run: batches where none, a fifth or
+two fifths of the tasks are solved only by a stronger model 15 times the drafter's
+price (the drafter's actions never fix them; the stronger model is right 0.8 a call on
+any task), the rest solvable by the drafter (a fresh sample right 30 %, a revision
+50 %). At the same budget in USD per task (``--usd-budget``, in the drafter's fresh
+samples): adaptive with escalation, adaptive without, best-of-N with the drafter's
+model, and the stronger model alone, sampling until it passes (its cost to reach its
+pass rate) and to the same budget. Each row: pass rate, USD per task, cost over the
+budget and over the stronger model alone, the pass rate's difference from it, and the
+calls per task by action and kind of task (where the calls went). The criterion,
+where a fifth of the tasks need the stronger model: with escalation, within 5 points
+of its pass rate alone at no more than half its cost.
+
+Run: `.venv/bin/python benchmarks/bench_adaptive.py` (``--tasks``, ``--budget``, ``--samples``;
+``--only escalation``, ``--escalation-tasks``, ``--usd-budget``).
 """
 
 from __future__ import annotations
@@ -45,6 +59,7 @@ import re
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,14 +68,15 @@ from typing import Any, ClassVar, Literal
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from redraft.backends.base import ChatRequest
+from redraft.backends.pricing import Price, PriceTable, default_prices
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.setup import RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
-from redraft.protocols.messages import Action, CheckResult, FeedbackState, Result, Task
+from redraft.protocols.messages import Action, CheckResult, DraftRequest, FeedbackState, Message, Result, Task
 from redraft.scenarios import Scenario, scenario
-from redraft.strategies import RoundContext, Share, get_strategy, strategy
+from redraft.strategies import Escalation, RoundContext, Share, get_strategy, strategy
 from redraft.strategies._adaptive import Adaptive, _Memo
 
 Feedback = Literal["localized", "score", "none"]
@@ -78,6 +94,8 @@ class Family:
     echo: bool = False
     """A failing revision hands back the best answer word for word (a model that does not act on the
     feedback), so it repeats an earlier leader; otherwise every wrong draft is worded anew."""
+    strong: float = 0.8
+    """Chance a call of the stronger model (``--escalate``) is right, a fresh sample or a revision alike."""
 
 
 FAMILIES: dict[str, Family] = {
@@ -89,6 +107,9 @@ FAMILIES: dict[str, Family] = {
     # the issue's mixed batch: fixed only by a revision with the feedback, or only by a fresh sample
     "revisable": Family(fresh=0.0, fix=1.0, critiqued=1.0, feedback="localized"),
     "resamplable": Family(fresh=0.5, fix=0.0, critiqued=0.0, feedback="localized", echo=True),
+    # escalation: tasks the drafter's model solves, and tasks only the stronger model does
+    "solvable": Family(fresh=0.3, fix=0.5, critiqued=0.5, feedback="localized"),
+    "strong_only": Family(fresh=0.0, fix=0.0, critiqued=0.0, feedback="localized"),
 }
 ODDS = (0.05, 0.2, 0.5)
 """The grid: every pair of a fresh sample's and a revision's chance (a critiqued revision's is a revision's)."""
@@ -129,6 +150,13 @@ def simulated_model(request: ChatRequest) -> str:
     if best is not None and family.echo and rng.random() >= chance:
         return best[1]
     answer = "42" if rng.random() < chance else rng.choice(WRONG)
+    return f"answer {answer} (draw {rng.getrandbits(32)})"
+
+
+def stronger_model(request: ChatRequest) -> str:
+    """The stronger model: right with the family's ``strong`` chance, whatever it is asked."""
+    rng = random.Random(request.seed)
+    answer = "42" if rng.random() < _family(request.messages[-1].content).strong else rng.choice(WRONG)
     return f"answer {answer} (draw {rng.getrandbits(32)})"
 
 
@@ -321,16 +349,210 @@ class Row:
         )
 
 
+# ------------------------------------------------------------------ escalation to a stronger model
+
+CHEAP_USD = (0.15, 0.60)
+"""The drafter's (and critic's) model: USD per million prompt and answer tokens (a token is a word here)."""
+STRONG_USD = (2.25, 9.00)
+"""The stronger model's: 15 times the drafter's, for prompt and answer tokens alike."""
+PRICES = PriceTable(
+    default_prices().prices
+    | {
+        "sim-cheap": Price(input=CHEAP_USD[0], output=CHEAP_USD[1]),
+        "sim-strong": Price(input=STRONG_USD[0], output=STRONG_USD[1]),
+    }
+)
+ESCALATION = Escalation(model="sim-strong", drafter_usd=CHEAP_USD, escalated_usd=STRONG_USD)
+CHEAP = ScriptedSpec(script=simulated_model, model="sim-cheap")
+STRONG = ScriptedSpec(script=stronger_model, model="sim-strong")
+FRACTIONS = (0.0, 0.2, 0.4)
+"""Shares of the batch's tasks that only the stronger model solves."""
+STRONG_ROUNDS = 5
+"""The stronger model alone samples one draft a round until it passes, at most this many rounds (99.97 %)."""
+POINTS = 5.0
+COST_SHARE = 0.5
+"""The criterion: with escalation, within `POINTS` of the stronger model's pass rate alone, at no more than
+`COST_SHARE` of its cost, where a fifth of the tasks need it."""
+
+
+def escalation_tasks(fraction: float, count: int, seed: int) -> list[Task]:
+    """``count`` tasks, exactly ``fraction`` of them solved only by the stronger model, in a shuffled order."""
+    families = ["strong_only"] * round(fraction * count) + ["solvable"] * (count - round(fraction * count))
+    random.Random(seed).shuffle(families)
+    return [Task(task_id=f"t{i}", scenario="simulated", prompt=f"family={f} task={i}") for i, f in enumerate(families)]
+
+
+@dataclass(frozen=True)
+class Spent:
+    """One policy's figures on one batch."""
+
+    passed: float
+    usd: float
+    """Mean USD per task."""
+    calls: dict[tuple[str, str], float]
+    """Mean drafter calls per task of each family, by (family, action: fresh, revise, critique, escalate)."""
+
+
+def run_money(
+    policy: str,
+    tasks: list[Task],
+    usd: float | None,
+    *,
+    escalate: bool,
+    drafter: ScriptedSpec,
+    samples: int = 1,
+    rounds: int = 60,
+    in_flight: int = 64,
+) -> Spent:
+    """``policy`` on ``tasks`` with a budget of ``usd`` per task (None: none), the stronger model offered or not."""
+    settings = ArbiterSettings(
+        strategy=policy,
+        samples=samples,
+        convergence=ConvergenceConfig(max_rounds=rounds, patience=rounds),
+        prices=PRICES,
+        share=None if usd is None else Share(usd, "usd"),
+        escalation=ESCALATION if escalate else None,
+        batch=f"bench-{policy}-{time.monotonic_ns()}",
+    )
+    setup = RoleSetup(scenario="simulated", drafter=drafter, critic=CHEAP, escalate=STRONG if escalate else None)
+    arbiter = Arbiter(local_roles(setup, get_strategy(policy)), settings)
+    gate = asyncio.Semaphore(in_flight)
+
+    async def one(task: Task) -> list[Message]:
+        async with gate:
+            return await arbiter.run(task)
+
+    async def every() -> list[list[Message]]:
+        return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+    traces = asyncio.run(every())
+    results = [t[-1] for t in traces]
+    assert all(isinstance(r, Result) for r in results)
+    calls: Counter[tuple[str, str]] = Counter()
+    for task, trace in zip(tasks, traces, strict=True):
+        family = re.search(r"family=(\w+)", task.prompt)[1]  # type: ignore[index]
+        for request in trace:
+            if isinstance(request, DraftRequest):
+                calls[(family, "fresh" if request.intent is None else request.intent.action)] += 1
+    per_family = Counter(re.search(r"family=(\w+)", t.prompt)[1] for t in tasks)  # type: ignore[index]
+    return Spent(
+        passed=sum(r.answer == "42" for r in results) / len(results),  # type: ignore[union-attr]
+        usd=sum(r.usage.cost_usd for r in results) / len(results),  # type: ignore[union-attr]
+        calls={key: n / per_family[key[0]] for key, n in calls.items()},
+    )
+
+
+ESCALATION_ROWS = [
+    "adaptive, with escalation",
+    "adaptive, without",
+    "best-of-N, drafter's model",
+    "stronger model alone, until it passes",
+    "stronger model alone, at the budget",
+]
+
+
+def escalation_cell(fraction: float, count: int, budget: float, seed: int) -> tuple[float, dict[str, Spent]]:
+    """Every row's figures on one batch, at ``budget`` fresh samples of the drafter's model per task (in USD,
+    as measured on these tasks); and that budget in USD."""
+    tasks = escalation_tasks(fraction, count, seed)
+    unit = run_money("best_of_n", tasks, None, escalate=False, drafter=CHEAP, rounds=1).usd  # one fresh sample
+    usd = budget * unit
+    n = int(budget)
+    rows = {
+        "adaptive, with escalation": run_money("adaptive", tasks, usd, escalate=True, drafter=CHEAP),
+        "adaptive, without": run_money("adaptive", tasks, usd, escalate=False, drafter=CHEAP),
+        "best-of-N, drafter's model": run_money(
+            "best_of_n", tasks, None, escalate=False, drafter=CHEAP, samples=n, rounds=1
+        ),
+        "stronger model alone, until it passes": run_money(
+            "fixed:fresh", tasks, None, escalate=False, drafter=STRONG, rounds=STRONG_ROUNDS
+        ),
+        "stronger model alone, at the budget": run_money("fixed:fresh", tasks, usd, escalate=False, drafter=STRONG),
+    }
+    return usd, rows
+
+
+def escalation_section(count: int, budgets: list[float], seed: int) -> bool:
+    """Print the escalation cells at each budget; whether the criterion holds where a fifth of the tasks need the
+    stronger model, at every budget."""
+    solvable = FAMILIES["solvable"]
+    print(
+        f"\nEscalation: {count} tasks a batch; the drafter's model at ${CHEAP_USD[0]:g}/${CHEAP_USD[1]:g} per million "
+        f"prompt/answer tokens, the stronger model at ${STRONG_USD[0]:g}/${STRONG_USD[1]:g} (15 times). Solvable "
+        f"tasks: a fresh sample of the drafter's model right {solvable.fresh:.0%}, a revision {solvable.fix:.0%}; the "
+        f"others never by it; the stronger model right {solvable.strong:.0%} a call on any task. The budget per task "
+        f"is counted in the drafter's fresh samples (in USD, as measured on the batch).\n"
+    )
+    print(
+        "| budget (fresh samples) | stronger-only tasks | policy | pass rate | USD per task | cost / budget "
+        "| cost / stronger alone | pass - stronger alone (points) | calls per task (solvable; stronger-only) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    verdicts = []
+    for budget in budgets:
+        for fraction in FRACTIONS:
+            usd, rows = escalation_cell(fraction, count, budget, seed)
+            alone = rows["stronger model alone, until it passes"]
+            for name in ESCALATION_ROWS:
+                row = rows[name]
+                print(
+                    f"| {budget:g} ({usd * 1e6:.0f} µ$) | {fraction:.0%} | {name} | {row.passed:.1%} "
+                    f"| {row.usd * 1e6:.1f} µ$ | {row.usd / usd:.2f} | {row.usd / alone.usd:.2f} "
+                    f"| {100 * (row.passed - alone.passed):+.1f} | {_where(row)} |",
+                    flush=True,
+                )
+            if fraction == 0.2:
+                bought = rows["adaptive, with escalation"]
+                holds = bought.passed >= alone.passed - POINTS / 100 and bought.usd <= COST_SHARE * alone.usd
+                verdicts.append(f"{budget:g}: {'holds' if holds else 'MISSED'}")
+    print(
+        f"\ncriterion (a fifth of the tasks need the stronger model: with escalation, within {POINTS:g} points of "
+        f"its pass rate alone at no more than {COST_SHARE:g} of its cost), by budget: {', '.join(verdicts)}"
+    )
+    return all(v.endswith("holds") for v in verdicts)
+
+
+def _where(row: Spent) -> str:
+    """Calls per task of each family, by action (f fresh, r revise, c critique, e escalate)."""
+    cells = []
+    for family in ("solvable", "strong_only"):
+        counts = {a: row.calls.get((family, a), 0.0) for a in ("fresh", "revise", "critique", "escalate")}
+        if any(counts.values()):
+            cells.append(" ".join(f"{a[0]} {n:.1f}" for a, n in counts.items() if n))
+    return "; ".join(cells) or "-"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=["mixes", "escalation"], help="one section (default: both)")
     parser.add_argument("--tasks", type=int, default=1000, help="tasks per mix")
     parser.add_argument("--budget", type=int, default=4, help="model calls per task on average")
     parser.add_argument("--samples", type=int, default=1, help="drafts per round (adaptive and fixed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--turns", type=int, default=3, help="alternating timed turns for the cost of deciding")
     parser.add_argument("--verbose", action="store_true", help="every policy's figures per mix")
+    parser.add_argument("--escalation-tasks", type=int, default=1000, help="tasks per escalation batch")
+    parser.add_argument(
+        "--usd-budget",
+        type=float,
+        nargs="+",
+        default=[20.0, 40.0],
+        help="escalation's budgets per task, in the drafter's fresh samples (20: about what the stronger model "
+        "alone spends to pass)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    ok = True
+    if args.only != "escalation":
+        ok = mixes_section(args)
+    if args.only != "mixes":
+        ok = escalation_section(args.escalation_tasks, args.usd_budget, args.seed) and ok
+    print(f"\n{time.perf_counter() - started:.1f} s in all")
+    return 0 if ok else 1
+
+
+def mixes_section(args: argparse.Namespace) -> bool:
+    """Print the mixes' table and the cost of deciding; whether every mix met its targets."""
     print(f"{args.tasks} tasks per mix, {args.budget} calls per task on average, {args.samples} draft(s) a round\n")
     print(
         "| mix | adaptive (calls/task) | best fixed | adaptive / best fixed | best-of-N | adaptive - best-of-N "
@@ -354,10 +576,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     missed = [r.mix for r in rows if not r.ok]
     print(
-        f"\n{time.perf_counter() - started:.1f} s in all; targets (>= {RATIO} of the best fixed allocation, "
-        f"no more than {BEHIND:g} point below best-of-N): {len(rows) - len(missed)} of {len(rows)} mixes met"
+        f"\ntargets (>= {RATIO} of the best fixed allocation, no more than {BEHIND:g} point below best-of-N): "
+        f"{len(rows) - len(missed)} of {len(rows)} mixes met"
     )
-    return 1 if missed else 0
+    return not missed
 
 
 if __name__ == "__main__":
