@@ -60,7 +60,6 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -75,9 +74,10 @@ from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.setup import RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Action, CheckResult, DraftRequest, FeedbackState, Message, Result, Task
-from redraft.scenarios import Scenario, scenario
+from redraft.scenarios import scenario
 from redraft.strategies import Escalation, RoundContext, Share, get_strategy, strategy
 from redraft.strategies._adaptive import Adaptive, _Memo
+from tests.support.simulated import SimulatedAnswers
 
 Feedback = Literal["localized", "score", "none"]
 
@@ -161,21 +161,10 @@ def stronger_model(request: ChatRequest) -> str:
 
 
 @scenario("simulated")
-class Simulated(Scenario):
+class Simulated(SimulatedAnswers):
     """Tasks of the mix named by the run; right is '42'."""
 
     name = "simulated"
-    check_cost = "instant"
-
-    def tasks(self, *, seed: int) -> Iterator[Task]:
-        raise NotImplementedError("the benchmark makes its own tasks")
-
-    def system_prompt(self) -> str:
-        return "Answer."
-
-    def answer(self, text: str) -> str | None:
-        found = re.search(r"answer (\d+)", text)
-        return found[1] if found else None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
         feedback = _family(task.prompt).feedback

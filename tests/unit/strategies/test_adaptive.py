@@ -37,30 +37,17 @@ from redraft.protocols.messages import (
 )
 from redraft.rundir.frames import KnownFrame
 from redraft.rundir.spending import spending, spending_table
-from redraft.scenarios import Scenario
 from redraft.scenarios._base import SCENARIOS
 from redraft.strategies import CallOutcome, Ledger, Share, Tally, feedback_state, ledger_name
 from redraft.strategies._choice import batch_posterior, plan, settled, task_chance
 from tests.support.harness import run_task, scripted_arbiter, wire
+from tests.support.simulated import RIGHT, SimulatedAnswers
 
-RIGHT = "42"
 
-
-class AdaptiveSim(Scenario):
+class AdaptiveSim(SimulatedAnswers):
     """Tasks whose prompt says the feedback they get (``feedback=localized|score|none``); right is 42."""
 
     name = "adaptive_sim"
-    check_cost = "instant"
-
-    def tasks(self, *, seed: int) -> Iterator[Task]:
-        raise NotImplementedError("each test makes its own tasks")
-
-    def system_prompt(self) -> str:
-        return "Answer."
-
-    def answer(self, text: str) -> str | None:
-        found = re.search(r"answer (\d+)", text)
-        return found[1] if found else None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
         kind = re.search(r"feedback=(\w+)", task.prompt)[1]  # type: ignore[index]

@@ -13,7 +13,6 @@ import asyncio
 import random
 import re
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 
@@ -22,32 +21,20 @@ from redraft.backends.base import ChatRequest
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import CheckResult, Decision, DraftRequest, Message, Result, Task
-from redraft.scenarios import Scenario
 from redraft.scenarios._base import SCENARIOS
 from redraft.strategies import Ledger, Share, ledger_name
 from redraft.strategies._choice import batch_posterior
 from tests.support.harness import scripted_arbiter, wire
+from tests.support.simulated import RIGHT, SimulatedAnswers
 
-RIGHT = "42"
 WRONG = ["7", "8", "9"]
 
 
-class Mixed(Scenario):
+class Mixed(SimulatedAnswers):
     """Tasks that say which action fixes them (``fix=revise|fresh``); right is 42, a wrong answer's failed
     example is named (localized feedback)."""
 
     name = "mixed_sim"
-    check_cost = "instant"
-
-    def tasks(self, *, seed: int) -> Iterator[Task]:
-        raise NotImplementedError("each test makes its own tasks")
-
-    def system_prompt(self) -> str:
-        return "Answer."
-
-    def answer(self, text: str) -> str | None:
-        found = re.search(r"answer (\d+)", text)
-        return found[1] if found else None
 
     def check(self, task: Task, text: str) -> list[CheckResult]:
         if self.answer(text) == RIGHT:

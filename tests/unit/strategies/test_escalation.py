@@ -28,7 +28,8 @@ from redraft.scenarios._base import SCENARIOS
 from redraft.strategies import Escalation, Share, Tally, get_strategy
 from redraft.strategies._choice import best_value, escalates, plan
 from tests.support.harness import wire
-from tests.unit.strategies.test_adaptive import RIGHT, AdaptiveSim, requests, result
+from tests.support.simulated import RIGHT
+from tests.unit.strategies.test_adaptive import AdaptiveSim, requests, result
 
 PRICES = PriceTable(
     default_prices().prices | {"cheap": Price(input=1.0, output=1.0), "strong": Price(input=10.0, output=10.0)}
