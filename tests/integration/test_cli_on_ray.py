@@ -65,6 +65,8 @@ def test_run_writes_the_run_directory_and_prints_the_table(
             "batch_calls",
             "saved_calls",
             "saved_usd",
+            "cache_write_tokens",
+            "prompt_cache_saved_usd",
         } == set(record["usage"])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["tasks"] == 4
