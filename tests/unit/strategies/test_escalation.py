@@ -8,12 +8,9 @@ import asyncio
 import itertools
 import math
 import random
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import pytest
 
-from redraft.backends.base import ChatRequest
 from redraft.backends.pricing import Price, PriceTable, default_prices
 from redraft.backends.scripted import ScriptedSpec
 from redraft.config import RunConfig
@@ -29,7 +26,7 @@ from redraft.strategies import Escalation, Share, Tally, get_strategy
 from redraft.strategies._choice import best_value, escalates, plan
 from tests.support.harness import wire
 from tests.support.simulated import RIGHT
-from tests.unit.strategies.test_adaptive import AdaptiveSim, requests, result
+from tests.unit.strategies.test_adaptive import AdaptiveSim, Model, requests, result
 
 PRICES = PriceTable(
     default_prices().prices | {"cheap": Price(input=1.0, output=1.0), "strong": Price(input=10.0, output=10.0)}
@@ -42,21 +39,9 @@ def simulated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(SCENARIOS._entries, AdaptiveSim.name, AdaptiveSim)
 
 
-@dataclass
-class Cheap:
+def cheap(revised: str = "8") -> Model:
     """The drafter's model: fresh samples say 7; revisions say ``revised`` (each worded anew); ``easy`` is right."""
-
-    revised: str = "8"
-    calls: Iterator[int] = field(default_factory=itertools.count)
-
-    def __call__(self, request: ChatRequest) -> str:
-        n = next(self.calls)
-        if request.json_schema is not None:  # the critic
-            return '{"issues": [{"severity": "critical", "quote": "answer", "reason": "wrong", "fix": "redo"}]}'
-        user = request.messages[-1].content
-        if "easy" in user:
-            return f"call {n}: answer {RIGHT}"
-        return f"call {n}: answer {self.revised if 'Your best answer so far' in user else '7'}"
+    return Model(revised=revised)
 
 
 def strong(answer: str = RIGHT) -> ScriptedSpec:
@@ -73,7 +58,7 @@ def easy(i: int) -> Task:
 
 
 def run_batch(
-    tasks: list[Task], cheap: Cheap, escalate: ScriptedSpec, batch: str, share: Share | None, samples: int = 2
+    tasks: list[Task], cheap: Model, escalate: ScriptedSpec, batch: str, share: Share | None, samples: int = 2
 ) -> list[list[Message]]:
     setup = RoleSetup(
         scenario="adaptive_sim",
@@ -131,7 +116,7 @@ def test_it_is_offered_only_where_the_cheap_actions_are_worth_less_a_call() -> N
 
 
 def test_a_task_only_the_stronger_model_solves_buys_it_after_the_cheap_calls_stop_paying() -> None:
-    traces = run_batch([hard(i) for i in range(4)], Cheap(), strong(), "solves", Share(1.0, "usd"))
+    traces = run_batch([hard(i) for i in range(4)], cheap(), strong(), "solves", Share(1.0, "usd"))
     firsts = []
     for trace in traces:
         final, chosen = result(trace), actions(trace)
@@ -148,7 +133,7 @@ def test_a_task_only_the_stronger_model_solves_buys_it_after_the_cheap_calls_sto
 
 
 def test_tasks_the_cheap_revisions_fix_never_escalate() -> None:
-    traces = run_batch([hard(i) for i in range(8)], Cheap(revised=RIGHT), strong(), "cheap_pays", Share(1.0, "usd"))
+    traces = run_batch([hard(i) for i in range(8)], cheap(revised=RIGHT), strong(), "cheap_pays", Share(1.0, "usd"))
     assert all(result(t).passed for t in traces)
     assert all(a != "escalate" for t in traces for _, a in actions(t))
     assert not any(isinstance(m, Draft) and m.model == "strong" for t in traces for m in t)
@@ -157,7 +142,7 @@ def test_tasks_the_cheap_revisions_fix_never_escalate() -> None:
 def test_a_budget_in_money_holds_over_the_batch_but_for_the_last_call() -> None:
     tasks = [easy(0), easy(1), hard(2), hard(3)]
     budget = 0.002  # per task: a strong call here costs about 0.00025
-    traces = run_batch(tasks, Cheap(), strong("9"), "money", Share(budget, "usd"))  # nothing ever solves hard ones
+    traces = run_batch(tasks, cheap(), strong("9"), "money", Share(budget, "usd"))  # nothing ever solves hard ones
     spent = [result(t).usage.cost_usd for t in traces]
     assert [result(t).passed for t in traces] == [True, True, False, False]
     assert all(result(t).stop_reason in ("budget", "no_improvement") for t in traces[2:])
@@ -171,11 +156,11 @@ def test_an_escalation_asked_of_a_drafter_with_no_stronger_model_is_a_protocol_e
     from redraft.engine._model_role import CallSettings
     from redraft.engine.drafter import Drafter
 
-    drafter = Drafter(ScriptedSpec(Cheap(), model="cheap"), "adaptive_sim", CallSettings(0.8, 64))
+    drafter = Drafter(ScriptedSpec(cheap(), model="cheap"), "adaptive_sim", CallSettings(0.8, 64))
     request = DraftRequest(task=hard(0), round=1, sample=0, seed=1, intent=Intent(action="escalate", state="localized"))
     with pytest.raises(ProtocolError, match="no stronger model"):
         asyncio.run(drafter.draft(request))
-    routed = Drafter(ScriptedSpec(Cheap(), model="cheap"), "adaptive_sim", CallSettings(0.8, 64), escalate=strong())
+    routed = Drafter(ScriptedSpec(cheap(), model="cheap"), "adaptive_sim", CallSettings(0.8, 64), escalate=strong())
     assert asyncio.run(routed.draft(request)).model == "strong"
     plain = msgspec_replace(request, intent=Intent(action="revise", state="localized"))
     assert asyncio.run(routed.draft(plain)).model == "cheap"
@@ -239,7 +224,7 @@ def test_the_report_shows_the_escalations_and_what_they_bought() -> None:
     from redraft.rundir.spending import spending, spending_table
     from redraft.views._spending import spending_view
 
-    [trace] = run_batch([hard(0)], Cheap(), strong(), "report", Share(1.0, "usd"))
+    [trace] = run_batch([hard(0)], cheap(), strong(), "report", Share(1.0, "usd"))
     spent = spending("h0", [KnownFrame(m) for m in trace])
     rows = {(r.state, r.action): r for r in spending_table(spent)}
     bought = rows[("localized", "escalate")]
