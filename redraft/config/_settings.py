@@ -71,7 +71,7 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
     escalate: Annotated[
         str | None,
         _help(
-            "Backend spec of a stronger model the adaptive strategy may buy a revision from, at its price, once "
+            "Backend spec of a stronger model the adaptive strategy may buy a sample from, at its price, once "
             "the drafter's own calls stop paying on a task (give the budget in money: --usd-per-task).",
             panel="Model",
         ),

@@ -31,10 +31,12 @@ the rest there, and one still failing borrows from it to go on. In tokens or USD
 call is priced at what the task's own calls have cost on average so far (with an
 escalation, a call of the drafter's model at the task's mix of tokens).
 
-With ``--escalate MODEL``, a fourth action revises the best with the stronger
-model, at its price in the drafter's calls (`redraft.strategies.Escalation`); it is
-offered only once the drafter's own actions are worth less per call
-(`redraft.strategies._choice.escalates`), and paid from the task's share and the
+With ``--escalate MODEL``, a fourth action is a fresh sample of the stronger model
+(a cascade: its prompt is the task's, not a revision's carrying the cheaper model's
+attempts), at its price in the drafter's calls (`redraft.strategies.Escalation`);
+it is offered only once the drafter's own actions are worth less per call, the task's
+failures having made it likely out of their reach (`redraft.strategies._choice.reach`
+and `escalates`), and paid from the task's share and the
 bank like any call. A round's plan never spends more than the share and the bank
 hold by the estimate of a call's price; the last round may overrun it by what the
 estimate missed (a call longer than the task's average), never by a whole round.
@@ -65,7 +67,7 @@ from redraft.strategies._base import (
     rank,
     strategy,
 )
-from redraft.strategies._choice import REPEATED, REVISING, WORTH, best_value, escalates, plan, settled
+from redraft.strategies._choice import CHEAP, REPEATED, REVISING, WORTH, best_value, escalates, plan, reach, settled
 from redraft.strategies._ledger import ACTIONS, CallOutcome, Ledger, Table, Tally
 
 NEAR = 0.75
@@ -93,6 +95,8 @@ class _Memo:
     answers: Counter[str] = field(default_factory=Counter)
     said: set[str] = field(default_factory=set)
     """The texts of the task's failing candidates: a revision that hands one back is a repeat."""
+    missed: Counter[Action] = field(default_factory=Counter)
+    """The task's calls of the drafter's model that did not raise its best, by action (for `reach`)."""
     candidates: int = 0
     borrowed: float = 0.0
     calls: float = math.inf
@@ -111,6 +115,8 @@ class _Memo:
         then remember what its failing candidates said (round 0's fresh samples teach nothing: none is observed)."""
         for candidate, seen in zip(scored, observations, strict=bool(observations)):
             self._count(seen.state, seen.action, seen.improved)
+            if seen.action in CHEAP and not seen.improved:
+                self.missed[seen.action] += 1
             if seen.action in REVISING and not candidate.verification.passed and _said(candidate) in self.said:
                 # a failing answer handed back by a revision: given the same best, revising gives it again
                 for action in REVISING:
@@ -171,7 +177,7 @@ class Adaptive(Strategy):
         if state == "none":  # nothing for a revision to act on, nor any score to tell what it bought: sample
             return ["fresh"] * int(max(1.0, min(ctx.samples, memo.calls)))
         rng = random.Random(ctx.seed(f"{ctx.round}:plan", 0))
-        return plan(ctx.samples, memo.calls, state, memo.batch, memo.own, rng, _ratio(ctx))
+        return plan(ctx.samples, memo.calls, state, memo.batch, memo.own, rng, _ratio(ctx), _within(ctx, memo, state))
 
     async def finish(self, ctx: RoundContext, result: Result) -> None:
         memo: _Memo | None = ctx.state.get("adaptive")
@@ -188,7 +194,7 @@ class Adaptive(Strategy):
         if state == "none":  # nothing for a revision to act on: sample until the majority is settled
             if (chance := settled(memo.answers)) is not None:
                 return "stable", f"no feedback signal, and its answer is settled (the majority with p = {chance:.3f})"
-        elif (value := best_value(state, memo.batch, memo.own, _ratio(ctx)))[0] < self.worth:
+        elif (value := best_value(state, memo.batch, memo.own, _ratio(ctx), _within(ctx, memo, state)))[0] < self.worth:
             return "no_improvement", (
                 f"no action is worth a call: the best, {value[1]}, raises the best score with an expected "
                 f"{value[0]:.3f} a call (< {self.worth:g}), from what the batch and this task have seen"
@@ -200,7 +206,11 @@ class Adaptive(Strategy):
         left = share.amount + memo.borrowed - share.spent(ctx.spent)
         want = ctx.samples * per_call
         ratio = _ratio(ctx)
-        if ratio is not None and state != "none" and escalates(state, memo.batch, memo.own, ratio):
+        if (
+            ratio is not None
+            and state != "none"
+            and escalates(state, memo.batch, memo.own, ratio, _within(ctx, memo, state))
+        ):
             want = max(want, ratio * per_call)  # enough for the one call worth most
         lent = 0.0
         if left < want:
@@ -224,6 +234,12 @@ class Adaptive(Strategy):
 def _ratio(ctx: RoundContext) -> float | None:
     """An escalation's cost in the drafter's calls, at the task's mix of tokens so far; None: the run has none."""
     return None if ctx.escalation is None else ctx.escalation.ratio(ctx.spent)
+
+
+def _within(ctx: RoundContext, memo: _Memo, state: FeedbackState) -> float:
+    """The chance the drafter's model can still solve the task (`reach`) where a stronger model is on offer; 1
+    where none is (the choice among the drafter's own actions does not need it)."""
+    return 1.0 if ctx.escalation is None else reach(state, memo.batch, memo.missed)
 
 
 def _per_call(ctx: RoundContext, share: Share) -> float:
@@ -260,7 +276,7 @@ async def _drafted(
         if counts[action]:
             intended = msgspec.structs.replace(intent, action=action)
             given = revision if action == "critique" else None
-            fresh = action == "fresh"
+            fresh = action in ("fresh", "escalate")  # an escalation is the stronger model's own sample
             calls.append(ctx.draft(counts[action], fresh=fresh, revision=given, first=first, intent=intended))
             chosen |= dict.fromkeys(range(first, first + counts[action]), action)
             first += counts[action]

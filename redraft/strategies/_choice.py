@@ -20,13 +20,17 @@ rate drawn from its posterior (Thompson sampling: the batch explores what it is
 unsure of); a task is worth another call while some action's expected chance per
 call, at the batch's mean rate, is at least `WORTH`.
 
-An escalation (a revision by the run's stronger model, ``--escalate``) costs what
+An escalation (a fresh sample of the run's stronger model, ``--escalate``) costs what
 its call costs in the drafter's calls (`redraft.strategies.Escalation.ratio`), and its
 prior is even odds, as a fresh sample's: a stronger model is not assumed worse than
-a fresh sample of the weaker one. It is offered to a round only where, at the batch's
-mean rates and the task's own calls, it is worth more per call than every cheap
-action (`escalates`): a task on which the drafter's actions still pay never buys
-one, whatever the Thompson draws say."""
+a fresh sample of the weaker one. With one on offer, a task may be out of the
+drafter's reach altogether (`reach`): each of its failed cheap calls, of whichever
+action, multiplies the odds that it is within reach by that action's chance of
+failing, so the cheap actions' worth on a task that keeps failing falls
+geometrically, not as one action's own tally does. An escalation is offered to a
+round only where, at the batch's mean rates and the task's own calls, it is worth
+more per call than every cheap action (`escalates`): a task on which the drafter's
+actions still pay never buys one, whatever the Thompson draws say."""
 
 from __future__ import annotations
 
@@ -64,6 +68,9 @@ CHEAP: tuple[Action, ...] = tuple(a for a in ACTIONS if a != "escalate")
 WORTH = 0.02
 """A call is worth making while some action's expected chance of raising the task's best, per call it
 costs, is at least this (one call in fifty)."""
+REACH = 0.5
+"""With a stronger model on offer, the odds before a task's first cheap call that the drafter's model can solve
+it at all: even (a batch the cheap model solves whole loses about one escalation in twenty-five tasks to them)."""
 SETTLED = 0.95
 """A task with no feedback signal stops once its leading answer is the majority with this probability."""
 
@@ -107,6 +114,18 @@ def task_chance(rate: float, own: Tally) -> float:
     return (TASK_WEIGHT * rate + own.wins) / (TASK_WEIGHT + own.tries)
 
 
+def reach(state: FeedbackState, batch: Table, missed: Counter[Action]) -> float:
+    """The chance the drafter's model can still solve a task whose cheap calls failed ``missed`` times (by
+    action): `REACH` at first, each failure multiplying the odds by its action's chance of failing at the batch's
+    mean rate in ``state``."""
+    odds = REACH / (1 - REACH)
+    for action in CHEAP:
+        if missed[action]:
+            wins, losses = batch_posterior(state, action, batch)
+            odds *= (losses / (wins + losses)) ** missed[action]
+    return odds / (1 + odds)
+
+
 def plan(
     slots: int,
     calls: float,
@@ -115,12 +134,14 @@ def plan(
     own: Table,
     rng: random.Random,
     escalation: float | None = None,
+    within: float = 1.0,
 ) -> list[Action]:
     """Up to ``slots`` drafts costing at most ``calls`` calls, each slot's action the highest `task_chance` per
     call, on a batch rate drawn from its posterior (a critique is one call, shared by every slot revising with it;
-    an escalation, ``escalation`` calls, is offered only where `escalates`)."""
+    an escalation, ``escalation`` calls, is offered only where `escalates`; the cheap actions' chances are
+    scaled by ``within``, the task's `reach`)."""
     offered = CHEAP
-    if escalation is not None and escalates(state, batch, own, escalation):
+    if escalation is not None and escalates(state, batch, own, escalation, within):
         offered = ACTIONS
     chosen: list[Action] = []
     left, critiqued = calls, False
@@ -130,7 +151,8 @@ def plan(
             price = cost(action, critiqued, escalation or math.inf)
             if price <= left:
                 rate = rng.betavariate(*batch_posterior(state, action, batch))
-                draws.append((task_chance(rate, own.get((state, action), Tally())) / price, action, price))
+                chance = task_chance(rate, own.get((state, action), Tally())) * (within if action in CHEAP else 1.0)
+                draws.append((chance / price, action, price))
         if not draws:
             break
         _, action, price = max(draws)
@@ -140,23 +162,36 @@ def plan(
     return chosen
 
 
-def value(state: FeedbackState, action: Action, batch: Table, own: Table, escalation: float = math.inf) -> float:
-    """``action``'s expected chance per call of raising this task's best, at the batch's mean rate."""
+def value(
+    state: FeedbackState,
+    action: Action,
+    batch: Table,
+    own: Table,
+    escalation: float = math.inf,
+    within: float = 1.0,
+) -> float:
+    """``action``'s expected chance per call of raising this task's best, at the batch's mean rate (a cheap
+    action's scaled by ``within``, the task's `reach`)."""
     wins, losses = batch_posterior(state, action, batch)
-    return task_chance(wins / (wins + losses), own.get((state, action), Tally())) / cost(action, False, escalation)
+    chance = task_chance(wins / (wins + losses), own.get((state, action), Tally()))
+    return chance * (within if action in CHEAP else 1.0) / cost(action, False, escalation)
 
 
-def escalates(state: FeedbackState, batch: Table, own: Table, escalation: float) -> bool:
-    """Whether an escalation costing ``escalation`` calls is worth more per call than every cheap action here."""
-    cheap = max(value(state, a, batch, own) for a in CHEAP)
+def escalates(state: FeedbackState, batch: Table, own: Table, escalation: float, within: float = 1.0) -> bool:
+    """Whether an escalation costing ``escalation`` calls is worth more per call than every cheap action here
+    (each scaled by ``within``, the task's `reach`)."""
+    cheap = max(value(state, a, batch, own, within=within) for a in CHEAP)
     return value(state, "escalate", batch, own, escalation) > cheap
 
 
-def best_value(state: FeedbackState, batch: Table, own: Table, escalation: float | None = None) -> tuple[float, Action]:
+def best_value(
+    state: FeedbackState, batch: Table, own: Table, escalation: float | None = None, within: float = 1.0
+) -> tuple[float, Action]:
     """The highest expected chance per call of any action on this task, at the batch's mean rates, and its action
-    (an escalation among them when the run has one, at its cost ``escalation``)."""
+    (an escalation among them when the run has one, at its cost ``escalation``; the cheap ones scaled by
+    ``within``)."""
     offered = CHEAP if escalation is None else ACTIONS
-    return max((value(state, a, batch, own, escalation or math.inf), a) for a in offered)
+    return max((value(state, a, batch, own, escalation or math.inf, within), a) for a in offered)
 
 
 def settled(answers: Counter[str], confidence: float = SETTLED) -> float | None:

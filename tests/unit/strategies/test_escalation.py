@@ -8,6 +8,7 @@ import asyncio
 import itertools
 import math
 import random
+from collections import Counter
 
 import pytest
 
@@ -23,7 +24,7 @@ from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Draft, DraftRequest, Intent, Message, Task, Usage
 from redraft.scenarios._base import SCENARIOS
 from redraft.strategies import Escalation, Share, Tally, get_strategy
-from redraft.strategies._choice import best_value, escalates, plan
+from redraft.strategies._choice import REACH, best_value, escalates, plan, reach
 from tests.support.harness import wire
 from tests.support.simulated import RIGHT
 from tests.unit.strategies.test_adaptive import AdaptiveSim, Model, requests, result
@@ -112,6 +113,25 @@ def test_it_is_offered_only_where_the_cheap_actions_are_worth_less_a_call() -> N
     assert best_value("localized", stuck, {})[1] != "escalate"  # a run with none never values it
 
 
+def test_a_task_s_cheap_failures_of_every_action_make_it_out_of_reach_geometrically() -> None:
+    batch = {("localized", "fresh"): Tally(30, 100), ("localized", "revise"): Tally(50, 100)}
+    assert reach("localized", batch, Counter()) == REACH
+    one_each = reach("localized", batch, Counter({"fresh": 1, "revise": 1}))
+    two_each = reach("localized", batch, Counter({"fresh": 2, "revise": 2}))
+    assert two_each < one_each < REACH
+    odds = [p / (1 - p) for p in (REACH, one_each, two_each)]
+    assert odds[1] / odds[0] == pytest.approx(odds[2] / odds[1])  # each failure, the same factor: geometric
+    assert odds[1] / odds[0] == pytest.approx((1 - 31 / 102) * (1 - 51 / 102), rel=0.05)  # the actions' failing odds
+    # a task failing its cheap calls escalates after a few, not after each action's own tally has decayed
+    assert not escalates("localized", batch, {}, 15.0, reach("localized", batch, Counter()))
+    failed = next(
+        n
+        for n in range(1, 40)
+        if escalates("localized", batch, {}, 15.0, reach("localized", batch, Counter({"revise": n})))
+    )
+    assert failed <= 6
+
+
 # ------------------------------------------------------------------ the strategy
 
 
@@ -127,6 +147,8 @@ def test_a_task_only_the_stronger_model_solves_buys_it_after_the_cheap_calls_sto
         )
         assert winner.model == "strong"
         assert final.usage_by_role["drafter"].cost_usd > 0
+        escalated = [r for r in requests(trace) if r.intent is not None and r.intent.action == "escalate"]
+        assert escalated and all(r.revision is None for r in escalated)  # the stronger model's own sample
     first = actions(traces[0])[: firsts[0]]
     assert {a for _, a in first} >= {"fresh", "revise"} and max(r for r, _ in first) >= 2  # cheap calls first
     assert firsts[-1] < firsts[0]  # what the batch learned: later tasks escalate sooner
