@@ -65,6 +65,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KEY_ENV = "OPENAI_API_KEY"
+CACHE_MINIMUM_TOKENS = 1024
+"""The shortest prompt prefix OpenAI's prompt cache serves (it caches by itself, no breakpoint)."""
 AZURE_KEY_ENV = "AZURE_OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 PLACEHOLDER_KEY = "not-needed"

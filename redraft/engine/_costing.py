@@ -15,6 +15,12 @@ for, the text is a critique, a plan of questions, a plan of `PLAN_STEPS` steps o
 on, that fills the schema's bounds by ``fill``. An answer is written out to at most `MAX_TEXT_TOKENS`;
 it is charged in full.
 
+Where the model it stands in for is OpenAI's or Anthropic's, it caches as that
+provider does (`PromptCaching`): a request's stable prefix, if it reaches the
+provider's minimum, is read from the cache when the same task sent it before
+(Anthropic's first sending is a cache write, at its price); a cold cache (the worst
+case) reads nothing and, at Anthropic, writes at every breakpoint.
+
 `CostingVerifier` gives each candidate the verdict of the `Course` being simulated,
 without running it: a pass at once, or a failure whose score rises every round
 (below the threshold, so neither ``--patience`` nor a repeated leader ends the task
@@ -30,9 +36,9 @@ import math
 import random
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
 from redraft.engine._answers import (
     MAX_ISSUES,
     MAX_QUESTION_TEXT,
@@ -87,18 +93,42 @@ def random_text(chars: int, seed: object) -> str:
     return units.decode("utf-16-le")
 
 
+@dataclass(frozen=True)
+class PromptCaching:
+    """How a provider's prompt cache serves a stable prefix: ``anthropic`` at a breakpoint, written the first time;
+    ``openai`` by itself, nothing to write; from ``minimum`` tokens. ``cold``: nothing is ever read back."""
+
+    provider: Literal["openai", "anthropic"]
+    minimum: int
+    cold: bool = False
+
+    @classmethod
+    def of(cls, spec: BackendSpec, cold: bool = False) -> PromptCaching | None:
+        """The cache of the provider ``spec`` calls (OpenAI itself or Anthropic); None for any other backend."""
+        from redraft.backends import anthropic, batchable, openai
+
+        inner = batchable(spec)  # the providers themselves: no compatible server, no Azure deployment
+        if isinstance(inner, anthropic.AnthropicSpec):
+            return cls("anthropic", anthropic.cache_minimum_tokens(inner.model), cold)
+        return None if inner is None else cls("openai", openai.CACHE_MINIMUM_TOKENS, cold)
+
+
 class CostingBackend:
     """Answers without calling anything; see the module docstring."""
 
-    def __init__(self, model: str, fill: float, batch: bool = False) -> None:
+    def __init__(self, model: str, fill: float, batch: bool = False, caching: PromptCaching | None = None) -> None:
         self.model = model
         self.fill = fill
         self.batch = batch
         """Its calls go through the provider's batch API (``--batch``): priced at the batch price."""
+        self.caching = caching
+        self._cached: set[tuple[str, int]] = set()
+        """The stable prefixes sent so far, by task (``cache_key``) and their text's hash."""
 
     async def complete(self, request: ChatRequest) -> Completion:
         seed = (request.seed, request.messages[-1].content[-64:], len(request.messages[-1].content))
         text, tokens = self._answer(request, seed)
+        read, written = self._cache(request)
         return Completion(
             text=text,
             usage=Usage(
@@ -106,11 +136,26 @@ class CostingBackend:
                 output_tokens=tokens,
                 calls=1,
                 batch_calls=int(self.batch),
+                cached_tokens=read,
+                cache_write_tokens=written,
             ),
             model=self.model,
             finish_reason="length",
             latency_s=0.0,
         )
+
+    def _cache(self, request: ChatRequest) -> tuple[int, int]:
+        """The prompt's tokens read from the provider's cache, and written to it (see the module docstring)."""
+        caching, prefix = self.caching, request.stable_prefix()
+        size = prompt_tokens(prefix)
+        if caching is None or not prefix or size < caching.minimum:
+            return 0, 0
+        key = (request.cache_key, hash(tuple(m.content for m in prefix)))
+        seen = key in self._cached and not caching.cold
+        self._cached.add(key)
+        if caching.provider == "anthropic":
+            return (size, 0) if seen else (0, size)
+        return (size if seen else 0), 0
 
     def _answer(self, request: ChatRequest, seed: object) -> tuple[str, int]:
         """The answer's text and the output tokens it is charged: ``fill`` of its max tokens; a structured
@@ -146,9 +191,10 @@ class CostingSpec:
     fill: float
     spec: str = "costing"
     batch: bool = False
+    caching: PromptCaching | None = None
 
     def create(self) -> Backend:
-        return CostingBackend(self.model, self.fill, self.batch)
+        return CostingBackend(self.model, self.fill, self.batch, self.caching)
 
 
 class CostingVerifier(Verifier):

@@ -18,8 +18,12 @@ models and the verifier's verdicts are doubles. Three courses are simulated:
 
 A task's worst case is the most it spends in either failing course (the half-length
 course may go more rounds under a per-task token or USD budget). Prompts are counted
-at about four characters a token, with a stated prompt cache hit rate (`PROMPT_CACHE_HIT_RATE`) and no
-response cache hits (both make a real run cheaper); a task's time limits are not simulated.
+at about four characters a token and no response cache hits (a real run may have some); a task's time
+limits are not simulated. Where a model is OpenAI's or Anthropic's, its prompt cache is simulated
+(`redraft.engine._costing.PromptCaching`): in the first-pass and expected courses a task's stable prefix, where
+it reaches the provider's minimum, is read back from its second sending on (Anthropic's first sending a cache
+write); the worst case reads nothing back and pays every Anthropic write. The hit rate this comes to (cached
+input tokens over input tokens, expected) is stated with the estimate.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from redraft import services
 from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
 from redraft.config import Budgets, RunConfig
-from redraft.engine._costing import CostingSpec, CostingVerifier, Course
+from redraft.engine._costing import CostingSpec, CostingVerifier, Course, PromptCaching
 from redraft.engine._money import model_of as model_of  # the tune prices its proposer by it too
 from redraft.engine._refine import run_blocking
 from redraft.engine.arbiter import Arbiter
@@ -48,10 +52,6 @@ from redraft.engine.setup import RoleSetup, role_constructors, verifier_backend
 from redraft.protocols.messages import Result, Task, Usage
 from redraft.strategies import Strategy, ledger_name
 
-PROMPT_CACHE_HIT_RATE = 0.0
-"""The share of input tokens the estimate assumes the provider's prompt cache serves: none, so its input cost is
-what a run pays at most; how much of a prompt a cache serves depends on the provider's routing and the
-cache's lifetime, which a simulation cannot know."""
 SAMPLE = 200
 """Tasks simulated at most; a larger run is estimated from a seeded sample of this many."""
 IN_FLIGHT = 32
@@ -79,6 +79,11 @@ class Spend(msgspec.Struct, frozen=True):
     def scaled(self, factor: float) -> Spend:
         """Each figure times ``factor`` (token and call counts rounded)."""
         return Spend({role: _scaled(usage, factor) for role, usage in self.by_role.items()})
+
+    def cold(self) -> Spend:
+        """The same, with no token counted as read back from a prompt cache: the worst case's count (its USD, the
+        larger course's, is the cold course's answering at its limits wherever that spends more)."""
+        return Spend({r: msgspec.structs.replace(u, cached_tokens=0) for r, u in self.by_role.items()})
 
     def most(self, other: Spend) -> Spend:
         """Each role's figures, each the larger of the two."""
@@ -207,7 +212,7 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
     results = run_blocking(_simulate_all(run, picked), "redraft-estimate")
     worst, failing, passing = ([Spend(dict(r.usage_by_role)) for r in course] for course in results)
     factor = total / len(picked) if picked else 0.0
-    per_task_worst = [w.most(f) for w, f in zip(worst, failing, strict=True)]
+    per_task_worst = [w.most(f).cold() for w, f in zip(worst, failing, strict=True)]
     first_pass = _sum(passing).scaled(factor)
     expected = (_sum(passing) + _sum(failing)).scaled(factor / 2)
     if done.tasks:
@@ -217,7 +222,7 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
     unpriced = tuple(sorted({m for m in models.values() if not prices.free(m) and prices.price_of(m) is None}))
     free = all(prices.free(m) for m in models.values())
     errors = [r.error for course in results for r in course if r.error]
-    said = _assumptions(config, total, len(picked), done.tasks, errors)
+    said = _assumptions(config, total, len(picked), done.tasks, errors, expected.total)
     if unpriced:
         said += (f"unpriced: {', '.join(unpriced)}, not in the price table: counted, not priced (--prices FILE)",)
     if free:
@@ -286,7 +291,8 @@ def costing_roles(run: ResolvedRun, course: Course) -> Roles:
 
     def double(spec: BackendSpec) -> CostingSpec:
         batch = run.runtime.batch and batchable(spec) is not None
-        return CostingSpec(model=model_of(spec), fill=course.fill, batch=batch)
+        caching = PromptCaching.of(spec, cold=course is WORST)
+        return CostingSpec(model=model_of(spec), fill=course.fill, batch=batch, caching=caching)
 
     costing = dataclasses.replace(
         setup,
@@ -315,7 +321,9 @@ def _models(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
     return {role: model_of(spec) for role, spec in specs.items() if role in made and spec is not None}
 
 
-def _assumptions(config: RunConfig, tasks: int, simulated: int, done: int, errors: list[str]) -> tuple[str, ...]:
+def _assumptions(
+    config: RunConfig, tasks: int, simulated: int, done: int, errors: list[str], expected: Usage
+) -> tuple[str, ...]:
     e = config.experiment
     said = [
         f"simulated: a seeded sample of {simulated:,} of the {tasks:,} tasks, scaled up to all of them"
@@ -328,12 +336,28 @@ def _assumptions(config: RunConfig, tasks: int, simulated: int, done: int, error
         else "expected: assumed, not known: half the tasks pass at once, the rest run to the cycle limit, "
         "answers at half their max tokens",
         "tokens: about 4 characters each; no response cache hits (a real run may have some)",
-        f"prompt cache: a {PROMPT_CACHE_HIT_RATE:.0%} hit rate assumed, every input token at its full price; a run "
-        "whose stable prefixes (instructions, task) the provider caches pays less, and its end table says how much",
+        _prompt_cache(expected, done),
     ]
     if errors:
         said.append(f"incomplete: {len(errors)} simulated task(s) ended in error ({errors[0]})")
     return tuple(said)
+
+
+def _prompt_cache(expected: Usage, done: int) -> str:
+    """The expected course's prompt cache hit rate, and how it was come to."""
+    rate = expected.cached_tokens / expected.input_tokens if expected.input_tokens else 0.0
+    if done:
+        return f"prompt cache: a {rate:.0%} hit rate, what the {done:,} tasks done were served by the provider's cache"
+    if not expected.cached_tokens and not expected.cache_write_tokens:
+        return (
+            "prompt cache: a 0% hit rate, every input token at its full price (no role's model is OpenAI's or "
+            "Anthropic's, or no stable prefix reaches the provider's minimum)"
+        )
+    return (
+        f"prompt cache: a {rate:.0%} hit rate expected (a task's stable prefix, its instructions and the task, read "
+        "back from its second sending on where it reaches the provider's minimum; Anthropic's first sending "
+        "written at its price); the worst case reads nothing back"
+    )
 
 
 def _sooner(config: RunConfig) -> str:

@@ -265,3 +265,40 @@ def test_a_batch_run_is_estimated_at_the_batch_price(monkeypatch: pytest.MonkeyP
     assert made.worst.total.cost_usd > 0
     assert batched.worst.total.cost_usd == pytest.approx(made.worst.total.cost_usd / 2)
     assert batched.expected.total.cost_usd == pytest.approx(made.expected.total.cost_usd / 2)
+
+
+@pytest.mark.parametrize("model", ["anthropic:claude-sonnet-4-5", "openai:gpt-4o-mini"])
+def test_the_provider_s_prompt_cache_is_simulated_and_its_hit_rate_stated(
+    model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redraft.engine import _costing
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    config = RunConfig.build(scenario="incident", model=model, limit=3, samples=2, max_rounds=3, patience=3)
+    cached = redraft.estimate(config)
+    monkeypatch.setattr(_costing.PromptCaching, "of", classmethod(lambda cls, spec, cold=False: None))
+    uncached = redraft.estimate(config)
+    expected, worst = cached.expected.total, cached.worst.total
+    assert (
+        expected.calls == uncached.expected.total.calls
+        and expected.input_tokens == uncached.expected.total.input_tokens
+    )
+    assert 0 < expected.cached_tokens < expected.input_tokens  # the incident's logs make a long stable prefix
+    assert worst.cached_tokens == 0  # the worst case reads nothing back
+    assert expected.cost_usd < uncached.expected.total.cost_usd
+    anthropic = model.startswith("anthropic")
+    assert (worst.cache_write_tokens > 0) == anthropic  # Anthropic writes at every breakpoint, OpenAI never
+    assert (worst.cost_usd > uncached.worst.total.cost_usd) == anthropic  # its writes cost more than input
+    rate = round(100 * expected.cached_tokens / expected.input_tokens)
+    [line] = [a for a in cached.assumptions if a.startswith("prompt cache:")]
+    assert f"a {rate}% hit rate expected" in line
+    [plain] = [a for a in uncached.assumptions if a.startswith("prompt cache:")]
+    assert plain.startswith("prompt cache: a 0% hit rate, every input token at its full price")
+
+
+def test_a_prefix_below_the_provider_s_minimum_is_never_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    config = RunConfig.build(scenario="arithmetic", model="anthropic:claude-sonnet-4-5", limit=3, max_rounds=2)
+    made = redraft.estimate(config)
+    assert made.expected.total.cached_tokens == made.worst.total.cache_write_tokens == 0  # arithmetic is short
