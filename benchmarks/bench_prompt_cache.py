@@ -12,9 +12,12 @@ that reaches the model's minimum. For each provider, redraft refines the same ``
   in the other order (what changes first, then the task), as a loop that does not order its prompts sends them.
 
 It prints each arm's input cost at the built-in prices (cached reads and cache writes at their own rates) and
-their ratio, measured in the same run.
+their ratio, measured in the same run. Then, with ``--batch`` (on a local Ray, through the providers' batch
+APIs, which the fake serves too): the cached arm's calls sent as batch lines, and their input cost against the
+same tokens with nothing read from or written to a cache, both at the batch price (a batch's lines go out
+together, so a task's second call finds its prefix cached only once its first came back: a round later).
 
-Run: ``python benchmarks/bench_prompt_cache.py`` (``--tasks T``).
+Run: ``python benchmarks/bench_prompt_cache.py`` (``--tasks T``, ``--batch``).
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ import platform
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
 from redraft.protocols.messages import ChatMessage, Usage
@@ -104,6 +109,17 @@ def one_arm(provider: str, tasks: int, *, ordered: bool) -> Usage:
     return total
 
 
+def batch_arm(provider: str, tasks: int, out: Path) -> Usage:
+    """The cached arm through the provider's batch API, as ``redraft run --batch`` sends it (on a local Ray)."""
+    from redraft import RunConfig, run
+
+    config = RunConfig.build(
+        scenario="incident", model=MODELS[provider], strategy="adversarial", samples=2, max_rounds=3, patience=5,
+        seed=1, cache=False, max_tokens=256, batch=True, limit=tasks, out=str(out),
+    )  # fmt: skip
+    return run(config).summary.usage
+
+
 def input_cost(model: str, usage: Usage) -> float:
     from redraft.backends.pricing import default_prices
 
@@ -113,6 +129,7 @@ def input_cost(model: str, usage: Usage) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=5)
+    parser.add_argument("--batch", action="store_true", help="also the batch APIs' arm (starts a local Ray)")
     args = parser.parse_args()
     rows: dict[str, dict[str, Any]] = {}
     with Server() as server:
@@ -125,13 +142,14 @@ def main() -> None:
             for arm, ordered in (("uncached", False), ("cached", True)):
                 server.prompt_cache, server.reply_for = FakePromptCache(), replies()  # a cold cache per arm
                 usage = one_arm(provider, args.tasks, ordered=ordered)
-                row[arm] = {
-                    "calls": usage.calls,
-                    "input_tokens": usage.input_tokens,
-                    "cached_tokens": usage.cached_tokens,
-                    "cache_write_tokens": usage.cache_write_tokens,
-                    "input_usd": input_cost(model, usage),
-                }
+                row[arm] = figures(model, usage)
+            if args.batch:
+                server.prompt_cache, server.reply_for = FakePromptCache(), replies()
+                with TemporaryDirectory() as tmp:
+                    usage = batch_arm(provider, args.tasks, Path(tmp) / provider)
+                row["batch"] = figures(model, usage)
+                nothing = msgspec.structs.replace(usage, cached_tokens=0, cache_write_tokens=0)
+                row["batch"]["input_usd_uncached"] = input_cost(model, nothing)
     print(f"# {platform.machine()}, {os.cpu_count()} cores: {args.tasks} incident tasks, adversarial, 2 drafts a "
           f"round, 3 rounds, online")  # fmt: skip
     print(f"{'':>10} {'calls':>6} {'input tokens':>13} {'read':>10} {'written':>9} "
@@ -143,7 +161,29 @@ def main() -> None:
             f"{on['cache_write_tokens']:>9,} {off['input_usd']:>17.6f} {on['input_usd']:>15.6f} "
             f"{on['input_usd'] / max(off['input_usd'], 1e-12):>6.3f}"
         )
+    if args.batch:
+        print("# --batch: the cached arm through the batch APIs, against the same tokens with no cache (batch price)")
+        print(f"{'':>10} {'calls':>6} {'batch calls':>11} {'input tokens':>13} {'read':>10} {'written':>9} "
+              f"{'input $ no cache':>17} {'input $ cached':>15} {'ratio':>6}")  # fmt: skip
+        for provider, row in rows.items():
+            on = row["batch"]
+            print(
+                f"{provider:>10} {on['calls']:>6} {on['batch_calls']:>11} {on['input_tokens']:>13,} "
+                f"{on['cached_tokens']:>10,} {on['cache_write_tokens']:>9,} {on['input_usd_uncached']:>17.6f} "
+                f"{on['input_usd']:>15.6f} {on['input_usd'] / max(on['input_usd_uncached'], 1e-12):>6.3f}"
+            )
     print(json.dumps(rows))
+
+
+def figures(model: str, usage: Usage) -> dict[str, Any]:
+    return {
+        "calls": usage.calls,
+        "batch_calls": usage.batch_calls,
+        "input_tokens": usage.input_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "input_usd": input_cost(model, usage),
+    }
 
 
 if __name__ == "__main__":
