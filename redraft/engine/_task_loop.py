@@ -119,6 +119,9 @@ class TaskLoop:
 
     # ------------------------------------------------------------ RoundContext
 
+    def priced(self, draft: Draft) -> Usage:
+        return self.rules.settings.prices.priced(draft.model, draft.usage)
+
     async def draft(
         self,
         n: int,

@@ -67,7 +67,18 @@ from redraft.strategies._base import (
     rank,
     strategy,
 )
-from redraft.strategies._choice import CHEAP, REPEATED, REVISING, WORTH, best_value, escalates, plan, reach, settled
+from redraft.strategies._choice import (
+    CHEAP,
+    REPEATED,
+    REVISING,
+    WORTH,
+    Standing,
+    best_value,
+    escalates,
+    plan,
+    reach,
+    settled,
+)
 from redraft.strategies._ledger import ACTIONS, CallOutcome, Ledger, Table, Tally
 
 NEAR = 0.75
@@ -97,6 +108,25 @@ class _Memo:
     """The texts of the task's failing candidates: a revision that hands one back is a repeat."""
     missed: Counter[Action] = field(default_factory=Counter)
     """The task's calls of the drafter's model that did not raise its best, by action (for `reach`)."""
+    paid: dict[Action, tuple[float, int]] = field(default_factory=dict)
+    """What the task's drafts of each action cost in all, in its share's unit, and how many there were."""
+
+    def pay(self, ctx: RoundContext, scored: Sequence[Scored], chosen: dict[int, Action]) -> None:
+        """Count what this round's drafts cost, by action, in the unit of the task's share (none, or calls:
+        nothing to count, every call is one)."""
+        share = ctx.share
+        if share is None or share.unit == "calls":
+            return
+        for candidate in scored:
+            action = chosen[candidate.draft.sample]
+            total, count = self.paid.get(action, (0.0, 0))
+            self.paid[action] = (total + share.spent(ctx.priced(candidate.draft)), count + 1)
+
+    def price(self, action: Action) -> float | None:
+        """The task's mean cost of a draft of ``action``, in its share's unit; None before its first."""
+        total, count = self.paid.get(action, (0.0, 0))
+        return total / count if count else None
+
     candidates: int = 0
     borrowed: float = 0.0
     calls: float = math.inf
@@ -154,7 +184,7 @@ class Adaptive(Strategy):
         if before is None:
             share = ctx.share
             n = ctx.samples if share is None or share.unit != "calls" else max(1, min(ctx.samples, int(share.amount)))
-            scored, _ = await _drafted(ctx, Counter({"fresh": n}), Intent(action="fresh", state="first"), None)
+            scored, chosen = await _drafted(ctx, Counter({"fresh": n}), Intent(action="fresh", state="first"), None)
             observations: list[CallOutcome] = []
         else:
             state = feedback_state(before.verification)
@@ -162,6 +192,7 @@ class Adaptive(Strategy):
             intent = Intent(action="fresh", state=state, best_score=before.verification.score)
             scored, chosen = await _drafted(ctx, Counter(actions), intent, before)
             observations = _observed(ctx, scored, chosen, before)
+        memo.pay(ctx, scored, chosen)
         memo.learn(scored, observations)
         memo.batch = await self._call(ctx, "record", observations)
         scored = memo.agreeing(scored)
@@ -177,7 +208,7 @@ class Adaptive(Strategy):
         if state == "none":  # nothing for a revision to act on, nor any score to tell what it bought: sample
             return ["fresh"] * int(max(1.0, min(ctx.samples, memo.calls)))
         rng = random.Random(ctx.seed(f"{ctx.round}:plan", 0))
-        return plan(ctx.samples, memo.calls, state, memo.batch, memo.own, rng, _ratio(ctx), _within(ctx, memo, state))
+        return plan(ctx.samples, memo.calls, state, memo.batch, _standing(ctx, memo, state), rng)
 
     async def finish(self, ctx: RoundContext, result: Result) -> None:
         memo: _Memo | None = ctx.state.get("adaptive")
@@ -194,7 +225,7 @@ class Adaptive(Strategy):
         if state == "none":  # nothing for a revision to act on: sample until the majority is settled
             if (chance := settled(memo.answers)) is not None:
                 return "stable", f"no feedback signal, and its answer is settled (the majority with p = {chance:.3f})"
-        elif (value := best_value(state, memo.batch, memo.own, _ratio(ctx), _within(ctx, memo, state)))[0] < self.worth:
+        elif (value := best_value(state, memo.batch, _standing(ctx, memo, state)))[0] < self.worth:
             return "no_improvement", (
                 f"no action is worth a call: the best, {value[1]}, raises the best score with an expected "
                 f"{value[0]:.3f} a call (< {self.worth:g}), from what the batch and this task have seen"
@@ -202,16 +233,12 @@ class Adaptive(Strategy):
         share = ctx.share
         if share is None:
             return None
-        per_call = _per_call(ctx, share)
+        per_call = _per_call(ctx, share, memo)
         left = share.amount + memo.borrowed - share.spent(ctx.spent)
         want = ctx.samples * per_call
-        ratio = _ratio(ctx)
-        if (
-            ratio is not None
-            and state != "none"
-            and escalates(state, memo.batch, memo.own, ratio, _within(ctx, memo, state))
-        ):
-            want = max(want, ratio * per_call)  # enough for the one call worth most
+        standing = _standing(ctx, memo, state)
+        if standing.escalation is not None and state != "none" and escalates(state, memo.batch, standing):
+            want = max(want, standing.escalation * per_call)  # enough for the one call worth most
         lent = 0.0
         if left < want:
             lent = await self._call(ctx, "borrow", f"{ctx.task.task_id}/{ctx.round + 1}", want - left)
@@ -231,20 +258,26 @@ class Adaptive(Strategy):
         return await here.call(self._ledgers[ctx.batch], method, *args)
 
 
-def _ratio(ctx: RoundContext) -> float | None:
-    """An escalation's cost in the drafter's calls, at the task's mix of tokens so far; None: the run has none."""
-    return None if ctx.escalation is None else ctx.escalation.ratio(ctx.spent)
+def _standing(ctx: RoundContext, memo: _Memo, state: FeedbackState) -> Standing:
+    """What this task adds to the batch's rates (`redraft.strategies._choice.Standing`): its own calls, its
+    actions' prices in fresh samples as it has paid them, an escalation's price, and, with one on offer, its
+    reach."""
+    fresh = memo.price("fresh")
+    prices: dict[Action, float] = {}
+    if fresh:
+        prices = {a: paid / fresh for a in ACTIONS if (paid := memo.price(a)) is not None}
+    escalation = None
+    if ctx.escalation is not None:
+        escalation = prices.pop("escalate", None) or ctx.escalation.ratio(ctx.spent)
+    within = 1.0 if ctx.escalation is None else reach(state, memo.batch, memo.missed)
+    return Standing(own=memo.own, prices=prices, escalation=escalation, within=within)
 
 
-def _within(ctx: RoundContext, memo: _Memo, state: FeedbackState) -> float:
-    """The chance the drafter's model can still solve the task (`reach`) where a stronger model is on offer; 1
-    where none is (the choice among the drafter's own actions does not need it)."""
-    return 1.0 if ctx.escalation is None else reach(state, memo.batch, memo.missed)
-
-
-def _per_call(ctx: RoundContext, share: Share) -> float:
-    """What a call of the drafter's model costs of ``share``: 1 in calls; in tokens or USD, this task's mean so
-    far (with an escalation, a drafter's call at the task's mix of tokens, not the mean of both models')."""
+def _per_call(ctx: RoundContext, share: Share, memo: _Memo) -> float:
+    """What a fresh sample of the drafter's model costs of ``share``: 1 in calls; in tokens or USD, this task's
+    mean so far (before one is paid, its mean call's, of the drafter's model where there is an escalation)."""
+    if share.unit != "calls" and (fresh := memo.price("fresh")):
+        return fresh
     calls = max(ctx.spent.calls, 1)
     if share.unit == "usd" and ctx.escalation is not None:
         return ctx.escalation.drafter_cost(ctx.spent) / calls

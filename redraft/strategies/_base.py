@@ -199,6 +199,10 @@ class RoundContext(Protocol):
         """The task's scenario's stages (its own, else the default outline, draft, polish)."""
         ...
 
+    def priced(self, draft: Draft) -> Usage:
+        """``draft``'s call, priced by the run's price table (what a budget in money counts of it)."""
+        ...
+
     def seed(self, salt: int | str, sample: int) -> int:
         """A seed for a strategy's own random choices, by the rule every model call's seed follows."""
         ...

@@ -15,17 +15,21 @@ handed back a failing text of the task word for word counts as `REPEATED` failed
 revisions: given the same best, revising gives that text again, which is evidence
 against revising this task, not a reason to stop it.
 
-A slot's action is the highest expected chance per call it costs, with the batch's
-rate drawn from its posterior (Thompson sampling: the batch explores what it is
-unsure of); a task is worth another call while some action's expected chance per
-call, at the batch's mean rate, is at least `WORTH`.
+A slot's action is the highest expected chance per unit of what it costs, with the
+batch's rate drawn from its posterior (Thompson sampling: the batch explores what it
+is unsure of); a task is worth another call while some action's expected chance per
+unit, at the batch's mean rate, is at least `WORTH`. The unit is a fresh sample of the
+drafter's model (`cost`): in a budget of calls every call of that model is one; in
+tokens or money each action is priced at what the task's own calls of it have cost
+(`Standing.prices`), so a revision whose prompt carries the best, its feedback and the
+earlier attempts is weighed at its real price.
 
 An escalation (a fresh sample of the run's stronger model, ``--escalate``) costs what
-its call costs in the drafter's calls (`redraft.strategies.Escalation.ratio`), and its
-prior is even odds, as a fresh sample's: a stronger model is not assumed worse than
-a fresh sample of the weaker one. With one on offer, a task may be out of the
-drafter's reach altogether (`reach`): each of its failed cheap calls, of whichever
-action, multiplies the odds that it is within reach by that action's chance of
+its call costs in fresh samples (as the task paid it, or until then
+`redraft.strategies.Escalation.ratio`), and its prior is even odds, as a fresh
+sample's: a stronger model is not assumed worse than a fresh sample of the weaker one.
+With one on offer, a task may be out of the drafter's reach altogether (`reach`): each
+of its failed cheap calls, of whichever action, multiplies the odds that it is within reach by that action's chance of
 failing, so the cheap actions' worth on a task that keeps failing falls
 geometrically, not as one action's own tally does. An escalation is offered to a
 round only where, at the batch's mean rates and the task's own calls, it is worth
@@ -37,6 +41,8 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from redraft.protocols.messages import Action, FeedbackState
 from redraft.strategies._ledger import ACTIONS, Table, Tally
@@ -75,12 +81,30 @@ SETTLED = 0.95
 """A task with no feedback signal stops once its leading answer is the majority with this probability."""
 
 
-def cost(action: Action, critiqued: bool = False, escalation: float = math.inf) -> float:
-    """Calls an action costs: a critiqued revision pays for the critique too, unless the round has one; an
-    escalation ``escalation`` calls (the stronger model's price in the drafter's; none: never affordable)."""
+@dataclass(frozen=True)
+class Standing:
+    """What one task adds to the batch's rates: its own calls, what its actions cost, whether it is in reach."""
+
+    own: Table = field(default_factory=dict)
+    """The task's own calls, by (state, action) (reproduced failures counted `REPEATED` times)."""
+    prices: Mapping[Action, float] = field(default_factory=dict)
+    """Each of the drafter's actions' calls in fresh samples, as the task has paid them (1 where it has paid
+    none, and in a budget of calls): in tokens or money, a revision, whose prompt carries the best and its
+    feedback, costs more than a fresh sample."""
+    escalation: float | None = None
+    """An escalation's price in fresh samples; None: the run has no stronger model."""
+    within: float = 1.0
+    """The chance the drafter's model can still solve the task (`reach`); 1 where no escalation is on offer."""
+
+
+def cost(action: Action, standing: Standing = Standing(), critiqued: bool = False) -> float:
+    """What an action costs in fresh samples of the drafter's model: its price (`Standing.prices`), and for a
+    critiqued revision the critique's call too, unless the round has one; an escalation its price (none: never
+    affordable)."""
     if action == "escalate":
-        return escalation
-    return 2.0 if action == "critique" and not critiqued else 1.0
+        return math.inf if standing.escalation is None else standing.escalation
+    critique = 1.0 if action == "critique" and not critiqued else 0.0
+    return standing.prices.get(action, 1.0) + critique
 
 
 def fresh_rate(state: FeedbackState, batch: Table) -> float:
@@ -127,32 +151,22 @@ def reach(state: FeedbackState, batch: Table, missed: Counter[Action]) -> float:
 
 
 def plan(
-    slots: int,
-    calls: float,
-    state: FeedbackState,
-    batch: Table,
-    own: Table,
-    rng: random.Random,
-    escalation: float | None = None,
-    within: float = 1.0,
+    slots: int, calls: float, state: FeedbackState, batch: Table, standing: Standing, rng: random.Random
 ) -> list[Action]:
-    """Up to ``slots`` drafts costing at most ``calls`` calls, each slot's action the highest `task_chance` per
-    call, on a batch rate drawn from its posterior (a critique is one call, shared by every slot revising with it;
-    an escalation, ``escalation`` calls, is offered only where `escalates`; the cheap actions' chances are
-    scaled by ``within``, the task's `reach`)."""
-    offered = CHEAP
-    if escalation is not None and escalates(state, batch, own, escalation, within):
-        offered = ACTIONS
+    """Up to ``slots`` drafts costing at most ``calls`` fresh samples, each slot's action the highest
+    `task_chance` per unit of `cost`, on a batch rate drawn from its posterior (a critique is one call, shared by
+    every slot revising with it; an escalation is offered only where `escalates`; the cheap actions' chances are
+    scaled by the task's `reach`)."""
+    offered = ACTIONS if escalates(state, batch, standing) else CHEAP
     chosen: list[Action] = []
     left, critiqued = calls, False
     while len(chosen) < slots:
         draws: list[tuple[float, Action, float]] = []
         for action in offered:
-            price = cost(action, critiqued, escalation or math.inf)
+            price = cost(action, standing, critiqued)
             if price <= left:
                 rate = rng.betavariate(*batch_posterior(state, action, batch))
-                chance = task_chance(rate, own.get((state, action), Tally())) * (within if action in CHEAP else 1.0)
-                draws.append((chance / price, action, price))
+                draws.append((_chance(rate, state, action, standing) / price, action, price))
         if not draws:
             break
         _, action, price = max(draws)
@@ -162,36 +176,32 @@ def plan(
     return chosen
 
 
-def value(
-    state: FeedbackState,
-    action: Action,
-    batch: Table,
-    own: Table,
-    escalation: float = math.inf,
-    within: float = 1.0,
-) -> float:
-    """``action``'s expected chance per call of raising this task's best, at the batch's mean rate (a cheap
-    action's scaled by ``within``, the task's `reach`)."""
+def _chance(rate: float, state: FeedbackState, action: Action, standing: Standing) -> float:
+    """`task_chance` of ``action`` in ``state`` at the batch's ``rate``, a cheap action's scaled by the task's
+    reach."""
+    chance = task_chance(rate, standing.own.get((state, action), Tally()))
+    return chance * (standing.within if action in CHEAP else 1.0)
+
+
+def value(state: FeedbackState, action: Action, batch: Table, standing: Standing) -> float:
+    """``action``'s expected chance of raising this task's best per unit of its cost, at the batch's mean rate."""
     wins, losses = batch_posterior(state, action, batch)
-    chance = task_chance(wins / (wins + losses), own.get((state, action), Tally()))
-    return chance * (within if action in CHEAP else 1.0) / cost(action, False, escalation)
+    return _chance(wins / (wins + losses), state, action, standing) / cost(action, standing)
 
 
-def escalates(state: FeedbackState, batch: Table, own: Table, escalation: float, within: float = 1.0) -> bool:
-    """Whether an escalation costing ``escalation`` calls is worth more per call than every cheap action here
-    (each scaled by ``within``, the task's `reach`)."""
-    cheap = max(value(state, a, batch, own, within=within) for a in CHEAP)
-    return value(state, "escalate", batch, own, escalation) > cheap
+def escalates(state: FeedbackState, batch: Table, standing: Standing) -> bool:
+    """Whether the run's escalation is worth more per unit of cost than every cheap action here."""
+    if standing.escalation is None:
+        return False
+    cheap = max(value(state, a, batch, standing) for a in CHEAP)
+    return value(state, "escalate", batch, standing) > cheap
 
 
-def best_value(
-    state: FeedbackState, batch: Table, own: Table, escalation: float | None = None, within: float = 1.0
-) -> tuple[float, Action]:
-    """The highest expected chance per call of any action on this task, at the batch's mean rates, and its action
-    (an escalation among them when the run has one, at its cost ``escalation``; the cheap ones scaled by
-    ``within``)."""
-    offered = CHEAP if escalation is None else ACTIONS
-    return max((value(state, a, batch, own, escalation or math.inf, within), a) for a in offered)
+def best_value(state: FeedbackState, batch: Table, standing: Standing) -> tuple[float, Action]:
+    """The highest expected chance per unit of cost of any action on this task, at the batch's mean rates, and
+    its action (an escalation among them when the run has one)."""
+    offered = CHEAP if standing.escalation is None else ACTIONS
+    return max((value(state, a, batch, standing), a) for a in offered)
 
 
 def settled(answers: Counter[str], confidence: float = SETTLED) -> float | None:

@@ -39,7 +39,7 @@ from redraft.rundir.frames import KnownFrame
 from redraft.rundir.spending import spending, spending_table
 from redraft.scenarios._base import SCENARIOS
 from redraft.strategies import CallOutcome, Ledger, Share, Tally, feedback_state, ledger_name
-from redraft.strategies._choice import batch_posterior, plan, settled, task_chance
+from redraft.strategies._choice import Standing, batch_posterior, cost, plan, settled, task_chance
 from tests.support.harness import run_task, scripted_arbiter, wire
 from tests.support.simulated import RIGHT, SimulatedAnswers
 
@@ -161,16 +161,29 @@ def test_a_task_s_own_calls_move_the_batch_s_view_of_it() -> None:
 def test_the_plan_follows_what_paid_and_stays_within_the_calls() -> None:
     rng = random.Random(0)
     batch = {("localized", "revise"): Tally(45, 50), ("localized", "fresh"): Tally(2, 50)}
-    chosen = Counter(a for _ in range(200) for a in plan(2, 2.0, "localized", batch, {}, rng))
+    chosen = Counter(a for _ in range(200) for a in plan(2, 2.0, "localized", batch, Standing(), rng))
     assert chosen["revise"] >= 380 and sum(chosen.values()) == 400
-    assert plan(3, 1.5, "localized", batch, {}, rng) == ["revise"]  # one call affordable
+    assert plan(3, 1.5, "localized", batch, Standing(), rng) == ["revise"]  # one call affordable
     critiqued = {
         ("score", "critique"): Tally(50, 50),
         ("score", "fresh"): Tally(0, 50),
         ("score", "revise"): Tally(0, 50),
     }
-    assert plan(3, 1.0, "score", critiqued, {}, rng) != ["critique"]  # a critique and its revision cost 2
-    assert plan(3, 4.0, "score", critiqued, {}, rng) == ["critique"] * 3  # one critique serves every revision
+    assert plan(3, 1.0, "score", critiqued, Standing(), rng) != ["critique"]  # a critique and its revision cost 2
+    assert plan(3, 4.0, "score", critiqued, Standing(), rng) == ["critique"] * 3  # one critique serves every revision
+
+
+def test_in_tokens_or_money_an_action_is_weighed_at_what_the_task_paid_for_it() -> None:
+    rng = random.Random(0)
+    even = {("localized", "revise"): Tally(30, 50), ("localized", "fresh"): Tally(25, 50)}
+    assert cost("revise") == cost("fresh") == 1.0 and cost("critique") == 2.0
+    dear = Standing(prices={"fresh": 1.0, "revise": 3.0, "critique": 3.0})
+    assert cost("revise", dear) == 3.0 and cost("critique", dear) == 4.0 and cost("critique", dear, True) == 3.0
+    cheap_first = Counter(a for _ in range(200) for a in plan(1, 10.0, "localized", even, Standing(), rng))
+    priced = Counter(a for _ in range(200) for a in plan(1, 10.0, "localized", even, dear, rng))
+    assert cheap_first["revise"] > cheap_first["fresh"]  # at one call each, the revision pays more
+    assert priced["fresh"] > 150  # at three times the price, it does not
+    assert plan(3, 3.5, "localized", even, dear, rng).count("revise") <= 1  # and the plan stays within the budget
 
 
 def test_an_answer_is_settled_when_its_majority_is_near_certain() -> None:
