@@ -1,8 +1,8 @@
 """``redraft judge``: a judge's card, measured before its grades are used (`redraft.judging.calibrate`).
 
-The command resolves what it is given once (the judge's backend, the rubric, the scenario whose program grade
-labels the answers) and hands objects to `redraft.judging`; it exits `EXIT_CARD_FAILED` when the card fails,
-so a pipeline can stop before it trusts the judge.
+The command resolves what it is given once (the judge's backend; the rubric, a file or the scenario's own; the
+scenario whose program grade labels the answers) and hands objects to `redraft.judging`; it exits
+`EXIT_CARD_FAILED` when the card fails, so a pipeline can stop before it trusts the judge.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from redraft.judging import JudgeCard
+    from redraft.judging import JudgeCard, Rubric
+    from redraft.scenarios import Scenario
 
 EXIT_CARD_FAILED = 5
 
@@ -37,9 +38,12 @@ def _threshold(name: str, side: str) -> Any:
 def calibrate_command(
     tasks: Annotated[Path, typer.Option("--tasks", help="JSON lines: each task's answers, with a label where known.")],
     judge: Annotated[str, typer.Option("--judge", help="The judge's model, as a backend spec (any backend).")],
-    rubric: Annotated[Path, typer.Option("--rubric", help="The rubric, a TOML or JSON file.")],
+    rubric: Annotated[
+        Path | None, typer.Option("--rubric", help="The rubric, a TOML or JSON file (default: the scenario's own).")
+    ] = None,
     scenario: Annotated[
-        str | None, typer.Option("--scenario", help="Take tasks and, where unlabelled, labels from its program grade.")
+        str | None,
+        typer.Option("--scenario", help="Take tasks, its rubric and, where unlabelled, labels from its program grade."),
     ] = None,
     out: Annotated[Path, typer.Option("--out", help="Where judge-card.json and judge-card.html go.")] = Path(
         "judge-card"
@@ -54,7 +58,7 @@ def calibrate_command(
 ) -> None:
     """Measure a judge on labelled answers and write its card: agreement, kappa, position and length bias,
     rubric stability and repeatability, each with its interval and a pass."""
-    from redraft.judging import Thresholds, calibrate, judge_of, load_rubric, read_answers, write_card
+    from redraft.judging import Thresholds, calibrate, judge_of, read_answers, write_card
     from redraft.scenarios import get_scenario
 
     given = {
@@ -66,8 +70,9 @@ def calibrate_command(
         "repeatability": repeatability,
     }
     thresholds = Thresholds(**{name: value for name, value in given.items() if value is not None})
-    answers = read_answers(tasks, get_scenario(scenario) if scenario else None)
-    made = judge_of(judge, load_rubric(rubric))
+    named = get_scenario(scenario) if scenario else None
+    made = judge_of(judge, _rubric(rubric, named))
+    answers = read_answers(tasks, named)
     card = calibrate(made, answers, thresholds=thresholds, seed=seed)
     json_path, html_path = write_card(card, out)
     for line in card_lines(card):
@@ -75,6 +80,20 @@ def calibrate_command(
     print(f"wrote {json_path} and {html_path}")
     if not card.passed:
         sys.exit(EXIT_CARD_FAILED)
+
+
+def _rubric(path: Path | None, scenario: Scenario | None) -> Rubric:
+    """The rubric at ``path``, else the scenario's own; a `UserError` of one line when there is neither."""
+    from redraft.errors import UserError
+    from redraft.judging import load_rubric, scenario_rubric
+
+    if path is not None:
+        return load_rubric(path)
+    own = scenario_rubric(scenario) if scenario is not None else None
+    if own is None:
+        whose = f"scenario {scenario.name!r} has no rubric of its own" if scenario else "no --scenario to take one from"
+        raise UserError(f"give the rubric to judge by with --rubric FILE: {whose}")
+    return own
 
 
 def card_lines(card: JudgeCard) -> list[str]:

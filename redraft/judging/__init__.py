@@ -1,8 +1,9 @@
 """Judged grades for open-ended work: a judge model grades final answers by a rubric, or in pairs in both
 orders, after the loop and apart from it; and the card that measures a judge before its grades are trusted.
 
-`Judge` grades (`Judgment`) and compares (`PairVerdict`); `load_rubric` reads a `Rubric`; `calibrate` makes a
-judge's card (`JudgeCard`, written by `write_card`) from labelled answers (`read_answers`).
+`Judge` grades (`Judgment`) and compares (`PairVerdict`); `load_rubric` reads a `Rubric`, `scenario_rubric` finds
+a scenario's own; `calibrate` makes a judge's card (`JudgeCard`, written by `write_card`) from labelled answers
+(`read_answers`).
 """
 
 from redraft.judging._figures import Figure
@@ -17,7 +18,7 @@ from redraft.judging.calibration import (
 )
 from redraft.judging.card import CARD_HTML, CARD_JSON, read_card, write_card
 from redraft.judging.judge import JUDGE_SETTINGS, CriterionGrade, Judge, Judgment, PairVerdict, judge_of, judge_prompts
-from redraft.judging.rubric import Criterion, Level, Rubric, load_rubric, reworded, rubric_of
+from redraft.judging.rubric import Criterion, Level, Rubric, load_rubric, reworded, rubric_of, scenario_rubric
 
 __all__ = [
     "CARD_HTML",
@@ -44,5 +45,6 @@ __all__ = [
     "read_card",
     "reworded",
     "rubric_of",
+    "scenario_rubric",
     "write_card",
 ]

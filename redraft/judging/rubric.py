@@ -16,7 +16,8 @@ A rubric is a TOML or JSON file::
     score = 0.0
     description = "At least one fact is invented or wrong."
 
-It is validated once, where it is read (`load_rubric`): every mistake is one line naming the file and the
+A scenario may carry its own (`Scenario.rubric`, found by `scenario_rubric`), the default of a judge that grades
+its answers. It is validated once, where it is read (`load_rubric`): every mistake is one line naming the file and the
 place, a `UserError`. A grade by a rubric is the weighted mean of the chosen levels' scores (`Rubric.score`).
 `reworded` gives the same rubric said another way (criteria and levels in another order), which must not
 change a fair judge's verdicts: the calibration's rubric stability.
@@ -33,6 +34,7 @@ from typing import Annotated
 import msgspec
 
 from redraft.errors import UserError
+from redraft.scenarios import Scenario
 
 MAX_CRITERIA = 8
 """Criteria in one rubric at most (a judge's answer names one level per criterion)."""
@@ -121,6 +123,15 @@ def rubric_of(data: object, *, where: str = "rubric") -> Rubric:
         if len(set(levels)) < len(levels):
             raise UserError(f"{where}: criterion {criterion.name!r} has two levels of one name")
     return rubric
+
+
+def scenario_rubric(scenario: Scenario) -> Rubric | None:
+    """``scenario``'s own rubric (`Scenario.rubric`), validated and named after it (unless it names itself);
+    None when it has none. A scenario whose rubric is not one is a `UserError` of one line naming it."""
+    table = scenario.rubric()
+    if table is None:
+        return None
+    return rubric_of({"name": scenario.name, **table}, where=f"scenario {scenario.name!r}'s rubric")
 
 
 def reworded(rubric: Rubric) -> list[Rubric]:

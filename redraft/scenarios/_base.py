@@ -16,7 +16,7 @@ instead of the check: an upper bound for studies, named as such everywhere.
 
 A scenario is a subclass of `Scenario`, registered by name with
 `@scenario("name")`; the verifier role runs its `check`, the drafter role asks its
-`system_prompt`, the grader its `grade`. Every capability a scenario may have is
+`system_prompt`, the grader its `grade`, a judge its `rubric`. Every capability a scenario may have is
 declared on the base class with its default (stages, stage checks, the need for a
 task file, the cost of its checks), so the code that uses a scenario asks it
 directly and never probes. Third parties register theirs through the
@@ -103,6 +103,12 @@ class Scenario(abc.ABC):
         failed = [c.detail for c in checks if not c.passed]
         passed = bool(checks) and not failed
         return CheckResult(name="grade", passed=passed, score=score_of(checks), detail="; ".join(failed)[:500])
+
+    def rubric(self) -> dict[str, Any] | None:
+        """The scenario's own rubric, as the table a rubric file holds (`redraft.judging.load_rubric`'s
+        format), for a judge to grade its answers by after the loop; None when it has none. Like the grade, it
+        is held out: no role of the loop reads it. The judge validates it (`redraft.judging.scenario_rubric`)."""
+        return None
 
     def workspace(self, task: Task) -> dict[str, bytes]:
         """The files, by name, that a program answering ``task`` runs over (none unless `has_workspace`)."""

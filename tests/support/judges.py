@@ -6,9 +6,11 @@ An answer in these tests is right when it holds the word ``CORRECT``. Each funct
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Callable
+from typing import Any
 
 from redraft.backends import ChatRequest
 from redraft.engine.prompts import fenced
@@ -94,3 +96,57 @@ def noisy(request: ChatRequest) -> str:
 def broken(request: ChatRequest) -> str:
     """Answers in prose, never in the schema."""
     return "I think it is rather good."
+
+
+def _by_levels(levels: Callable[[str, str], dict[str, str]], weights: dict[str, float]) -> Callable[[ChatRequest], str]:
+    """A judge that names ``levels(task, answer)`` for a rubric grade, and in a pair prefers the answer whose
+    levels score higher by ``weights`` (of the top level, 1, against any other, 0), whatever the order."""
+
+    def points(task: str, text: str) -> float:
+        return sum(w for name, w in weights.items() if levels(task, text)[name] == _TOP[name])
+
+    def reply(request: ChatRequest) -> str:
+        texts = fenced(request.messages[-1].content)
+        if (request.json_schema or {}).get("title") == "grade":
+            chosen = levels(texts[0], texts[2])
+            return json.dumps(
+                {"criteria": [{"criterion": c, "level": chosen[c], "reason": "because"} for c in _criteria(request)]}
+            )
+        first, second = points(texts[0], texts[1]), points(texts[0], texts[2])
+        return _pair("tie" if first == second else "first" if first > second else "second")
+
+    return reply
+
+
+_TOP = {"impact": "all", "root_cause": "both", "rules": "kept"} | {
+    "faithful": "faithful",
+    "answers": "fully",
+    "supported": "all",
+    "concise": "concise",
+}
+
+
+@functools.cache
+def _incident_tasks() -> dict[str, Any]:
+    from redraft.scenarios.builtin.incident import IncidentSummary
+
+    return {task.prompt: task for task in IncidentSummary().tasks(seed=0)}
+
+
+def _incident_levels(task_text: str, candidate: str) -> dict[str, str]:
+    from redraft.scenarios.builtin._incident_logs import SERVICES, read_log
+    from redraft.scenarios.builtin._incident_rules import read_reply
+    from redraft.scenarios.builtin.incident import IncidentSummary, fact_errors
+
+    task = _incident_tasks()[task_text]
+    services = set(read_log(task.reference["log"]).services) | set(SERVICES)
+    start, end, failed, service, code = (e is None for e in fact_errors(read_reply(candidate), task.gold, services))
+    kept = all(c.passed for c in IncidentSummary().check(task, candidate))
+    impact = ("none", "one", "two", "all")[start + end + failed]
+    cause = ("neither", "one", "both")[service + code]
+    return {"impact": impact, "root_cause": cause, "rules": "kept" if kept else "broken"}
+
+
+incident_faithful = _by_levels(_incident_levels, {"impact": 3, "root_cause": 2, "rules": 1})
+"""Grades an incident summary by the incident's rubric as the program grade would: it knows the task's gold (it
+finds the task by its prompt among seed 0's) and names, per criterion, the level its items right call for."""

@@ -13,7 +13,9 @@ grade (`grade`), held out, reads one value per fact from its one place and compa
 gold: the start and the end of the impact and the failed requests from the Impact line, the
 root-cause service and its error code from ``Root cause:`` (a section naming two services or two
 codes names neither), and, as one more item, whether every rule was kept. Its score is the share
-of items right; a reply passes when all are.
+of items right; a reply passes when all are. Its rubric (`rubric`, ``data/incident-rubric.toml``) asks a judge
+for the same items, read from the log, weighted so that a faithful judge's score and pass are the grade's: the
+grade labels the answers a judge is calibrated on.
 
 Invariants: the task list depends only on the seed; `check` and `grade` never raise for any text;
 the feedback reads no gold, and lists of every service, time or code earn no fact.
@@ -42,6 +44,7 @@ from redraft.scenarios.builtin._incident_rules import (
     read_reply,
     root_cause_names,
 )
+from redraft.scenarios.builtin._rubrics import shipped_rubric
 
 SIZE = 200
 RULES = {"summary_max_words": 40, "timeline_min": 3, "timeline_max": 6, "max_words": 180, "max_line_chars": 200}
@@ -132,6 +135,9 @@ class IncidentSummary(Scenario):
             "state only what it shows, and keep every numbered rule of the task exactly. Answer with the five "
             "sections only."
         )
+
+    def rubric(self) -> dict[str, Any]:
+        return shipped_rubric("incident")
 
     def answer(self, text: str) -> str | None:
         reply = read_reply(text)
