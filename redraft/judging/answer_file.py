@@ -9,7 +9,8 @@ Each line is one task and its answers::
 its ``prompt``, and its task is the scenario's own of that id; ``gold`` and ``reference`` may be given for the
 grade. An answer without a ``label`` is labelled by the scenario's program grade when there is one (its pass
 is the label: a program that can grade the task labels the judge's answer for free), and otherwise enters no
-label figure. Every mistake is one line naming the file and the line, a `UserError`.
+label figure; a file none of whose answers ends up labelled is refused, since its card could not pass. Every
+mistake is one line naming the file (and the line, where it is one line's), a `UserError`.
 """
 
 from __future__ import annotations
@@ -55,7 +56,16 @@ def read_answers(path: str | Path, scenario: Scenario | None = None, *, seed: in
             answers += _answers_of(_line(raw, f"{path}:{number}"), known, scenario, f"{path}:{number}")
     if not answers:
         raise UserError(f"{path} holds no answer to judge")
+    if all(a.label is None for a in answers):
+        raise UserError(f"{path}: no answer has a label, and {_no_labeller(scenario)}: give each a `label`")
     return answers
+
+
+def _no_labeller(scenario: Scenario | None) -> str:
+    """Why nothing labelled the answers (a card without labels cannot pass its agreement)."""
+    if scenario is None:
+        return "no --scenario grades them"
+    return f"scenario {scenario.name!r} has no program grade for them"
 
 
 def _line(raw: str, where: str) -> _Line:

@@ -150,3 +150,18 @@ def _incident_levels(task_text: str, candidate: str) -> dict[str, str]:
 incident_faithful = _by_levels(_incident_levels, {"impact": 3, "root_cause": 2, "rules": 1})
 """Grades an incident summary by the incident's rubric as the program grade would: it knows the task's gold (it
 finds the task by its prompt among seed 0's) and names, per criterion, the level its items right call for."""
+
+
+def _citing_levels(task_text: str, candidate: str) -> dict[str, str]:
+    top = "[S" in candidate
+    return {
+        "faithful": "faithful" if top else "unfaithful",
+        "answers": "fully" if top else "no",
+        "supported": "all" if top else "none",
+        "concise": "concise" if top else "rambling",
+    }
+
+
+cited_by_support = _by_levels(_citing_levels, {"faithful": 3, "answers": 2, "supported": 2, "concise": 1})
+"""Grades a cited answer by whether it cites anything at all: every top level when it does, every bottom one
+when it does not (a judge built to agree with a label that says "it cites something")."""

@@ -9,6 +9,7 @@ sql                   questions about a shop database, the query run as feedback
 pipeline              a data pipeline over messy files, the contract as feedback, the gold table held out
 constrained_writing   writing under exact rules, every rule in the task (the feedback is the grade)
 incident              incident summaries from service logs, the sections as feedback, the facts held out
+cited_answer          answers from a given document with citations, the rules as feedback, a rubric to judge
 reasoning             reasoning-gym's seeded data sets and their own checkers
 ```
 

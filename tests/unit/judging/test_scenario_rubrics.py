@@ -1,6 +1,6 @@
 """A scenario's own rubric: found for a judge by the scenario, held to the rubric format, the default of
 ``redraft judge calibrate --scenario``; incident's weighs the program grade's items, so the program's verdicts
-label a judge's card there."""
+label a judge's card there; a scenario with no program grade and answers with no label is refused in one line."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ BUILT_IN = [n for n in scenario_names() if not n.startswith(("check", "reasoning
 @pytest.mark.parametrize("name", BUILT_IN)
 def test_a_built_in_rubric_is_a_valid_one_named_after_its_scenario(name: str) -> None:
     rubric = scenario_rubric(get_scenario(name))
-    if name == "incident":
+    if name in ("incident", "cited_answer"):
         assert rubric is not None and rubric.name == name
     else:
         assert rubric is None  # a scenario without a rubric of its own has none
@@ -131,3 +131,20 @@ def test_calibrate_without_a_rubric_anywhere_says_so_in_one_line(
         err = capsys.readouterr().err
         assert err == f"redraft: error: give the rubric to judge by with --rubric FILE: {said}\n"
     assert not (tmp_path / "card").exists()
+
+
+def test_answers_no_program_can_label_and_no_one_did_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task = next(iter(get_scenario("cited_answer").tasks(seed=0)))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(json.dumps({"task_id": task.task_id, "answers": [{"text": "It opened in 1884 [S2]."}]}))
+    args = ["judge", "calibrate", "--scenario", "cited_answer", "--tasks", str(answers), "--out", str(tmp_path / "c")]
+    with pytest.raises(SystemExit) as exited:
+        main([*args, "--judge", "scripted:tests.support.judges:cited_by_support"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        f"redraft: error: {answers}: no answer has a label, and scenario 'cited_answer' has no program grade for "
+        "them: give each a `label`\n"
+    )
+    assert not (tmp_path / "c").exists()

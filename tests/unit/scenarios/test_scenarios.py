@@ -26,7 +26,7 @@ from redraft.scenarios.builtin.json_extract import JsonExtract, extract_object
 from redraft.scenarios.builtin.sql import Sql, database_path, extract_sql, run_query
 from tests.support.paths import REPO_ROOT
 
-NEW = ["json_extract", "sql", "constrained_writing", "incident"]
+NEW = ["json_extract", "sql", "constrained_writing", "incident", "cited_answer"]
 
 
 def failed(checks: list[CheckResult]) -> dict[str, str]:
