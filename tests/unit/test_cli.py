@@ -44,6 +44,7 @@ def test_scenarios_lists_one_name_per_line() -> None:
     assert done.stdout.splitlines() == [
         "arithmetic",
         "check:MODULE:FUNCTION",
+        "cited_answer",
         "constrained_writing",
         "humaneval",
         "incident",
@@ -79,8 +80,8 @@ def test_strategies_lists_names_first() -> None:
     [
         (
             ["run", "sudoku"],
-            "unknown scenario 'sudoku' (known: arithmetic, check:MODULE:FUNCTION, constrained_writing, humaneval, "
-            "incident, json_extract, pipeline, reasoning_gym:NAME, sql)",
+            "unknown scenario 'sudoku' (known: arithmetic, check:MODULE:FUNCTION, cited_answer, constrained_writing, "
+            "humaneval, incident, json_extract, pipeline, reasoning_gym:NAME, sql)",
         ),
         (["run", "arithmetic", "--strategy", "vibes"], "unknown strategy 'vibes'"),
         (["run", "arithmetic", "--model", "gpt:4"], "unknown backend spec 'gpt:4'"),
