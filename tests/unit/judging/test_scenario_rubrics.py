@@ -148,3 +148,20 @@ def test_answers_no_program_can_label_and_no_one_did_are_refused_in_one_line(
         "them: give each a `label`\n"
     )
     assert not (tmp_path / "c").exists()
+
+
+def test_calibrate_on_cited_answer_takes_its_rubric_and_the_user_s_labels(tmp_path: Path) -> None:
+    tasks = list(get_scenario("cited_answer").tasks(seed=0))[:6]
+    answers = tmp_path / "answers.jsonl"
+    lines = [
+        {"task_id": t.task_id, "answers": [{"text": "It is so [S1].", "label": True}, {"text": "No.", "label": False}]}
+        for t in tasks
+    ]
+    answers.write_text("\n".join(json.dumps(line) for line in lines))
+    args = ["judge", "calibrate", "--scenario", "cited_answer", "--tasks", str(answers), "--out", str(tmp_path / "c")]
+    with pytest.raises(SystemExit) as exited:  # twelve answers are too few for any interval to pass
+        main([*args, "--judge", "scripted:tests.support.judges:cited_by_support"])
+    assert exited.value.code == 5
+    card = json.loads((tmp_path / "c" / "judge-card.json").read_text())
+    assert (card["rubric"], card["answers"], card["labelled"], card["pairs"]) == ("cited_answer", 12, 12, 6)
+    assert card["figures"]["agreement"]["value"] == 1.0 and card["figures"]["position_flip_rate"]["value"] == 0.0
