@@ -1,7 +1,7 @@
 """Seeded short documents of numbered sentences, each with a question that the document answers, or does not.
 
 `make_case` draws a subject of one of four kinds (a bridge, a public library's rules, a bird's profile, a
-town festival) and writes 9 to 13 sentences about it: the subject's facts, each a sentence naming the subject
+town festival) and writes 10 to 13 sentences about it: the subject's facts, each a sentence naming the subject
 in full; two or three facts of a second subject of the same kind (a distractor, named in full too, so that a
 sentence never means two things, and half the time holding an asked fact of its own); and a neutral sentence
 or two. The question asks for one fact of the subject (difficulty 1) or two (difficulty 2); at difficulty 3 it

@@ -66,7 +66,7 @@ def test_each_document_is_well_formed_and_its_prompt_shows_every_sentence_after_
     for task in TASKS:
         case = case_of(task)
         sentences = task.reference["document"]
-        assert sentences == list(case.sentences) and 9 <= len(sentences) <= 13
+        assert sentences == list(case.sentences) and 10 <= len(sentences) <= 13
         assert len(set(sentences)) == len(sentences)
         for n, sentence in enumerate(sentences, start=1):
             assert sentence.endswith(".") and not re.search(r"[\"\[\]\n]", sentence), sentence
