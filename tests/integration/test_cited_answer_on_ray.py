@@ -24,11 +24,11 @@ def test_the_embedded_model_answers_cited_tasks_checked_by_the_rules_and_ungrade
     ray_cluster: Any, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    main(["run", "cited_answer", "--limit", "2", "--samples", "1", "--max-rounds", "2", "--out", str(out)])
+    main(["run", "cited_answer", "--limit", "2", "--samples", "1", "--max-rounds", "1", "--out", str(out)])
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["task_id"] for r in records) == ["cited-000", "cited-001"]
     for record in records:
-        assert record["error"] is None and record["stop_reason"] in ("threshold", "max_rounds", "stable")
+        assert record["error"] is None and record["stop_reason"] in ("threshold", "max_rounds")
         assert record["usage"]["calls"] >= 1 and record["usage"]["output_tokens"] > 0
         assert (record["grade"], record["graded_pass"]) == (None, None)
     trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
