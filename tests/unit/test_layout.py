@@ -54,7 +54,7 @@ ALLOWED: dict[str, set[str]] = {
         *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),
         *("engine", "rundir", "telemetry", "judging"),
     },
-    "serving": {"errors", "protocols", "config", "strategies", "scenarios", "engine", "rundir"},
+    "serving": {"errors", "protocols", "config", "strategies", "scenarios", "engine", "rundir", "actors"},
     "rundir": {"errors", "protocols", "jsonlines"},
     "views": {"errors", "protocols", "rundir"},
     "telemetry": {"errors", "protocols", "backends", "rundir"},
