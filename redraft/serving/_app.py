@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
@@ -60,7 +61,8 @@ class Server:
         self.metrics = metrics or CountedMetrics()
         self.cancelled = 0
         """Loops cancelled because their client went away."""
-        self.loop_cancelled = asyncio.Event()
+        self.loop_cancelled = threading.Event()
+        """Set when a loop was cancelled (tests wait on it from another thread)."""
 
     def admitted(self, request: Request, body: bytes) -> tuple[ChatRequest, Prepared]:
         """The request read and its loop prepared; `APIError` for the first thing it may not ask."""
