@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -22,7 +23,7 @@ from ray.util import metrics
 
 from redraft.serving._app import make_app
 from redraft.serving._guard import PeriodSpending
-from redraft.serving._settings import ServeSettings
+from redraft.serving._settings import ServeSettings, key_digests
 
 APP_NAME = "redraft"
 SPENDING_ACTOR = "redraft-serve-spending"
@@ -144,9 +145,13 @@ def application(settings: ServeSettings, max_replicas: int = 4) -> Application:
 
 def build(args: dict[str, Any]) -> Application:
     """A Serve config's application builder (``import_path: redraft.serving:build``): ``args`` are the
-    `ServeSettings` fields, and ``max_replicas``."""
+    `ServeSettings` fields, ``max_replicas``, and ``api_keys_file`` (a file of keys, one a line, on the nodes:
+    a mounted Secret), whose keys' digests join ``key_digests``."""
     given = dict(args)
     max_replicas = int(given.pop("max_replicas", 4))
+    keys_file = given.pop("api_keys_file", None)
+    if keys_file is not None:
+        given["key_digests"] = [*given.get("key_digests", []), *key_digests(None, Path(keys_file))]
     return application(msgspec.convert(given, ServeSettings), max_replicas)
 
 
