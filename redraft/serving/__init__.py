@@ -11,6 +11,7 @@ journal     each replica's run directory per day, which redraft report and redra
 guard       keys, the server's money per period, the figures it reports
 replies     a finished loop as the client reads it, or the error it stands for
 app         the ASGI app (FastAPI): the routes, streaming, disconnects, timeouts
+thread      the app served from a thread of this process (a notebook, a test)
 deployment  the app as a Ray Serve deployment: replicas, autoscaling, Ray metrics (the one module with Ray)
 ```
 """
@@ -22,6 +23,7 @@ from redraft.serving._app import make_app
 from redraft.serving._guard import CountedMetrics, Metrics, PeriodSpending, Spending
 from redraft.serving._openai import APIError
 from redraft.serving._settings import LOOPBACK, ServeSettings, digest, key_digests, named_pairs
+from redraft.serving._thread import Serving, serving
 
 __all__ = [
     "LOOPBACK",
@@ -30,6 +32,7 @@ __all__ = [
     "Metrics",
     "PeriodSpending",
     "ServeSettings",
+    "Serving",
     "Spending",
     "build",
     "digest",
@@ -38,6 +41,7 @@ __all__ = [
     "named_pairs",
     "serve_here",
     "serve_on_ray",
+    "serving",
 ]
 
 
