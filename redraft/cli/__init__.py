@@ -32,6 +32,7 @@ from redraft.cli._judge import judge_app
 from redraft.cli._next_steps import next_steps
 from redraft.cli._options import compare_parameters, run_parameters, tune_parameters
 from redraft.cli._progress import RunProgress
+from redraft.cli._serve import serve_command
 from redraft.cli._signals import EXIT_INTERRUPTED, StopRequest, stop_on_signals
 from redraft.cli._warning_lines import show_warnings_as_lines
 from redraft.errors import Interrupted, RedraftError, UserError
@@ -253,6 +254,7 @@ def tune_command(
 
 tune_command.__signature__ = inspect.Signature(tune_parameters())  # type: ignore[attr-defined]
 app.command("tune")(tune_command)
+app.command("serve")(serve_command)
 
 
 def _interrupted(exc: Interrupted, stop: StopRequest) -> NoReturn:

@@ -8,7 +8,7 @@ one task here; `role_setup` resolves a `RunConfig` into what the roles are built
 
 from redraft.engine._identity import check_out
 from redraft.engine._model_role import CallSettings
-from redraft.engine._refine import Refinement, refine, refine_async
+from redraft.engine._refine import Refinement, local_roles, refine, refine_async
 from redraft.engine.arbiter import Arbiter, ArbiterSettings, Checkpoint
 from redraft.engine.critic import Critic
 from redraft.engine.drafter import Drafter
@@ -37,6 +37,7 @@ __all__ = [
     "Verifier",
     "arbiter_settings",
     "check_out",
+    "local_roles",
     "refine",
     "refine_async",
     "role_setup",

@@ -86,6 +86,9 @@ def check_command(words: list[str], workspace: Path) -> None:
         _exists(args)
     elif program == "ray":
         _check_ray(args, workspace)
+    elif program == "serve":  # Ray Serve's own command: serve deploy CONFIG
+        assert args[:1] == ["deploy"], f"serve {args[:1]}?"
+        _exists(args[1:2])
     elif program in ("docker", "kubectl"):
         _exists([args[i + 1] for i, a in enumerate(args[:-1]) if a == "-f"])
     elif program == "pip":
@@ -121,6 +124,10 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     context = COMMAND.commands[args[0]].make_context(args[0], args[1:])
     if args[0] == "export" and context.params["fmt"] == "otel":
         _send_spans(context.params, workspace)
+    if args[0] == "serve":
+        from redraft.cli._serve import served_settings
+
+        served_settings(context.params)
     if args[0] not in ("run", "compare", "tune"):
         return
     for strategy in (context.params.get("arms") or "").split(","):

@@ -1,0 +1,75 @@
+"""``redraft serve``: refinement behind an OpenAI-compatible endpoint.
+
+```
+settings    ServeSettings: the run options every request starts from, the checks and aliases it may name,
+            the limits, the keys (as digests)
+openai      the OpenAI wire: requests read once, responses, stream chunks, errors in OpenAI's shape
+routes      what a request's ``model`` names: a strategy, and the model behind it
+chat        a request as a task: its messages as the prompt, under its check's scenario (or none)
+refiner     the engine per request: an arbiter per configuration, made once and kept
+journal     each replica's run directory per day, which redraft report and redraft trace read
+guard       keys, the server's money per period, the figures it reports
+replies     a finished loop as the client reads it, or the error it stands for
+app         the ASGI app (FastAPI): the routes, streaming, disconnects, timeouts
+thread      the app served from a thread of this process (a notebook, a test)
+deployment  the app as a Ray Serve deployment: replicas, autoscaling, Ray metrics (the one module with Ray)
+```
+"""
+
+import threading
+from typing import Any
+
+from redraft.serving._app import make_app
+from redraft.serving._guard import CountedMetrics, Metrics, PeriodSpending, Spending
+from redraft.serving._openai import APIError
+from redraft.serving._settings import LOOPBACK, ServeSettings, digest, key_digests, named_pairs
+from redraft.serving._thread import Serving, serving
+
+__all__ = [
+    "LOOPBACK",
+    "APIError",
+    "CountedMetrics",
+    "Metrics",
+    "PeriodSpending",
+    "ServeSettings",
+    "Serving",
+    "Spending",
+    "build",
+    "digest",
+    "key_digests",
+    "make_app",
+    "named_pairs",
+    "serve_here",
+    "serve_on_ray",
+    "serving",
+]
+
+
+def serve_here(settings: ServeSettings) -> None:
+    """Serve ``settings`` in this process under uvicorn, with no Ray (one replica; until SIGINT or SIGTERM, which
+    drain the requests in flight)."""
+    import uvicorn
+
+    app = make_app(settings)
+    drain = int(settings.request_timeout_s) + 30
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=drain)
+
+
+def serve_on_ray(settings: ServeSettings, *, address: str | None, max_replicas: int, stop: threading.Event) -> None:
+    """Serve ``settings`` on Ray Serve (the cluster at ``address``, or a local Ray) until ``stop`` is set, then
+    shut the application down, its replicas draining their requests in flight."""
+    from redraft.actors import ensure_ray
+    from redraft.serving._deployment import run_on_serve, stop_serving
+
+    ensure_ray(address)
+    run_on_serve(settings, max_replicas=max_replicas, proxy_location="EveryNode" if address else "HeadOnly")
+    print(f"redraft serve: listening on http://{settings.host}:{settings.port}/v1", flush=True)
+    stop_serving(stop)
+
+
+def build(args: dict[str, Any]) -> Any:
+    """A Serve config's application (``import_path: redraft.serving:build``, ``args``: the `ServeSettings`
+    fields and ``max_replicas``); Ray Serve is imported only here."""
+    from redraft.serving._deployment import build as built
+
+    return built(args)

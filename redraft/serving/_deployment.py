@@ -1,0 +1,169 @@
+"""The app as a Ray Serve deployment: replicas that autoscale on their queue, Ray metrics, and the server's money
+shared by every replica. The one module of `redraft.serving` that imports Ray.
+
+Each replica builds the app in its own process, after its constructor (`serve.ingress()` with no app, and
+``__serve_build_asgi_app__``): its engine, its run directory and its arbiters are its own. What the replicas
+share goes through Ray: the money spent in the period, kept by one named actor (`SpendingActor`), which each
+replica reads without waiting (at most one request late, so the budget may be passed by the requests already
+in flight when it is reached, never by more). Replicas reserve no CPU: a request waits on model servers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import ray
+from ray import serve
+from ray.serve import Application
+from ray.util import metrics
+
+from redraft.serving._app import make_app
+from redraft.serving._guard import PeriodSpending
+from redraft.serving._settings import ServeSettings, key_digests
+
+APP_NAME = "redraft"
+SPENDING_ACTOR = "redraft-serve-spending"
+TARGET_ONGOING_REQUESTS = 16
+"""Requests in flight per replica that autoscaling aims at: a request mostly waits on its model calls."""
+MAX_ONGOING_REQUESTS = 64
+"""Requests a replica takes at once; past them the proxy queues, and the queue is what scales replicas up."""
+DRAIN_S = 30.0
+"""Past the request timeout, how long a replica being stopped waits for its requests in flight to finish."""
+
+
+def autoscaling(max_replicas: int) -> dict[str, Any]:
+    """Ray Serve's ``autoscaling_config``: one replica at rest, more as requests queue."""
+    return {
+        "min_replicas": 1,
+        "max_replicas": max_replicas,
+        "target_ongoing_requests": TARGET_ONGOING_REQUESTS,
+        "upscale_delay_s": 5.0,
+        "downscale_delay_s": 120.0,
+    }
+
+
+class RayMetrics:
+    """`redraft.serving.Metrics` as Ray metrics (the dashboard's, and Prometheus through Ray's metrics agent)."""
+
+    def __init__(self) -> None:
+        self._requests = metrics.Counter(
+            "redraft_serve_requests", description="Chat requests answered, by status.", tag_keys=("route", "status")
+        )
+        self._latency = metrics.Histogram(
+            "redraft_serve_latency_s",
+            description="Seconds from a request's arrival to its answer.",
+            boundaries=[0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+            tag_keys=("route",),
+        )
+        self._calls = metrics.Histogram(
+            "redraft_serve_calls_per_request",
+            description="Model calls behind one answer.",
+            boundaries=[1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64],
+            tag_keys=("route",),
+        )
+        self._cost = metrics.Counter("redraft_serve_cost_usd", description="USD the requests' calls cost.")
+
+    def request(self, route: str, status: int, seconds: float, calls: int, usd: float) -> None:
+        self._requests.inc(1, tags={"route": route, "status": str(status)})
+        self._latency.observe(seconds, tags={"route": route})
+        if calls:
+            self._calls.observe(calls, tags={"route": route})
+        if usd:
+            self._cost.inc(usd)
+
+
+@ray.remote(num_cpus=0)
+class SpendingActor:
+    """The server's money for the period, for every replica."""
+
+    def __init__(self, period_s: float) -> None:
+        self._spending = PeriodSpending(period_s)
+
+    def add(self, usd: float) -> float:
+        self._spending.add(usd)
+        return self._spending.spent()
+
+    def spent(self) -> float:
+        return self._spending.spent()
+
+
+class SharedSpending:
+    """`redraft.serving.Spending` kept by the `SpendingActor`, read without blocking the replica's event loop."""
+
+    def __init__(self, period_s: float) -> None:
+        self._actor = SpendingActor.options(  # type: ignore[attr-defined]
+            name=SPENDING_ACTOR, get_if_exists=True, lifetime="detached", namespace="redraft-serve"
+        ).remote(period_s)
+        self._known = 0.0
+        self._asked: Any = None
+        self._lock = threading.Lock()
+
+    def spent(self) -> float:
+        with self._lock:
+            if self._asked is not None:
+                ready, _ = ray.wait([self._asked], timeout=0)
+                if ready:
+                    self._known, self._asked = ray.get(ready[0]), None
+            if self._asked is None:
+                self._asked = self._actor.spent.remote()
+            return self._known
+
+    def add(self, usd: float) -> None:
+        if usd:
+            with self._lock:
+                self._asked = self._actor.add.remote(usd)
+
+
+@serve.ingress()
+class RedraftServer:
+    """One replica: the app built in its process from the server's settings."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self._settings = msgspec.convert(settings, ServeSettings)
+
+    def __serve_build_asgi_app__(self) -> Any:
+        spending = SharedSpending(self._settings.period_s) if self._settings.usd_per_period is not None else None
+        return make_app(self._settings, metrics=RayMetrics(), spending=spending)
+
+
+def application(settings: ServeSettings, max_replicas: int = 4) -> Application:
+    """The Serve application of ``settings``, for `serve.run` (``redraft serve``) or a Serve config (`build`)."""
+    settings.validate()
+    deployment = serve.deployment(
+        name="RedraftServer",
+        autoscaling_config=autoscaling(max_replicas),
+        max_ongoing_requests=MAX_ONGOING_REQUESTS,
+        graceful_shutdown_timeout_s=settings.request_timeout_s + DRAIN_S,
+        ray_actor_options={"num_cpus": 0},
+    )(RedraftServer)
+    return deployment.bind(msgspec.to_builtins(settings))
+
+
+def build(args: dict[str, Any]) -> Application:
+    """A Serve config's application builder (``import_path: redraft.serving:build``): ``args`` are the
+    `ServeSettings` fields, ``max_replicas``, and ``api_keys_file`` (a file of keys, one a line, on the nodes:
+    a mounted Secret), whose keys' digests join ``key_digests``."""
+    given = dict(args)
+    max_replicas = int(given.pop("max_replicas", 4))
+    keys_file = given.pop("api_keys_file", None)
+    if keys_file is not None:
+        given["key_digests"] = [*given.get("key_digests", []), *key_digests(None, Path(keys_file))]
+    return application(msgspec.convert(given, ServeSettings), max_replicas)
+
+
+def run_on_serve(settings: ServeSettings, *, max_replicas: int = 4, proxy_location: str = "HeadOnly") -> None:
+    """Start Serve's HTTP proxy on ``settings``' host and port and the application on it (Ray already up)."""
+    serve.start(proxy_location=proxy_location, http_options={"host": settings.host, "port": settings.port})
+    serve.run(application(settings, max_replicas), name=APP_NAME, route_prefix="/", blocking=False)
+
+
+def stop_serving(stop: threading.Event, poll_s: float = 0.5) -> None:
+    """Wait for ``stop``, then shut Serve down, each replica draining its requests in flight."""
+    while not stop.wait(poll_s):
+        time.sleep(0)
+    serve.delete(APP_NAME)
+    serve.shutdown()  # type: ignore[no-untyped-call]

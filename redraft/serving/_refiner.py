@@ -1,0 +1,146 @@
+"""Each request a task of the engine: the same roles, strategies, arbiter and convergence as ``redraft run``.
+
+A replica holds its roles in its own process (`redraft.engine.local_roles`, as `redraft.refine` does) and one
+`Arbiter` per distinct run configuration a request asks for (strategy, models, check, samples, rounds, budget,
+max tokens), made on the first request that asks for it and kept for the next ones: nothing is started per
+request. The arbiters kept are bounded (`KEPT_ARBITERS`, the least recently used let go).
+
+A request's settings are the server's run options (`ServeSettings.run`) with what the request changes, resolved
+by `redraft.engine.resolved.resolve_run` like any run's: a bad name or value is a `UserError`, which the app
+answers as a 400.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from redraft.config import RunConfig
+from redraft.engine import Arbiter, Checkpoint, local_roles
+from redraft.engine.resolved import ResolvedRun, resolve_run
+from redraft.errors import UserError
+from redraft.protocols.messages import Result, Task
+from redraft.scenarios import provide, scenario_names
+from redraft.scenarios.user_check import user_scenario_name
+from redraft.serving._chat import CHAT, Conversation, prompt_of
+from redraft.serving._journal import Journal
+from redraft.serving._openai import APIError, ChatRequest
+from redraft.serving._routes import REQUEST_PROVIDERS, Route
+from redraft.serving._settings import ServeSettings
+
+KEPT_ARBITERS = 64
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A request ready to run: its arbiter, and its task."""
+
+    arbiter: Arbiter
+    task: Task
+    strategy: str
+
+
+class Refiner:
+    """A replica's engine: arbiters made once per configuration, each request's loop, its trace written."""
+
+    def __init__(self, settings: ServeSettings) -> None:
+        provide(Conversation())
+        self.settings = settings
+        self.base = RunConfig.build(**settings.run).replace(scenario=CHAT)
+        base = resolve_run(self.base, task=Task(task_id="-", scenario=CHAT, prompt=""))  # bad options fail here
+        experiment = self.base.experiment
+        self.own_models = frozenset(
+            m for m in (experiment.drafter, experiment.critic, experiment.verifier, experiment.escalate) if m
+        ) | frozenset(target.split("/", 2)[2] for target in settings.aliases.values() if target.count("/") >= 2)
+        self.journal = Journal(Path(settings.out) if settings.out else None, lambda name: _manifest(base, name))
+        self._arbiters: OrderedDict[tuple[tuple[str, Any], ...], Arbiter] = OrderedDict()
+
+    def prepare(self, route: Route, request: ChatRequest) -> Prepared:
+        """The arbiter and the task of ``request``; `APIError` 400 for a setting it may not ask."""
+        changes = self._changes(route, request)
+        key = tuple(sorted(changes.items()))
+        scenario = str(changes["scenario"])
+        if key not in self._arbiters:
+            run = self._resolved(changes)
+            self._arbiters[key] = Arbiter(local_roles(run.setup, run.strategy, run.settings), run.settings)
+            while len(self._arbiters) > KEPT_ARBITERS:
+                self._arbiters.popitem(last=False)
+        self._arbiters.move_to_end(key)
+        task = Task(
+            task_id="chatcmpl-" + uuid.uuid4().hex[:24],
+            scenario=scenario,
+            prompt=prompt_of(request.messages),
+            reference=dict(request.redraft.data),
+        )
+        return Prepared(self._arbiters[key], task, route.strategy)
+
+    async def refine(self, prepared: Prepared) -> AsyncIterator[Checkpoint]:
+        """The request's loop, a checkpoint per finished round, cut at the server's request timeout."""
+        async for checkpoint in prepared.arbiter.refine(prepared.task, self.settings.request_timeout_s):
+            yield checkpoint
+
+    def _changes(self, route: Route, request: ChatRequest) -> dict[str, Any]:
+        """The run settings the request changes over the server's (always its strategy and its scenario)."""
+        asked = request.redraft
+        s = self.settings
+        changes: dict[str, Any] = {"strategy": route.strategy, "scenario": self._scenario(asked.check)}
+        if route.model:
+            changes |= {"drafter": route.model, "critic": route.model}
+        if asked.critic:
+            changes["critic"] = self._allowed(asked.critic, "redraft.critic")
+        limits = (("samples", asked.samples, s.max_samples), ("max_rounds", asked.rounds, s.max_rounds))
+        for name, value, most in (*limits, ("max_tokens", request.token_limit, s.max_tokens)):
+            if value is None:
+                continue
+            if not 1 <= value <= most:
+                param = {"samples": "redraft.samples", "max_rounds": "redraft.rounds"}.get(name, "max_tokens")
+                raise APIError(400, f"{param} must be between 1 and {most} on this server, got {value}", param=param)
+            changes[name] = value
+        if request.temperature is not None:
+            changes["temperature"] = request.temperature
+        budget = asked.budget
+        if budget is not None:
+            spends = {
+                "task_budget_usd": budget.usd,
+                "task_budget_calls": budget.calls,
+                "task_budget_tokens": budget.tokens,
+            }
+            changes |= {name: value for name, value in spends.items() if value is not None}
+        return changes
+
+    def _scenario(self, check: str | None) -> str:
+        if check is None:
+            return CHAT
+        if check in self.settings.checks:
+            return user_scenario_name(self.settings.checks[check])
+        if ":" not in check and check in scenario_names():
+            return check
+        known = sorted(self.settings.checks) + [n for n in scenario_names() if ":" not in n]
+        raise APIError(400, f"unknown check {check!r} (known: {', '.join(known)})", param="redraft.check")
+
+    def _allowed(self, model: str, param: str) -> str:
+        if model not in self.own_models and not model.startswith(REQUEST_PROVIDERS):
+            raise APIError(400, f"{param}: a request may not name the model {model!r}", param=param)
+        return model
+
+    def _resolved(self, changes: dict[str, Any]) -> ResolvedRun:
+        try:
+            config = self.base.replace(**changes)
+            return resolve_run(config, task=Task(task_id="-", scenario=str(changes["scenario"]), prompt=""))
+        except UserError as exc:
+            raise APIError(400, str(exc)) from None
+
+
+def _manifest(base: ResolvedRun, name: str) -> dict[str, Any]:
+    """A replica's run directory's manifest: the server's own run settings, the requests' defaults."""
+    return base.manifest() | {"run_id": name, "served": True}
+
+
+def final_result(trace: list[Any]) -> Result:
+    result = trace[-1]
+    assert isinstance(result, Result)
+    return result

@@ -1,0 +1,86 @@
+"""redraft serve's deployment files are valid offline: the Serve config against Ray Serve's own schema, and
+built into the application it names; the RayService against the documented ``ray.io/v1`` spec and every pod
+against Kubernetes' schema (the checks of tests/unit/test_kuberay.py); both say the same application."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import msgspec
+import pytest
+import yaml
+
+from redraft.errors import UserError
+from redraft.serving import ServeSettings, digest
+from tests.support.paths import REPO_ROOT
+from tests.unit.test_kuberay import CLUSTER_SPEC, KUBERNETES, SECRET, obj, pod
+
+CONFIG = REPO_ROOT / "deploy" / "serve" / "serve-config.yaml"
+SERVICE = REPO_ROOT / "deploy" / "kuberay" / "rayservice.yaml"
+SERVICE_SPEC = obj(
+    {"serveConfigV2": {"type": "string"}, "rayClusterConfig": CLUSTER_SPEC},
+    required=("serveConfigV2", "rayClusterConfig"),
+    more=(
+        "deploymentUnhealthySecondThreshold",
+        "excludeHeadPodFromServeSvc",
+        "managedBy",
+        "rayClusterDeletionDelaySeconds",
+        "serveService",
+        "serviceUnhealthySecondThreshold",
+        "upgradeStrategy",
+    ),
+)
+
+
+def load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(path.read_text())
+    return data
+
+
+def test_the_serve_config_is_valid_for_ray_serve_and_names_redraft_s_builder() -> None:
+    from ray.serve.schema import ServeDeploySchema
+
+    config = load(CONFIG)
+    ServeDeploySchema.model_validate(config)
+    (application,) = config["applications"]
+    assert application["import_path"] == "redraft.serving:build"
+    with pytest.raises(Exception, match="applications"):
+        ServeDeploySchema.model_validate(config | {"applications": "redraft"})
+
+
+def test_the_config_s_args_build_settings_that_serve_with_the_keys_file_read(tmp_path: Path) -> None:
+    from redraft.serving._deployment import build
+
+    args = dict(load(CONFIG)["applications"][0]["args"])
+    keys = tmp_path / "keys"
+    keys.write_text("sk-one\n\n# a comment\nsk-two\n")
+    application = build(args | {"api_keys_file": str(keys)})
+    (settings,) = application._bound_deployment.init_args  # the replicas' constructor argument
+    served = msgspec.convert(settings, ServeSettings)
+    assert served.key_digests == [digest("sk-one"), digest("sk-two")] and served.host == "0.0.0.0"
+    deployment = application._bound_deployment
+    assert deployment._deployment_config.autoscaling_config.max_replicas == args["max_replicas"]
+    assert deployment._deployment_config.autoscaling_config.target_ongoing_requests > 0
+    with pytest.raises(UserError, match="reachable from other machines"):  # an open host with no keys
+        build({k: v for k, v in args.items() if k != "api_keys_file"})
+
+
+def test_the_rayservice_follows_the_documented_spec_and_runs_the_same_application() -> None:
+    manifest = load(SERVICE)
+    assert manifest["apiVersion"] == "ray.io/v1" and manifest["kind"] == "RayService"
+    jsonschema.validate(manifest["spec"], SERVICE_SPEC)
+    assert yaml.safe_load(manifest["spec"]["serveConfigV2"]) == load(CONFIG)  # one application, said twice
+    spec = manifest["spec"]["rayClusterConfig"]
+    for group in [spec["headGroupSpec"], *spec["workerGroupSpecs"]]:
+        kubernetes_validate.validate(pod(group["template"]), KUBERNETES, strict=True)
+        (container,) = group["template"]["spec"]["containers"]
+        keys = [e for e in container["env"] if e["name"].endswith("_API_KEY")]
+        assert keys and all(e["valueFrom"]["secretKeyRef"]["name"] == SECRET for e in keys)
+        mounts = {m["mountPath"] for m in container["volumeMounts"]}
+        assert "/etc/redraft/serve-keys" in mounts and 8000 in {p["containerPort"] for p in container["ports"]}
+    wrong = manifest["spec"] | {"serveConfig": manifest["spec"]["serveConfigV2"]}
+    with pytest.raises(jsonschema.ValidationError, match="serveConfig"):
+        jsonschema.validate(wrong, SERVICE_SPEC)
