@@ -27,6 +27,9 @@ from redraft.rundir import WIRE_KEY, fingerprint
 from redraft.rundir.store import new_run_uid
 from redraft.scenarios.taskfile import task_file_identity
 
+JUDGE_KEYS = ("judge", "rubric", "judge_repeats")
+"""The experiment's settings of a judge (``--judge``), in a run's identity only when it has one."""
+
 
 def identity(config: RunConfig, prompts: Prompts) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input), ``prompts`` the templates the run loaded."""
@@ -35,6 +38,11 @@ def identity(config: RunConfig, prompts: Prompts) -> dict[str, Any]:
     data["prompt_overrides"] = overrides(prompts)  # empty without a prompts file
     if config.experiment.tasks is not None:
         data["tasks"] = task_file_identity(config.experiment.tasks)
+    if config.experiment.judge is None:  # a run without a judge keeps the identity it had before judges were
+        for key in JUDGE_KEYS:
+            data.pop(key)
+    elif config.experiment.rubric is not None:
+        data["rubric"] = task_file_identity(config.experiment.rubric)  # its content decides the grades
     return data
 
 

@@ -1,0 +1,250 @@
+"""The judge as a run's grader: a task's grade is its rubric score, the judge's calls are the ``judge``'s usage,
+a misbehaving judge costs only the grade, and nothing the judge writes reaches a role of the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+
+from redraft import RunConfig, refine
+from redraft.backends import ChatRequest, ScriptedSpec
+from redraft.engine._refine import local_roles, refine_trace
+from redraft.engine.arbiter import Arbiter
+from redraft.engine.grader import Grader, grade_request
+from redraft.engine.pools import Member, Outcome, Request, Roles
+from redraft.engine.prompts import fenced
+from redraft.engine.resolved import resolve_run
+from redraft.engine.setup import grader_constructor, with_check
+from redraft.errors import UserError
+from redraft.judging.grading import JudgeGrader
+from redraft.judging.rubric import rubric_of
+from redraft.protocols.messages import (
+    CandidateText,
+    Draft,
+    Grade,
+    GradeRequest,
+    Result,
+    Task,
+    Usage,
+    Verification,
+    encode,
+)
+from tests.support import judges
+
+TASK = Task(task_id="q1", scenario="check", prompt="What is 6 times 7?")
+MARKER = "JUDGES-OWN-REASON-7f3a"
+"""A reason only the judge writes: it must never reach a role of the loop."""
+
+
+def says_42(text: str, data: Any) -> bool:
+    return "42" in text
+
+
+def judging(request: ChatRequest) -> str:
+    """A judge that passes an answer holding CORRECT, with a reason no role of the loop may ever read."""
+    criteria = judges._criteria(request)
+    level = "good" if "CORRECT" in fenced(request.messages[-1].content)[2] else "bad"
+    return json.dumps({"criteria": [{"criterion": c, "level": level, "reason": MARKER} for c in criteria]})
+
+
+@pytest.fixture
+def rubric(tmp_path: Path) -> str:
+    path = tmp_path / "test.json"
+    path.write_text(json.dumps(judges.RUBRIC))
+    return str(path)
+
+
+def refined(rubric: str, draft: str, judge: ScriptedSpec, **settings: Any) -> Result:
+    drafter = ScriptedSpec(script=lambda request: draft, spec="scripted:drafter")
+    config = RunConfig.build(samples=1, max_rounds=1, rubric=rubric, **settings)
+    done = refine(TASK, config, check=says_42, backends={"drafter": drafter, "critic": drafter, "judge": judge})
+    return done.result
+
+
+def test_the_grade_is_the_judge_s_rubric_score_and_its_calls_are_the_judge_s(rubric: str) -> None:
+    judge = ScriptedSpec(script=judging, spec="scripted:judge", model="gpt-4o-mini")  # priced as gpt-4o-mini
+    good = refined(rubric, "6 times 7 is 42. CORRECT", judge)
+    assert (good.grade, good.graded_pass) == (1.0, True)
+    assert good.usage_by_role["judge"].calls == 1 and good.usage_by_role["judge"].cost_usd > 0
+    assert good.usage.calls == good.usage_by_role["drafter"].calls + 1  # the task's usage holds the judge's
+    wrong = refined(rubric, "6 times 7 is 42.", judge)
+    assert (wrong.grade, wrong.graded_pass) == (0.0, False)
+    assert wrong.passed  # the loop's feedback passed it: the grade is the judge's, not the feedback's
+
+
+def test_repeated_judgments_are_kept_and_the_grade_is_their_mean(rubric: str) -> None:
+    def split(request: ChatRequest) -> str:  # passes it on even seeds only
+        level = "good" if request.seed % 2 == 0 else "bad"
+        return json.dumps(
+            {"criteria": [{"criterion": c, "level": level, "reason": "r"} for c in judges._criteria(request)]}
+        )
+
+    judge = ScriptedSpec(script=split, spec="scripted:judge")
+    result = refined(rubric, "42", judge, judge_repeats=3)
+    assert result.grade == pytest.approx(2 / 3) and result.graded_pass is False  # below the threshold of 0.7
+    assert result.usage_by_role["judge"].calls == 3
+
+
+def test_the_judge_grades_the_final_answer_and_round_0_s_leader_only() -> None:
+    loop = [
+        message
+        for r in (0, 1)
+        for s in (0, 1)
+        for message in (
+            Draft(task_id="q1", round=r, sample=s, text=f"text {r}/{s}"),
+            Verification(task_id="q1", round=r, sample=s, score=0.0, passed=False),
+        )
+    ]
+    result = Result(
+        task_id="q1",
+        scenario="check",
+        answer=None,
+        text="text 1/0",
+        score=0.0,
+        passed=False,
+        initial_score=0.0,
+        initial_passed=False,
+        rounds=2,
+        stop_reason="max_rounds",
+        usage=Usage(),
+        wall_s=0.0,
+        best_round=1,
+        best_sample=0,
+        initial_sample=1,
+    )
+    request = grade_request(Grader("arithmetic").scenario, TASK, [TASK, *loop, result], judged=True)
+    assert request is not None and sorted((c.round, c.sample) for c in request.candidates) == [(0, 1), (1, 0)]
+    assert grade_request(Grader("arithmetic").scenario, TASK, [TASK, *loop, result]) is None  # no gold, no judge
+
+
+# ---------------------------------------------------------------- a judge that misbehaves costs only the grade
+
+
+def broken_grader(script: Any, **kwargs: Any) -> JudgeGrader:
+    return JudgeGrader(ScriptedSpec(script=script, spec="scripted:judge", **kwargs), rubric_of(judges.RUBRIC))
+
+
+REQUEST = GradeRequest(task=TASK, candidates=[CandidateText(round=0, sample=0, text="42")])
+
+
+def test_a_judge_answering_garbage_leaves_the_grade_missing_with_its_reason() -> None:
+    grade = asyncio.run(broken_grader(judges.broken).grade(REQUEST))
+    assert grade.grades == [] and grade.error is not None
+    assert grade.error.startswith("the judge answered no valid grade:") and grade.usage.calls == 1
+
+
+def test_a_judge_whose_server_fails_leaves_the_grade_missing_with_its_reason() -> None:
+    def fails(request: ChatRequest) -> str:
+        raise RuntimeError("HTTP 500: the server had an error")
+
+    grade = asyncio.run(broken_grader(fails).grade(REQUEST))
+    assert grade.grades == [] and grade.error is not None and grade.error.startswith("the judge failed:")
+    assert "HTTP 500" in grade.error
+
+
+def test_a_judge_that_hangs_leaves_the_grade_missing_at_its_deadline() -> None:
+    spec = ScriptedSpec(script=judging, spec="scripted:judge", delay_s=60.0)
+    grader = JudgeGrader(spec, rubric_of(judges.RUBRIC), deadline_s=0.05)
+    grade = asyncio.run(grader.grade(REQUEST))
+    assert grade.grades == [] and grade.error == "the judge did not answer within 0.05 s"
+
+
+def test_a_task_whose_judge_failed_is_kept_with_its_grade_missing(rubric: str) -> None:
+    result = refined(rubric, "6 times 7 is 42. CORRECT", ScriptedSpec(script=judges.broken, spec="scripted:judge"))
+    assert result.text == "6 times 7 is 42. CORRECT" and result.passed  # the loop's result stands
+    assert (result.grade, result.graded_pass) == (None, None)  # unknown, not 0
+
+
+# ---------------------------------------------------------------- settings refused in one line
+
+
+def test_a_rubric_without_a_judge_is_refused(rubric: str) -> None:
+    with pytest.raises(UserError, match="--rubric is the judge's: give --judge MODEL"):
+        resolve_run(RunConfig.build(scenario="arithmetic", rubric=rubric))
+
+
+def test_a_judge_without_a_rubric_on_a_scenario_without_one_is_refused() -> None:
+    with pytest.raises(UserError, match="scenario 'arithmetic' has none of its own: give --rubric FILE"):
+        resolve_run(RunConfig.build(scenario="arithmetic", judge="scripted:tests.support.judges:faithful"))
+
+
+def test_a_rubric_that_is_not_one_is_refused_naming_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("threshold = 3\n")
+    with pytest.raises(UserError, match=f"{bad}") as raised:
+        resolve_run(
+            RunConfig.build(scenario="arithmetic", judge="scripted:tests.support.judges:faithful", rubric=str(bad))
+        )
+    assert "\n" not in str(raised.value)
+
+
+def test_a_judge_on_the_drafter_s_model_is_allowed_and_named_self_judged(rubric: str) -> None:
+    faithful = "scripted:tests.support.judges:faithful"
+    same = resolve_run(RunConfig.build(scenario="arithmetic", model=faithful, judge=faithful, rubric=rubric))
+    other = resolve_run(RunConfig.build(scenario="arithmetic", judge=faithful, rubric=rubric))
+    assert same.setup.judge is not None and same.setup.judge.self_judged
+    assert other.setup.judge is not None and not other.setup.judge.self_judged
+    assert (other.setup.judge.rubric, other.setup.judge.spec) == ("test", faithful)
+
+
+def test_a_judge_enters_the_run_s_identity_and_a_run_without_one_keeps_its_own(rubric: str) -> None:
+    plain = resolve_run(RunConfig.build(scenario="arithmetic"))
+    faithful = "scripted:tests.support.judges:faithful"
+    judged = resolve_run(RunConfig.build(scenario="arithmetic", judge=faithful, rubric=rubric))
+    assert not {"judge", "rubric", "judge_repeats"} & set(plain.identity)
+    assert judged.identity["judge"] == faithful and "sha256" in judged.identity["rubric"]
+    assert (
+        judged.fingerprint
+        != resolve_run(
+            RunConfig.build(scenario="arithmetic", judge=faithful, rubric=rubric, judge_repeats=2)
+        ).fingerprint
+    )
+
+
+# ---------------------------------------------------------------- the held-out rule
+
+
+class Recording:
+    """A role member that keeps every request frame it receives."""
+
+    def __init__(self, inner: Member, received: list[bytes]) -> None:
+        self.inner, self.received = inner, received
+
+    async def serve_many(self, requests: list[Request]) -> list[Outcome]:
+        self.received.extend(encode(r) for r in requests)
+        return await self.inner.serve_many(requests)
+
+    async def answers(self, within_s: float) -> bool:
+        return True
+
+
+def test_nothing_the_judge_writes_reaches_a_role_of_the_loop(rubric: str) -> None:
+    prompts: list[str] = []
+
+    def loop_model(request: ChatRequest) -> str:
+        prompts.extend(m.content for m in request.messages)
+        return "6 times 7 is 41."  # wrong, so the loop revises: every later round could carry what it was told
+
+    spec = ScriptedSpec(script=loop_model, spec="scripted:loop")
+    judge = ScriptedSpec(script=judging, spec="scripted:judge")
+    config = with_check(RunConfig.build(samples=2, max_rounds=3, rubric=rubric, strategy="adversarial"), says_42)
+    task = Task(task_id="q1", scenario=config.experiment.scenario, prompt="What is 6 times 7?")
+    run = resolve_run(config, backends={"drafter": spec, "critic": spec, "judge": judge}, task=task)
+    received: list[bytes] = []
+    roles = local_roles(run.setup, run.strategy)
+    recorded = Roles.of({p.role: [Recording(m, received) for m in p.members if m is not None] for p in roles.pools()})
+    cls, args, kwargs = grader_constructor(run.setup)
+    trace = asyncio.run(
+        refine_trace(Arbiter(recorded, run.settings), Grader(run.setup.scenario), task, judge=cls(*args, **kwargs))
+    )
+    grade = next(m for m in trace if isinstance(m, Grade))
+    assert MARKER in grade.grades[0].detail  # the judge did write it, into the record
+    assert isinstance(trace[-1], Result) and trace[-1].rounds > 1  # the loop went on after its first round
+    frames = "\n".join(json.dumps(msgpack.unpackb(r), default=str) for r in received)
+    assert received and MARKER not in frames
+    assert prompts and not [p for p in prompts if MARKER in p]
