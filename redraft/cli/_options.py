@@ -74,7 +74,10 @@ def _scenario() -> inspect.Parameter:
 
 
 _CHECK = "MODULE:FUNCTION whose verdict steers the loop on the --tasks (instead of a SCENARIO)."
-_GRADE = "MODULE:FUNCTION that grades the final answers against the --tasks' reference, held out."
+_GRADE = (
+    "MODULE:FUNCTION that grades the final answers against the --tasks' reference, held out; or rubric:FILE, the "
+    "--judge's rubric."
+)
 
 
 def _run_options() -> list[Placed]:

@@ -1,8 +1,8 @@
 """A run's identity (what decides its results), the manifest its run directory keeps, and where it writes.
 
 The identity is the experiment's settings, every prompt template's version (a prompts file's text hashes
-too) and a task file's path and content hash; its hash, the fingerprint, lets a rerun with the same
-``--out`` resume and refuses one that would mix two configurations (`redraft.rundir.RunStore`).
+too) and a task file's and a judge's rubric's path and content hash; its hash, the fingerprint, lets a rerun
+with the same ``--out`` resume and refuses one that would mix two configurations (`redraft.rundir.RunStore`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,6 @@ from redraft.rundir import WIRE_KEY, fingerprint
 from redraft.rundir.store import new_run_uid
 from redraft.scenarios.taskfile import task_file_identity
 
-JUDGE_KEYS = ("judge", "rubric", "judge_repeats")
-"""The experiment's settings of a judge (``--judge``), in a run's identity only when it has one."""
-
 
 def identity(config: RunConfig, prompts: Prompts) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input), ``prompts`` the templates the run loaded."""
@@ -38,10 +35,7 @@ def identity(config: RunConfig, prompts: Prompts) -> dict[str, Any]:
     data["prompt_overrides"] = overrides(prompts)  # empty without a prompts file
     if config.experiment.tasks is not None:
         data["tasks"] = task_file_identity(config.experiment.tasks)
-    if config.experiment.judge is None:  # a run without a judge keeps the identity it had before judges were
-        for key in JUDGE_KEYS:
-            data.pop(key)
-    elif config.experiment.rubric is not None:
+    if config.experiment.rubric is not None:
         data["rubric"] = task_file_identity(config.experiment.rubric)  # its content decides the grades
     return data
 

@@ -192,17 +192,15 @@ def test_a_judge_on_the_drafter_s_model_is_allowed_and_named_self_judged(rubric:
     assert (other.setup.judge.rubric, other.setup.judge.spec) == ("test", faithful)
 
 
-def test_a_judge_enters_the_run_s_identity_and_a_run_without_one_keeps_its_own(rubric: str) -> None:
-    plain = resolve_run(RunConfig.build(scenario="arithmetic"))
+def test_a_judge_and_its_rubric_s_content_enter_the_run_s_identity(rubric: str) -> None:
     faithful = "scripted:tests.support.judges:faithful"
     judged = resolve_run(RunConfig.build(scenario="arithmetic", judge=faithful, rubric=rubric))
-    assert not {"judge", "rubric", "judge_repeats"} & set(plain.identity)
     assert judged.identity["judge"] == faithful and "sha256" in judged.identity["rubric"]
-    assert (
+    again = RunConfig.build(scenario="arithmetic", judge=faithful, rubric=rubric, judge_repeats=2)
+    assert resolve_run(again).fingerprint != judged.fingerprint
+    Path(rubric).write_text(json.dumps(judges.RUBRIC | {"threshold": 0.9}))  # the same file, another rubric
+    assert resolve_run(RunConfig.build(scenario="arithmetic", judge=faithful, rubric=rubric)).fingerprint != (
         judged.fingerprint
-        != resolve_run(
-            RunConfig.build(scenario="arithmetic", judge=faithful, rubric=rubric, judge_repeats=2)
-        ).fingerprint
     )
 
 
