@@ -12,7 +12,7 @@ import msgpack
 import pytest
 
 from redraft import RunConfig, refine
-from redraft.backends import ChatRequest, ScriptedSpec
+from redraft.backends import ChatRequest, ScriptedSpec, resolve
 from redraft.engine._refine import local_roles, refine_trace
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader, grade_request
@@ -35,6 +35,7 @@ from redraft.protocols.messages import (
     encode,
 )
 from tests.support import judges
+from tests.support.fake_llm_servers import FakeLLMServer
 
 TASK = Task(task_id="q1", scenario="check", prompt="What is 6 times 7?")
 MARKER = "JUDGES-OWN-REASON-7f3a"
@@ -138,13 +139,13 @@ def test_a_judge_answering_garbage_leaves_the_grade_missing_with_its_reason() ->
     assert grade.error.startswith("the judge answered no valid grade:") and grade.usage.calls == 1
 
 
-def test_a_judge_whose_server_fails_leaves_the_grade_missing_with_its_reason() -> None:
-    def fails(request: ChatRequest) -> str:
-        raise RuntimeError("HTTP 500: the server had an error")
-
-    grade = asyncio.run(broken_grader(fails).grade(REQUEST))
+def test_a_judge_whose_server_answers_500_leaves_the_grade_missing_with_its_reason() -> None:
+    with FakeLLMServer() as server:  # the real client over HTTP, its retries spent on a server that is down
+        server.fail_status = 500
+        grader = JudgeGrader(resolve(f"openai-compatible:m@{server.openai_base_url}"), rubric_of(judges.RUBRIC))
+        grade = asyncio.run(grader.grade(REQUEST))
     assert grade.grades == [] and grade.error is not None and grade.error.startswith("the judge failed:")
-    assert "HTTP 500" in grade.error
+    assert "500" in grade.error and "\n" not in grade.error
 
 
 def test_a_judge_that_hangs_leaves_the_grade_missing_at_its_deadline() -> None:
