@@ -109,6 +109,8 @@ class DispatchRules:
     policy: AttemptPolicy = field(default_factory=AttemptPolicy)
     judged: bool = False
     """A judge grades every finished task (``--judge``), gold or not."""
+    judge_every_sample: bool = False
+    """The judge grades every candidate, not only the final answer and round 0's leader (a run of one round)."""
     prices: PriceTable = field(default_factory=default_prices)
     """What a judge's calls are priced by, as the arbiters price the loop's."""
 
@@ -310,7 +312,11 @@ class Dispatcher:
         self.finished += 1
         self.breaker.answered(result.usage_by_role)
         request = grade_request(
-            self.rules.scenario, pending.task, [decode(f) for f in frames], judged=self.rules.judged
+            self.rules.scenario,
+            pending.task,
+            [decode(f) for f in frames],
+            judged=self.rules.judged,
+            every_sample=self.rules.judge_every_sample,
         )
         if request is None:
             self._write(frames, result)

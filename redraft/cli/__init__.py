@@ -177,6 +177,8 @@ def compare_command(
     repeats: int,
     baseline: Path | None,
     fail_if_worse: bool,
+    judge_card: Path | None,
+    trust_judge: bool,
     **settings: Any,
 ) -> None:
     """Compare critic strategies on the same tasks, against sampling at matched cost; rerun to resume."""
@@ -201,6 +203,8 @@ def compare_command(
                 match=match,
                 repeats=repeats,
                 previous=baseline,
+                judge_card=judge_card,
+                gated=fail_if_worse and not trust_judge,
                 progress=RunProgress(),
                 console=out,
                 stop=stop.event,

@@ -163,6 +163,20 @@ def _comparison_options() -> list[Placed]:
             COMPARISON, "baseline", "--baseline", "An earlier comparison.json to hold this one against.", kind=Path
         ),
         _option(COMPARISON, "fail_if_worse", "--fail-if-worse", _FAIL_IF_WORSE, default=False),
+        _option(
+            COMPARISON,
+            "judge_card",
+            "--judge-card",
+            "The --judge's card (`redraft judge calibrate`), named in the comparison; a gate needs it to pass.",
+            kind=Path,
+        ),
+        _option(
+            COMPARISON,
+            "trust_judge",
+            "--trust-judge",
+            "Let --fail-if-worse gate on a --judge without a passing --judge-card.",
+            default=False,
+        ),
     ]
 
 

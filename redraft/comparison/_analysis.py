@@ -26,6 +26,7 @@ from typing import Literal
 import msgspec
 
 from redraft.comparison._gate import Gate
+from redraft.comparison._judged import JudgeNote
 from redraft.comparison._lane_figures import Basis, Behaviour, TaskFigures
 from redraft.stats import (
     Method,
@@ -151,16 +152,28 @@ class Comparison(msgspec.Struct, kw_only=True):
     """A digest of the compared tasks' ids (`redraft.comparison._gate.task_digest`), for the same warning."""
     gate: Gate | None = None
     """The regression gate's verdict against ``--baseline`` (None: no baseline was given)."""
+    judge: JudgeNote | None = None
+    """Who graded every lane when a judge did (``--judge``), and its card (None: the scenario's grade)."""
 
     @property
     def rate_name(self) -> str:
-        """The pass rate every figure shows, in words: ``graded pass rate`` or ``feedback pass rate``."""
-        return "graded pass rate" if self.basis == "grade" else "feedback pass rate"
+        """The pass rate every figure shows, in words: ``graded pass rate`` (``judged pass rate``) or ``feedback
+        pass rate``."""
+        if self.basis != "grade":
+            return "feedback pass rate"
+        return "judged pass rate" if self.judge is not None else "graded pass rate"
 
     @property
     def rate_source(self) -> str:
         """Where that rate comes from, in words."""
-        return "held out" if self.basis == "grade" else "no held-out grade"
+        if self.basis != "grade":
+            return "no held-out grade"
+        if self.judge is None:
+            return "held out"
+        judge = self.judge
+        self_judged = ", SELF-JUDGED" if judge.self_judged else ""
+        card = {None: "no card", True: "its card passed", False: "its card did not pass"}[judge.card_passed]
+        return f"held out, judged by {judge.judge} by {judge.rubric!r}{self_judged}; {card}"
 
 
 def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviour, *, oracle: bool) -> ArmFigures:

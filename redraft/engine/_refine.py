@@ -116,6 +116,7 @@ async def refine_async(
         timeout_s=run.budgets.task_timeout,
         judge=judge,
         prices=run.settings.prices,
+        every_sample=run.experiment.max_rounds == 1,
     )
     result = trace[-1]
     assert isinstance(result, Result)
@@ -142,13 +143,15 @@ async def refine_trace(
     timeout_s: float | None = None,
     judge: GradeRole | None = None,
     prices: PriceTable | None = None,
+    every_sample: bool = False,
 ) -> list[Message]:
     """One task through an arbiter and a grader of this process: the loop on the task without its gold (unless
-    ``oracle``), then the held-out grade (the ``judge``'s, when given, its calls priced by ``prices``); every
-    message of its trace, the graded `Result` last."""
+    ``oracle``), then the held-out grade (the ``judge``'s, when given, its calls priced by ``prices``, of every
+    sample with ``every_sample``: `redraft.engine.grader.grade_request`); every message of its trace, the graded
+    `Result` last."""
     seen = task if oracle else task.without_gold()  # the loop never sees the gold
     trace = await arbiter.run(seen, timeout_s)
-    request = grade_request(grader.scenario, task, trace, judged=judge is not None)
+    request = grade_request(grader.scenario, task, trace, judged=judge is not None, every_sample=every_sample)
     if request is None:
         return trace
     result = trace[-1]

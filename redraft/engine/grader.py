@@ -91,17 +91,19 @@ GRADERS: Registry[Callable[[JudgeAsk], JudgeSetup]] = Registry("grader", "redraf
 
 
 def grade_request(
-    scenario: Scenario, task: Task, trace: Sequence[Message], *, judged: bool = False
+    scenario: Scenario, task: Task, trace: Sequence[Message], *, judged: bool = False, every_sample: bool = False
 ) -> GradeRequest | None:
     """What to ask the grader about a finished task, or None when it has nothing to be graded against.
 
-    ``judged``: a judge grades it, with or without gold, and only the final answer and round 0's leader."""
+    ``judged``: a judge grades it, with or without gold, and only the final answer and round 0's leader (what the
+    task's grades are), or with ``every_sample`` every candidate (a run of one round: a comparison's sampling
+    baseline, whose curves are computed from each sample's grade)."""
     if judged:
         result = trace[-1]
         if not isinstance(result, Result):
             return None
         wanted = {(result.best_round, result.best_sample), (0, result.initial_sample)}
-        chosen = [c for c in candidates_of(trace) if (c.round, c.sample) in wanted]
+        chosen = [c for c in candidates_of(trace) if every_sample or (c.round, c.sample) in wanted]
         return GradeRequest(task=task, candidates=chosen) if chosen else None
     if not task.gold and not scenario.feedback_is_grade:
         return None
