@@ -217,3 +217,5 @@ def test_trust_judge_lets_the_gate_rest_on_it_and_the_comparison_names_judge_and
     page = (tmp_path / "new" / "comparison.html").read_text()
     assert f"Every grade is a judge's: <b>{JUDGE}</b> by the rubric test" in page
     assert "does not vouch for it</b>: it failed: kappa 0.31" in page
+    lane_report = (tmp_path / "new" / "arms" / "adversarial" / "report.html").read_text()
+    assert f"judge {JUDGE} by test" in lane_report  # each lane's report names who graded it

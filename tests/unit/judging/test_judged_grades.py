@@ -247,3 +247,29 @@ def test_nothing_the_judge_writes_reaches_a_role_of_the_loop(rubric: str) -> Non
     frames = "\n".join(json.dumps(msgpack.unpackb(r), default=str) for r in received)
     assert received and MARKER not in frames
     assert prompts and not [p for p in prompts if MARKER in p]
+
+
+# ---------------------------------------------------------------- the command line and the end table
+
+
+def test_grade_rubric_file_is_the_judge_s_rubric_and_naming_it_twice_is_refused() -> None:
+    from redraft.cli import _judged_grade
+
+    given: dict[str, Any] = {}
+    assert _judged_grade("rubric:summary.toml", given) is None and given == {"rubric": "summary.toml"}
+    assert _judged_grade("grades:exact", {}) == "grades:exact"  # a user's grade function, as it was
+    with pytest.raises(UserError, match="name the judge's rubric twice"):
+        _judged_grade("rubric:a.toml", {"rubric": "b.toml"})
+
+
+def test_the_end_table_names_the_judge_and_says_self_judged() -> None:
+    from redraft.rundir.summary import Summary
+    from redraft.views.summary_table import graded_by, summary_rows
+
+    other = {"judge": "openai:gpt-4o", "drafter": "local", "rubric": "rubrics/summary.toml", "judge_repeats": 3}
+    assert graded_by(other) == "judge openai:gpt-4o by summary, the mean of 3 judgments"
+    same = graded_by(other | {"drafter": "openai:gpt-4o", "judge_repeats": 1})
+    assert same == "judge openai:gpt-4o by summary; SELF-JUDGED: the judge is the drafter's own model"
+    assert graded_by({"judge": None}) is None
+    rows = dict(summary_rows(Summary(tasks=2), breakdowns=False, judge=same))
+    assert rows["graded by"] == same
