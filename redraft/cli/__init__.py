@@ -178,6 +178,7 @@ def compare_command(
     baseline: Path | None,
     fail_if_worse: bool,
     judge_card: Path | None,
+    pairwise: bool,
     trust_judge: bool,
     **settings: Any,
 ) -> None:
@@ -204,6 +205,7 @@ def compare_command(
                 repeats=repeats,
                 previous=baseline,
                 judge_card=judge_card,
+                pairwise=pairwise,
                 gated=fail_if_worse and not trust_judge,
                 progress=RunProgress(),
                 console=out,

@@ -172,6 +172,13 @@ def _comparison_options() -> list[Placed]:
         ),
         _option(
             COMPARISON,
+            "pairwise",
+            "--pairwise",
+            "Have the --judge compare each pair of arms' final answers, in both orders.",
+            default=False,
+        ),
+        _option(
+            COMPARISON,
             "trust_judge",
             "--trust-judge",
             "Let --fail-if-worse gate on a --judge without a passing --judge-card.",

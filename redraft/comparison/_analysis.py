@@ -28,6 +28,7 @@ import msgspec
 from redraft.comparison._gate import Gate
 from redraft.comparison._judged import JudgeNote
 from redraft.comparison._lane_figures import Basis, Behaviour, TaskFigures
+from redraft.protocols.messages import Usage
 from redraft.stats import (
     Method,
     Paired,
@@ -78,6 +79,36 @@ class Difference(msgspec.Struct, frozen=True, kw_only=True):
             p=result.p,
             significant=result.significant,
             budget=budget,
+        )
+
+
+class PairwiseFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """Two arms' final answers, judged against each other task by task."""
+
+    a: str
+    b: str
+    pairs: int
+    """Tasks both arms answered."""
+    a_wins: int
+    b_wins: int
+    ties: int
+    """The judge's ties, its flips and its invalid replies together: no win for either."""
+    flips: int
+    """Of the ties: verdicts that named a different answer when the order was swapped."""
+    invalid: int
+    """Of the ties: a reply in one of the orders that was no verdict."""
+    difference: Difference
+    """a's share of wins less b's, by the exact test over the tasks."""
+    usage: Usage = Usage()
+    """What the judge's pairwise calls spent (tokens and calls; not priced)."""
+
+    def said(self) -> str:
+        """The figures in one line, for the terminal's notes."""
+        d = self.difference
+        return (
+            f"pairwise: {self.a} vs {self.b} over {self.pairs} tasks: {self.a_wins} wins, {self.b_wins} losses, "
+            f"{self.ties} ties ({self.flips} of them verdicts that flipped with the order); difference "
+            f"{d.mean:+.1%} (95% CI {d.ci.low:+.1%} to {d.ci.high:+.1%}), p = {'n/a' if d.p is None else f'{d.p:.2g}'}"
         )
 
 
@@ -154,6 +185,8 @@ class Comparison(msgspec.Struct, kw_only=True):
     """The regression gate's verdict against ``--baseline`` (None: no baseline was given)."""
     judge: JudgeNote | None = None
     """Who graded every lane when a judge did (``--judge``), and its card (None: the scenario's grade)."""
+    pairwise: list[PairwiseFigures] = []
+    """Each pair of arms' final answers judged against each other (``--pairwise``; `redraft.comparison._pairwise`)."""
 
     @property
     def rate_name(self) -> str:

@@ -78,6 +78,8 @@ class JudgeSetup:
     """The rubric's name."""
     repeats: int
     """Judgments asked per answer; its grade is their mean."""
+    backend: BackendSpec
+    """The judge's model (a comparison asks it for pairwise verdicts too)."""
     grader: type
     """The grader role's class: ``serve(GradeRequest) -> Grade``, made with ``(*args, cache=, payer=)``."""
     args: tuple[Any, ...]

@@ -113,6 +113,7 @@ def judge_setup(ask: JudgeAsk) -> JudgeSetup:
         spec=ask.backend.spec,
         rubric=rubric.name,
         repeats=ask.repeats,
+        backend=ask.backend,
         grader=JudgeGrader,
         args=(ask.backend, rubric, ask.repeats),
     )

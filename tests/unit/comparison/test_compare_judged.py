@@ -219,3 +219,55 @@ def test_trust_judge_lets_the_gate_rest_on_it_and_the_comparison_names_judge_and
     assert "does not vouch for it</b>: it failed: kappa 0.31" in page
     lane_report = (tmp_path / "new" / "arms" / "adversarial" / "report.html").read_text()
     assert f"judge {JUDGE} by test" in lane_report  # each lane's report names who graded it
+
+
+# ---------------------------------------------------------------- pairwise verdicts between arms
+
+
+def right_one(request: ChatRequest) -> str:
+    """Grades as `parity`; of two answers, prefers the right sum, whatever the order (a tie when both are)."""
+    if (request.json_schema or {}).get("title") == "grade":
+        return parity(request)
+    task, first, second = fenced(request.messages[-1].content)
+    right = str(int(task.split()[2]) + 1)
+    a, b = first.endswith(right), second.endswith(right)
+    return json.dumps({"winner": "tie" if a == b else "first" if a else "second", "reason": "r"})
+
+
+def test_pairwise_verdicts_count_wins_ties_and_flips_in_both_orders(tmp_path: Path, rubric: Path) -> None:
+    from redraft.comparison._pairwise import pairwise
+
+    arms = [
+        Arm(name="revised", settings={"strategy": "adversarial"}),
+        Arm(name="first_draft", settings={"max_rounds": 1}),
+    ]
+    base = RunConfig.build(scenario=CHECK, samples=2, max_rounds=2, judge=JUDGE, rubric=str(rubric))
+    plan = ComparePlan(base=base, arms=arms, out=tmp_path, baseline_samples=3)
+    for planned in plan.lanes():
+        judged_lane(tmp_path / planned.label, planned.config)
+    fair = resolve_run(base.replace(judge=JUDGE.replace(":parity", ":right_one")), task=TASKS[0]).setup.judge
+    assert fair is not None
+    [figures] = pairwise(plan, fair)
+    odd = len([t for t in TASKS if int(t.task_id[1:]) % 2])  # wrong in round 0, right once revised
+    assert (figures.a, figures.b, figures.pairs) == ("revised", "first_draft", len(TASKS))
+    assert (figures.a_wins, figures.b_wins, figures.ties, figures.flips) == (odd, 0, len(TASKS) - odd, 0)
+    assert figures.difference.mean == pytest.approx(odd / len(TASKS)) and figures.usage.calls == 2 * len(TASKS)
+    first = resolve_run(base.replace(judge="scripted:tests.support.judges:first"), task=TASKS[0]).setup.judge
+    assert first is not None
+    [biased] = pairwise(plan, first)  # prefers whatever it is shown first: every verdict flips, a tie
+    assert (biased.a_wins, biased.b_wins, biased.ties, biased.flips) == (0, 0, len(TASKS), len(TASKS))
+    assert biased.difference.mean == 0 and not biased.difference.significant
+    assert "0 wins, 0 losses, 6 ties (6 of them verdicts that flipped with the order)" in biased.said()
+
+
+def test_pairwise_or_a_judge_card_without_a_judge_is_refused_in_one_line(
+    tmp_path: Path, tasks: Path, lanes_here: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert in_process(*compare_args(tmp_path / "out", tasks, "--pairwise")) != 0
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [
+        "redraft: error: --pairwise asks the comparison's judge to compare the arms: give --judge MODEL with it"
+    ]
+    assert lanes_here == []
+    assert in_process(*compare_args(tmp_path / "out", tasks, "--judge-card", str(tmp_path))) != 0
+    assert "--judge-card is the card of the comparison's judge" in capsys.readouterr().err and lanes_here == []
