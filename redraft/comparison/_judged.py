@@ -77,7 +77,7 @@ def judge_note(judge: JudgeSetup, card: JudgeCard | None, card_path: Path | None
 def card_problem(judge: JudgeSetup, card: JudgeCard) -> str | None:
     """Why ``card`` does not vouch for ``judge``'s grades: it measured another judge, rubric or prompts, or it failed;
     None when it vouches."""
-    prompts = judge_prompts().versions()
+    prompts = judge.prompts or judge_prompts().versions()
     if (card.judge, card.rubric, card.prompts) != (judge.spec, judge.rubric, prompts):
         return (
             f"it measured the judge {card.judge} by the rubric {card.rubric!r}, not {judge.spec} by {judge.rubric!r}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import msgspec
@@ -33,6 +33,7 @@ from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import PriceTable
 from redraft.engine._workers import Workers
 from redraft.engine.pools import Reply, Request
+from redraft.engine.prompts import Prompts
 from redraft.errors import ProtocolError, describe
 from redraft.plugins import Registry
 from redraft.protocols.messages import (
@@ -84,8 +85,12 @@ class JudgeSetup:
     """The grader role's class: ``serve(GradeRequest) -> Grade``, made with ``(*args, cache=, payer=)``."""
     args: tuple[Any, ...]
     """Plain data, so it travels to the grader actors (the rubric, validated where it was read, among them)."""
+    templates: Prompts
+    """The judge's built-in templates: a run's prompts file may give its own entries of them (``judge_...``)."""
     self_judged: bool = False
     """The judge's model is the drafter's: allowed, and named so wherever its grades are shown."""
+    prompts: dict[str, int] = field(default_factory=dict)
+    """The versions of the judge's templates the run renders (what a judge's card must have measured)."""
 
 
 GRADERS: Registry[Callable[[JudgeAsk], JudgeSetup]] = Registry("grader", "redraft.graders")

@@ -118,6 +118,8 @@ def role_setup(
     verifier = backends.get("verifier") or (resolve(experiment.verifier) if experiment.verifier else None)
     escalate = (backends.get("escalate") or resolve(experiment.escalate)) if experiment.escalate else None
     judge = judge_setup(experiment, scenario, drafter, backends.get("judge"))
+    # a bad prompts file fails here, before any role starts; it may hold the judge's entries when there is one
+    prompts = load_prompts(experiment.prompts, judge.templates if judge else None)
     models = {"drafter": drafter, "critic": critic if strategy.critic_role == "critic" else None}
     check_priced(load_prices(config.runtime.prices), models, experiment.usd_per_task is not None)
     escalation(load_prices(config.runtime.prices), drafter, escalate)  # refused here, before anything starts
@@ -138,8 +140,8 @@ def role_setup(
         draft_max_tokens=experiment.max_tokens,
         cache=config.runtime.cache,
         oracle=experiment.oracle_feedback,
-        prompts=load_prompts(experiment.prompts),  # a bad prompts file fails here, before any role starts
-        judge=judge,
+        prompts=prompts,
+        judge=judge if judge is None else dataclasses.replace(judge, prompts=_versions(prompts, judge.templates)),
     )
 
 
@@ -272,12 +274,18 @@ def role_constructors(setup: RoleSetup, strategy: Strategy) -> dict[RoleName, Co
     return roles
 
 
+def _versions(prompts: Prompts, judge: Prompts) -> dict[str, int]:
+    """The versions of the judge's templates as the run loaded them (a prompts file may give its own)."""
+    return {name: version for name, version in prompts.versions().items() if name in judge.templates}
+
+
 def grader_constructor(setup: RoleSetup) -> Constructor:
-    """How the run's grader is made: the judge's (``--judge``), or the scenario's own `Grader`."""
+    """How the run's grader is made: the judge's (``--judge``, with the run's templates), or the scenario's own
+    `Grader`."""
     judge = setup.judge
     if judge is None:
         return (Grader, (setup.scenario,), {})
-    return (judge.grader, judge.args, {"cache": setup.cache, "payer": setup.payer})
+    return (judge.grader, judge.args, {"cache": setup.cache, "payer": setup.payer, "prompts": setup.prompts})
 
 
 def verifier_backend(setup: RoleSetup, strategy: Strategy) -> BackendSpec | None:

@@ -24,8 +24,9 @@ import math
 from redraft.backends import BackendSpec
 from redraft.engine.grader import GRADERS, JudgeAsk, JudgeSetup
 from redraft.engine.pools import Reply, Request
+from redraft.engine.prompts import Prompts
 from redraft.errors import ProtocolError, UserError, describe
-from redraft.judging.judge import JUDGE_SETTINGS, Judge, Judgment
+from redraft.judging.judge import JUDGE_SETTINGS, Judge, Judgment, judge_prompts
 from redraft.judging.rubric import Rubric, load_rubric
 from redraft.protocols.messages import CandidateGrade, Grade, GradeRequest, Task, Usage
 
@@ -44,9 +45,10 @@ class JudgeGrader:
         *,
         cache: bool = True,
         payer: str = "",
+        prompts: Prompts | None = None,
         deadline_s: float = JUDGE_DEADLINE_S,
     ) -> None:
-        settings = dataclasses.replace(JUDGE_SETTINGS, cache=cache, payer=payer)
+        settings = dataclasses.replace(JUDGE_SETTINGS, cache=cache, payer=payer, prompts=prompts)
         self._judge = Judge(backend, rubric, settings)
         self._rubric = rubric
         self._repeats = repeats
@@ -116,4 +118,5 @@ def judge_setup(ask: JudgeAsk) -> JudgeSetup:
         backend=ask.backend,
         grader=JudgeGrader,
         args=(ask.backend, rubric, ask.repeats),
+        templates=judge_prompts(),
     )

@@ -273,3 +273,28 @@ def test_the_end_table_names_the_judge_and_says_self_judged() -> None:
     assert graded_by({"judge": None}) is None
     rows = dict(summary_rows(Summary(tasks=2), breakdowns=False, judge=same))
     assert rows["graded by"] == same
+
+
+# ---------------------------------------------------------------- the judge's own prompts-file entries
+
+
+def test_a_prompts_file_may_give_the_judge_s_own_entries_and_only_to_a_run_with_a_judge(
+    rubric: str, tmp_path: Path
+) -> None:
+    prompts = tmp_path / "prompts.toml"
+    strictly = "You grade strictly. Reply only with JSON, one entry per criterion."
+    prompts.write_text(f'[judge_rubric_system]\nversion = 2\ntext = "{strictly}"\n')
+    seen: list[str] = []
+
+    def strict(request: ChatRequest) -> str:
+        seen.append(request.messages[0].content)
+        return judging(request)
+
+    result = refined(rubric, "42 CORRECT", ScriptedSpec(script=strict, spec="scripted:judge"), prompts=str(prompts))
+    assert seen == [strictly] and result.graded_pass
+    faithful = "scripted:tests.support.judges:faithful"
+    judged = resolve_run(RunConfig.build(scenario="arithmetic", judge=faithful, rubric=rubric, prompts=str(prompts)))
+    assert judged.setup.judge is not None and judged.setup.judge.prompts["judge_rubric_system"] == 2
+    assert judged.identity["prompts"]["judge_rubric_system"] == 2  # the judge's versions enter the fingerprint
+    with pytest.raises(UserError, match="judge_rubric_system"):  # no judge, no judge's entries
+        resolve_run(RunConfig.build(scenario="arithmetic", prompts=str(prompts)))
