@@ -338,6 +338,11 @@ def _assumptions(
         "tokens: about 4 characters each; no response cache hits (a real run may have some)",
         _prompt_cache(expected, done),
     ]
+    if e.judge is not None:
+        said.append(
+            f"judge: not estimated; --judge {e.judge} adds {e.judge_repeats} call(s) per graded answer after the "
+            "loop (a task's final answer and round 0's leader)"
+        )
     if errors:
         said.append(f"incomplete: {len(errors)} simulated task(s) ended in error ({errors[0]})")
     return tuple(said)

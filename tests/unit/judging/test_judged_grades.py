@@ -298,3 +298,14 @@ def test_a_prompts_file_may_give_the_judge_s_own_entries_and_only_to_a_run_with_
     assert judged.identity["prompts"]["judge_rubric_system"] == 2  # the judge's versions enter the fingerprint
     with pytest.raises(UserError, match="judge_rubric_system"):  # no judge, no judge's entries
         resolve_run(RunConfig.build(scenario="arithmetic", prompts=str(prompts)))
+
+
+def test_the_estimate_says_it_leaves_the_judge_out(rubric: str) -> None:
+    from redraft import estimate
+
+    model = ScriptedSpec(script=lambda request: "", model="gpt-4o-mini")
+    config = RunConfig.build(
+        scenario="arithmetic", limit=2, judge="scripted:tests.support.judges:faithful", rubric=rubric
+    )
+    said = estimate(config, backends={"drafter": model, "critic": model}).assumptions
+    assert [line for line in said if line.startswith("judge: not estimated; --judge scripted:tests.support")]
