@@ -43,6 +43,7 @@ from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
 from redraft.config import Budgets, RunConfig
 from redraft.engine._costing import CostingSpec, CostingVerifier, Course, PromptCaching
+from redraft.engine._judge_cost import judge_usage
 from redraft.engine._money import model_of as model_of  # the tune prices its proposer by it too
 from redraft.engine._refine import run_blocking
 from redraft.engine.arbiter import Arbiter
@@ -210,7 +211,10 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
     config, setup = run.config, run.setup
     total, picked = _sample(tasks, sample, config.experiment.seed)
     results = run_blocking(_simulate_all(run, picked), "redraft-estimate")
-    worst, failing, passing = ([Spend(dict(r.usage_by_role)) for r in course] for course in results)
+    worst, failing, passing = (
+        [_spent(run, task, result, course) for task, result in zip(picked, ended, strict=True)]
+        for course, ended in zip((WORST, FAILING, PASSING), results, strict=True)
+    )
     factor = total / len(picked) if picked else 0.0
     per_task_worst = [w.most(f).cold() for w, f in zip(worst, failing, strict=True)]
     first_pass = _sum(passing).scaled(factor)
@@ -222,7 +226,7 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
     unpriced = tuple(sorted({m for m in models.values() if not prices.free(m) and prices.price_of(m) is None}))
     free = all(prices.free(m) for m in models.values())
     errors = [r.error for course in results for r in course if r.error]
-    said = _assumptions(config, total, len(picked), done.tasks, errors, expected.total)
+    said = _assumptions(config, total, len(picked), done.tasks, errors, expected.total, judged=setup.judge is not None)
     if unpriced:
         said += (f"unpriced: {', '.join(unpriced)}, not in the price table: counted, not priced (--prices FILE)",)
     if free:
@@ -309,8 +313,25 @@ def costing_roles(run: ResolvedRun, course: Course) -> Roles:
     return Roles.of({name: [LocalMember(cls(*a, **k))] for name, (cls, a, k) in made.items()})
 
 
+def _spent(run: ResolvedRun, task: Task, result: Result, course: Course) -> Spend:
+    """What ``task`` spent in a simulated course: its loop's calls by role, and its judge's after the loop."""
+    by_role = dict(result.usage_by_role)
+    if run.setup.judge is not None:
+        e = run.experiment
+        by_role["judge"] = judge_usage(
+            run.setup.judge,
+            task,
+            result,
+            course,
+            run.settings.prices,
+            draft_tokens=e.max_tokens,
+            samples=e.samples if e.max_rounds == 1 else None,
+        )
+    return Spend(by_role)
+
+
 def _models(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
-    """Each role's model, for the roles ``strategy`` starts that call one."""
+    """Each role's model, for the roles ``strategy`` starts that call one (and the judge, when the run has one)."""
     made = role_constructors(setup, strategy)
     specs: dict[str, BackendSpec | None] = {
         "drafter": setup.drafter,
@@ -318,11 +339,22 @@ def _models(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
         "self_critic": setup.drafter,
         "verifier": verifier_backend(setup, strategy),
     }
-    return {role: model_of(spec) for role, spec in specs.items() if role in made and spec is not None}
+    if setup.judge is not None:
+        specs["judge"] = setup.judge.backend
+    return {
+        role: model_of(spec) for role, spec in specs.items() if (role in made or role == "judge") and spec is not None
+    }
 
 
 def _assumptions(
-    config: RunConfig, tasks: int, simulated: int, done: int, errors: list[str], expected: Usage
+    config: RunConfig,
+    tasks: int,
+    simulated: int,
+    done: int,
+    errors: list[str],
+    expected: Usage,
+    *,
+    judged: bool = False,
 ) -> tuple[str, ...]:
     e = config.experiment
     said = [
@@ -338,10 +370,11 @@ def _assumptions(
         "tokens: about 4 characters each; no response cache hits (a real run may have some)",
         _prompt_cache(expected, done),
     ]
-    if e.judge is not None:
+    if judged:
         said.append(
-            f"judge: not estimated; --judge {e.judge} adds {e.judge_repeats} call(s) per graded answer after the "
-            "loop (a task's final answer and round 0's leader)"
+            f"judge: {e.judge_repeats} call(s) per graded answer after the loop (a task's final answer and round 0's "
+            "leader, or every sample of a run of one round), each its words, rubric, task and answer, and a reply "
+            "filling its token limit as the answers do"
         )
     if errors:
         said.append(f"incomplete: {len(errors)} simulated task(s) ended in error ({errors[0]})")

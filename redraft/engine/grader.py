@@ -91,6 +91,10 @@ class JudgeSetup:
     """The judge's model is the drafter's: allowed, and named so wherever its grades are shown."""
     prompts: dict[str, int] = field(default_factory=dict)
     """The versions of the judge's templates the run renders (what a judge's card must have measured)."""
+    prompt_chars: int = 0
+    """Characters of a judgment's prompt besides the task and the answer (its words and the rubric): the estimate's."""
+    max_tokens: int = 0
+    """The judge's reply's token limit (the estimate's worst case)."""
 
 
 GRADERS: Registry[Callable[[JudgeAsk], JudgeSetup]] = Registry("grader", "redraft.graders")

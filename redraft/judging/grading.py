@@ -26,7 +26,7 @@ from redraft.engine.grader import GRADERS, JudgeAsk, JudgeSetup
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts
 from redraft.errors import ProtocolError, UserError, describe
-from redraft.judging.judge import JUDGE_SETTINGS, Judge, Judgment, judge_prompts
+from redraft.judging.judge import JUDGE_SETTINGS, Judge, Judgment, judge_prompts, rubric_text
 from redraft.judging.rubric import Rubric, load_rubric
 from redraft.protocols.messages import CandidateGrade, Grade, GradeRequest, Task, Usage
 
@@ -111,6 +111,10 @@ def judge_setup(ask: JudgeAsk) -> JudgeSetup:
             "(or --grade rubric:FILE)"
         )
     rubric = load_rubric(ask.rubric)
+    templates = judge_prompts()
+    words = templates.render("judge_rubric_system") + templates.render(
+        "judge_rubric_user", task="", rubric=rubric_text(rubric), candidate=""
+    )
     return JudgeSetup(
         spec=ask.backend.spec,
         rubric=rubric.name,
@@ -118,5 +122,7 @@ def judge_setup(ask: JudgeAsk) -> JudgeSetup:
         backend=ask.backend,
         grader=JudgeGrader,
         args=(ask.backend, rubric, ask.repeats),
-        templates=judge_prompts(),
+        templates=templates,
+        prompt_chars=len(words),
+        max_tokens=JUDGE_SETTINGS.max_tokens,
     )

@@ -300,12 +300,16 @@ def test_a_prompts_file_may_give_the_judge_s_own_entries_and_only_to_a_run_with_
         resolve_run(RunConfig.build(scenario="arithmetic", prompts=str(prompts)))
 
 
-def test_the_estimate_says_it_leaves_the_judge_out(rubric: str) -> None:
+def test_the_estimate_prices_the_judge_s_calls_after_the_loop(rubric: str) -> None:
     from redraft import estimate
 
     model = ScriptedSpec(script=lambda request: "", model="gpt-4o-mini")
-    config = RunConfig.build(
-        scenario="arithmetic", limit=2, judge="scripted:tests.support.judges:faithful", rubric=rubric
-    )
-    said = estimate(config, backends={"drafter": model, "critic": model}).assumptions
-    assert [line for line in said if line.startswith("judge: not estimated; --judge scripted:tests.support")]
+    judge = ScriptedSpec(script=judging, spec="scripted:judge", model="gpt-4o")  # dearer than the loop's model
+    config = RunConfig.build(scenario="arithmetic", limit=4, rubric=rubric, judge_repeats=3)
+    made = estimate(config, backends={"drafter": model, "critic": model, "judge": judge})
+    worst, first = made.worst.by_role["judge"], made.first_pass.by_role["judge"]
+    assert first.calls == 4 * 3  # a task that passes its first round has one answer to grade, judged 3 times
+    assert 4 * 3 < worst.calls <= 4 * 3 * 2  # failing tasks: the final answer and round 0's leader, when they differ
+    assert worst.input_tokens > first.input_tokens and worst.cost_usd > first.cost_usd > 0
+    assert made.models["judge"] == "gpt-4o"
+    assert [line for line in made.assumptions if line.startswith("judge: 3 call(s) per graded answer")]
