@@ -30,8 +30,10 @@ from redraft.judging.judge import JUDGE_SETTINGS, Judge, Judgment, judge_prompts
 from redraft.judging.rubric import Rubric, load_rubric
 from redraft.protocols.messages import CandidateGrade, Grade, GradeRequest, Task, Usage
 
-JUDGE_DEADLINE_S = 600.0
-"""A judgment comes back by then, or the answer is left ungraded (the backends' own retries come first)."""
+JUDGE_DEADLINE_S = 540.0
+"""A task's judgments come back by then, or its answers are left ungraded (the backends' own retries come first):
+inside the grade stage's watchdog (`redraft.actors._grading.GRADE_WATCHDOG_S`, 600 s), so a slow judge answers
+with its reason rather than be asked again elsewhere."""
 
 
 class JudgeGrader:
