@@ -15,6 +15,7 @@ from redraft.backends.pricing import PriceTable
 from redraft.engine._costing import Course
 from redraft.engine._money import model_of
 from redraft.engine.grader import JudgeSetup
+from redraft.engine.resolved import ResolvedRun
 from redraft.protocols.messages import Result, Task, Usage
 
 CHARS_PER_TOKEN = 4
@@ -46,3 +47,29 @@ def judge_usage(
         calls=calls,
     )
     return prices.priced(model_of(judge.backend), usage)
+
+
+def judged(run: ResolvedRun, task: Task, result: Result, course: Course) -> dict[str, Usage]:
+    """What ``run``'s judge spends on ``task`` after a simulated course, by role (``judge``), or nothing without one."""
+    judge, e = run.setup.judge, run.experiment
+    if judge is None:
+        return {}
+    samples = e.samples if e.max_rounds == 1 else None
+    usage = judge_usage(judge, task, result, course, run.settings.prices, draft_tokens=e.max_tokens, samples=samples)
+    return {"judge": usage}
+
+
+def judge_models(run: ResolvedRun) -> dict[str, str]:
+    """The judge's model by role (``judge``), for the estimate's table and its prices; nothing without one."""
+    return {} if run.setup.judge is None else {"judge": model_of(run.setup.judge.backend)}
+
+
+def judge_assumption(run: ResolvedRun) -> tuple[str, ...]:
+    """How the judge's calls were estimated, in one sentence (none without a judge)."""
+    if run.setup.judge is None:
+        return ()
+    return (
+        f"judge: {run.setup.judge.repeats} call(s) per graded answer after the loop (a task's final answer and round "
+        "0's leader, or every sample of a run of one round), each its words, rubric, task and answer, and a reply "
+        "filling its token limit as the answers do",
+    )

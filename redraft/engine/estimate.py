@@ -43,7 +43,7 @@ from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
 from redraft.config import Budgets, RunConfig
 from redraft.engine._costing import CostingSpec, CostingVerifier, Course, PromptCaching
-from redraft.engine._judge_cost import judge_usage
+from redraft.engine._judge_cost import judge_assumption, judge_models, judged
 from redraft.engine._money import model_of as model_of  # the tune prices its proposer by it too
 from redraft.engine._refine import run_blocking
 from redraft.engine.arbiter import Arbiter
@@ -212,7 +212,7 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
     total, picked = _sample(tasks, sample, config.experiment.seed)
     results = run_blocking(_simulate_all(run, picked), "redraft-estimate")
     worst, failing, passing = (
-        [_spent(run, task, result, course) for task, result in zip(picked, ended, strict=True)]
+        [Spend(dict(r.usage_by_role) | judged(run, t, r, course)) for t, r in zip(picked, ended, strict=True)]
         for course, ended in zip((WORST, FAILING, PASSING), results, strict=True)
     )
     factor = total / len(picked) if picked else 0.0
@@ -221,12 +221,12 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
     expected = (_sum(passing) + _sum(failing)).scaled(factor / 2)
     if done.tasks:
         expected = done.spend.scaled(total / done.tasks)
-    models = _models(setup, run.strategy)
+    models = _models(setup, run.strategy) | judge_models(run)
     prices = run.settings.prices
     unpriced = tuple(sorted({m for m in models.values() if not prices.free(m) and prices.price_of(m) is None}))
     free = all(prices.free(m) for m in models.values())
     errors = [r.error for course in results for r in course if r.error]
-    said = _assumptions(config, total, len(picked), done.tasks, errors, expected.total, judged=setup.judge is not None)
+    said = _assumptions(config, total, len(picked), done.tasks, errors, expected.total) + judge_assumption(run)
     if unpriced:
         said += (f"unpriced: {', '.join(unpriced)}, not in the price table: counted, not priced (--prices FILE)",)
     if free:
@@ -313,25 +313,8 @@ def costing_roles(run: ResolvedRun, course: Course) -> Roles:
     return Roles.of({name: [LocalMember(cls(*a, **k))] for name, (cls, a, k) in made.items()})
 
 
-def _spent(run: ResolvedRun, task: Task, result: Result, course: Course) -> Spend:
-    """What ``task`` spent in a simulated course: its loop's calls by role, and its judge's after the loop."""
-    by_role = dict(result.usage_by_role)
-    if run.setup.judge is not None:
-        e = run.experiment
-        by_role["judge"] = judge_usage(
-            run.setup.judge,
-            task,
-            result,
-            course,
-            run.settings.prices,
-            draft_tokens=e.max_tokens,
-            samples=e.samples if e.max_rounds == 1 else None,
-        )
-    return Spend(by_role)
-
-
 def _models(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
-    """Each role's model, for the roles ``strategy`` starts that call one (and the judge, when the run has one)."""
+    """Each role's model, for the roles ``strategy`` starts that call one."""
     made = role_constructors(setup, strategy)
     specs: dict[str, BackendSpec | None] = {
         "drafter": setup.drafter,
@@ -339,22 +322,11 @@ def _models(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
         "self_critic": setup.drafter,
         "verifier": verifier_backend(setup, strategy),
     }
-    if setup.judge is not None:
-        specs["judge"] = setup.judge.backend
-    return {
-        role: model_of(spec) for role, spec in specs.items() if (role in made or role == "judge") and spec is not None
-    }
+    return {role: model_of(spec) for role, spec in specs.items() if role in made and spec is not None}
 
 
 def _assumptions(
-    config: RunConfig,
-    tasks: int,
-    simulated: int,
-    done: int,
-    errors: list[str],
-    expected: Usage,
-    *,
-    judged: bool = False,
+    config: RunConfig, tasks: int, simulated: int, done: int, errors: list[str], expected: Usage
 ) -> tuple[str, ...]:
     e = config.experiment
     said = [
@@ -370,12 +342,6 @@ def _assumptions(
         "tokens: about 4 characters each; no response cache hits (a real run may have some)",
         _prompt_cache(expected, done),
     ]
-    if judged:
-        said.append(
-            f"judge: {e.judge_repeats} call(s) per graded answer after the loop (a task's final answer and round 0's "
-            "leader, or every sample of a run of one round), each its words, rubric, task and answer, and a reply "
-            "filling its token limit as the answers do"
-        )
     if errors:
         said.append(f"incomplete: {len(errors)} simulated task(s) ended in error ({errors[0]})")
     return tuple(said)
