@@ -27,7 +27,7 @@ from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts
 from redraft.errors import ProtocolError, UserError, describe
 from redraft.judging.judge import JUDGE_SETTINGS, Judge, Judgment, judge_prompts, rubric_text
-from redraft.judging.rubric import Rubric, load_rubric
+from redraft.judging.rubric import Rubric, load_rubric, scenario_rubric
 from redraft.protocols.messages import CandidateGrade, Grade, GradeRequest, Task, Usage
 
 JUDGE_DEADLINE_S = 540.0
@@ -106,13 +106,14 @@ class JudgeGrader:
 
 @GRADERS.register("judge")
 def judge_setup(ask: JudgeAsk) -> JudgeSetup:
-    """The run's judge from what it asked; `UserError` for a rubric that cannot be read or a scenario without one."""
-    if ask.rubric is None:
+    """The run's judge from what it asked, by its rubric file or else the scenario's own (`scenario_rubric`);
+    `UserError` for a rubric that cannot be read, or none at all."""
+    rubric = load_rubric(ask.rubric) if ask.rubric is not None else scenario_rubric(ask.scenario)
+    if rubric is None:
         raise UserError(
             f"--judge grades by a rubric and scenario {ask.scenario.name!r} has none of its own: give --rubric FILE "
             "(or --grade rubric:FILE)"
         )
-    rubric = load_rubric(ask.rubric)
     templates = judge_prompts()
     words = templates.render("judge_rubric_system") + templates.render(
         "judge_rubric_user", task="", rubric=rubric_text(rubric), candidate=""

@@ -174,6 +174,13 @@ def test_a_judge_without_a_rubric_on_a_scenario_without_one_is_refused() -> None
         resolve_run(RunConfig.build(scenario="arithmetic", judge="scripted:tests.support.judges:faithful"))
 
 
+def test_a_judge_without_a_rubric_file_grades_by_the_scenario_s_own() -> None:
+    faithful = "scripted:tests.support.judges:faithful"
+    for name in ("cited_answer", "incident"):
+        judge = resolve_run(RunConfig.build(scenario=name, judge=faithful)).setup.judge
+        assert judge is not None and judge.rubric == name and judge.prompt_chars > 0
+
+
 def test_a_rubric_that_is_not_one_is_refused_naming_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("threshold = 3\n")
