@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import msgspec
 
 from redraft.backends.base import BackendSpec
-from redraft.backends.pricing import PriceTable
+from redraft.backends.pricing import PriceTable, default_prices
 from redraft.engine._workers import Workers
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts
@@ -152,10 +152,11 @@ def with_grades(result: Result, grade: Grade) -> Result:
 
 def graded(result: Result, grade: Grade, prices: PriceTable | None = None) -> tuple[list[Message], Result]:
     """What a task's trace ends with once graded: the `Grade`, then the graded `Result` (in place of the
-    loop's), and that result; a judge's calls priced by ``prices`` and added to its usage, as the ``judge``'s."""
+    loop's), and that result; a judge's calls priced by ``prices`` (the built-in table when None) and added to
+    its usage, as the ``judge``'s."""
     with_grade = with_grades(result, grade)
-    if grade.usage.calls and prices is not None:
-        with_grade = _with_judge_usage(with_grade, grade.judge or "", grade.usage, prices)
+    if grade.usage.calls:
+        with_grade = _with_judge_usage(with_grade, grade.judge or "", grade.usage, prices or default_prices())
     return [grade, with_grade], with_grade
 
 

@@ -177,7 +177,7 @@ def test_a_judge_without_a_rubric_on_a_scenario_without_one_is_refused() -> None
 def test_a_judge_without_a_rubric_file_grades_by_the_scenario_s_own() -> None:
     faithful = "scripted:tests.support.judges:faithful"
     for name in ("cited_answer", "incident"):
-        judge = resolve_run(RunConfig.build(scenario=name, judge=faithful)).setup.judge
+        judge = resolve_run(RunConfig.build(scenario=name, judge=faithful, max_tokens=1024)).setup.judge
         assert judge is not None and judge.rubric == name and judge.prompt_chars > 0
 
 
@@ -251,6 +251,7 @@ def test_nothing_the_judge_writes_reaches_a_role_of_the_loop(rubric: str) -> Non
     grade = next(m for m in trace if isinstance(m, Grade))
     assert MARKER in grade.grades[0].detail  # the judge did write it, into the record
     assert isinstance(trace[-1], Result) and trace[-1].rounds > 1  # the loop went on after its first round
+    assert trace[-1].usage_by_role["judge"].calls == 1  # one distinct answer judged once, counted with no price table
     frames = "\n".join(json.dumps(msgpack.unpackb(r), default=str) for r in received)
     assert received and MARKER not in frames
     assert prompts and not [p for p in prompts if MARKER in p]
