@@ -305,4 +305,6 @@ def endpoints_by_role(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
     verifier = verifier_backend(setup, strategy)
     if verifier is not None:
         endpoints["verifier"] = verifier.spec
+    if setup.judge is not None:
+        endpoints["judge"] = setup.judge.spec
     return endpoints
