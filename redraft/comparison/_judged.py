@@ -30,7 +30,7 @@ from redraft.protocols.messages import Grade
 from redraft.rundir.frames import KnownFrame
 from redraft.rundir.reader import RunReader
 
-Judged = tuple[JudgeSetup, "JudgeCard | None", "Path | None"]
+Judged = tuple[JudgeSetup, JudgeCard | None, Path | None]
 """A comparison's judge, the card given for it (``--judge-card``) and that card's path."""
 
 

@@ -82,7 +82,7 @@ class JudgeSetup:
     backend: BackendSpec
     """The judge's model (a comparison asks it for pairwise verdicts too)."""
     grader: type
-    """The grader role's class: ``serve(GradeRequest) -> Grade``, made with ``(*args, cache=, payer=)``."""
+    """The grader role's class: ``serve(GradeRequest) -> Grade``, made with ``(*args, cache=, payer=, prompts=)``."""
     args: tuple[Any, ...]
     """Plain data, so it travels to the grader actors (the rubric, validated where it was read, among them)."""
     templates: Prompts
