@@ -63,6 +63,7 @@ from redraft.actors._endpoints import EndpointWatch
 from redraft.actors._fleet import Fleet
 from redraft.actors._grading import GradeStage
 from redraft.actors._metrics import RunMetrics
+from redraft.backends.pricing import PriceTable, default_prices
 from redraft.engine.grader import grade_request
 from redraft.errors import (
     AuthenticationError,
@@ -106,6 +107,12 @@ class DispatchRules:
     """A task's watchdog deadline in place of its timeout plus `WATCHDOG_GRACE_S`."""
     budget_spent: BudgetCheck = _never_spent
     policy: AttemptPolicy = field(default_factory=AttemptPolicy)
+    judged: bool = False
+    """A judge grades every finished task (``--judge``), gold or not."""
+    judge_every_sample: bool = False
+    """The judge grades every candidate, not only the final answer and round 0's leader (a run of one round)."""
+    prices: PriceTable = field(default_factory=default_prices)
+    """What a judge's calls are priced by, as the arbiters price the loop's."""
 
 
 class Dispatcher:
@@ -145,7 +152,7 @@ class Dispatcher:
         """Tasks whose loop finished in this run: the evidence that the machinery works for others."""
         """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
         self.check_guard = CheckGuard()
-        self.grading = GradeStage(fleet, clock, self.in_flight, self._write)
+        self.grading = GradeStage(fleet, clock, self.in_flight, self._write, rules.prices)
         self.written = 0
         """Tasks written to the run directory by this invocation."""
         self.stop = stop or threading.Event()
@@ -304,7 +311,13 @@ class Dispatcher:
             frames = [*frames[:-1], encode(result)]
         self.finished += 1
         self.breaker.answered(result.usage_by_role)
-        request = grade_request(self.rules.scenario, pending.task, [decode(f) for f in frames])
+        request = grade_request(
+            self.rules.scenario,
+            pending.task,
+            [decode(f) for f in frames],
+            judged=self.rules.judged,
+            every_sample=self.rules.judge_every_sample,
+        )
         if request is None:
             self._write(frames, result)
             return

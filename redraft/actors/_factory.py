@@ -27,7 +27,7 @@ from redraft.actors._placement import cpus_of, grades_on_driver, verifies_in_arb
 from redraft.actors._ray import alive_nodes, on_node
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.grader import Grader
-from redraft.engine.setup import RoleSetup, role_constructors
+from redraft.engine.setup import RoleSetup, grader_constructor, role_constructors
 from redraft.protocols.messages import RoleName
 from redraft.scenarios import provided
 from redraft.strategies import Strategy
@@ -57,11 +57,14 @@ def member(setup: RoleSetup, strategy: Strategy, role: RoleName, node: str) -> A
 
 
 def grader(setup: RoleSetup, node: str) -> Any:
-    """A grader actor pinned to ``node``; for a scenario whose grade is instant, a plain `Grader` the driver runs
-    itself (`Grader.grade_here`): a grade of microseconds is not worth an actor and a hop."""
+    """A grader actor pinned to ``node`` (the judge's, when the run has one); for a scenario whose grade is
+    instant, a plain `Grader` the driver runs itself (`Grader.grade_here`): a grade of microseconds is not worth
+    an actor and a hop."""
+    if setup.judge is not None:
+        return _actor("judge", grader_constructor(setup), node, cpus_of(setup, "judge"))
     if grades_on_driver(setup):
         return Grader(setup.scenario)
-    return _actor("grader", (Grader, (setup.scenario,), {}), node, cpus_of(setup, "grader"))
+    return _actor("grader", grader_constructor(setup), node, cpus_of(setup, "grader"))
 
 
 def _actor(role: RoleName, constructor: tuple[type, tuple[Any, ...], dict[str, Any]], node: str, cpus: float) -> Any:

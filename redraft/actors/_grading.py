@@ -1,10 +1,10 @@
 """The dispatch's second stage: a finished task's held-out grade, on a grader, then the task written.
 
-A task whose loop finished and that has gold to be graded against (`redraft.engine.grader.grade_request`)
-is sent to a grader member; one that dies or hangs is asked again on another, at most `GRADE_TRIES` times
-in all, and after that the task is written with its grade missing (``Grade.error``), never lost: the loop's
-result stands whatever the grader does. An instant grade (the driver's own, `redraft.actors._placement`) is
-written at once.
+A task whose loop finished and that has gold to be graded against (`redraft.engine.grader.grade_request`),
+or any finished task when the run has a judge (whose members are then the graders), is sent to a grader
+member; one that dies or hangs is asked again on another, at most `GRADE_TRIES` times in all, and
+after that the task is written with its grade missing (``Grade.error``), never lost: the loop's result stands
+whatever the grader does. An instant grade (the driver's own, `redraft.actors._placement`) is written at once.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from redraft.actors._attempts import Pending
 from redraft.actors._clock import RunClock
 from redraft.actors._fleet import Fleet
 from redraft.actors._ray import is_actor
+from redraft.backends.pricing import PriceTable
 from redraft.engine.grader import graded
 from redraft.errors import describe, member_failure
 from redraft.protocols.messages import Grade, Result, decode_as, encode
@@ -34,11 +35,20 @@ class GradeStage:
     under its reference, so one wait and one watchdog cover both stages.
     """
 
-    def __init__(self, fleet: Fleet, clock: RunClock, in_flight: dict[Any, Pending], write: Write) -> None:
+    def __init__(
+        self,
+        fleet: Fleet,
+        clock: RunClock,
+        in_flight: dict[Any, Pending],
+        write: Write,
+        prices: PriceTable | None = None,
+    ) -> None:
         self.fleet = fleet
         self.clock = clock
         self.in_flight = in_flight
         self.write = write
+        self.prices = prices
+        """What a judge's calls are priced by (`redraft.engine.grader.graded`)."""
 
     def send(self, pending: Pending) -> None:
         """Ask a grader for ``pending``'s grade (its ``grading`` request), a different one at each try."""
@@ -75,5 +85,5 @@ class GradeStage:
 
     def written(self, pending: Pending, grade: Grade) -> None:
         """Write a graded task: its loop's frames, the `Grade`, the graded `Result` last."""
-        ending, result = graded(decode_as(pending.frames[-1], Result), grade)
+        ending, result = graded(decode_as(pending.frames[-1], Result), grade, self.prices)
         self.write([*pending.frames[:-1], *(encode(m) for m in ending)], result)

@@ -66,12 +66,17 @@ class GraderActor(RoleActor):
     """The grader as a Ray actor."""
 
 
+class JudgeActor(RoleActor):
+    """The judge (``--judge``) as a Ray actor: the run's grader, by a model and a rubric."""
+
+
 ACTOR_CLASSES: dict[RoleName, type[RoleActor]] = {
     "drafter": DrafterActor,
     "critic": CriticActor,
     "self_critic": CriticActor,
     "verifier": VerifierActor,
     "grader": GraderActor,
+    "judge": JudgeActor,
 }
 
 

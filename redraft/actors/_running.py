@@ -102,6 +102,9 @@ def _dispatcher(
         task_timeout=budgets.task_timeout,
         task_watchdog=budgets.task_watchdog or (math.inf if runtime.batch else None),
         budget_spent=budgets.spent_by,
+        judged=run.setup.judge is not None,
+        judge_every_sample=run.experiment.max_rounds == 1,
+        prices=run.settings.prices,
     )
     return Dispatcher(
         fleet,

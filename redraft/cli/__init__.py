@@ -101,6 +101,7 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
     from redraft.config import RunConfig
 
     given = {name: value for name, value in settings.items() if value is not None}  # the rest: the config's defaults
+    grade = _judged_grade(grade, given)
     name = _scenario_name(scenario, given.get("tasks"), check, grade)
     config = RunConfig.build(scenario=name, model=model, **given)
     if config.runtime.dry_run:
@@ -120,7 +121,7 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
             )
         except Interrupted as exc:
             _interrupted(exc, stop)
-    _print_summary(outcome, oracle=config.experiment.oracle_feedback)
+    _print_summary(outcome, oracle=config.experiment.oracle_feedback, config=config.flat())
     experiment = config.experiment
     models = [experiment.drafter, experiment.critic, *([experiment.verifier] if experiment.verifier else [])]
     for line in next_steps(outcome.out, models, first_task=progress.first_task):
@@ -176,6 +177,9 @@ def compare_command(
     repeats: int,
     baseline: Path | None,
     fail_if_worse: bool,
+    judge_card: Path | None,
+    pairwise: bool,
+    trust_judge: bool,
     **settings: Any,
 ) -> None:
     """Compare critic strategies on the same tasks, against sampling at matched cost; rerun to resume."""
@@ -185,6 +189,7 @@ def compare_command(
     if fail_if_worse and baseline is None:
         raise UserError("--fail-if-worse needs --baseline OLD/comparison.json: the comparison to hold this one against")
     given = {name: value for name, value in settings.items() if value is not None}
+    grade = _judged_grade(grade, given)
     if model is not None:
         given.setdefault("drafter", model)
         given.setdefault("critic", model)
@@ -199,6 +204,9 @@ def compare_command(
                 match=match,
                 repeats=repeats,
                 previous=baseline,
+                judge_card=judge_card,
+                pairwise=pairwise,
+                gated=fail_if_worse and not trust_judge,
                 progress=RunProgress(),
                 console=out,
                 stop=stop.event,
@@ -233,6 +241,7 @@ def tune_command(
     from redraft.tuning import TuneSettings, parse_fractions, tune
 
     given = {name: value for name, value in settings.items() if value is not None}
+    grade = _judged_grade(grade, given)
     config = RunConfig.build(scenario=_scenario_name(scenario, given.get("tasks"), check, grade), model=model, **given)
     chosen = TuneSettings(
         sections=[s.strip() for s in sections.split(",") if s.strip()],
@@ -263,6 +272,20 @@ def _interrupted(exc: Interrupted, stop: StopRequest) -> NoReturn:
     sys.exit(stop.exit_code)
 
 
+RUBRIC_GRADE = "rubric:"
+
+
+def _judged_grade(grade: str | None, given: dict[str, Any]) -> str | None:
+    """``--grade rubric:FILE`` said as ``--rubric FILE`` (the judge's grade; None left of --grade), or ``grade``,
+    a user's grade function, as it was; `UserError` when both name a rubric."""
+    if grade is None or not grade.startswith(RUBRIC_GRADE):
+        return grade
+    if given.get("rubric") is not None:
+        raise UserError("--grade rubric:FILE and --rubric FILE name the judge's rubric twice: give one of the two")
+    given["rubric"] = grade.removeprefix(RUBRIC_GRADE)
+    return None
+
+
 def _scenario_name(scenario: str | None, tasks: str | None, check: str | None, grade: str | None) -> str:
     """The scenario a run uses: SCENARIO, or ``check:MODULE:FUNCTION`` (with its grade) for a task file."""
     from redraft.scenarios.user_check import user_scenario_name
@@ -280,13 +303,13 @@ def _scenario_name(scenario: str | None, tasks: str | None, check: str | None, g
     return user_scenario_name(check, grade)
 
 
-def _print_summary(outcome: Any, *, oracle: bool = False) -> None:
-    from redraft.views.summary_table import summary_rows
+def _print_summary(outcome: Any, *, oracle: bool = False, config: dict[str, Any] | None = None) -> None:
+    from redraft.views.summary_table import graded_by, summary_rows
 
     table = Table(title=f"redraft run: {outcome.out}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    for label, value in summary_rows(outcome.summary, breakdowns=True, oracle=oracle):
+    for label, value in summary_rows(outcome.summary, breakdowns=True, oracle=oracle, judge=graded_by(config or {})):
         table.add_row(Text(label), Text(value))  # Text: a model or role name is never markup
     out.print(table)
 

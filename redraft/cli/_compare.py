@@ -26,10 +26,13 @@ from redraft.comparison import (
     arms_from_file,
     arms_from_names,
     default_out,
+    judge_note,
+    judged_by,
     read_json,
     run_comparison,
     terminal_header,
     terminal_rows,
+    untrusted,
     write,
 )
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
@@ -62,13 +65,24 @@ def compare(
     progress: Progress,
     console: Console,
     stop: threading.Event | None = None,
+    judge_card: Path | None = None,
+    gated: bool = False,
+    pairwise: bool = False,
 ) -> Comparison:
-    """Run the comparison; its figures, with the gate's verdict against ``previous`` when one is given."""
+    """Run the comparison; its figures, with the gate's verdict against ``previous`` when one is given.
+
+    ``gated``: ``--fail-if-worse`` will decide the exit code on these figures; a judge without a passing card
+    (``judge_card``) is then refused before anything runs, in one line (``--trust-judge`` clears ``gated``).
+    ``pairwise``: the judge also compares each pair of arms' final answers."""
     if match not in MATCHES:
         raise unknown_name("--match", match, MATCHES)
     plan = make_plan(scenario, settings, arms, arms_file, baseline_samples, repeats)
     if previous is not None:
         read_json(previous)  # a bad --baseline fails before anything runs
+    judged = judged_by(plan, judge_card, pairwise=pairwise)
+    refusal = untrusted(None if judged is None else judge_note(*judged, []))
+    if gated and refusal is not None:
+        raise UserError(refusal)
     with progress:
         run_comparison(
             plan,
@@ -77,7 +91,7 @@ def compare(
             stop=stop,
             on_endpoints=progress.endpoints,
         )
-    done = write(plan, match, previous)
+    done = write(plan, match, previous, judged, pairwise=pairwise)
     print_table(done.comparison, console)
     console.print(Text(f"comparison: {done.json} and {done.html}"))
     return done.comparison

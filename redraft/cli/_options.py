@@ -74,7 +74,10 @@ def _scenario() -> inspect.Parameter:
 
 
 _CHECK = "MODULE:FUNCTION whose verdict steers the loop on the --tasks (instead of a SCENARIO)."
-_GRADE = "MODULE:FUNCTION that grades the final answers against the --tasks' reference, held out."
+_GRADE = (
+    "MODULE:FUNCTION that grades the final answers against the --tasks' reference, held out; or rubric:FILE, the "
+    "--judge's rubric."
+)
 
 
 def _run_options() -> list[Placed]:
@@ -160,6 +163,27 @@ def _comparison_options() -> list[Placed]:
             COMPARISON, "baseline", "--baseline", "An earlier comparison.json to hold this one against.", kind=Path
         ),
         _option(COMPARISON, "fail_if_worse", "--fail-if-worse", _FAIL_IF_WORSE, default=False),
+        _option(
+            COMPARISON,
+            "judge_card",
+            "--judge-card",
+            "The --judge's card (`redraft judge calibrate`), named in the comparison; a gate needs it to pass.",
+            kind=Path,
+        ),
+        _option(
+            COMPARISON,
+            "pairwise",
+            "--pairwise",
+            "Have the --judge compare each pair of arms' final answers, in both orders.",
+            default=False,
+        ),
+        _option(
+            COMPARISON,
+            "trust_judge",
+            "--trust-judge",
+            "Let --fail-if-worse gate on a --judge without a passing --judge-card.",
+            default=False,
+        ),
     ]
 
 

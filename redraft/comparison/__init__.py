@@ -3,10 +3,11 @@ returns (`ComparisonOutcome`, holding the `Comparison`'s figures); the plan, its
 command ``redraft compare`` (`redraft.cli`) prints."""
 
 from redraft.comparison._analysis import ArmFigures, Comparison, Curve, Difference
-from redraft.comparison._api import MATCHES, ComparisonOutcome, compare, default_out, write
+from redraft.comparison._api import MATCHES, ComparisonOutcome, compare, default_out, judged_by, write
 from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
 from redraft.comparison._gate import regression_lines
 from redraft.comparison._html import terminal_header, terminal_rows
+from redraft.comparison._judged import JudgeNote, judge_note, untrusted
 from redraft.comparison._result import read_json
 from redraft.comparison._runner import ComparePlan, run_comparison
 
@@ -19,14 +20,18 @@ __all__ = [
     "ComparisonOutcome",
     "Curve",
     "Difference",
+    "JudgeNote",
     "arms_from_file",
     "arms_from_names",
     "compare",
     "default_out",
+    "judge_note",
+    "judged_by",
     "read_json",
     "regression_lines",
     "run_comparison",
     "terminal_header",
     "terminal_rows",
+    "untrusted",
     "write",
 ]

@@ -26,7 +26,9 @@ from typing import Literal
 import msgspec
 
 from redraft.comparison._gate import Gate
+from redraft.comparison._judged import JudgeNote
 from redraft.comparison._lane_figures import Basis, Behaviour, TaskFigures
+from redraft.protocols.messages import Usage
 from redraft.stats import (
     Method,
     Paired,
@@ -77,6 +79,36 @@ class Difference(msgspec.Struct, frozen=True, kw_only=True):
             p=result.p,
             significant=result.significant,
             budget=budget,
+        )
+
+
+class PairwiseFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """Two arms' final answers, judged against each other task by task."""
+
+    a: str
+    b: str
+    pairs: int
+    """Tasks both arms answered."""
+    a_wins: int
+    b_wins: int
+    ties: int
+    """The judge's ties, its flips and its invalid replies together: no win for either."""
+    flips: int
+    """Of the ties: verdicts that named a different answer when the order was swapped."""
+    invalid: int
+    """Of the ties: a reply in one of the orders that was no verdict."""
+    difference: Difference
+    """a's share of wins less b's, by the exact test over the tasks."""
+    usage: Usage = Usage()
+    """What the judge's pairwise calls spent (tokens and calls; not priced)."""
+
+    def said(self) -> str:
+        """The figures in one line, for the terminal's notes."""
+        d = self.difference
+        return (
+            f"pairwise: {self.a} vs {self.b} over {self.pairs} tasks: {self.a_wins} wins, {self.b_wins} losses, "
+            f"{self.ties} ties ({self.flips} of them verdicts that flipped with the order); difference "
+            f"{d.mean:+.1%} (95% CI {d.ci.low:+.1%} to {d.ci.high:+.1%}), p = {'n/a' if d.p is None else f'{d.p:.2g}'}"
         )
 
 
@@ -151,16 +183,30 @@ class Comparison(msgspec.Struct, kw_only=True):
     """A digest of the compared tasks' ids (`redraft.comparison._gate.task_digest`), for the same warning."""
     gate: Gate | None = None
     """The regression gate's verdict against ``--baseline`` (None: no baseline was given)."""
+    judge: JudgeNote | None = None
+    """Who graded every lane when a judge did (``--judge``), and its card (None: the scenario's grade)."""
+    pairwise: list[PairwiseFigures] = []
+    """Each pair of arms' final answers judged against each other (``--pairwise``; `redraft.comparison._pairwise`)."""
 
     @property
     def rate_name(self) -> str:
-        """The pass rate every figure shows, in words: ``graded pass rate`` or ``feedback pass rate``."""
-        return "graded pass rate" if self.basis == "grade" else "feedback pass rate"
+        """The pass rate every figure shows, in words: ``graded pass rate`` (``judged pass rate``) or ``feedback
+        pass rate``."""
+        if self.basis != "grade":
+            return "feedback pass rate"
+        return "judged pass rate" if self.judge is not None else "graded pass rate"
 
     @property
     def rate_source(self) -> str:
         """Where that rate comes from, in words."""
-        return "held out" if self.basis == "grade" else "no held-out grade"
+        if self.basis != "grade":
+            return "no held-out grade"
+        if self.judge is None:
+            return "held out"
+        judge = self.judge
+        self_judged = ", SELF-JUDGED" if judge.self_judged else ""
+        card = {None: "no card", True: "its card passed", False: "its card did not pass"}[judge.card_passed]
+        return f"held out, judged by {judge.judge} by {judge.rubric!r}{self_judged}; {card}"
 
 
 def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviour, *, oracle: bool) -> ArmFigures:

@@ -11,11 +11,14 @@ from pathlib import Path
 
 from redraft.comparison._analysis import Comparison, Match
 from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
+from redraft.comparison._judged import Judged, judge_of
+from redraft.comparison._pairwise import pairwise as judged_pairs
 from redraft.comparison._result import build, held_against, read_json, write_json
 from redraft.comparison._runner import ComparePlan, run_comparison
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.engine.setup import BackendOverrides, with_check
 from redraft.errors import UserError, unknown_name
+from redraft.judging import read_card
 from redraft.protocols.messages import Result
 from redraft.scenarios.user_check import CheckFunction
 
@@ -49,6 +52,8 @@ def compare(
     on_result: Callable[[str, Result], None] | None = None,
     stop: threading.Event | None = None,
     baseline: Path | None = None,
+    judge_card: Path | None = None,
+    pairwise: bool = False,
 ) -> ComparisonOutcome:
     """Compare critic strategies on the same tasks, against sampling at matched cost, on Ray.
 
@@ -58,7 +63,9 @@ def compare(
     with the same ``out`` resumes. ``check`` and ``grade`` steer and grade a task file's tasks, as `refine`'s.
     ``on_result(lane, result)`` is told of every task that lands; setting ``stop`` ends every lane at once.
     ``baseline``, an earlier comparison.json: each arm is held against it, and the verdict is the comparison's
-    ``gate`` (``redraft compare --baseline``).
+    ``gate`` (``redraft compare --baseline``). ``judge_card``: the card (``redraft judge calibrate``) of the
+    config's ``judge``, named with its verdict in the comparison's ``judge``; ``pairwise``: that judge also
+    compares each pair of arms' final answers, in both orders (the comparison's ``pairwise``).
 
         >>> import tempfile
         >>> from redraft import RunConfig, compare
@@ -75,8 +82,9 @@ def compare(
     plan = _plan(config, arms, baseline_samples, repeats)
     if baseline is not None:
         read_json(baseline)  # a bad baseline fails before anything runs
+    judged = judged_by(plan, judge_card, backends, pairwise=pairwise)  # a card that cannot be read, too
     run_comparison(plan, backends=backends, on_result=on_result, stop=stop)
-    return write(plan, match, baseline)
+    return write(plan, match, baseline, judged, pairwise=pairwise)
 
 
 def _plan(config: RunConfig, arms: Sequence[str] | Path, baseline_samples: int | None, repeats: int) -> ComparePlan:
@@ -98,13 +106,40 @@ def default_out() -> Path:
     return Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
-def write(plan: ComparePlan, match: Match, baseline: Path | None = None) -> ComparisonOutcome:
+def judged_by(
+    plan: ComparePlan, card: Path | None, backends: BackendOverrides | None = None, *, pairwise: bool = False
+) -> Judged | None:
+    """The judge of ``plan``'s lanes with its ``card`` read, or None when the scenario grades them; `UserError` for
+    a card that cannot be read, or a card or pairwise verdicts asked without a judge."""
+    judge = judge_of(plan, backends)
+    if judge is None:
+        if card is not None:
+            raise UserError("--judge-card is the card of the comparison's judge: give --judge MODEL with it")
+        if pairwise:
+            raise UserError("--pairwise asks the comparison's judge to compare the arms: give --judge MODEL with it")
+        return None
+    return judge, (read_card(card) if card is not None else None), card
+
+
+def write(
+    plan: ComparePlan,
+    match: Match,
+    baseline: Path | None = None,
+    judged: Judged | None = None,
+    *,
+    pairwise: bool = False,
+) -> ComparisonOutcome:
     """The comparison of a plan whose lanes have run: each lane's report, ``comparison.json`` and ``.html``; held
-    against the earlier comparison.json ``baseline`` (its gate's verdict recorded in both), when one is given."""
+    against the earlier comparison.json ``baseline`` (its gate's verdict recorded in both), when one is given;
+    ``judged``: its judge and card (`judged_by`), when a judge graded it, which with ``pairwise`` also compares
+    each pair of arms' final answers (`redraft.comparison._pairwise`)."""
     from redraft.comparison._html import write_html  # with the plots: the report extra's, loaded when drawn
     from redraft.views.report import report
 
-    comparison = build(plan, match)
+    comparison = build(plan, match, judged)
+    if pairwise and judged is not None:
+        comparison.pairwise = judged_pairs(plan, judged[0])
+        comparison.notes += [figures.said() for figures in comparison.pairwise]
     if baseline is not None:
         comparison.gate = held_against(comparison, read_json(baseline), str(baseline))
     written = [(lane, report(plan.out / lane.label)) for lane in plan.lanes()]

@@ -30,6 +30,11 @@ class EarlierArm(msgspec.Struct):
     """On the earlier comparison's basis; None (JSON null) when the arm had no task to rate."""
 
 
+class EarlierJudge(msgspec.Struct):
+    judge: str
+    rubric: str = ""
+
+
 class Earlier(msgspec.Struct):
     """What the gate holds a new comparison against: the arms of an earlier ``comparison.json``."""
 
@@ -40,6 +45,8 @@ class Earlier(msgspec.Struct):
     task_digest: str | None = None
     """`task_digest` of the tasks it compared (None: written before comparisons recorded it)."""
     seed: int | None = None
+    judge: EarlierJudge | None = None
+    """Who graded it, when a judge did (``--judge``)."""
 
 
 class ArmDelta(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,8 +101,11 @@ def gate(arms: Iterable[tuple[str, float, float, float]], basis: Basis, seen: Ea
     return Gate(baseline=baseline, basis=basis, verdict=verdict, arms=deltas)
 
 
-def differences(seen: Earlier, tasks: int, digest: str | None, seed: int | None) -> list[str]:
-    """A warning for each way the earlier comparison's tasks or seed differ from this one's."""
+def differences(
+    seen: Earlier, tasks: int, digest: str | None, seed: int | None, judge: tuple[str, str] | None = None
+) -> list[str]:
+    """A warning for each way the earlier comparison's tasks, seed or judge (spec and rubric) differ from this
+    one's."""
     same = "so a difference may be the tasks', not the arms'"
     if seen.task_digest is None and seen.seed is None:
         return [
@@ -109,7 +119,17 @@ def differences(seen: Earlier, tasks: int, digest: str | None, seed: int | None)
         said.append(f"the baseline comparison ran other tasks (as many, other ids): {same}")
     if None not in (seen.seed, seed) and seen.seed != seed:
         said.append(f"the baseline comparison used --seed {seen.seed}, this one --seed {seed}: {same}")
+    before = None if seen.judge is None else (seen.judge.judge, seen.judge.rubric)
+    if before != judge:
+        said.append(
+            f"the baseline comparison was graded by {_grader(before)}, this one by {_grader(judge)}: "
+            "a difference may be the graders', not the arms'"
+        )
     return said
+
+
+def _grader(judge: tuple[str, str] | None) -> str:
+    return "the scenario's grade" if judge is None else f"the judge {judge[0]} by the rubric {judge[1]!r}"
 
 
 def regression_lines(found: Gate, rate_name: str) -> list[str]:

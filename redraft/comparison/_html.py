@@ -142,8 +142,11 @@ def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]
 
 
 def judged_by(comparison: Comparison) -> str:
-    """What judged each candidate, in words: the held-out grade, or the feedback when nothing was held out."""
-    return "the held-out grade" if comparison.basis == "grade" else "the feedback (no held-out grade)"
+    """What judged each candidate, in words: the held-out grade (a judge's), or the feedback when nothing was held
+    out."""
+    if comparison.basis != "grade":
+        return "the feedback (no held-out grade)"
+    return "the held-out grade" if comparison.judge is None else f"the judge {comparison.judge.judge}"
 
 
 def write_html(

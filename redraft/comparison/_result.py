@@ -28,6 +28,7 @@ from redraft.comparison._analysis import (
     per_task_pass,
 )
 from redraft.comparison._gate import Earlier, Gate, differences, gate, regression_lines, task_digest
+from redraft.comparison._judged import Judged, judge_note
 from redraft.comparison._lane_figures import Basis, Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
 from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.errors import UserError
@@ -37,8 +38,9 @@ from redraft.rundir.reader import RunReader
 COMPARISON = "comparison.json"
 
 
-def build(plan: ComparePlan, match: Match) -> Comparison:
-    """Every figure of a finished comparison, from its lanes' run directories."""
+def build(plan: ComparePlan, match: Match, judged: Judged | None = None) -> Comparison:
+    """Every figure of a finished comparison, from its lanes' run directories; ``judged``: the judge every lane
+    was graded by, with the card given for it and its path."""
     repeats: dict[str, list[list[TaskFigures]]] = {}
     behaviours: dict[str, Behaviour] = {}
     oracles = {lane.arm: lane.config.experiment.oracle_feedback for lane in plan.lanes()}
@@ -68,6 +70,7 @@ def build(plan: ComparePlan, match: Match) -> Comparison:
         between_arms=vs_arms,
         notes=_basis_notes(basis) + _oracle_notes(arms, oracles[BASELINE]) + _notes(vs_baselines, curves),
         basis=basis,
+        judge=None if judged is None else judge_note(*judged, [plan.out / lane.label for lane in plan.lanes()]),
     )
 
 
@@ -180,5 +183,6 @@ def held_against(new: Comparison, old: Earlier, baseline: str) -> Gate:
     """The gate's verdict on ``new`` against ``old`` (the comparison.json named ``baseline``), with a warning for
     each way their tasks or seeds differ."""
     found = gate(((a.name, a.pass_rate, a.ci.low, a.ci.high) for a in new.arms), new.basis, old, baseline)
-    warned = differences(old, new.tasks, new.task_digest, new.seed)
+    judge = None if new.judge is None else (new.judge.judge, new.judge.rubric)
+    warned = differences(old, new.tasks, new.task_digest, new.seed, judge)
     return msgspec.structs.replace(found, warnings=warned)

@@ -124,6 +124,26 @@ class Experiment(msgspec.Struct, frozen=True, kw_only=True):
         Meta(ge=0, le=1000),
         _help("Which repeat of the same tasks this run is: salts every sampling seed.", panel="Loop"),
     ] = 0
+    judge: Annotated[
+        str | None,
+        _help(
+            "Backend spec of a judge model that grades each task's final answer by a rubric (--rubric) after the "
+            "loop, apart from it: nothing it writes reaches the loop; the task's grade is the rubric's score.",
+            panel="Model",
+        ),
+    ] = None
+    rubric: Annotated[
+        str | None,
+        _help(
+            "The --judge's rubric, a TOML or JSON file (also --grade rubric:FILE); default: the scenario's own.",
+            panel="Tasks",
+        ),
+    ] = None
+    judge_repeats: Annotated[
+        int,
+        Meta(ge=1, le=20),
+        _help("Judgments the --judge makes of each answer; its grade is their mean.", panel="Model"),
+    ] = 1
 
 
 class Budgets(msgspec.Struct, frozen=True, kw_only=True):

@@ -8,7 +8,7 @@ one task here; `role_setup` resolves a `RunConfig` into what the roles are built
 
 from redraft.engine._identity import check_out
 from redraft.engine._model_role import CallSettings
-from redraft.engine._refine import Refinement, local_roles, refine, refine_async
+from redraft.engine._refine import Refinement, local_roles, refine, refine_async, run_blocking
 from redraft.engine.arbiter import Arbiter, ArbiterSettings, Checkpoint
 from redraft.engine.critic import Critic
 from redraft.engine.drafter import Drafter
@@ -41,4 +41,5 @@ __all__ = [
     "refine",
     "refine_async",
     "role_setup",
+    "run_blocking",
 ]

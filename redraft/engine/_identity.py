@@ -1,8 +1,8 @@
 """A run's identity (what decides its results), the manifest its run directory keeps, and where it writes.
 
 The identity is the experiment's settings, every prompt template's version (a prompts file's text hashes
-too) and a task file's path and content hash; its hash, the fingerprint, lets a rerun with the same
-``--out`` resume and refuses one that would mix two configurations (`redraft.rundir.RunStore`).
+too) and a task file's and a judge's rubric's path and content hash; its hash, the fingerprint, lets a rerun
+with the same ``--out`` resume and refuses one that would mix two configurations (`redraft.rundir.RunStore`).
 """
 
 from __future__ import annotations
@@ -28,13 +28,16 @@ from redraft.rundir.store import new_run_uid
 from redraft.scenarios.taskfile import task_file_identity
 
 
-def identity(config: RunConfig, prompts: Prompts) -> dict[str, Any]:
-    """What decides the run's results (the fingerprint's input), ``prompts`` the templates the run loaded."""
+def identity(config: RunConfig, prompts: Prompts, also: Prompts | None = None) -> dict[str, Any]:
+    """What decides the run's results (the fingerprint's input), ``prompts`` the templates the run loaded (over the
+    built-in ones and ``also``'s: the judge's)."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
     data["prompts"] = fingerprinted(prompts)  # the versions, not the file's path
-    data["prompt_overrides"] = overrides(prompts)  # empty without a prompts file
+    data["prompt_overrides"] = overrides(prompts, also)  # empty without a prompts file
     if config.experiment.tasks is not None:
         data["tasks"] = task_file_identity(config.experiment.tasks)
+    if config.experiment.rubric is not None:
+        data["rubric"] = task_file_identity(config.experiment.rubric)  # its content decides the grades
     return data
 
 

@@ -16,13 +16,14 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from redraft.backends.pricing import PriceTable
 from redraft.config import RunConfig
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
-from redraft.engine.grader import Grader, grade_request, graded
+from redraft.engine.grader import Grader, GradeRole, grade_request, graded
 from redraft.engine.pools import LocalMember, Roles
 from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import BackendOverrides, RoleSetup, role_constructors, with_check
-from redraft.protocols.messages import Message, Result, Task
+from redraft.engine.setup import BackendOverrides, RoleSetup, grader_constructor, role_constructors, with_check
+from redraft.protocols.messages import Grade, Message, Result, Task
 from redraft.scenarios.user_check import CheckFunction
 from redraft.strategies import Strategy
 
@@ -103,12 +104,19 @@ async def refine_async(
         task = msgspec.structs.replace(task, scenario=config.experiment.scenario)
     run = resolve_run(config.replace(scenario=task.scenario), backends=backends, task=task)
     arbiter = Arbiter(local_roles(run.setup, run.strategy, run.settings), run.settings)
+    judge: GradeRole | None = None
+    if run.setup.judge is not None:
+        cls, args, kwargs = grader_constructor(run.setup)
+        judge = cls(*args, **kwargs)
     trace = await refine_trace(
         arbiter,
         Grader(run.setup.scenario),
         task,
         oracle=run.experiment.oracle_feedback,
         timeout_s=run.budgets.task_timeout,
+        judge=judge,
+        prices=run.settings.prices,
+        every_sample=run.experiment.max_rounds == 1,
     )
     result = trace[-1]
     assert isinstance(result, Result)
@@ -127,16 +135,28 @@ def local_roles(setup: RoleSetup, strategy: Strategy, settings: ArbiterSettings 
 
 
 async def refine_trace(
-    arbiter: Arbiter, grader: Grader, task: Task, *, oracle: bool = False, timeout_s: float | None = None
+    arbiter: Arbiter,
+    grader: Grader,
+    task: Task,
+    *,
+    oracle: bool = False,
+    timeout_s: float | None = None,
+    judge: GradeRole | None = None,
+    prices: PriceTable | None = None,
+    every_sample: bool = False,
 ) -> list[Message]:
     """One task through an arbiter and a grader of this process: the loop on the task without its gold (unless
-    ``oracle``), then the held-out grade; every message of its trace, the graded `Result` last."""
+    ``oracle``), then the held-out grade (the ``judge``'s, when given, its calls priced by ``prices``, of every
+    sample with ``every_sample``: `redraft.engine.grader.grade_request`); every message of its trace, the graded
+    `Result` last."""
     seen = task if oracle else task.without_gold()  # the loop never sees the gold
     trace = await arbiter.run(seen, timeout_s)
-    request = grade_request(grader.scenario, task, trace)
+    request = grade_request(grader.scenario, task, trace, judged=judge is not None, every_sample=every_sample)
     if request is None:
         return trace
     result = trace[-1]
     assert isinstance(result, Result)
-    ending, _ = graded(result, await grader.grade(request))
+    grade = await judge.serve(request) if judge is not None else await grader.grade(request)
+    assert isinstance(grade, Grade)
+    ending, _ = graded(result, grade, prices)
     return [*trace[:-1], *ending]

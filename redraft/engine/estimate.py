@@ -43,6 +43,7 @@ from redraft.backends import batchable
 from redraft.backends.base import BackendSpec
 from redraft.config import Budgets, RunConfig
 from redraft.engine._costing import CostingSpec, CostingVerifier, Course, PromptCaching
+from redraft.engine._judge_cost import judge_assumption, judge_models, judged
 from redraft.engine._money import model_of as model_of  # the tune prices its proposer by it too
 from redraft.engine._refine import run_blocking
 from redraft.engine.arbiter import Arbiter
@@ -210,19 +211,22 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
     config, setup = run.config, run.setup
     total, picked = _sample(tasks, sample, config.experiment.seed)
     results = run_blocking(_simulate_all(run, picked), "redraft-estimate")
-    worst, failing, passing = ([Spend(dict(r.usage_by_role)) for r in course] for course in results)
+    worst, failing, passing = (
+        [Spend(dict(r.usage_by_role) | judged(run, t, r, course)) for t, r in zip(picked, ended, strict=True)]
+        for course, ended in zip((WORST, FAILING, PASSING), results, strict=True)
+    )
     factor = total / len(picked) if picked else 0.0
     per_task_worst = [w.most(f).cold() for w, f in zip(worst, failing, strict=True)]
     first_pass = _sum(passing).scaled(factor)
     expected = (_sum(passing) + _sum(failing)).scaled(factor / 2)
     if done.tasks:
         expected = done.spend.scaled(total / done.tasks)
-    models = _models(setup, run.strategy)
+    models = _models(setup, run.strategy) | judge_models(run)
     prices = run.settings.prices
     unpriced = tuple(sorted({m for m in models.values() if not prices.free(m) and prices.price_of(m) is None}))
     free = all(prices.free(m) for m in models.values())
     errors = [r.error for course in results for r in course if r.error]
-    said = _assumptions(config, total, len(picked), done.tasks, errors, expected.total)
+    said = _assumptions(config, total, len(picked), done.tasks, errors, expected.total) + judge_assumption(run)
     if unpriced:
         said += (f"unpriced: {', '.join(unpriced)}, not in the price table: counted, not priced (--prices FILE)",)
     if free:

@@ -8,6 +8,12 @@ steers it. A task with nothing to grade against (no gold, and a feedback that is
 null grades: unknown, not 0. The trace of a graded task is the loop's messages, then the `Grade` (with the
 gold it was graded against), then the graded `Result`, last as always.
 
+A run with a judge (``--judge MODEL``) grades by a model and a rubric instead (`JudgeSetup`): every finished
+task is graded, gold or not, and only its final answer and round 0's leader (what `with_grades` reads), each
+judgment priced and added to the task's usage as the ``judge`` role's (`graded`). The judge's grader is made
+by the ``judge`` entry of the ``redraft.graders`` entry-point group (`GRADERS`: redraft's own is
+`redraft.judging.grading`), so the engine makes it from plain data without importing the room it lives in.
+
 Grades run in worker threads (a grade may execute code in the sandbox), at most one per CPU at once, like
 checks. A scenario whose grade is instant (`Scenario.check_cost`) has no grader actors: the driver grades
 its tasks itself, on its own thread (`Grader.grade_here`). A grade function that raises does not fail the
@@ -17,13 +23,19 @@ task: its `Grade` carries the ``error`` and no grades, so the task's grades are 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import msgspec
 
+from redraft.backends.base import BackendSpec
+from redraft.backends.pricing import PriceTable, default_prices
 from redraft.engine._workers import Workers
 from redraft.engine.pools import Reply, Request
+from redraft.engine.prompts import Prompts
 from redraft.errors import ProtocolError, describe
+from redraft.plugins import Registry
 from redraft.protocols.messages import (
     CandidateGrade,
     CandidateText,
@@ -34,13 +46,76 @@ from redraft.protocols.messages import (
     Message,
     Result,
     Task,
+    Usage,
     Verification,
 )
 from redraft.scenarios import Scenario, get_scenario
 
 
-def grade_request(scenario: Scenario, task: Task, trace: Sequence[Message]) -> GradeRequest | None:
-    """What to ask the grader about a finished task, or None when it has nothing to be graded against."""
+class GradeRole(Protocol):
+    """What grades a finished task: the scenario's `Grader`, or a judge's (`JudgeSetup.grader`)."""
+
+    async def serve(self, request: Request) -> Reply: ...
+
+
+@dataclass(frozen=True)
+class JudgeAsk:
+    """What a run's judge is made from (``--judge``, ``--rubric``, ``--judge-repeats``), its names resolved."""
+
+    backend: BackendSpec
+    rubric: str | None
+    """A rubric file; None: the scenario's own rubric."""
+    scenario: Scenario
+    repeats: int
+
+
+@dataclass(frozen=True)
+class JudgeSetup:
+    """A run's judge, resolved: how its grader members are made, and what the run's records and tables name."""
+
+    spec: str
+    """The judge's backend spec."""
+    rubric: str
+    """The rubric's name."""
+    repeats: int
+    """Judgments asked per answer; its grade is their mean."""
+    backend: BackendSpec
+    """The judge's model (a comparison asks it for pairwise verdicts too)."""
+    grader: type
+    """The grader role's class: ``serve(GradeRequest) -> Grade``, made with ``(*args, cache=, payer=, prompts=)``."""
+    args: tuple[Any, ...]
+    """Plain data, so it travels to the grader actors (the rubric, validated where it was read, among them)."""
+    templates: Prompts
+    """The judge's built-in templates: a run's prompts file may give its own entries of them (``judge_...``)."""
+    self_judged: bool = False
+    """The judge's model is the drafter's: allowed, and named so wherever its grades are shown."""
+    prompts: dict[str, int] = field(default_factory=dict)
+    """The versions of the judge's templates the run renders (what a judge's card must have measured)."""
+    prompt_chars: int = 0
+    """Characters of a judgment's prompt besides the task and the answer (its words and the rubric): the estimate's."""
+    max_tokens: int = 0
+    """The judge's reply's token limit (the estimate's worst case)."""
+
+
+GRADERS: Registry[Callable[[JudgeAsk], JudgeSetup]] = Registry("grader", "redraft.graders")
+"""Graders that are not the scenario's own, by name: ``judge`` (a model and a rubric) is redraft's."""
+
+
+def grade_request(
+    scenario: Scenario, task: Task, trace: Sequence[Message], *, judged: bool = False, every_sample: bool = False
+) -> GradeRequest | None:
+    """What to ask the grader about a finished task, or None when it has nothing to be graded against.
+
+    ``judged``: a judge grades it, with or without gold, and only the final answer and round 0's leader (what the
+    task's grades are), or with ``every_sample`` every candidate (a run of one round: a comparison's sampling
+    baseline, whose curves are computed from each sample's grade)."""
+    if judged:
+        result = trace[-1]
+        if not isinstance(result, Result):
+            return None
+        wanted = {(result.best_round, result.best_sample), (0, result.initial_sample)}
+        chosen = [c for c in candidates_of(trace) if every_sample or (c.round, c.sample) in wanted]
+        return GradeRequest(task=task, candidates=chosen) if chosen else None
     if not task.gold and not scenario.feedback_is_grade:
         return None
     candidates = candidates_of(trace)
@@ -75,11 +150,22 @@ def with_grades(result: Result, grade: Grade) -> Result:
     )
 
 
-def graded(result: Result, grade: Grade) -> tuple[list[Message], Result]:
+def graded(result: Result, grade: Grade, prices: PriceTable | None = None) -> tuple[list[Message], Result]:
     """What a task's trace ends with once graded: the `Grade`, then the graded `Result` (in place of the
-    loop's), and that result."""
+    loop's), and that result; a judge's calls priced by ``prices`` (the built-in table when None) and added to
+    its usage, as the ``judge``'s."""
     with_grade = with_grades(result, grade)
+    if grade.usage.calls:
+        with_grade = _with_judge_usage(with_grade, grade.judge or "", grade.usage, prices or default_prices())
     return [grade, with_grade], with_grade
+
+
+def _with_judge_usage(result: Result, model: str, usage: Usage, prices: PriceTable) -> Result:
+    priced = prices.priced(model, usage)
+    by_role = dict(result.usage_by_role)
+    by_role["judge"] = by_role.get("judge", Usage()) + priced
+    unpriced = result.unpriced_models if prices.known(model) else sorted({*result.unpriced_models, model})
+    return msgspec.structs.replace(result, usage=result.usage + priced, usage_by_role=by_role, unpriced_models=unpriced)
 
 
 class Grader:

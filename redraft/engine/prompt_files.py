@@ -44,15 +44,20 @@ ABOUT = "about"
 ABOUT_FIELDS = {"version": int, "parent": str, "made": str}
 
 
-def load_prompts(path: str | None) -> Prompts:
-    """The built-in templates with ``path``'s entries over them (the built-in ones when ``path`` is None)."""
-    return built_in() if path is None else _load(path)
+def load_prompts(path: str | None, also: Prompts | None = None) -> Prompts:
+    """The built-in templates (and ``also``'s: a role's of another room, such as the judge's) with ``path``'s
+    entries over them (the built-in ones when ``path`` is None)."""
+    return base_of(also) if path is None else _load(path, base_of(also))
 
 
-def _load(path: str) -> Prompts:
+def base_of(also: Prompts | None = None) -> Prompts:
+    """The built-in templates, with ``also``'s beside them."""
+    return built_in() if also is None else Prompts({**built_in().templates, **also.templates})
+
+
+def _load(path: str, base: Prompts) -> Prompts:
     entries = _read(path)
     _check_about(path, entries.pop(ABOUT, {}))
-    base = built_in()
     templates = dict(base.templates)
     for name, entry in entries.items():
         where = f"prompts file {path}, entry {name!r}"
@@ -75,10 +80,10 @@ def fingerprinted(prompts: Prompts) -> dict[str, int]:
     return {name: version for name, version in prompts.versions().items() if not name.startswith("tune_")}
 
 
-def overrides(prompts: Prompts) -> dict[str, str]:
-    """Each entry of ``prompts`` that differs from the built-in one, by its text's hash (part of the run's
-    fingerprint when a prompts file is given)."""
-    base = built_in()
+def overrides(prompts: Prompts, also: Prompts | None = None) -> dict[str, str]:
+    """Each entry of ``prompts`` that differs from the built-in one (or ``also``'s), by its text's hash (part of
+    the run's fingerprint when a prompts file is given)."""
+    base = base_of(also)
     return {
         name: hashlib.sha256(t.text.template.encode()).hexdigest()[:16]
         for name, t in sorted(prompts.templates.items())

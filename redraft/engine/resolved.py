@@ -104,7 +104,7 @@ def resolve_run(
         settings=arbiter_settings(config, setup),
         out=out_of(config),
         tasks=(lambda: iter([task])) if task is not None else task_source(config, scenario),
-        identity=identity(config, setup.prompts),
+        identity=identity(config, setup.prompts, setup.judge.templates if setup.judge else None),
     )
 
 

@@ -10,6 +10,7 @@ constructors build the roles in one process (`redraft.engine._refine`) and insid
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from redraft.engine._money import check_escalation, check_priced, escalation
 from redraft.engine.arbiter import ArbiterSettings
 from redraft.engine.critic import Critic
 from redraft.engine.drafter import Drafter
+from redraft.engine.grader import GRADERS, Grader, JudgeAsk, JudgeSetup
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.prompts import Prompts
 from redraft.engine.verifier import Verifier
@@ -37,8 +39,8 @@ from redraft.scenarios.user_check import CheckFunction, UserCheck
 from redraft.strategies import Share, Strategy
 
 BackendOverrides = dict[RoleName | Literal["escalate"], BackendSpec]
-"""Per-role backend objects (``drafter``, ``critic``, ``verifier``, and ``escalate``: the stronger model, when
-the config names one) that replace the config's spec strings (the Python API and tests)."""
+"""Per-role backend objects (``drafter``, ``critic``, ``verifier``, ``judge``, and ``escalate``: the stronger model,
+when the config names one) that replace the config's spec strings (the Python API and tests)."""
 
 Constructor = tuple[type, tuple[Any, ...], dict[str, Any]]
 """How one role is made: its class, positional and keyword arguments (plain data, so it can travel)."""
@@ -72,6 +74,8 @@ class RoleSetup:
     check_cost: CheckCost = "blocking"
     """What the scenario's checks and grade cost (`Scenario.check_cost`): where verifiers and graders are placed
     (`redraft.actors._placement`)."""
+    judge: JudgeSetup | None = None
+    """The run's judge (``--judge``): it grades every finished task in place of the scenario's grade."""
 
 
 def with_check(config: RunConfig, check: CheckFunction | None, grade: CheckFunction | None = None) -> RunConfig:
@@ -113,6 +117,9 @@ def role_setup(
     critic = backends.get("critic") or resolve(experiment.critic)
     verifier = backends.get("verifier") or (resolve(experiment.verifier) if experiment.verifier else None)
     escalate = (backends.get("escalate") or resolve(experiment.escalate)) if experiment.escalate else None
+    judge = judge_setup(experiment, scenario, drafter, backends.get("judge"))
+    # a bad prompts file fails here, before any role starts; it may hold the judge's entries when there is one
+    prompts = load_prompts(experiment.prompts, judge.templates if judge else None)
     models = {"drafter": drafter, "critic": critic if strategy.critic_role == "critic" else None}
     check_priced(load_prices(config.runtime.prices), models, experiment.usd_per_task is not None)
     escalation(load_prices(config.runtime.prices), drafter, escalate)  # refused here, before anything starts
@@ -133,8 +140,24 @@ def role_setup(
         draft_max_tokens=experiment.max_tokens,
         cache=config.runtime.cache,
         oracle=experiment.oracle_feedback,
-        prompts=load_prompts(experiment.prompts),  # a bad prompts file fails here, before any role starts
+        prompts=prompts,
+        judge=judge if judge is None else dataclasses.replace(judge, prompts=_versions(prompts, judge.templates)),
     )
+
+
+def judge_setup(
+    experiment: Experiment, scenario: Scenario, drafter: BackendSpec, given: BackendSpec | None = None
+) -> JudgeSetup | None:
+    """The run's judge (``--judge``, or ``given``, the API's backend object), or None; `UserError` for a rubric
+    without a judge or one that cannot be read (`GRADERS`' ``judge`` reads it)."""
+    if experiment.judge is None and given is None:
+        if experiment.rubric is not None:
+            raise UserError("--rubric is the judge's: give --judge MODEL to grade by it")
+        return None
+    backend = given or resolve(experiment.judge or "")
+    ask = JudgeAsk(backend=backend, rubric=experiment.rubric, scenario=scenario, repeats=experiment.judge_repeats)
+    made = GRADERS.get("judge")(ask)
+    return dataclasses.replace(made, self_judged=made.spec == drafter.spec)
 
 
 def shortfalls(experiment: Experiment, scenario: Scenario, strategy: Strategy) -> list[str]:
@@ -251,6 +274,20 @@ def role_constructors(setup: RoleSetup, strategy: Strategy) -> dict[RoleName, Co
     return roles
 
 
+def _versions(prompts: Prompts, judge: Prompts) -> dict[str, int]:
+    """The versions of the judge's templates as the run loaded them (a prompts file may give its own)."""
+    return {name: version for name, version in prompts.versions().items() if name in judge.templates}
+
+
+def grader_constructor(setup: RoleSetup) -> Constructor:
+    """How the run's grader is made: the judge's (``--judge``, with the run's templates), or the scenario's own
+    `Grader`."""
+    judge = setup.judge
+    if judge is None:
+        return (Grader, (setup.scenario,), {})
+    return (judge.grader, judge.args, {"cache": setup.cache, "payer": setup.payer, "prompts": setup.prompts})
+
+
 def verifier_backend(setup: RoleSetup, strategy: Strategy) -> BackendSpec | None:
     """The verifier's model: only strategies that ask it questions get one (``--verifier``, else the drafter's)."""
     if not strategy.verifier_model:
@@ -268,4 +305,6 @@ def endpoints_by_role(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
     verifier = verifier_backend(setup, strategy)
     if verifier is not None:
         endpoints["verifier"] = verifier.spec
+    if setup.judge is not None:
+        endpoints["judge"] = setup.judge.spec
     return endpoints

@@ -293,4 +293,10 @@ class Grade(_Frame, tag="grade", frozen=True, kw_only=True):
     gold: dict[str, Any] = {}
     grades: list[CandidateGrade] = []
     error: str | None = None
-    """Set when the grade itself failed (a broken grade function): the grades are then missing, not 0."""
+    """Set when the grade itself failed (a broken grade function, a judge that answered nothing valid): the
+    grades are then missing, not 0."""
+    judge: str | None = None
+    """The judge's model, as its backend named it (what its calls are priced by), when a model graded
+    (``--judge``); None for the scenario's own grade."""
+    usage: Usage = Usage()
+    """What the judge's calls spent (0 USD as sent: the driver prices it, as the arbiter prices the loop's)."""

@@ -18,8 +18,9 @@ StopLimit = Literal["tokens", "calls", "usd", "task_timeout", "run_deadline"]
 Severity = Literal["critical", "major", "minor"]
 ChatRole = Literal["system", "user", "assistant"]
 """Who speaks one turn of a chat prompt (not to be confused with `RoleName`, the agents of the loop)."""
-RoleName = Literal["drafter", "critic", "self_critic", "verifier", "grader"]
-"""The agents of the loop: who writes, attacks, checks and (after the loop) grades a candidate."""
+RoleName = Literal["drafter", "critic", "self_critic", "verifier", "grader", "judge"]
+"""The agents of the loop: who writes, attacks, checks and (after the loop, apart from it) grades a candidate:
+the grader by the scenario's program, the judge by a model and a rubric (``--judge``)."""
 Stance = Literal["adversarial", "self", "skeptic"]
 """Which instructions a critic is given: a separate hostile critic, the drafter's own model, or a debate's
 second critic that doubts the first."""
@@ -212,6 +213,11 @@ class CandidateGrade(msgspec.Struct, frozen=True, kw_only=True):
     passed: bool
     detail: str = ""
     """Why it failed the grade (for people reading the run; never shown to a role)."""
+    scores: list[float] = []
+    """A judge's grade: the score of each of its judgments, when it was asked more than once (``--judge-repeats``;
+    ``score`` is their mean)."""
+    passes: list[bool] = []
+    """A judge's grade: whether each of those judgments passed the rubric's threshold on its own."""
 
 
 class Intent(msgspec.Struct, frozen=True, kw_only=True):

@@ -45,6 +45,7 @@ def specs_by_role(config: dict[str, Any]) -> dict[str, str]:
         "critic": str(config.get("critic") or ""),
         "self_critic": drafter,
         "verifier": str(config.get("verifier") or drafter),
+        "judge": str(config.get("judge") or ""),
     }
 
 

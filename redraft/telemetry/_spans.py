@@ -7,7 +7,10 @@ The tree (`SpanData`) is what `redraft.telemetry._otlp` hands to the OpenTelemet
 - ``chat MODEL``, one per reply that reports a model call (a draft, a critique, a reflection, a verification
   that asked its model questions), with the GenAI semantic conventions' attributes (`GEN_AI`): the operation,
   the provider, the requested and the answering model, input and output tokens, the finish reason; and
-  redraft's own: the role, round and sample, and the call's cost as the run's price table prices it.
+  redraft's own: the role, round and sample, and the call's cost as the run's price table prices it;
+- ``chat MODEL`` under the task itself for a judge's calls (``--judge``, role ``judge``), reported by the task's
+  `Grade` after the loop: the same attributes but round and sample (it judges answers of several), at the
+  task's end (its time is not the loop's).
 
 A call's role is read from its reply's kind: a draft or a reflection is the drafter's, a verification the
 verifier's, a critique the critic's, or the self-critic's when its stance is ``self`` (the only stance the
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from redraft.backends.pricing import PriceTable
-from redraft.protocols.messages import Critique, Decision, Draft, Reflection, Result, Verification
+from redraft.protocols.messages import Critique, Decision, Draft, Grade, Reflection, Result, Usage, Verification
 from redraft.rundir import Frame, KnownFrame
 
 AttributeValue = str | bool | int | float | list[str]
@@ -129,6 +132,8 @@ def task_span(frames: Sequence[Frame], result: Result, end_s: float, facts: RunF
             at = (begin, min(begin + call.latency_s, end)) if isinstance(call, Draft) else (drafted, end)
             round_span.children.append(_call_span(call, *at, facts))
         span.children.append(round_span)
+    for grade in (m for m in messages if isinstance(m, Grade) and m.usage.calls > 0):
+        span.children.append(_judge_span(grade, end_s, facts))
     return span
 
 
@@ -151,31 +156,41 @@ def _layout(rounds: list[int], calls: list[Call], start_s: float, end_s: float) 
 
 def _call_span(call: Call, start_s: float, end_s: float, facts: RunFacts) -> SpanData:
     role = role_of(call)
-    spec = facts.specs.get(role, "")
-    model = requested_model(spec, call.model)
-    cost = facts.prices.cost(call.model, call.usage)
-    attributes: Attributes = {
-        GEN_AI.OPERATION_NAME: CHAT,
-        GEN_AI.PROVIDER_NAME: provider_of(spec),
-        GEN_AI.REQUEST_MODEL: model,
-        GEN_AI.USAGE_INPUT_TOKENS: call.usage.input_tokens,
-        GEN_AI.USAGE_OUTPUT_TOKENS: call.usage.output_tokens,
-        GEN_AI.USAGE_CACHE_READ_INPUT_TOKENS: call.usage.cached_tokens,
-        "redraft.role": role,
-        "redraft.round": call.round,
-        "redraft.sample": call.sample,
-        "redraft.calls": call.usage.calls,
-        "redraft.cost_usd": cost or 0.0,
-        "redraft.priced": cost is not None,
-        "redraft.cache_hits": call.usage.cache_hits,
-        "redraft.batch_calls": call.usage.batch_calls,
-    }
-    if call.model:
-        attributes[GEN_AI.RESPONSE_MODEL] = call.model
+    model, attributes = _chat_attributes(role, call.model, call.usage, facts)
+    attributes |= {"redraft.round": call.round, "redraft.sample": call.sample}
     if isinstance(call, Draft) and call.finish_reason:
         attributes[GEN_AI.RESPONSE_FINISH_REASONS] = [call.finish_reason]
     error = call.error if isinstance(call, Critique) else None
     return SpanData(f"{CHAT} {model}", start_s, end_s, attributes, client=True, error=error)
+
+
+def _judge_span(grade: Grade, at_s: float, facts: RunFacts) -> SpanData:
+    model, attributes = _chat_attributes("judge", grade.judge or "", grade.usage, facts)
+    return SpanData(f"{CHAT} {model}", at_s, at_s, attributes, client=True, error=grade.error)
+
+
+def _chat_attributes(role: str, answered: str, usage: Usage, facts: RunFacts) -> tuple[str, Attributes]:
+    """A model call's requested model and its attributes: the conventions', then redraft's (role, cost)."""
+    spec = facts.specs.get(role, "")
+    model = requested_model(spec, answered)
+    cost = facts.prices.cost(answered, usage)
+    attributes: Attributes = {
+        GEN_AI.OPERATION_NAME: CHAT,
+        GEN_AI.PROVIDER_NAME: provider_of(spec),
+        GEN_AI.REQUEST_MODEL: model,
+        GEN_AI.USAGE_INPUT_TOKENS: usage.input_tokens,
+        GEN_AI.USAGE_OUTPUT_TOKENS: usage.output_tokens,
+        GEN_AI.USAGE_CACHE_READ_INPUT_TOKENS: usage.cached_tokens,
+        "redraft.role": role,
+        "redraft.calls": usage.calls,
+        "redraft.cost_usd": cost or 0.0,
+        "redraft.priced": cost is not None,
+        "redraft.cache_hits": usage.cache_hits,
+        "redraft.batch_calls": usage.batch_calls,
+    }
+    if answered:
+        attributes[GEN_AI.RESPONSE_MODEL] = answered
+    return model, attributes
 
 
 def _task_attributes(result: Result) -> Attributes:

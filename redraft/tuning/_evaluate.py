@@ -3,8 +3,10 @@
 The run is `redraft.actors.driver.run` over a task file of the set, with the candidate's prompts file:
 resumable, reportable (``redraft report`` opens it), and fingerprinted by the prompts' versions and
 texts, so two candidates never share a run directory's answers. Each task's figure is its held-out
-grade (a task that ended in error scores 0: the task, not the machinery, failed it); for a scenario with
-no grade, its feedback score, and the evaluation says so (``graded``).
+grade (a task that ended in error scores 0: the task, not the machinery, failed it), the judge's rubric
+score when the tune has a ``--judge`` (named in ``judge``); for a scenario with no grade, its feedback score,
+and the evaluation says so (``graded``). The proposer never reads a grade (`redraft.tuning._examples`), the
+judge's no more than the scenario's.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def read_evaluation(candidate: str, on: str, out: Path, root: Path) -> Evaluatio
         usage = usage + result.usage
     if not graded:
         figures = dict(feedback)
+    judge = (RunReader(out).manifest().get("config") or {}).get("judge") if graded else None
     return Evaluation(
         candidate=candidate,
         on=on,
@@ -85,6 +88,7 @@ def read_evaluation(candidate: str, on: str, out: Path, root: Path) -> Evaluatio
         graded=graded,
         usage=usage,
         run=str(out.relative_to(root)),
+        judge=judge,
     )
 
 

@@ -66,6 +66,8 @@ class Evaluation(Stamped, tag="evaluation", frozen=True, kw_only=True):
     usage: Usage
     run: str
     """Its run directory, relative to the tune's directory."""
+    judge: str | None = None
+    """The judge whose rubric scores the figures are (``--judge``); None: the scenario's grade (or its feedback)."""
 
     @property
     def mean(self) -> float:

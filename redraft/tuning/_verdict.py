@@ -58,6 +58,8 @@ def decide(start: Evaluation, best: Evaluation) -> TuneVerdict:
     result = paired([best.figures[i] for i in ids], [start.figures[i] for i in ids])
     better = result.significant and result.mean > 0
     what = "grades" if start.graded else "feedback scores (the scenario has no held-out grade)"
+    if start.judge is not None:
+        what = f"grades by the judge {start.judge}"
     figures = (
         f"{best.candidate} {best.mean:.3f} against the start's {start.mean:.3f} over {len(ids)} test tasks' {what}, "
         f"difference {result.mean:+.3f} [{result.low:+.3f}, {result.high:+.3f}], "

@@ -31,7 +31,7 @@ from redraft.rundir.summary import Tally
 from redraft.views import plots
 from redraft.views._fields import TRACE_LOST, is_empty
 from redraft.views._spending import PARTS_HEADER, TABLE_HEADER, SpendingView, spending_view
-from redraft.views.summary_table import summary_rows
+from redraft.views.summary_table import graded_by, summary_rows
 from redraft.views.templating import render, template
 
 if TYPE_CHECKING:  # matplotlib is the report extra's: loaded where a plot is drawn
@@ -286,7 +286,10 @@ def _report_page(
         run_id=manifest.get("run_id", root.name),
         run_line=_run_line(manifest),
         summary_rows=summary_rows(
-            s, breakdowns=False, oracle=bool((manifest.get("config") or {}).get("oracle_feedback"))
+            s,
+            breakdowns=False,
+            oracle=bool((manifest.get("config") or {}).get("oracle_feedback")),
+            judge=graded_by(manifest.get("config") or {}),
         ),
         plots=[(plots.png(fig), alt) for fig, alt in plot_figures(s, figures, spent)],
         spending=spent,

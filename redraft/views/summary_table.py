@@ -6,12 +6,17 @@ figures in the same words. Money is shown with its basis: what this run paid, an
 the response cache saved (calls another run had paid for) and what the provider's prompt cache saved
 (its discounted reads, less its writes' surcharge: already out of what was paid). The feedback's pass
 rates (what the loop optimised) and the held-out grade's (what it achieved) are both shown, and never merged;
-an oracle-feedback run says so first, in plain words. The terminal table also
+an oracle-feedback run says so first, in plain words, and a judged run names its judge (self-judged when it
+is the drafter's own model). The terminal table also
 breaks stop reasons, errors and usage down by kind in its rows; the report has
 a table of its own for each of those, and leaves them out here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from redraft.protocols.messages import Usage
 from redraft.rundir.summary import Summary
@@ -22,12 +27,16 @@ PROVIDER_SAVED = "saved by the provider's cache"
 BATCH = "through provider batches (--batch)"
 
 
-def summary_rows(s: Summary, *, breakdowns: bool, oracle: bool = False) -> list[tuple[str, str]]:
+def summary_rows(
+    s: Summary, *, breakdowns: bool, oracle: bool = False, judge: str | None = None
+) -> list[tuple[str, str]]:
     """The table's rows; ``breakdowns``: include stop reasons, errors and usage per role; ``oracle``: the run
-    used oracle feedback."""
+    used oracle feedback; ``judge``: who graded it, when a judge did (`graded_by`)."""
     rows = [("feedback", ORACLE)] if oracle else []
+    rows += [("tasks", f"{s.tasks:,}")]
+    if judge is not None:
+        rows.append(("graded by", judge))
     rows += [
-        ("tasks", f"{s.tasks:,}"),
         ("graded pass rate, round 0", _graded(s.initial_graded_pass_rate, s.initial_graded_passed, s)),
         ("graded pass rate, refined", _graded(s.graded_pass_rate, s.graded_passed, s)),
         ("feedback pass rate, round 0", f"{s.initial_pass_rate:.1%} ({s.initial_passed}/{s.tasks})"),
@@ -55,6 +64,19 @@ def summary_rows(s: Summary, *, breakdowns: bool, oracle: bool = False) -> list[
     if s.stopped_by:
         rows.append(("stopped by", s.stopped_by))
     return rows
+
+
+def graded_by(config: Mapping[str, Any]) -> str | None:
+    """Who graded a run, from its flat config (the manifest's ``config``): its judge and rubric, and whether the
+    judge is the drafter's own model (self-judged: allowed, and said); None when the scenario's grade did."""
+    judge = config.get("judge")
+    if not judge:
+        return None
+    rubric = Path(config["rubric"]).stem if config.get("rubric") else "the scenario's rubric"
+    repeats = int(config.get("judge_repeats") or 1)
+    each = f", the mean of {repeats} judgments" if repeats > 1 else ""
+    self_judged = "; SELF-JUDGED: the judge is the drafter's own model" if judge == config.get("drafter") else ""
+    return f"judge {judge} by {rubric}{each}{self_judged}"
 
 
 def money_rows(s: Summary) -> list[tuple[str, str]]:

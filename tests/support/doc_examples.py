@@ -22,13 +22,14 @@ import typer
 
 from redraft.backends import resolve
 from redraft.backends.pricing import load_prices
-from redraft.cli import _scenario_name, app, compare_command, run_command, tune_command
+from redraft.cli import _judged_grade, _scenario_name, app, compare_command, run_command, tune_command
 from redraft.comparison._arms import arms_from_file
 from redraft.config import RunConfig
 from redraft.engine._patches import parse_edits
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.prompts import built_in
 from redraft.errors import UserError
+from redraft.judging import load_rubric, read_card
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import user_scenario_name
@@ -139,12 +140,13 @@ def check_redraft(args: list[str], workspace: Path) -> None:
     named = handler.__code__.co_varnames[: handler.__code__.co_argcount]
     own = {k: v for k, v in context.params.items() if k in named}
     given = {k: v for k, v in context.params.items() if k not in named and v is not None}
-    scenario = _scenario_name(own["scenario"], given.get("tasks"), own["check"], own["grade"])
+    grade = _judged_grade(own["grade"], given)  # --grade rubric:FILE is the judge's --rubric FILE
+    scenario = _scenario_name(own["scenario"], given.get("tasks"), own["check"], grade)
     config = RunConfig.build(scenario=scenario, model=own["model"], **given)
     check_experiment(config, workspace)
     if config.experiment.tasks is not None:
         validate_task_file(workspace / config.experiment.tasks, get_scenario(scenario), config.experiment.columns)
-    for name, reader in (("prices", load_prices), ("arms_file", _arms_file)):
+    for name, reader in (("prices", load_prices), ("arms_file", _arms_file), ("judge_card", read_card)):
         if (path := context.params.get(name)) is not None:
             reader(workspace / path)
     if config.runtime.otel is not None:
@@ -180,6 +182,10 @@ def check_experiment(config: RunConfig, workspace: Path) -> None:
             _resolve(spec)
     if experiment.prompts is not None:
         load_prompts(str(workspace / experiment.prompts))
+    if experiment.judge is not None:
+        _resolve(experiment.judge)
+    if experiment.rubric is not None:
+        load_rubric(workspace / experiment.rubric)
 
 
 def _resolve(spec: str) -> None:

@@ -221,8 +221,20 @@ ALL: list[Message] = [
     Grade(
         task_id="t-1",
         gold={"answer": 7},
-        grades=[CandidateGrade(round=1, sample=2, score=1.0, passed=True, detail="the answer 7 is right")],
+        grades=[
+            CandidateGrade(
+                round=1,
+                sample=2,
+                score=0.75,
+                passed=True,
+                detail="the answer 7 is right",
+                scores=[1.0, 0.5],
+                passes=[True, False],
+            )
+        ],
         error="the grade function raised",
+        judge="openai:gpt-4o-mini",
+        usage=Usage(input_tokens=300, output_tokens=40, calls=2),
     ),
     PlanVersion(
         task_id="t-1",

@@ -115,6 +115,44 @@ def test_the_self_critic_is_its_own_role(tmp_path: Path) -> None:
     assert selfish and {s.attributes[GEN_AI.REQUEST_MODEL] for s in selfish} == {"gpt-4o-mini"}  # the drafter's
 
 
+def test_a_judge_s_calls_are_spans_of_their_own_under_the_task(tmp_path: Path) -> None:
+    import json as json_module
+
+    from redraft.judging.grading import JudgeGrader
+    from redraft.judging.rubric import rubric_of
+    from tests.support import judges
+
+    root, rubric = tmp_path / "judged", tmp_path / "rubric.json"
+    rubric.write_text(json_module.dumps(judges.RUBRIC))
+    config = RunConfig.build(
+        scenario="arithmetic",
+        limit=2,
+        samples=2,
+        drafter="openai:gpt-4o-mini",
+        critic="anthropic:claude-haiku-4-5",
+        judge="openai:gpt-4o",
+        rubric=str(rubric),
+        out=str(root),
+    )
+    store = RunStore.open(root, manifest_for(config, root.name))
+    model = ScriptedSpec(script=answers, model=DRAFTER)
+    arbiter = Arbiter(
+        local_roles(RoleSetup(scenario="arithmetic", drafter=model, critic=model), get_strategy("adversarial")),
+        arbiter_settings(config),
+    )
+    judge = JudgeGrader(ScriptedSpec(script=judges.faithful, model="gpt-4o-2024-08-06"), rubric_of(judges.RUBRIC))
+    for task in list(get_scenario("arithmetic").tasks(seed=0))[:2]:
+        trace = asyncio.run(refine_trace(arbiter, Grader("arithmetic"), task, judge=judge))
+        store.append([encode(m) for m in trace], decode_as(encode(trace[-1]), Result))
+    store.finish(wall_s=1.0)
+    with OTLPReceiver() as receiver:
+        export_run(root, receiver.url)
+    spans_match_results(receiver, root)  # the judge's calls and cost are its role's, summing to each task's
+    judged = [s for s in receiver.spans if s.attributes.get("redraft.role") == "judge"]
+    assert len(judged) == 2 and all(s.attributes["redraft.cost_usd"] > 0 for s in judged)
+    assert {(s.name, s.attributes[GEN_AI.PROVIDER_NAME]) for s in judged} == {("chat gpt-4o", "openai")}
+
+
 def test_the_semantic_conventions_names_are_the_current_ones() -> None:
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as semconv
 
