@@ -14,7 +14,7 @@ from typing import Any
 
 from redraft.actors._attempts import Pending
 from redraft.actors._clock import RunClock
-from redraft.actors._fleet import Fleet
+from redraft.actors._leases import Lease
 from redraft.actors._ray import is_actor
 from redraft.engine.grader import graded
 from redraft.errors import describe, member_failure
@@ -34,7 +34,7 @@ class GradeStage:
     under its reference, so one wait and one watchdog cover both stages.
     """
 
-    def __init__(self, fleet: Fleet, clock: RunClock, in_flight: dict[Any, Pending], write: Write) -> None:
+    def __init__(self, fleet: Lease, clock: RunClock, in_flight: dict[Any, Pending], write: Write) -> None:
         self.fleet = fleet
         self.clock = clock
         self.in_flight = in_flight
@@ -51,7 +51,7 @@ class GradeStage:
             return
         pending.grade_tries += 1
         pending.deadline = self.clock.now() + GRADE_WATCHDOG_S
-        self.in_flight[member.serve.remote(encode(request))] = pending
+        self.in_flight[self.fleet.ask_grader(member, encode(request))] = pending
 
     def land(self, ref: Any, pending: Pending) -> None:
         """The grader's reply; a grader that died or hung is asked again elsewhere, else the grades are missing."""

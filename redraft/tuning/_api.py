@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from redraft.actors import ensure_ray
+from redraft.actors import Fleets, ensure_ray
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import load_prices
 from redraft.backends.registry import resolve
@@ -127,13 +127,16 @@ def tune(
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     propose, close = _proposer(proposer, model, setup.cache, payer)
     propose = priced_proposals(propose, load_prices(config.runtime.prices), model_of(model) if model else "")
-    evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, cpu_share=1.0 / settings.parallel)
+    fleets = Fleets()  # one for every evaluation: started with the first, stopped with the tune
+    share = 1.0 if fleets.shared else 1.0 / settings.parallel
+    evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, cpu_share=share, fleets=fleets)
     search = Search(
         out, splits, tasks, journal, evaluate, propose, _search_settings(config, settings), budget, costs.worst, say
     )
     try:
         verdict = _searched(search, budget, status, config.experiment.prompts)
     finally:
+        fleets.shutdown()
         close()
     json_path, html_path = write_report(out, journal, splits, verdict, config, settings)
     return TuneOutcome(out=out, verdict=verdict, json=json_path, html=html_path)

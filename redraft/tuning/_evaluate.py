@@ -1,6 +1,7 @@
 """One candidate over one set of tasks: an ordinary run, on the cluster, read back as figures per task.
 
-The run is `redraft.actors.driver.run` over a task file of the set, with the candidate's prompts file:
+The run is `redraft.actors.driver.run` over a task file of the set, with the candidate's prompts file, served
+by the tune's one fleet of role actors (``fleets``: the prompts travel with the run, not in the actors):
 resumable, reportable (``redraft report`` opens it), and fingerprinted by the prompts' versions and
 texts, so two candidates never share a run directory's answers. Each task's figure is its held-out
 grade (a task that ended in error scores 0: the task, not the machinery, failed it); for a scenario with
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from redraft.actors import Fleets
 from redraft.actors.driver import run
 from redraft.config import RunConfig
 from redraft.engine.setup import BackendOverrides
@@ -42,6 +44,8 @@ class RunEvaluator:
     on_start: StartHook | None = None
     on_result: ResultHook | None = None
     cpu_share: float = 1.0
+    fleets: Fleets | None = None
+    """The tune's fleets, whose actors serve every evaluation; None: each evaluation starts its own."""
 
     def __call__(self, candidate: str, on: str, prompts: Path, tasks: Path, out: Path) -> Evaluation:
         label = f"{candidate} on {on}"
@@ -56,6 +60,7 @@ class RunEvaluator:
             on_start=None if started is None else lambda total, done: started(label, total, done),
             on_result=None if landed is None else lambda result: landed(label, result),
             cpu_share=self.cpu_share,
+            fleets=self.fleets,
         )
         return read_evaluation(candidate, on, out, self.root)
 
