@@ -1,0 +1,100 @@
+"""One fleet for a command's runs, on Ray: a comparison's lanes and a tune's evaluations get the same results
+from one fleet as from a fleet each, with a seeded scripted model, and the shared one is started once.
+
+The results compared are what a run decides (each task's text, scores, grades, rounds, stop reason and calls),
+not its clocks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redraft import RunConfig, TuneSettings, tune
+from redraft.backends.scripted import ScriptedSpec
+from redraft.comparison._arms import arms_from_names
+from redraft.comparison._runner import ComparePlan, run_comparison
+from redraft.rundir.reader import RunReader
+from redraft.tuning._journal import TuneJournal
+from tests.support import tune_world
+
+pytestmark = pytest.mark.ray
+
+
+def watched_fleets(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The fleets made from now on, as they are made."""
+    from redraft.actors import _leases
+    from redraft.actors._fleet import Fleet
+
+    made: list[Fleet] = []
+
+    class Watched(Fleet):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            made.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(_leases, "Fleet", Watched)
+    return made
+
+
+def decided(root: Path) -> dict[str, tuple[Any, ...]]:
+    """What every run under ``root`` decided, task by task."""
+    found = {}
+    for results in sorted(root.rglob("results.jsonl")):
+        for r in RunReader(results.parent).finished():
+            found[f"{results.parent.relative_to(root)}/{r.task_id}"] = (
+                r.text, r.score, r.passed, r.grade, r.initial_score, r.rounds, r.stop_reason, r.error,
+                r.usage.calls, r.best_round, r.best_sample,
+            )  # fmt: skip
+    return found
+
+
+def compared(out: Path) -> None:
+    base = RunConfig.build(
+        scenario="arithmetic", drafter="scripted:tests.support.replies:coin",
+        critic="scripted:tests.support.replies:coin", samples=2, max_rounds=3, threshold=1.0, limit=12, seed=5,
+    )  # fmt: skip
+    run_comparison(ComparePlan(base=base, arms=arms_from_names("adversarial,self_refine"), out=out, baseline_samples=3))
+
+
+def test_a_comparison_s_lanes_decide_alike_on_one_fleet_and_on_a_fleet_each(
+    ray_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleets = watched_fleets(monkeypatch)
+    monkeypatch.setenv("REDRAFT_FLEET", "per-run")
+    compared(tmp_path / "alone")
+    assert len(fleets) == 3  # a fleet per lane
+    monkeypatch.delenv("REDRAFT_FLEET")  # shared, the default
+    compared(tmp_path / "shared")
+    assert len(fleets) == 4  # one for the three lanes
+    reference = decided(tmp_path / "alone")
+    assert len(reference) == 36 and decided(tmp_path / "shared") == reference  # 3 lanes of 12 tasks
+    assert all(not fleet.runs for fleet in fleets)  # every lane closed on the fleet it leased
+
+
+def tuned(out: Path) -> Any:
+    path = tune_world.write_tasks(out.parent / f"{out.name}-tasks.jsonl", 20)
+    model = ScriptedSpec(script=tune_world.rule_follower)
+    config = RunConfig.build(tasks=str(path), strategy="best_of_n", samples=1, max_rounds=1, out=str(out))
+    settings = TuneSettings(sections=["draft_system"], minibatch=4, max_proposals=2, parallel=2)
+    return tune(
+        config, settings, check=tune_world.check, grade=tune_world.grade,
+        backends={"drafter": model, "critic": model}, proposer=tune_world.reading_proposer,
+    )  # fmt: skip
+
+
+def test_a_tune_s_evaluations_share_one_fleet_and_score_as_with_a_fleet_each(
+    ray_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REDRAFT_FLEET", "per-run")
+    alone = tuned(tmp_path / "alone")
+    monkeypatch.setenv("REDRAFT_FLEET", "shared")
+    fleets = watched_fleets(monkeypatch)
+    shared = tuned(tmp_path / "shared")
+    assert len(fleets) == 1 and not fleets[0].runs
+    assert shared.verdict == alone.verdict and shared.verdict.significant  # the prompts differ run to run
+    scores = [{k: e.figures for k, e in TuneJournal(t.out).evaluations.items()} for t in (alone, shared)]
+    assert scores[0] == scores[1] and len(scores[0]) >= 5
+    assert decided(tmp_path / "shared" / "evaluations") == decided(tmp_path / "alone" / "evaluations")
