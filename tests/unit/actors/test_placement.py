@@ -4,7 +4,6 @@ instant grades the driver's, checks that execute code reserve a CPU."""
 from __future__ import annotations
 
 import asyncio
-import pickle
 
 import pytest
 
@@ -14,7 +13,7 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.grader import Grader
 from redraft.engine.setup import RoleSetup
 from redraft.engine.verifier import Verifier
-from redraft.protocols.messages import CandidateText, Draft, GradeRequest, VerifyRequest
+from redraft.protocols.messages import CandidateText, GradeRequest
 from redraft.scenarios import get_scenario
 from redraft.strategies import get_strategy
 
@@ -58,17 +57,6 @@ def test_only_a_verifier_that_executes_candidates_reserves_a_cpu() -> None:
     assert cpus_of(setup("humaneval"), "verifier") == 1.0
     assert cpus_of(setup("humaneval"), "grader") == 0.0
     assert cpus_of(setup("sql"), "verifier") == 0.0 and cpus_of(setup("humaneval"), "drafter") == 0.0
-
-
-def test_a_verifier_travels_as_its_arguments_and_checks_alike() -> None:
-    task = next(get_scenario("arithmetic").tasks(seed=0))
-    draft = Draft(task_id=task.task_id, round=0, sample=0, text="2 + 3 = 5\nAnswer: 5")
-    request = VerifyRequest(task=task, draft=draft)
-    verifier = Verifier("arithmetic")
-    travelled = pickle.loads(pickle.dumps(verifier))
-    assert isinstance(travelled, Verifier) and travelled is not verifier
-    replies = [asyncio.run(v.verify(request)) for v in (verifier, travelled)]
-    assert replies[0] == replies[1] and replies[0].checks
 
 
 @pytest.mark.parametrize("scenario", ["arithmetic", "json_extract", "constrained_writing", "incident"])
