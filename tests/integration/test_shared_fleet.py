@@ -1,5 +1,6 @@
 """One fleet for a command's runs, on Ray: a comparison's lanes and a tune's evaluations get the same results
-from one fleet as from a fleet each, with a seeded scripted model, and the shared one is started once.
+from one fleet as from a fleet each, with a seeded scripted model, and the shared one is started once; role
+actors killed under a comparison's shared fleet change none of its results either.
 
 The results compared are what a run decides (each task's text, scores, grades, rounds, stop reason and calls),
 not its clocks.
@@ -19,6 +20,7 @@ from redraft.comparison._runner import ComparePlan, run_comparison
 from redraft.rundir.reader import RunReader
 from redraft.tuning._journal import TuneJournal
 from tests.support import tune_world
+from tests.support.chaos import Killer, in_thread, lines, wait_for
 
 pytestmark = pytest.mark.ray
 
@@ -59,19 +61,43 @@ def compared(out: Path) -> None:
     run_comparison(ComparePlan(base=base, arms=arms_from_names("adversarial,self_refine"), out=out, baseline_samples=3))
 
 
+@pytest.fixture(scope="module")
+def reference(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, ...]]:
+    """What a comparison's lanes decide, each on a fleet of its own."""
+    out = tmp_path_factory.mktemp("fleet-per-run")
+    with pytest.MonkeyPatch.context() as patch:
+        fleets = watched_fleets(patch)
+        patch.setenv("REDRAFT_FLEET", "per-run")
+        compared(out)
+    assert len(fleets) == 3  # a fleet per lane
+    found = decided(out)
+    assert len(found) == 36  # 3 lanes of 12 tasks
+    return found
+
+
 def test_a_comparison_s_lanes_decide_alike_on_one_fleet_and_on_a_fleet_each(
-    ray_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    reference: dict[str, tuple[Any, ...]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleets = watched_fleets(monkeypatch)
-    monkeypatch.setenv("REDRAFT_FLEET", "per-run")
-    compared(tmp_path / "alone")
-    assert len(fleets) == 3  # a fleet per lane
-    monkeypatch.delenv("REDRAFT_FLEET")  # shared, the default
+    monkeypatch.delenv("REDRAFT_FLEET", raising=False)  # shared, the default
     compared(tmp_path / "shared")
-    assert len(fleets) == 4  # one for the three lanes
-    reference = decided(tmp_path / "alone")
-    assert len(reference) == 36 and decided(tmp_path / "shared") == reference  # 3 lanes of 12 tasks
-    assert all(not fleet.runs for fleet in fleets)  # every lane closed on the fleet it leased
+    assert len(fleets) == 1  # one for the three lanes
+    assert decided(tmp_path / "shared") == reference
+    assert not fleets[0].runs  # every lane closed on the fleet it leased
+
+
+def test_role_actors_killed_under_a_shared_fleet_change_no_lane_s_results(
+    ray_cluster: Any, reference: dict[str, tuple[Any, ...]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REDRAFT_FLEET", raising=False)
+    out = tmp_path / "killed"
+    thread, box = in_thread(lambda: compared(out))
+    assert wait_for(lambda: lines(out / "arms" / "adversarial" / "results.jsonl") >= 2 or not thread.is_alive(), 300)
+    with Killer(ray_cluster, every_s=2.0, most=6) as killer:  # bounded, so a slow machine ends
+        thread.join(timeout=600)
+    assert not thread.is_alive() and "error" not in box, box
+    assert killer.kills[:1] == ["ArbiterActor"], killer.kills  # then each role that has a process, in turn
+    assert decided(out) == reference  # every lane's every task, as undisturbed
 
 
 def tuned(out: Path) -> Any:
