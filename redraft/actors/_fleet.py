@@ -141,12 +141,12 @@ class Fleet:
         """Start the arbiters (with the first run) and the members of ``roles`` the fleet lacks, and return once
         every one answered (see the module docstring); kill what started if that fails."""
         with self.lock:
-            if not self.arbiters:
-                self.arbiters = [factory.arbiter({}, [], node) for node in self._nodes]
             for role, cpus in roles.items():
                 if role not in self.members:
                     self.cpus[role] = cpus
                     self.members[role] = [factory.member(role, node, cpus) for node in self._nodes]
+            if not self.arbiters:
+                self.arbiters = [factory.arbiter({}, [], node) for node in self._nodes]
             self._start()
 
     def open(self, run: ArbiterRun) -> list[Any]:
