@@ -10,9 +10,10 @@ here), one draft per task (``best_of_n``, one sample, one round). The comparison
 Each command runs twice in the same process and on the same local Ray, in turns: with ``REDRAFT_FLEET=per-run``
 (every evaluation and every lane starts and stops actors of its own, as before the shared fleet) and with the
 shared fleet (started once at the command's first run, stopped at its end). Printed: each command's wall time,
-its ratio shared against per-run, the evaluations' or lanes' median start-up (from a run opening to its first
-task done, one model call included), the actors the command started, and whether every task's result (its text,
-score, grade, rounds and calls) is the same. Nothing is written into the repository.
+its ratio shared against per-run, the evaluations' or lanes' median start-up (from an evaluation opening, or the
+comparison's call, to its first task done, one model call included), the actors the command started, and whether
+every task's result (its text, score, grade, rounds and calls) is the same as per run. Nothing is written into
+the repository.
 
 Run: ``python benchmarks/bench_shared_fleet.py`` (``--tasks N``, ``--iterations N``, ``--latency S``,
 ``--repeats N``: turns of both modes).
@@ -46,10 +47,11 @@ MODES = ("per-run", "shared")
 
 
 class Clock:
-    """Each run's (start, first task done), by its label."""
+    """Each run's (start, first task done), by its label; a run not said to start started at ``opened``."""
 
-    def __init__(self) -> None:
+    def __init__(self, opened: float = 0.0) -> None:
         self.spans: dict[str, list[float]] = {}
+        self.opened = opened
         self._lock = threading.Lock()
 
     def on_start(self, label: str, total: int, done: int) -> None:
@@ -58,7 +60,7 @@ class Clock:
 
     def on_result(self, label: str, result: Any) -> None:
         with self._lock:
-            span = self.spans.setdefault(label, [time.monotonic(), 0.0])
+            span = self.spans.setdefault(label, [self.opened, 0.0])
             span[1] = span[1] or time.monotonic()
 
     def start_up(self) -> float:
@@ -106,12 +108,12 @@ def one_compare(spec: str, args: argparse.Namespace, folder: Path) -> dict[str, 
         tasks=str(write_tasks(folder / "tasks.jsonl", args.tasks)), samples=2, max_rounds=2, drafter=spec,
         critic=spec, cache=False, seed=SEED, out=str(folder / "compare"),
     )  # fmt: skip
-    clock, before = Clock(), actors_started()
-    started = time.monotonic()
+    before, started = actors_started(), time.monotonic()
+    clock = Clock(opened=started)  # a lane's start-up: from the comparison's call to its first task done
     compare(config, ["best_of_n", "self_refine"], baseline_samples=3, check=check, grade=grade,
             on_result=clock.on_result)  # fmt: skip
     wall = time.monotonic() - started
-    return {"wall_s": wall, "start_up_s": None, "runs": 3, "actors": actors_started() - before,
+    return {"wall_s": wall, "start_up_s": clock.start_up(), "runs": 3, "actors": actors_started() - before,
             "results": results_of(folder / "compare")}  # fmt: skip
 
 

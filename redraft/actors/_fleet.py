@@ -58,7 +58,7 @@ from typing import Any, Literal
 
 from redraft.actors import _factory as factory
 from redraft.actors._arbiter import ArbiterRun, Crew
-from redraft.actors._ray import actor_state, alive_nodes, is_actor
+from redraft.actors._ray import actor_state, alive_nodes
 from redraft.errors import BackendError, ClusterError, cause_of, describe
 from redraft.protocols.messages import RoleName
 
@@ -147,7 +147,11 @@ class Fleet:
                     self.members[role] = [factory.member(role, node, cpus) for node in self._nodes]
             if not self.arbiters:
                 self.arbiters = [factory.arbiter({}, [], node) for node in self._nodes]
-            self._start()
+            try:
+                self._await_started()
+            except BaseException:
+                self.shutdown()
+                raise
 
     def open(self, run: ArbiterRun) -> list[Any]:
         """Open ``run`` on every arbiter, with the members it calls; the calls to await."""
@@ -157,22 +161,16 @@ class Fleet:
             return [a.open.remote(run, crew) for a in self.arbiters]
 
     def close(self, key: str) -> None:
-        """``key``'s run has ended: closed on every arbiter, its quarantine arbiters killed."""
+        """``key``'s run has ended: closed on every arbiter and member, its quarantine arbiters killed."""
         with self.lock:
             self.runs.pop(key, None)
-            for arbiter in self.arbiters:
-                arbiter.close.remote(key)
+            for _kind, _index, handle in self._actors():
+                if handle is not None:
+                    handle.close.remote(key)
             for handle in [h for h, run in self._quarantined.items() if run == key]:
                 self.release(handle)
 
     # ------------------------------------------------------------ start
-
-    def _start(self) -> None:
-        try:
-            self._await_started()
-        except BaseException:
-            self.shutdown()
-            raise
 
     def _await_started(self) -> None:
         import ray
@@ -306,15 +304,11 @@ class Fleet:
         return False
 
     def _actors(self) -> list[tuple[Kind, int, Any]]:
-        """Every actor of the run (a role member that is a plain object, run by the arbiters, is none)."""
+        """Every actor of the fleet, by slot (None for a member slot whose replacement could not be placed)."""
         found: list[tuple[Kind, int, Any]] = [
-            (name, i, m) for name, ms in self._slots().items() for i, m in enumerate(ms) if m is None or is_actor(m)
+            (name, i, m) for name, ms in self.members.items() for i, m in enumerate(ms)
         ]
         return found + [("arbiter", i, a) for i, a in enumerate(self.arbiters)]
-
-    def _slots(self) -> dict[RoleName, list[Any]]:
-        """Every role's member slots, the graders' included."""
-        return self.members
 
     def _died(self, ping: _Ping, exc: BaseException) -> None:
         import ray.exceptions as rex
@@ -356,11 +350,11 @@ class Fleet:
     def _current(self, ping: _Ping) -> Any:
         if ping.kind == "arbiter":
             return self.arbiters[ping.index]
-        return self._slots()[ping.kind][ping.index]
+        return self.members[ping.kind][ping.index]
 
     def _replace_member(self, kind: RoleName, index: int, *, failed_placement: bool) -> None:
         """Rebuild member ``index`` of ``kind`` on a live node, or give its slot up when that failed already."""
-        slots = self._slots()[kind]
+        slots = self.members[kind]
         member: Any = None
         if not failed_placement:
             node = self._live_node(self._nodes[index] if index < len(self._nodes) else None, avoid=index)

@@ -60,8 +60,9 @@ class RunRole:
 class RoleActor:
     """A role behind the actor boundary, for every run that asks: request frames in, reply frames out."""
 
-    kept = 64
-    """Role objects kept at once (of the runs asked most recently); one let go is made again when asked."""
+    kept = 256
+    """Role objects kept at once (of the runs asked most recently, each let go when its run is closed); one let go
+    while its run goes on is made again when asked."""
 
     def __init__(self) -> None:
         set_up_actor_process()  # before any role: their backends' shared objects are actors
@@ -82,6 +83,11 @@ class RoleActor:
         """One request frame served by run ``key``'s role: its reply frame (None: as `serve_many`)."""
         made = self._role(key, role)
         return None if made is None else await _serve(made, frame)
+
+    def close(self, run: str) -> None:
+        """Let run ``run``'s roles go: it has ended."""
+        for key in [k for k in self._roles if k.startswith(f"{run}/")]:
+            del self._roles[key]
 
     def _role(self, key: str, role: RunRole | None) -> Role | None:
         made = self._roles.get(key)

@@ -134,6 +134,7 @@ def run_comparison(
     for _, resolved in lanes:  # a lane a pre-release redraft wrote: refused in one line, before Ray starts
         check_wire(resolved.out)
     stop = stop or threading.Event()
+    fleets = Fleets()  # one for the lanes (a bad REDRAFT_FLEET is refused here, before Ray starts)
     # Once, before the lanes' threads (ray.init is not for racing); Ray's own messages to the comparison's log.
     ensure_ray(plan.base.runtime.address, log=plan.out / RAY_LOG, verbose=plan.base.runtime.verbose)
     lock = threading.Lock()
@@ -161,7 +162,6 @@ def run_comparison(
             stop.set()
             raise
 
-    fleets = Fleets()
     # Side by side: each lane's checking actors reserve their share of each node's CPU (with one fleet for the
     # lanes, theirs is one actor per node, shared).
     share = 1.0 / len(lanes) if not fleets.shared else 1.0

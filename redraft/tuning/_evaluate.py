@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -43,9 +43,15 @@ class RunEvaluator:
     stop: threading.Event | None = None
     on_start: StartHook | None = None
     on_result: ResultHook | None = None
-    cpu_share: float = 1.0
-    fleets: Fleets | None = None
-    """The tune's fleets, whose actors serve every evaluation; None: each evaluation starts its own."""
+    parallel: int = 1
+    """Evaluations run at once: with a fleet each, each one's actors that run candidates reserve that share of a
+    CPU."""
+    fleets: Fleets = field(default_factory=Fleets)
+    """The tune's fleets: one serves every evaluation (started with the first), unless ``REDRAFT_FLEET=per-run``."""
+
+    def close(self) -> None:
+        """Stop the fleets, once the tune has run its last evaluation."""
+        self.fleets.shutdown()
 
     def __call__(self, candidate: str, on: str, prompts: Path, tasks: Path, out: Path) -> Evaluation:
         label = f"{candidate} on {on}"
@@ -59,7 +65,7 @@ class RunEvaluator:
             stop=self.stop,
             on_start=None if started is None else lambda total, done: started(label, total, done),
             on_result=None if landed is None else lambda result: landed(label, result),
-            cpu_share=self.cpu_share,
+            cpu_share=1.0 if self.fleets.shared else 1.0 / self.parallel,
             fleets=self.fleets,
         )
         return read_evaluation(candidate, on, out, self.root)
