@@ -146,9 +146,10 @@ class Fleets:
             raise
 
     def release(self, lease: Lease) -> None:
-        """``lease``'s run has ended: closed on its fleet, which stops with it unless it is shared."""
-        lease.close()
-        if not self.shared:
+        """``lease``'s run has ended: closed on its fleet if shared, else the fleet stopped with it."""
+        if self.shared:
+            lease.close()
+        else:
             self._drop(lease.fleet)
 
     def _drop(self, fleet: Fleet) -> None:
