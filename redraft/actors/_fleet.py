@@ -161,12 +161,11 @@ class Fleet:
             return [a.open.remote(run, crew) for a in self.arbiters]
 
     def close(self, key: str) -> None:
-        """``key``'s run has ended: closed on every arbiter and member, its quarantine arbiters killed."""
+        """``key``'s run has ended: closed on every arbiter, its quarantine arbiters killed."""
         with self.lock:
             self.runs.pop(key, None)
-            for _kind, _index, handle in self._actors():
-                if handle is not None:
-                    handle.close.remote(key)
+            for arbiter in self.arbiters:
+                arbiter.close.remote(key)
             for handle in [h for h, run in self._quarantined.items() if run == key]:
                 self.release(handle)
 

@@ -61,8 +61,9 @@ class RoleActor:
     """A role behind the actor boundary, for every run that asks: request frames in, reply frames out."""
 
     kept = 256
-    """Role objects kept at once (of the runs asked most recently, each let go when its run is closed); one let go
-    while its run goes on is made again when asked."""
+    """Role objects kept at once, of the runs asked most recently; one let go is made again when asked. A role is
+    kept after its run ends, until the actor does (or more runs than this came since): its model clients have no
+    close of their own, and one dropped is left to the garbage collector, which aiohttp warns of."""
 
     def __init__(self) -> None:
         set_up_actor_process()  # before any role: their backends' shared objects are actors
@@ -83,11 +84,6 @@ class RoleActor:
         """One request frame served by run ``key``'s role: its reply frame (None: as `serve_many`)."""
         made = self._role(key, role)
         return None if made is None else await _serve(made, frame)
-
-    def close(self, run: str) -> None:
-        """Let run ``run``'s roles go: it has ended."""
-        for key in [k for k in self._roles if k.startswith(f"{run}/")]:
-            del self._roles[key]
 
     def _role(self, key: str, role: RunRole | None) -> Role | None:
         made = self._roles.get(key)

@@ -134,15 +134,3 @@ def test_a_fleet_slot_is_a_run_s_member_and_an_empty_slot_none() -> None:
     assert as_member(None, echo("a")) is None
     member = as_member(FakeHandle(RoleActor()), echo("a"))
     assert isinstance(member, RayMember) and member.role == echo("a")
-
-
-def test_a_closed_run_s_roles_are_let_go_and_the_other_runs_kept() -> None:
-    actor = RoleActor()
-    for key in ("one/drafter", "one/critic", "two/drafter"):
-        asyncio.run(actor.serve_many(key, [], RunRole(key, (Echo, (key,), {}))))
-    actor.close("one")
-    assert [asyncio.run(actor.serve_many(k, [])) for k in ("one/drafter", "one/critic", "two/drafter")] == [
-        None,
-        None,
-        [],
-    ]
