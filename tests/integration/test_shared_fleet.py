@@ -8,6 +8,7 @@ not its clocks.
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.comparison._arms import arms_from_names
 from redraft.comparison._runner import ComparePlan, run_comparison
 from redraft.rundir.reader import RunReader
+from redraft.scenarios import get_scenario
 from redraft.tuning._journal import TuneJournal
 from tests.support import tune_world
 from tests.support.chaos import Killer, in_thread, lines, wait_for
@@ -124,3 +126,38 @@ def test_a_tune_s_evaluations_share_one_fleet_and_score_as_with_a_fleet_each(
     scores = [{k: e.figures for k, e in TuneJournal(t.out).evaluations.items()} for t in (alone, shared)]
     assert scores[0] == scores[1] and len(scores[0]) >= 5
     assert decided(tmp_path / "shared" / "evaluations") == decided(tmp_path / "alone" / "evaluations")
+
+
+def test_a_run_whose_role_cannot_be_made_stops_alone_and_the_shared_fleet_serves_the_next(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    from redraft import run
+    from redraft.actors import Fleets
+    from redraft.errors import BackendError
+    from tests.support.replies import LateLearner, Unstartable
+
+    model = ScriptedSpec(script=LateLearner.for_tasks(list(islice(get_scenario("arithmetic").tasks(seed=0), 2))))
+    fleets = Fleets(shared=True)
+    try:
+        first = run(
+            RunConfig.build(limit=2, out=str(tmp_path / "a")),
+            backends={"drafter": model, "critic": model},
+            fleets=fleets,
+        )
+        with pytest.raises(BackendError, match=r"^a role actor failed to start: .*model weights missing on this node"):
+            run(
+                RunConfig.build(limit=2, out=str(tmp_path / "b")),
+                backends={"drafter": model, "critic": Unstartable()},
+                fleets=fleets,
+            )
+        assert (tmp_path / "b" / "results.jsonl").read_text() == ""  # no task was charged with it
+        again = run(
+            RunConfig.build(limit=2, out=str(tmp_path / "c")),
+            backends={"drafter": model, "critic": model},
+            fleets=fleets,
+        )
+        assert again.summary.tasks == 2 and again.summary.passed == first.summary.passed
+        [fleet] = fleets._fleets  # one fleet served all three, and no run is left open on it
+        assert not fleet.runs
+    finally:
+        fleets.shutdown()
