@@ -28,6 +28,10 @@ from redraft.tuning._journal import Evaluation
 class Evaluator(Protocol):
     def __call__(self, candidate: str, on: str, prompts: Path, tasks: Path, out: Path) -> Evaluation: ...
 
+    def close(self) -> None:
+        """The tune has run its last evaluation: stop what the evaluations shared."""
+        ...
+
 
 StartHook = Callable[[str, int, int], None]
 ResultHook = Callable[[str, Result], None]
