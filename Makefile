@@ -52,5 +52,6 @@ bench: $(STAMP)
 	.venv/bin/python benchmarks/bench_sandbox_files.py
 	.venv/bin/python benchmarks/bench_plan_steps.py
 	.venv/bin/python benchmarks/bench_tune.py
+	.venv/bin/python benchmarks/bench_shared_fleet.py
 	.venv/bin/python benchmarks/chaos.py
 	.venv/bin/python benchmarks/bench_cli_start.py

@@ -60,8 +60,8 @@ from redraft.actors._attempts import (
 )
 from redraft.actors._clock import RunClock
 from redraft.actors._endpoints import EndpointWatch
-from redraft.actors._fleet import Fleet
 from redraft.actors._grading import GradeStage
+from redraft.actors._leases import Lease
 from redraft.actors._metrics import RunMetrics
 from redraft.backends.pricing import PriceTable, default_prices
 from redraft.engine.grader import grade_request
@@ -120,7 +120,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        fleet: Fleet,
+        fleet: Lease,
         store: RunStore,
         rules: DispatchRules,
         *,
@@ -214,7 +214,9 @@ class Dispatcher:
             slot = next(self._seq) % len(self.fleet.arbiters)
             arbiter = self.fleet.arbiters[slot]
         replay = list(attempts.replay.items()) or None
-        stream = arbiter.stream.options(num_returns="streaming").remote(encode(seen), timeout, limit, replay)
+        stream = arbiter.stream.options(num_returns="streaming").remote(
+            encode(seen), timeout, limit, replay, self.fleet.key
+        )
         self.in_flight[stream] = Pending(
             task, slot, arbiter, self._deadline(timeout), attempts, disturbances=self.fleet.disturbances
         )

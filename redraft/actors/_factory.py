@@ -1,4 +1,6 @@
-"""The one place that makes the run's Ray actors: role members, graders and arbiters.
+"""The one place that makes a fleet's Ray actors (role members, graders and arbiters), and says what of a run
+they are given: each role as the run plays it (`run_roles`, `grader_role`), and what the run needs of the fleet
+(`actor_roles`).
 
 Placement: one member of each role per alive node, pinned with hard node affinity
 (soft affinity placed a third to a half of the members on another node than the one
@@ -6,6 +8,8 @@ named, so the samples of a round did not spread). The arbiter sends sample k of 
 task to member (offset + k) mod n, so the K samples of a round land on distinct
 nodes whenever K <= nodes. What each reserves, and which roles run inside the
 arbiter or the driver instead of an actor of their own, is `redraft.actors._placement`.
+No actor is made with a run's settings: a fleet's actors serve every run that leases them
+(`redraft.actors._leases`).
 
 Faults: a role actor that dies is restarted without limit, and a call in flight on
 it is retried up to 3 times (a call that kills its actor every time then fails, and
@@ -19,13 +23,13 @@ replaces a dead one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from redraft.actors._arbiter import ArbiterActor
-from redraft.actors._members import ACTOR_CLASSES
+from redraft.actors._arbiter import ArbiterActor, ArbiterRun, Crew
+from redraft.actors._members import ACTOR_CLASSES, RunRole
 from redraft.actors._placement import cpus_of, grades_on_driver, verifies_in_arbiter
-from redraft.actors._ray import alive_nodes, on_node
-from redraft.engine.arbiter import ArbiterSettings
+from redraft.actors._ray import on_node
 from redraft.engine.grader import Grader
 from redraft.engine.setup import RoleSetup, grader_constructor, role_constructors
 from redraft.protocols.messages import RoleName
@@ -34,52 +38,56 @@ from redraft.strategies import Strategy
 
 _ROLE_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 3, "max_concurrency": 1000}
 
-Members = dict[RoleName, list[Any]]
-"""Each loop role's members by slot: an actor handle, a role object the arbiters run themselves, or None (a
-slot whose replacement could not be placed)."""
+
+def actor_roles(setup: RoleSetup, strategy: Strategy) -> dict[RoleName, float]:
+    """The roles a run needs actors of (the grader's included), with the CPUs each of its actors reserves."""
+    names: list[RoleName] = [n for n in role_constructors(setup, strategy) if not _in_arbiter(setup, strategy, n)]
+    if setup.judge is not None or not grades_on_driver(setup):
+        names.append("grader")
+    return {name: cpus_of(setup, name) for name in names}
 
 
-def members(setup: RoleSetup, strategy: Strategy, nodes: list[str] | None = None) -> Members:
-    """One member of each role the strategy needs per node."""
-    nodes = nodes or alive_nodes()
-    names = role_constructors(setup, strategy)
-    return {name: [member(setup, strategy, name, n) for n in nodes] for name in names}
+def run_roles(
+    key: str, setup: RoleSetup, strategy: Strategy
+) -> tuple[dict[RoleName, RunRole], dict[RoleName, RunRole]]:
+    """Each role of the run as its actors play it, and the roles its arbiters run themselves, under ``key``."""
+    made = provided()
+    roles = {
+        name: RunRole(f"{key}/{name}", constructor, made)
+        for name, constructor in role_constructors(setup, strategy).items()
+    }
+    local = {name: role for name, role in roles.items() if _in_arbiter(setup, strategy, name)}
+    return {name: role for name, role in roles.items() if name not in local}, local
 
 
-def member(setup: RoleSetup, strategy: Strategy, role: RoleName, node: str) -> Any:
-    """One member of ``role`` as a Ray actor pinned to ``node`` (at start, or to replace one that died); the
-    verifier of instant checks is a plain object instead, which each arbiter runs itself."""
-    constructor = role_constructors(setup, strategy)[role]
-    if role == "verifier" and verifies_in_arbiter(setup, strategy):
-        cls, args, kwargs = constructor
-        return cls(*args, **kwargs)
-    return _actor(role, constructor, node, cpus_of(setup, role))
-
-
-def grader(setup: RoleSetup, node: str) -> Any:
-    """A grader actor pinned to ``node`` (the judge's, when the run has one); for a scenario whose grade is
-    instant, a plain `Grader` the driver runs itself (`Grader.grade_here`): a grade of microseconds is not worth
-    an actor and a hop."""
-    if setup.judge is not None:
-        return _actor("judge", grader_constructor(setup), node, cpus_of(setup, "judge"))
-    if grades_on_driver(setup):
+def grader_role(key: str, setup: RoleSetup) -> Any:
+    """The run's grader as its actors play it (the judge's, when the run has one); for a scenario whose grade is
+    instant, a plain `Grader` the driver runs itself (`Grader.grade_here`): a grade of microseconds is not worth an
+    actor and a hop."""
+    if setup.judge is None and grades_on_driver(setup):
         return Grader(setup.scenario)
-    return _actor("grader", grader_constructor(setup), node, cpus_of(setup, "grader"))
+    return RunRole(f"{key}/grader", grader_constructor(setup), provided())
 
 
-def _actor(role: RoleName, constructor: tuple[type, tuple[Any, ...], dict[str, Any]], node: str, cpus: float) -> Any:
+def _in_arbiter(setup: RoleSetup, strategy: Strategy, role: RoleName) -> bool:
+    return role == "verifier" and verifies_in_arbiter(setup, strategy)
+
+
+def member(role: RoleName, node: str, cpus: float) -> Any:
+    """One member of ``role`` (a grader too) as a Ray actor pinned to ``node``, at start or to replace one that
+    died; it serves every run of its fleet."""
     import ray
 
     actor_class: Any = ray.remote(ACTOR_CLASSES[role])
     options = {"num_cpus": cpus, "scheduling_strategy": on_node(node), **_ROLE_OPTIONS}
-    return actor_class.options(**options).remote(constructor, provided())
+    return actor_class.options(**options).remote()
 
 
-def arbiter(crew: Members, settings: ArbiterSettings, node: str | None = None) -> Any:
-    """An arbiter actor (on ``node``, when given) calling ``crew``."""
+def arbiter(crew: Crew, runs: Sequence[ArbiterRun], node: str | None = None) -> Any:
+    """An arbiter actor (on ``node``, when given) calling ``crew``, serving ``runs`` from the start."""
     import ray
 
     options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 10_000}
     if node is not None:
         options["scheduling_strategy"] = on_node(node)
-    return ray.remote(ArbiterActor).options(**options).remote(crew, settings, provided())
+    return ray.remote(ArbiterActor).options(**options).remote(crew, list(runs))

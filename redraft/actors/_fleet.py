@@ -1,15 +1,18 @@
-"""The run's actors, kept whole: role members and graders per node, arbiters, and a heartbeat over them all.
+"""The runs' actors, kept whole: role members and graders per node, arbiters, and a heartbeat over them all.
 
-The driver owns one `Fleet`. It starts one member of each role, one grader and
-one arbiter per live node, then keeps them so while the run lasts:
+A `Fleet` serves one run or many (every evaluation of a tune, every lane of a comparison: see
+`redraft.actors._leases`): its actors take each run's prompts and settings with its calls, so what a fleet is
+made for is only what its actors reserve (`Fleet.fits`). It starts one arbiter per live node with its first
+run, and one member of each role a run needs, the grader included, per node when a run first needs that
+role; a run is opened on every arbiter (`open`) and closed when it ends. Then it keeps them so:
 
 - **Start.** Every actor starts at once and the fleet waits until each has
   answered once. One that dies meanwhile is handled as during the run (`_died`):
   Ray restarts a killed member in place, a member dead for good is rebuilt, a dead
-  arbiter is replaced, and the member deaths count as disturbances. A constructor
-  that raised stops the run up front with its error (`BackendError`), as does an
-  actor slot that died more than `Fleet.start_deaths` times while starting, or a
-  fleet not started within `Fleet.start_timeout_s` (whatever started is killed).
+  arbiter is replaced, and the member deaths count as disturbances. An actor slot
+  that died more than `Fleet.start_deaths` times while starting stops the run up
+  front, as does a fleet not started within `Fleet.start_timeout_s` (whatever
+  started is killed).
 
 - **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``,
   answered by its event loop). One that has not answered after `Fleet.hung_after_s`
@@ -30,22 +33,23 @@ one arbiter per live node, then keeps them so while the run lasts:
   tries, leaves its slot empty; a role with no member left anywhere stops the run
   (`ClusterError`, exit 1).
 - **Quarantine.** A task suspected of killing its arbiter runs alone on an arbiter
-  of its own (`quarantine`), so a death there is its own doing.
-- **Disturbances.** `disturbances` counts what happened to role members: kills,
-  deaths, replacements, restarts Ray did in place and heartbeats at which a member
-  was not serving (read from the control store on each heartbeat, since Ray
-  re-sends a restarted member's calls unseen and queues new ones until it is back). A task
-  whose time ran out while that count moved may have spent it waiting on the
-  machinery; the dispatcher redoes it (`redraft.actors._dispatcher`).
+  of its own (`quarantine`, its run alone open on it), so a death there is its own doing.
+- **Disturbances.** `disturbances` counts what happened to role members: kills, deaths, replacements,
+  restarts Ray did in place and heartbeats at which a member was not serving (read from the control store on
+  each heartbeat: Ray re-sends a restarted member's calls unseen and queues new ones until it is back). A task
+  whose time ran out while that count moved may have spent it waiting on the machinery; the dispatcher redoes
+  it (`redraft.actors._dispatcher`).
 
 Once started, nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with
-no timeout) and is called from the dispatcher's loop.
+no timeout) and is called from each run's dispatch loop; a lock keeps the runs that share a fleet (each
+dispatched from a thread of its own) from handling one death twice.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -53,12 +57,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from redraft.actors import _factory as factory
-from redraft.actors._ray import actor_state, alive_nodes, is_actor
-from redraft.engine.arbiter import ArbiterSettings
-from redraft.engine.setup import RoleSetup
+from redraft.actors._arbiter import ArbiterRun, Crew
+from redraft.actors._ray import actor_state, alive_nodes
 from redraft.errors import BackendError, ClusterError, cause_of, describe
 from redraft.protocols.messages import RoleName
-from redraft.strategies import Strategy
 
 log = logging.getLogger(__name__)
 
@@ -102,26 +104,25 @@ class Fleet:
     start_deaths = 3
     """Deaths of one actor slot while the fleet starts (each restarted, rebuilt or replaced) before the run stops."""
 
-    def __init__(
-        self,
-        setup: RoleSetup,
-        strategy: Strategy,
-        settings: ArbiterSettings,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.setup, self.strategy, self.settings, self.clock = setup, strategy, settings, clock
-        nodes = alive_nodes()
-        self.members: factory.Members = factory.members(setup, strategy, nodes)
-        self.graders: list[Any] = [factory.grader(setup, node) for node in nodes]
-        # Every actor starts at once (each is a process of its own) and readiness is awaited once: an arbiter
-        # needs only its members' handles, not the members themselves, to be built.
-        self.arbiters: list[Any] = [factory.arbiter(self.members, settings, node) for node in nodes]
-        self._nodes = list(nodes)
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.lock = threading.RLock()
+        """Held by whatever changes the fleet: a run opening or closing, a heartbeat, a replacement."""
+        self._nodes = alive_nodes()
         """The node each slot (an arbiter's, each role's member) was placed on (a replacement goes there while it
         lives)."""
-        self._quarantined: list[Any] = []
+        self.members: Crew = {}
+        """Each role's members by slot (the graders' under ``grader``), grown as runs need roles."""
+        self.cpus: dict[RoleName, float] = {}
+        """What each role's actors reserve."""
+        self.arbiters: list[Any] = []
+        self.runs: dict[str, ArbiterRun] = {}
+        """The runs open on the arbiters, by key: a new arbiter (a replacement, a quarantine) gets them."""
+        self._quarantined: dict[Any, str] = {}
+        """Each quarantine arbiter, with the run it serves."""
         self._pings: dict[Any, _Ping] = {}
+        self._answered: dict[int, Any] = {}
+        """The actors that answered once, by ``id`` (the handle kept, so its ``id`` is not reused)."""
         self._last_beat = clock()
         self.replaced = 0
         """Actors rebuilt or killed by the fleet (deaths and hangs it handled)."""
@@ -131,24 +132,50 @@ class Fleet:
         """Each member actor's restart count at the last heartbeat, by ``id`` of its handle."""
         self._placing_deaths: Counter[tuple[Kind, int]] = Counter()
         """Replacements of each member slot that died before they first answered, since one last did."""
-        self._start()
+
+    def fits(self, roles: dict[RoleName, float]) -> bool:
+        """Whether runs needing ``roles`` (each with the CPUs its actors reserve) can be served here."""
+        return all(self.cpus.get(role, cpus) == cpus for role, cpus in roles.items())
+
+    def grow(self, roles: dict[RoleName, float]) -> None:
+        """Start the arbiters (with the first run) and the members of ``roles`` the fleet lacks, and return once
+        every one answered (see the module docstring); kill what started if that fails."""
+        with self.lock:
+            for role, cpus in roles.items():
+                if role not in self.members:
+                    self.cpus[role] = cpus
+                    self.members[role] = [factory.member(role, node, cpus) for node in self._nodes]
+            if not self.arbiters:
+                self.arbiters = [factory.arbiter({}, [], node) for node in self._nodes]
+            try:
+                self._await_started()
+            except BaseException:
+                self.shutdown()
+                raise
+
+    def open(self, run: ArbiterRun) -> list[Any]:
+        """Open ``run`` on every arbiter, with the members it calls; the calls to await."""
+        with self.lock:
+            self.runs[run.key] = run
+            crew = {role: self.members[role] for role in run.roles}
+            return [a.open.remote(run, crew) for a in self.arbiters]
+
+    def close(self, key: str) -> None:
+        """``key``'s run has ended: closed on every arbiter, its quarantine arbiters killed."""
+        with self.lock:
+            self.runs.pop(key, None)
+            for arbiter in self.arbiters:
+                arbiter.close.remote(key)
+            for handle in [h for h, run in self._quarantined.items() if run == key]:
+                self.release(handle)
 
     # ------------------------------------------------------------ start
-
-    def _start(self) -> None:
-        """Return once every actor answered once (see the module docstring); kill what started if it fails."""
-        try:
-            self._await_started()
-        except BaseException:
-            self.shutdown()
-            raise
 
     def _await_started(self) -> None:
         import ray
 
         deadline = self.clock() + self.start_timeout_s
-        answered: dict[int, Any] = {}
-        """The actors that answered, by ``id`` (the handle kept, so its ``id`` is not reused)."""
+        answered = self._answered
         deaths: Counter[tuple[Kind, int]] = Counter()
         while self._ping_unanswered(answered):
             left = deadline - self.clock()
@@ -167,13 +194,13 @@ class Fleet:
                     self._placing_deaths.pop((ping.kind, ping.index), None)
 
     def _ping_unanswered(self, answered: dict[int, Any]) -> bool:
-        """Ping each actor that has not answered yet and has no ping out; whether any ping is out."""
+        """Ping each actor that has not answered yet and has no ping out; whether any of them has one out."""
         out = {id(p.handle) for p in self._pings.values()}
         now = self.clock()
         for kind, index, handle in self._actors():
             if handle is not None and id(handle) not in answered and id(handle) not in out:
                 self._pings[handle.__ray_ready__.remote()] = _Ping(kind, index, handle, now)
-        return bool(self._pings)
+        return any(id(p.handle) not in answered for p in self._pings.values())
 
     def _died_starting(self, ping: _Ping, exc: BaseException, deaths: Counter[tuple[Kind, int]]) -> None:
         """An actor's first ping failed: its constructor's error stops the run; a death is handled as during the
@@ -196,27 +223,34 @@ class Fleet:
     def arbiter_lost(self, slot: int | None, handle: Any) -> None:
         """The arbiter ``handle`` in ``slot`` died (a task of it says so): replace it, once per death (a
         quarantine arbiter, in no slot, is not replaced)."""
-        if slot is not None and self.arbiters[slot] is handle:
-            self.arbiters[slot] = factory.arbiter(self.members, self.settings, self._live_node(self._nodes[slot]))
-            self.replaced += 1
+        with self.lock:
+            if slot is not None and self.arbiters[slot] is handle:
+                node = self._live_node(self._nodes[slot])
+                self.arbiters[slot] = factory.arbiter(self.members, list(self.runs.values()), node)
+                self.replaced += 1
 
-    def quarantine(self) -> Any:
-        """A fresh arbiter for one suspect task alone; `release` it when that task is done."""
-        handle = factory.arbiter(self.members, self.settings, self._live_node(None))
-        self._quarantined.append(handle)
-        return handle
+    def quarantine(self, key: str) -> Any:
+        """A fresh arbiter for one suspect task of run ``key`` alone; `release` it when that task is done."""
+        with self.lock:
+            handle = factory.arbiter(self.members, [self.runs[key]], self._live_node(None))
+            self._quarantined[handle] = key
+            return handle
 
     def release(self, handle: Any) -> None:
         import ray
 
-        if handle in self._quarantined:
-            self._quarantined.remove(handle)
-            ray.kill(handle, no_restart=True)
+        with self.lock:
+            if self._quarantined.pop(handle, None) is not None:
+                ray.kill(handle, no_restart=True)
 
     # ------------------------------------------------------------ heartbeat
 
     def check(self) -> None:
         """Handle the pings that came back or are overdue; send the next round of pings when due."""
+        with self.lock:
+            self._check()
+
+    def _check(self) -> None:
         import ray
 
         now = self.clock()
@@ -269,15 +303,11 @@ class Fleet:
         return False
 
     def _actors(self) -> list[tuple[Kind, int, Any]]:
-        """Every actor of the run (a role member that is a plain object, run by the arbiters, is none)."""
+        """Every actor of the fleet, by slot (None for a member slot whose replacement could not be placed)."""
         found: list[tuple[Kind, int, Any]] = [
-            (name, i, m) for name, ms in self._slots().items() for i, m in enumerate(ms) if m is None or is_actor(m)
+            (name, i, m) for name, ms in self.members.items() for i, m in enumerate(ms)
         ]
         return found + [("arbiter", i, a) for i, a in enumerate(self.arbiters)]
-
-    def _slots(self) -> dict[RoleName, list[Any]]:
-        """Every role's member slots, the graders' included."""
-        return {**self.members, "grader": self.graders}
 
     def _died(self, ping: _Ping, exc: BaseException) -> None:
         import ray.exceptions as rex
@@ -319,19 +349,15 @@ class Fleet:
     def _current(self, ping: _Ping) -> Any:
         if ping.kind == "arbiter":
             return self.arbiters[ping.index]
-        return self._slots()[ping.kind][ping.index]
+        return self.members[ping.kind][ping.index]
 
     def _replace_member(self, kind: RoleName, index: int, *, failed_placement: bool) -> None:
         """Rebuild member ``index`` of ``kind`` on a live node, or give its slot up when that failed already."""
-        slots = self._slots()[kind]
+        slots = self.members[kind]
         member: Any = None
         if not failed_placement:
             node = self._live_node(self._nodes[index] if index < len(self._nodes) else None, avoid=index)
-            member = (
-                factory.grader(self.setup, node)
-                if kind == "grader"
-                else factory.member(self.setup, self.strategy, kind, node)
-            )
+            member = factory.member(kind, node, self.cpus[kind])
             self._pings[member.__ray_ready__.remote()] = _Ping(kind, index, member, self.clock(), placing=True)
             self.replaced += 1
         slots[index] = member
@@ -355,13 +381,14 @@ class Fleet:
         return nodes[(avoid + 1) % len(nodes)] if avoid >= 0 else nodes[len(self._quarantined) % len(nodes)]
 
     def shutdown(self) -> None:
-        """Kill every actor of the run, so no call of it goes on once the driver stops."""
+        """Kill every actor of the fleet, so no call of its runs goes on once the driver stops."""
         import ray
 
-        for _kind, _index, handle in self._actors():
-            if handle is not None:
+        with self.lock:
+            for _kind, _index, handle in self._actors():
+                if handle is not None:
+                    ray.kill(handle, no_restart=True)
+            for handle in self._quarantined:
                 ray.kill(handle, no_restart=True)
-        for handle in self._quarantined:
-            ray.kill(handle, no_restart=True)
-        self._quarantined.clear()
-        self._pings.clear()
+            self._quarantined.clear()
+            self._pings.clear()

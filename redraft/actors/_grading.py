@@ -14,7 +14,7 @@ from typing import Any
 
 from redraft.actors._attempts import Pending
 from redraft.actors._clock import RunClock
-from redraft.actors._fleet import Fleet
+from redraft.actors._leases import Lease
 from redraft.actors._ray import is_actor
 from redraft.backends.pricing import PriceTable
 from redraft.engine.grader import graded
@@ -37,7 +37,7 @@ class GradeStage:
 
     def __init__(
         self,
-        fleet: Fleet,
+        fleet: Lease,
         clock: RunClock,
         in_flight: dict[Any, Pending],
         write: Write,
@@ -61,7 +61,7 @@ class GradeStage:
             return
         pending.grade_tries += 1
         pending.deadline = self.clock.now() + GRADE_WATCHDOG_S
-        self.in_flight[member.serve.remote(encode(request))] = pending
+        self.in_flight[self.fleet.ask_grader(member, encode(request))] = pending
 
     def land(self, ref: Any, pending: Pending) -> None:
         """The grader's reply; a grader that died or hung is asked again elsewhere, else the grades are missing."""

@@ -1,6 +1,6 @@
 """What a run starts once Ray is up, and stops however the run ends: the provider batches' collectors, the
-batch's ledger, the fleet of actors, the dispatch loop, and the export of the run's spans (``--otel``), which
-listens to the run store.
+batch's ledger, its share of a fleet of actors (`redraft.actors._leases`), the dispatch loop, and the export
+of the run's spans (``--otel``), which listens to the run store.
 
 `start_running` makes them in the order they need each other; `Running.stop` ends them, the span export
 last, so that the run's span closes over every task written.
@@ -20,7 +20,7 @@ from redraft.actors._batches import Batches, start_batches, stop_batches
 from redraft.actors._clock import RunClock
 from redraft.actors._dispatcher import Dispatcher, DispatchRules, ProgressHook
 from redraft.actors._endpoints import EndpointHook, EndpointWatch
-from redraft.actors._fleet import Fleet
+from redraft.actors._leases import Fleets, Lease
 from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
 from redraft.actors._metrics import RunMetrics
 from redraft.engine.estimate import Estimate
@@ -35,14 +35,15 @@ class Running:
     """The run's moving parts, started; `stop` ends them."""
 
     dispatcher: Dispatcher
-    fleet: Fleet
+    fleets: Fleets
+    fleet: Lease
     batches: Batches
     ledger: Any | None
     spans: LiveExport | None
 
     def stop(self) -> None:
         stop_batches(self.batches)
-        self.fleet.shutdown()
+        self.fleets.release(self.fleet)
         stop_ledger(self.ledger)
         if self.spans is not None:
             self.spans.finish()
@@ -61,9 +62,10 @@ class RunHooks:
 
 
 def start_running(
-    run: ResolvedRun, store: RunStore, manifest: dict[str, Any], started: float, hooks: RunHooks
+    run: ResolvedRun, store: RunStore, manifest: dict[str, Any], started: float, hooks: RunHooks, fleets: Fleets
 ) -> Running:
-    """Start ``run``'s parts on the Ray the driver joined; ``started`` is the run's monotonic start."""
+    """Start ``run``'s parts on the Ray the driver joined, its actors leased from ``fleets``; ``started`` is the
+    run's monotonic start."""
     out = store.root
     batch = batch_name(out)
     run = run.with_setup(payer=store.payer)
@@ -72,12 +74,17 @@ def start_running(
         run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
     )
     ledger = start_ledger(run.strategy, batch, out, store.done, run.settings.share)
-    fleet = Fleet(run.setup, run.strategy, run.settings)
+    try:
+        fleet = fleets.lease(run.setup, run.strategy, run.settings)
+    except BaseException:
+        stop_batches(batches)
+        stop_ledger(ledger)
+        raise
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=run.budgets.budget_seconds)
     metrics = RunMetrics(store.root.name, hooks.on_in_flight)
     dispatcher = _dispatcher(run, fleet, store, clock, metrics, hooks)
     spans = _live_spans(run, manifest, store)
-    return Running(dispatcher, fleet, batches, ledger, spans)
+    return Running(dispatcher, fleets, fleet, batches, ledger, spans)
 
 
 def _live_spans(run: ResolvedRun, manifest: dict[str, Any], store: RunStore) -> LiveExport | None:
@@ -91,7 +98,7 @@ def _live_spans(run: ResolvedRun, manifest: dict[str, Any], store: RunStore) -> 
 
 
 def _dispatcher(
-    run: ResolvedRun, fleet: Fleet, store: RunStore, clock: RunClock, metrics: RunMetrics, hooks: RunHooks
+    run: ResolvedRun, fleet: Lease, store: RunStore, clock: RunClock, metrics: RunMetrics, hooks: RunHooks
 ) -> Dispatcher:
     budgets, runtime = run.budgets, run.runtime
     rules = DispatchRules(

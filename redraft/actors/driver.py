@@ -7,8 +7,10 @@ finished task's frames and result are appended to the run directory as it lands
 flight, so its memory stays flat however long the run
 (``benchmarks/bench_batch.py`` measures it).
 
-The run's actors are a `redraft.actors._fleet.Fleet`, kept whole while the run lasts
-and killed when it ends, however it ends, so no call of the run goes on after it.
+The run's actors are its share of a `redraft.actors._fleet.Fleet` (`redraft.actors._leases`), kept whole
+while the run lasts; a fleet of its own is killed when the run ends, however it ends, and one shared with the
+other runs of a command (a tune's evaluations, a comparison's lanes) when that command ends, so no call of the
+run goes on after it.
 A driver killed outright takes them with it: on a cluster Ray ends a dead job's
 actors at once; a local Ray started here (`redraft.actors._startup`) dies with this
 process, its workers stop as their raylet goes (`redraft.actors._ray.die_with_raylet`),
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from redraft.actors._dispatcher import ProgressHook
 from redraft.actors._endpoints import EndpointHook
+from redraft.actors._leases import Fleets
 from redraft.actors._preflight import estimate_left
 from redraft.actors._running import RunHooks, start_running
 from redraft.actors._startup import check_address, ensure_ray
@@ -67,6 +70,7 @@ def run(
     cpu_share: float = 1.0,
     on_estimate: Callable[[Estimate], None] | None = None,
     on_in_flight: Callable[[int], None] | None = None,
+    fleets: Fleets | None = None,
 ) -> RunOutcome:
     """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray), writing its run
     directory; run it again with the same ``out`` to resume.
@@ -80,7 +84,8 @@ def run(
     each actor that runs candidates reserves, when other runs share the nodes (a comparison's lanes).
     ``on_estimate`` is told the estimate of the tasks left (`estimate`) before anything starts, when a role's
     model costs money or may (one not local nor scripted); ``on_in_flight`` the tasks in flight on every turn
-    of the dispatch loop. A config with ``dry_run`` set is refused: call `estimate`.
+    of the dispatch loop; ``fleets``, those of the command the run is one of (see `run_resolved`). A config
+    with ``dry_run`` set is refused: call `estimate`.
 
         >>> import tempfile
         >>> from redraft import RunConfig, run
@@ -93,11 +98,14 @@ def run(
     """
     resolved = resolve_run(config, check=check, grade=grade, backends=backends).with_setup(cpu_share=cpu_share)
     hooks = RunHooks(on_start, on_result, on_endpoints, on_estimate, on_in_flight, stop or threading.Event())
-    return run_resolved(resolved, hooks)
+    return run_resolved(resolved, hooks, fleets)
 
 
-def run_resolved(run: ResolvedRun, hooks: RunHooks) -> RunOutcome:
-    """`run`, of a run resolved once (`redraft.engine.resolved.resolve`): a comparison's lane, a tune's evaluation."""
+def run_resolved(run: ResolvedRun, hooks: RunHooks, fleets: Fleets | None = None) -> RunOutcome:
+    """`run`, of a run resolved once (`redraft.engine.resolved.resolve`): a comparison's lane, a tune's evaluation.
+
+    ``fleets``: the fleets of the command the run is one of, whose actors it is served by; None: a fleet of its
+    own, stopped as it ends."""
     if run.runtime.dry_run:
         raise UserError("a dry run starts nothing: redraft.estimate(config) is its estimate")
     check_out(run.out)
@@ -117,7 +125,7 @@ def run_resolved(run: ResolvedRun, hooks: RunHooks) -> RunOutcome:
         return RunOutcome(out=run.out, summary=store.finish(0.0, None), total=total, skipped=skipped)
     pending = (t for t in run.tasks() if t.task_id not in store.done)
     ensure_ray(run.runtime.address, log=run.out / RAY_LOG, verbose=run.runtime.verbose)
-    running = start_running(run, store, manifest, started, hooks)
+    running = start_running(run, store, manifest, started, hooks, fleets or Fleets(shared=False))
     stopped_by: str | None = None
     try:
         stopped_by = running.dispatcher.run(pending)

@@ -5,7 +5,9 @@ directory under the comparison's ``--out``: ``arms/<name>`` (``arms/<name>@r<k>`
 for repeat k), and ``baseline`` for the sampling baseline. The lanes run side by
 side, each with an equal share of the tasks in flight, so task i of every arm is
 refined at about the same time: drift in the backend, rate limits and the load
-of the machine fall on every arm alike. Rerunning the same comparison resumes
+of the machine fall on every arm alike. The lanes share one fleet of role actors
+(`redraft.actors.Fleets`), started with the first lane and stopped when the comparison
+ends, so a lane starts no actor of its own. Rerunning the same comparison resumes
 every lane; a finished lane costs nothing.
 
 The baseline is one run of K = N independent samples per task (no critic, no
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redraft.actors import EndpointHook, EndpointState, RunHooks, RunOutcome, ensure_ray, run_resolved
+from redraft.actors import EndpointHook, EndpointState, Fleets, RunHooks, RunOutcome, ensure_ray, run_resolved
 from redraft.comparison._arms import Arm
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.engine.resolved import ResolvedRun, resolve_run, shares_batch
@@ -132,6 +134,7 @@ def run_comparison(
     for _, resolved in lanes:  # a lane a pre-release redraft wrote: refused in one line, before Ray starts
         check_wire(resolved.out)
     stop = stop or threading.Event()
+    fleets = Fleets()  # one for the lanes (a bad REDRAFT_FLEET is refused here, before Ray starts)
     # Once, before the lanes' threads (ray.init is not for racing); Ray's own messages to the comparison's log.
     ensure_ray(plan.base.runtime.address, log=plan.out / RAY_LOG, verbose=plan.base.runtime.verbose)
     lock = threading.Lock()
@@ -154,14 +157,19 @@ def run_comparison(
 
         try:
             hooks = RunHooks(on_start=started, on_result=landed, on_endpoints=endpoints, stop=stop)
-            return run_resolved(resolved.with_setup(cpu_share=share), hooks)
+            return run_resolved(resolved.with_setup(cpu_share=share), hooks, fleets)
         except BaseException:
             stop.set()
             raise
 
-    share = 1.0 / len(lanes)  # side by side: each lane's checking actors reserve their share of each node's CPU
-    with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="redraft-lane") as pool:
-        futures = [(lane.label, pool.submit(one, lane, resolved)) for lane, resolved in lanes]
+    # Side by side: each lane's checking actors reserve their share of each node's CPU (with one fleet for the
+    # lanes, theirs is one actor per node, shared).
+    share = 1.0 / len(lanes) if not fleets.shared else 1.0
+    try:
+        with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="redraft-lane") as pool:
+            futures = [(lane.label, pool.submit(one, lane, resolved)) for lane, resolved in lanes]
+    finally:
+        fleets.shutdown()
     return _outcomes(futures)
 
 

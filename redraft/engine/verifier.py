@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any
 
 import msgspec
 
@@ -70,7 +69,6 @@ class Verifier:
         prompts: Prompts | None = None,
         payer: str = "",
     ) -> None:
-        self._made_with = (scenario, backend, parallel, cache, oracle, prompts, payer)
         self._scenario = get_scenario(scenario)
         self._inline = self._scenario.check_cost == "instant"
         """Instant checks run on the event loop: a worker thread would cost more than the check."""
@@ -82,11 +80,6 @@ class Verifier:
         self._backend: Backend | None = (
             cached(backend.create(), backend.spec, enabled=cache, payer=payer) if backend is not None else None
         )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """A verifier travels as its constructor's arguments (it holds threads): the in-arbiter verifier
-        of a scenario with instant checks (`redraft.actors._placement`) is built again where it lands."""
-        return (_verifier, self._made_with)
 
     async def serve(self, request: Request) -> Reply:
         if isinstance(request, VerifyRequest):
@@ -177,15 +170,3 @@ class Verifier:
             if graded is not None:
                 return [graded]
         return self._scenario.check(task, text)
-
-
-def _verifier(
-    scenario: str,
-    backend: BackendSpec | None,
-    parallel: int | None,
-    cache: bool,
-    oracle: bool,
-    prompts: Prompts | None = None,
-    payer: str = "",
-) -> Verifier:
-    return Verifier(scenario, backend, parallel=parallel, cache=cache, oracle=oracle, prompts=prompts, payer=payer)

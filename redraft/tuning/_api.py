@@ -22,7 +22,7 @@ from pathlib import Path
 
 from redraft.actors import ensure_ray
 from redraft.backends.base import BackendSpec
-from redraft.backends.pricing import load_prices
+from redraft.backends.pricing import PriceTable, load_prices
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
 from redraft.engine import CallSettings, check_out
@@ -123,17 +123,17 @@ def tune(
     if dry:
         say("dry run: no model was called and nothing was written; leave out --dry-run to run it")
         return TuneOutcome(out=out, verdict=None)
+    evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, parallel=settings.parallel)
     start_candidate(out, journal, config.experiment.prompts)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
-    propose, close = _proposer(proposer, model, setup.cache, payer)
-    propose = priced_proposals(propose, load_prices(config.runtime.prices), model_of(model) if model else "")
-    evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, cpu_share=1.0 / settings.parallel)
+    propose, close = _proposer(proposer, model, setup.cache, payer, load_prices(config.runtime.prices))
     search = Search(
         out, splits, tasks, journal, evaluate, propose, _search_settings(config, settings), budget, costs.worst, say
     )
     try:
         verdict = _searched(search, budget, status, config.experiment.prompts)
     finally:
+        evaluate.close()
         close()
     json_path, html_path = write_report(out, journal, splits, verdict, config, settings)
     return TuneOutcome(out=out, verdict=verdict, json=json_path, html=html_path)
@@ -235,17 +235,18 @@ def _proposer_spec(
 
 
 def _proposer(
-    given: BackendSpec | Propose | None, spec: BackendSpec | None, cache: bool, payer: str
+    given: BackendSpec | Propose | None, spec: BackendSpec | None, cache: bool, payer: str, prices: PriceTable
 ) -> tuple[Propose, Callable[[], None]]:
-    """The proposer to call: a function given as is, else an actor on the cluster with the proposer's model."""
+    """The proposer to call, its calls priced by ``prices``: a function given as is, else an actor on the cluster
+    with the proposer's model; and what stops it."""
     if given is not None and not isinstance(given, BackendSpec):
-        return given, lambda: None
+        return priced_proposals(given, prices, ""), lambda: None
     from redraft.actors import RayProposer
 
     assert spec is not None  # `_proposer_spec` gives one whenever no function is given
     call = CallSettings(temperature=0.7, max_tokens=PROPOSAL_MAX_TOKENS, cache=cache, payer=payer)
     actor = RayProposer(spec, call)
-    return actor, actor.close
+    return priced_proposals(actor, prices, model_of(spec)), actor.close
 
 
 def _verdict(search: Search, best: PromptCandidate, prompts: str | None, out: Path) -> TuneVerdict:

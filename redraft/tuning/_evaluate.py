@@ -1,6 +1,7 @@
 """One candidate over one set of tasks: an ordinary run, on the cluster, read back as figures per task.
 
-The run is `redraft.actors.driver.run` over a task file of the set, with the candidate's prompts file:
+The run is `redraft.actors.driver.run` over a task file of the set, with the candidate's prompts file, served
+by the tune's one fleet of role actors (``fleets``: the prompts travel with the run, not in the actors):
 resumable, reportable (``redraft report`` opens it), and fingerprinted by the prompts' versions and
 texts, so two candidates never share a run directory's answers. Each task's figure is its held-out
 grade (a task that ended in error scores 0: the task, not the machinery, failed it), the judge's rubric
@@ -13,10 +14,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from redraft.actors import Fleets
 from redraft.actors.driver import run
 from redraft.config import RunConfig
 from redraft.engine.setup import BackendOverrides
@@ -27,6 +29,10 @@ from redraft.tuning._journal import Evaluation
 
 class Evaluator(Protocol):
     def __call__(self, candidate: str, on: str, prompts: Path, tasks: Path, out: Path) -> Evaluation: ...
+
+    def close(self) -> None:
+        """The tune has run its last evaluation: stop what the evaluations shared."""
+        ...
 
 
 StartHook = Callable[[str, int, int], None]
@@ -43,7 +49,15 @@ class RunEvaluator:
     stop: threading.Event | None = None
     on_start: StartHook | None = None
     on_result: ResultHook | None = None
-    cpu_share: float = 1.0
+    parallel: int = 1
+    """Evaluations run at once: with a fleet each, each one's actors that run candidates reserve that share of a
+    CPU."""
+    fleets: Fleets = field(default_factory=Fleets)
+    """The tune's fleets: one serves every evaluation (started with the first), unless ``REDRAFT_FLEET=per-run``."""
+
+    def close(self) -> None:
+        """Stop the fleets, once the tune has run its last evaluation."""
+        self.fleets.shutdown()
 
     def __call__(self, candidate: str, on: str, prompts: Path, tasks: Path, out: Path) -> Evaluation:
         label = f"{candidate} on {on}"
@@ -57,7 +71,8 @@ class RunEvaluator:
             stop=self.stop,
             on_start=None if started is None else lambda total, done: started(label, total, done),
             on_result=None if landed is None else lambda result: landed(label, result),
-            cpu_share=self.cpu_share,
+            cpu_share=1.0 if self.fleets.shared else 1.0 / self.parallel,
+            fleets=self.fleets,
         )
         return read_evaluation(candidate, on, out, self.root)
 

@@ -123,7 +123,7 @@ def dies_at_once(make: Callable[..., Any], killed: list[str], name: str, times: 
 
 def watched_fleets(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The fleets the runs of this test build, as they are built."""
-    from redraft.actors import _running
+    from redraft.actors import _leases
     from redraft.actors._fleet import Fleet
 
     fleets: list[Fleet] = []
@@ -133,7 +133,7 @@ def watched_fleets(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
             fleets.append(self)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(_running, "Fleet", Watched)
+    monkeypatch.setattr(_leases, "Fleet", Watched)
     return fleets
 
 
@@ -259,18 +259,18 @@ def test_a_member_restarted_in_place_unseen_by_its_callers_moves_the_fleets_dist
 ) -> None:
     import ray
 
+    from redraft.actors._factory import actor_roles
     from redraft.actors._fleet import Fleet
     from redraft.actors._ray import actor_state
     from redraft.backends.scripted import ScriptedSpec
-    from redraft.engine.arbiter import ArbiterSettings
     from redraft.engine.setup import RoleSetup
 
     spec = ScriptedSpec(script=["Answer: 1"])
-    fleet = Fleet(
-        RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), get_strategy("adversarial"), ArbiterSettings()
-    )
+    setup = RoleSetup(scenario="arithmetic", drafter=spec, critic=spec)
+    fleet = Fleet()
     fleet.heartbeat_s = 0.0  # every check is a heartbeat
     try:
+        fleet.grow(actor_roles(setup, get_strategy("adversarial")))
         fleet.check()
         fleet.check()
         assert fleet.disturbances == 0  # a quiet fleet

@@ -18,10 +18,13 @@ TASK = Task(task_id="apples", scenario="arithmetic", prompt="7 + 5?", gold={"ans
 
 
 class Graders:
-    """The fleet as the grade stage sees it: its graders."""
+    """The fleet as the grade stage sees it: its graders, and how a grade request frame is sent to one."""
 
     def __init__(self, graders: list[Any]) -> None:
         self.graders = graders
+
+    def ask_grader(self, grader: Any, frame: bytes) -> Any:
+        return grader.serve.remote(frame)
 
 
 def grader_actors(dying: list[bool]) -> list[Any]:

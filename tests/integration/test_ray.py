@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from redraft import RunConfig, run
-from redraft.actors._factory import members
+from redraft.actors._factory import member, run_roles
+from redraft.actors._ray import alive_nodes
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.setup import RoleSetup
 from redraft.protocols import ProtocolError
@@ -28,11 +29,12 @@ def test_roles_exchange_validated_bytes_across_actor_boundaries(ray_cluster: Any
     import ray
 
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
-    drafter = members(RoleSetup(scenario="arithmetic", drafter=spec, critic=spec), get_strategy("adversarial"))[
-        "drafter"
-    ][0]
+    setup = RoleSetup(scenario="arithmetic", drafter=spec, critic=spec)
+    role = run_roles("run", setup, get_strategy("adversarial"))[0]["drafter"]
+    drafter = member("drafter", alive_nodes()[0], 0.0)
     request = DraftRequest(task=TASKS[0], round=0, sample=0, seed=1)
-    reply = ray.get(drafter.serve.remote(encode(request)))
+    assert ray.get(drafter.serve.remote(role.key, encode(request))) is None  # a run it does not know yet: ask again
+    reply = ray.get(drafter.serve.remote(role.key, encode(request), role))
     assert isinstance(reply, bytes)
     draft = decode(reply)
     assert isinstance(draft, Draft) and draft.task_id == TASKS[0].task_id
@@ -40,9 +42,9 @@ def test_roles_exchange_validated_bytes_across_actor_boundaries(ray_cluster: Any
     # A corrupt frame is refused by the actor and the ProtocolError reaches the caller.
     with pytest.raises(ProtocolError, match=r"at `\$.round`"):
         bad = encode(request).replace(b"\xa5round\x00", b"\xa5round\xa1x")
-        ray.get(drafter.serve.remote(bad))
+        ray.get(drafter.serve.remote(role.key, bad))  # the run's role is kept: no need to send it again
     with pytest.raises(ProtocolError, match="corrupt message"):
-        ray.get(drafter.serve.remote(b"\xc1\xc1"))
+        ray.get(drafter.serve.remote(role.key, b"\xc1\xc1"))
 
 
 def test_k_samples_of_a_round_run_concurrently(ray_cluster: Any, tmp_path: Path) -> None:

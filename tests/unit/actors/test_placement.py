@@ -4,7 +4,6 @@ instant grades the driver's, checks that execute code reserve a CPU."""
 from __future__ import annotations
 
 import asyncio
-import pickle
 
 import pytest
 
@@ -14,7 +13,7 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.grader import Grader
 from redraft.engine.setup import RoleSetup
 from redraft.engine.verifier import Verifier
-from redraft.protocols.messages import CandidateText, Draft, GradeRequest, VerifyRequest
+from redraft.protocols.messages import CandidateText, GradeRequest
 from redraft.scenarios import get_scenario
 from redraft.strategies import get_strategy
 
@@ -48,8 +47,10 @@ def test_instant_checks_are_run_by_the_arbiter_unless_a_verifier_model_is_asked(
     )  # its questions go to the verifier's model
     assert not verifies_in_arbiter(setup("sql"), get_strategy("adversarial"))
     adversarial = get_strategy("adversarial")
-    member = factory.member(setup("arithmetic"), adversarial, "verifier", "no-such-node")  # Ray is not asked
-    assert isinstance(member, Verifier)
+    assert "verifier" not in factory.actor_roles(setup("arithmetic"), adversarial)  # no actor of its own
+    actors, local = factory.run_roles("run", setup("arithmetic"), adversarial)  # Ray is not asked
+    assert list(local) == ["verifier"] and "verifier" not in actors
+    assert isinstance(local["verifier"].make(), Verifier)  # made by each arbiter, from the run's settings
 
 
 def test_only_a_verifier_that_executes_candidates_reserves_a_cpu() -> None:
@@ -58,21 +59,11 @@ def test_only_a_verifier_that_executes_candidates_reserves_a_cpu() -> None:
     assert cpus_of(setup("sql"), "verifier") == 0.0 and cpus_of(setup("humaneval"), "drafter") == 0.0
 
 
-def test_a_verifier_travels_as_its_arguments_and_checks_alike() -> None:
-    task = next(get_scenario("arithmetic").tasks(seed=0))
-    draft = Draft(task_id=task.task_id, round=0, sample=0, text="2 + 3 = 5\nAnswer: 5")
-    request = VerifyRequest(task=task, draft=draft)
-    verifier = Verifier("arithmetic")
-    travelled = pickle.loads(pickle.dumps(verifier))
-    assert isinstance(travelled, Verifier) and travelled is not verifier
-    replies = [asyncio.run(v.verify(request)) for v in (verifier, travelled)]
-    assert replies[0] == replies[1] and replies[0].checks
-
-
 @pytest.mark.parametrize("scenario", ["arithmetic", "json_extract", "constrained_writing", "incident"])
 def test_an_instant_grade_is_the_driver_s_own_and_equals_the_grader_actor_s(scenario: str) -> None:
     assert grades_on_driver(setup(scenario))
-    grader = factory.grader(setup(scenario), "no-such-node")  # Ray is not asked
+    assert "grader" not in factory.actor_roles(setup(scenario), get_strategy("adversarial"))
+    grader = factory.grader_role("run", setup(scenario))  # Ray is not asked
     assert isinstance(grader, Grader)
     task = next(get_scenario(scenario).tasks(seed=0))
     texts = ["Answer: 5", '{"name": "x"}', "Answer: 5", "Some words here."]

@@ -180,6 +180,7 @@ class StubFleet:
     """What the dispatcher asks of a fleet when a task lands: how disturbed it has been, and a grader."""
 
     def __init__(self) -> None:
+        self.key = "run"
         self.disturbances = 0
         self.graders = [Grader("arithmetic")]
 

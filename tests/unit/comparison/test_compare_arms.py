@@ -110,22 +110,29 @@ def test_lanes_side_by_side_split_each_nodes_cpu_between_their_checking_actors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On a 2-CPU machine, four humaneval lanes whose sandboxed verifiers each reserved a whole CPU left two lanes
-    unplaceable until the actors' start deadline failed the comparison."""
+    unplaceable until the actors' start deadline failed the comparison. With one fleet for the lanes, their
+    verifiers are one per node, and it reserves a whole CPU."""
+    from redraft.actors import Fleets
     from redraft.actors._placement import cpus_of
     from redraft.comparison import _runner
     from redraft.engine.resolved import ResolvedRun, resolve_run
 
-    shares: list[float] = []
+    shares: list[tuple[float, bool]] = []
 
-    def run(resolved: ResolvedRun, hooks: object) -> None:
-        shares.append(resolved.setup.cpu_share)
+    def run(resolved: ResolvedRun, hooks: object, fleets: Fleets) -> None:
+        shares.append((resolved.setup.cpu_share, fleets.shared))
 
     monkeypatch.setattr(_runner, "run_resolved", run)
     monkeypatch.setattr(_runner, "ensure_ray", lambda *args, **kwargs: None)
     base = RunConfig.build(scenario="humaneval", limit=1)
     plan = ComparePlan(base=base, arms=arms_from_names("none,self_consistency,adversarial"), out=tmp_path)
+    monkeypatch.setenv("REDRAFT_FLEET", "per-run")
     _runner.run_comparison(plan)
-    assert shares == [0.25] * 4  # three arms and the baseline
+    assert shares == [(0.25, False)] * 4  # three arms and the baseline, a fleet each
+    shares.clear()
+    monkeypatch.delenv("REDRAFT_FLEET")
+    _runner.run_comparison(plan)
+    assert shares == [(1.0, True)] * 4  # one fleet for the four
     setup = resolve_run(base).setup
     assert cpus_of(setup, "verifier") == 1.0  # a run alone reserves a whole CPU for each
     shared = dataclasses.replace(setup, cpu_share=0.25)

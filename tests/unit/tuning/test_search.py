@@ -53,6 +53,9 @@ class Evaluator:
             run=f"evaluations/{candidate}/{on}",
         )
 
+    def close(self) -> None:
+        pass  # nothing shared between evaluations
+
     def _figure(self, text: str, task: str) -> float:
         if self.world == "rule":
             return float(RULE in text)
