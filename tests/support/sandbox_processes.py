@@ -7,10 +7,13 @@ command line, which the candidate could read of its keeper), and a work director
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from redraft.sandbox import _workdirs as workdirs
@@ -48,3 +51,24 @@ def wait_for_sandbox(caller: subprocess.Popen[str]) -> str:
 
 def workdirs_of(caller_pid: int) -> list[Path]:
     return sorted(Path(tempfile.gettempdir()).glob(f"{workdirs.PREFIX}{caller_pid}-*"))
+
+
+@contextlib.contextmanager
+def private_tempdir() -> Iterator[Path]:
+    """A temporary directory of the test's own, as open as the system's (sticky, writable by the sandbox's
+    user), made every process's temporary directory (``TMPDIR``, and this one's ``tempfile``) while the block
+    runs: the work directories a test leaves behind on purpose are out of the reach of any other test run's
+    verifier, which sweeps the system's temporary directory of dead callers' work directories at its start."""
+    base = Path(tempfile.mkdtemp(prefix="redraft-test-tmp-"))
+    base.chmod(0o1777)
+    before, saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = str(base), str(base)
+    try:
+        yield base
+    finally:
+        tempfile.tempdir = saved
+        if before is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before
+        shutil.rmtree(base, ignore_errors=True)

@@ -26,7 +26,7 @@ import pytest
 
 from redraft.sandbox import SandboxLimits, run_python
 from redraft.sandbox import _workdirs as workdirs
-from tests.support.sandbox_processes import leftover_processes, wait_for_sandbox, workdirs_of
+from tests.support.sandbox_processes import leftover_processes, private_tempdir, wait_for_sandbox, workdirs_of
 
 PROGRAMS = sorted((Path(__file__).parent / "programs").glob("*.py"))
 KEYS = {"limits", "killed_by", "returncode", "stdout", "stdout-not", "stderr-last", "absent", "root"}
@@ -102,6 +102,11 @@ asyncio.run(Verifier("humaneval").verify(VerifyRequest(task=task, draft=draft)))
 
 @pytest.mark.timeout(120)
 def test_a_verifier_killed_mid_check_leaves_no_process_and_the_next_one_sweeps_its_work_dir() -> None:
+    with private_tempdir():  # no other test run's verifier sweeps the work dir left here on purpose
+        _verifier_killed_mid_check_leaves_nothing()
+
+
+def _verifier_killed_mid_check_leaves_nothing() -> None:
     caller = subprocess.Popen([sys.executable, "-c", VERIFIER], stdout=subprocess.PIPE, text=True)
     try:
         marker = wait_for_sandbox(caller)  # launcher, keeper and the looping candidate all run

@@ -27,7 +27,7 @@ from redraft.sandbox import SandboxError, SandboxLimits, SandboxResult, run_pyth
 from redraft.sandbox import _supervisor as supervisor
 from redraft.sandbox import _workdirs as workdirs
 from tests.support.paths import REPO_ROOT
-from tests.support.sandbox_processes import leftover_processes, wait_for_sandbox, workdirs_of
+from tests.support.sandbox_processes import leftover_processes, private_tempdir, wait_for_sandbox, workdirs_of
 
 ROOT = os.geteuid() == 0
 root_only = pytest.mark.skipif(not ROOT, reason="the uid drop and namespace layers are the root path")
@@ -437,6 +437,11 @@ def start_caller(source: str, timeout_s: float, how: str = "main") -> subprocess
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize(("candidate", "how"), [("sleep", "main"), ("loop", "thread")])
 def test_a_killed_caller_leaves_no_process_and_a_sweep_leaves_no_work_dir(candidate: str, how: str) -> None:
+    with private_tempdir():  # no other test run's verifier sweeps the work dir left here on purpose
+        _killed_caller_leaves_nothing(candidate, how)
+
+
+def _killed_caller_leaves_nothing(candidate: str, how: str) -> None:
     source = "import time\ntime.sleep(600)" if candidate == "sleep" else "while True: pass"
     caller = start_caller(source, timeout_s=600, how=how)
     try:
