@@ -169,3 +169,17 @@ def test_a_request_s_budget_stops_its_loop_and_a_spent_server_refuses_the_next(t
         with pytest.raises(openai.RateLimitError) as spent:
             client.chat.completions.create(model="redraft/none", messages=ASK)
     assert spent.value.body["type"] == "insufficient_quota"  # type: ignore[index]
+
+
+def test_the_served_socket_sends_each_answer_at_once_without_waiting_for_the_client_s_ack(tmp_path: Path) -> None:
+    """Nagle's algorithm off (TCP_NODELAY) on every connection: with it on, a kept-alive client's answers each
+    waited for its delayed ACK (measured: 44 ms a request through the SDK, 0.2 ms without)."""
+    import socket
+
+    with served(settings(tmp_path)) as app:
+        port = int(app.base_url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert client.recv(65536).startswith(b"HTTP/1.1 200")
+        listening = [s for server in app.uvicorn.servers for s in server.sockets]
+        assert listening and all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in listening)
