@@ -222,10 +222,11 @@ class Adaptive(Strategy):
         if ctx.final_round or memo.best.verification.score >= ctx.threshold:
             return None  # the protocol stops it
         state = feedback_state(memo.best.verification)
+        standing = _standing(ctx, memo, state)
         if state == "none":  # nothing for a revision to act on: sample until the majority is settled
             if (chance := settled(memo.answers)) is not None:
                 return "stable", f"no feedback signal, and its answer is settled (the majority with p = {chance:.3f})"
-        elif (value := best_value(state, memo.batch, _standing(ctx, memo, state)))[0] < self.worth:
+        elif (value := best_value(state, memo.batch, standing))[0] < self.worth:
             return "no_improvement", (
                 f"no action is worth a call: the best, {value[1]}, raises the best score with an expected "
                 f"{value[0]:.3f} a call (< {self.worth:g}), from what the batch and this task have seen"
@@ -236,7 +237,6 @@ class Adaptive(Strategy):
         per_call = _per_call(ctx, share, memo)
         left = share.amount + memo.borrowed - share.spent(ctx.spent)
         want = ctx.samples * per_call
-        standing = _standing(ctx, memo, state)
         if standing.escalation is not None and state != "none" and escalates(state, memo.batch, standing):
             want = max(want, standing.escalation * per_call)  # enough for the one call worth most
         lent = 0.0
