@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from redraft.protocols.messages import CheckResult
+from redraft.scenarios.builtin._incident_rules import rule_result
+from redraft.scenarios.builtin._incident_rules import words as plain_words
 
 NOT_SAID = "The document does not say."
 CITATION = re.compile(r"\[\s*(S\d+(?:\s*,\s*S\d+)*)\s*\]")
@@ -73,13 +75,7 @@ def read_claims(text: str) -> list[Claim]:
 
 def words(text: str) -> list[str]:
     """The answer's words, its citations left out."""
-    return [token for token in CITATION.sub(" ", text).split() if any(ch.isalnum() for ch in token)]
-
-
-def _result(name: str, faults: list[str], fine: str) -> CheckResult:
-    if faults:
-        return CheckResult(name=name, passed=False, score=0.0, detail="; ".join(faults)[:500])
-    return CheckResult(name=name, passed=True, score=1.0, detail=fine)
+    return plain_words(CITATION.sub(" ", text))
 
 
 def _shown(claim: Claim) -> str:
@@ -89,7 +85,7 @@ def _shown(claim: Claim) -> str:
 def check_cited(claims: Sequence[Claim]) -> CheckResult:
     """Rule 2: every claim cites at least one sentence, as ``[S3]`` (the exact `NOT_SAID` reply excepted)."""
     if not claims:
-        return _result("cited", ["the answer is empty; answer the question, citing the document"], "")
+        return rule_result("cited", ["the answer is empty; answer the question, citing the document"], "")
     uncited = [c for c in claims if not c.cited and not c.not_said]
     faults = []
     if uncited:
@@ -100,7 +96,9 @@ def check_cited(claims: Sequence[Claim]) -> CheckResult:
     if faults:
         faults.append("end every sentence with the ids of the sentences that support it, as [S3] or [S2, S5]")
     said = any(not c.not_said for c in claims)
-    return _result("cited", faults, "every sentence cites the document" if said else f"{NOT_SAID!r} needs no citation")
+    return rule_result(
+        "cited", faults, "every sentence cites the document" if said else f"{NOT_SAID!r} needs no citation"
+    )
 
 
 def check_ids(claims: Sequence[Claim], count: int) -> CheckResult:
@@ -108,8 +106,8 @@ def check_ids(claims: Sequence[Claim], count: int) -> CheckResult:
     absent = sorted({i for c in claims for i in c.cited if not 1 <= i <= count})
     if absent:
         named = ", ".join(f"S{i}" for i in absent[:5])
-        return _result("ids", [f"the document has no sentence {named}; its ids run S1 to S{count}"], "")
-    return _result("ids", [], "every cited id is the document's")
+        return rule_result("ids", [f"the document has no sentence {named}; its ids run S1 to S{count}"], "")
+    return rule_result("ids", [], "every cited id is the document's")
 
 
 def check_quotes(claims: Sequence[Claim], sentences: Sequence[str]) -> CheckResult:
@@ -127,12 +125,14 @@ def check_quotes(claims: Sequence[Claim], sentences: Sequence[str]) -> CheckResu
                 faults.append(f"{shown} is in S{elsewhere[0]}, which its sentence does not cite")
             else:
                 faults.append(f"{shown} is not word for word in any sentence of the document")
-    return _result("quotes", faults, "every quotation is in a sentence it cites")
+    return rule_result("quotes", faults, "every quotation is in a sentence it cites")
 
 
 def check_length(text: str, max_words: int) -> CheckResult:
     """Rule 1: at most ``max_words`` words, the citations not counted."""
     count = len(words(text))
     if count > max_words:
-        return _result("length", [f"{count} words; the limit is {max_words}: cut what the question does not ask"], "")
-    return _result("length", [], f"{count} words")
+        return rule_result(
+            "length", [f"{count} words; the limit is {max_words}: cut what the question does not ask"], ""
+        )
+    return rule_result("length", [], f"{count} words")

@@ -114,7 +114,8 @@ def root_cause_names(reply: Reply, services: Collection[str]) -> tuple[list[str]
     return [service for _, service in sorted(named)], codes
 
 
-def _result(name: str, faults: list[str], fine: str) -> CheckResult:
+def rule_result(name: str, faults: list[str], fine: str) -> CheckResult:
+    """A rule's check: failed with its faults (joined, cut at 500 characters), or passed saying ``fine``."""
     if faults:
         return CheckResult(name=name, passed=False, score=0.0, detail="; ".join(faults)[:500])
     return CheckResult(name=name, passed=True, score=1.0, detail=fine)
@@ -137,32 +138,32 @@ def check_sections(reply: Reply, text: str) -> CheckResult:
         faults.append(f"{len(reply.preamble)} line(s) before the first section; start the reply with 'Summary:'")
     if faults:
         faults.append(f"write each section's label at the start of its line, in plain text: {', '.join(LABELS)}")
-    return _result("sections", faults, "the five sections, in order")
+    return rule_result("sections", faults, "the five sections, in order")
 
 
 def check_summary(reply: Reply, max_words: int) -> CheckResult:
     """Rule 2: the summary has at most ``max_words`` words (and at least one)."""
     if reply.section("Summary:") is None:
-        return _result("summary", ["no single 'Summary:' section to count"], "")
+        return rule_result("summary", ["no single 'Summary:' section to count"], "")
     count = len(words(reply.text_of("Summary:")))
     if count == 0:
-        return _result("summary", ["the summary is empty"], "")
+        return rule_result("summary", ["the summary is empty"], "")
     if count > max_words:
-        return _result("summary", [f"the summary has {count} words; the limit is {max_words}"], "")
-    return _result("summary", [], f"{count} words")
+        return rule_result("summary", [f"the summary has {count} words; the limit is {max_words}"], "")
+    return rule_result("summary", [], f"{count} words")
 
 
 def check_impact(reply: Reply) -> CheckResult:
     """Rule 3: the Impact section is one line in the exact form, with clock times, the start not after the end."""
     lines = reply.section("Impact:")
     if lines is None:
-        return _result("impact", [f"no single 'Impact:' section; write one line: {IMPACT_FORM!r}"], "")
+        return rule_result("impact", [f"no single 'Impact:' section; write one line: {IMPACT_FORM!r}"], "")
     if reply.impact() is not None:
-        return _result("impact", [], "the Impact line has the required form")
+        return rule_result("impact", [], "the Impact line has the required form")
     if any(lines[1:]):
-        return _result("impact", [f"write the Impact section as one line, the label's own: {IMPACT_FORM!r}"], "")
+        return rule_result("impact", [f"write the Impact section as one line, the label's own: {IMPACT_FORM!r}"], "")
     shown = f"Impact: {lines[0]}"[:_SHOWN]
-    return _result("impact", [f"{shown!r} is not {IMPACT_FORM!r} (24-hour times, start not after end)"], "")
+    return rule_result("impact", [f"{shown!r} is not {IMPACT_FORM!r} (24-hour times, start not after end)"], "")
 
 
 def timeline_times(reply: Reply) -> list[str]:
@@ -179,7 +180,7 @@ def check_timeline(reply: Reply, low: int, high: int) -> CheckResult:
     """Rule 4: ``Timeline:`` alone on its line, then ``low`` to ``high`` lines ``- HH:MM event``, in time order."""
     lines = reply.section("Timeline:")
     if lines is None:
-        return _result("timeline", ["no single 'Timeline:' section"], "")
+        return rule_result("timeline", ["no single 'Timeline:' section"], "")
     faults = []
     if lines[0]:
         faults.append("put nothing after 'Timeline:' on its line; each event goes on a line of its own")
@@ -194,24 +195,24 @@ def check_timeline(reply: Reply, low: int, high: int) -> CheckResult:
         faults.append(f"the timeline has {len(events)} event lines; write {low} to {high}")
     if times != sorted(times):
         faults.append("the events are not in time order")
-    return _result("timeline", faults, f"{len(events)} events in time order")
+    return rule_result("timeline", faults, f"{len(events)} events in time order")
 
 
 def check_timeline_times(reply: Reply, minutes: Collection[str]) -> CheckResult:
     """Rule 5: every timeline time is a minute at which the log has a line."""
     times = timeline_times(reply)
     if not times:
-        return _result("timeline_times", ["no '- HH:MM event' line to check against the log"], "")
+        return rule_result("timeline_times", ["no '- HH:MM event' line to check against the log"], "")
     absent = list(dict.fromkeys(at for at in times if at not in minutes))
     if absent:
-        return _result("timeline_times", [f"no log line is at {', '.join(absent)}; use the log's times"], "")
-    return _result("timeline_times", [], "every time is in the log")
+        return rule_result("timeline_times", [f"no log line is at {', '.join(absent)}; use the log's times"], "")
+    return rule_result("timeline_times", [], "every time is in the log")
 
 
 def check_root_cause(reply: Reply, services: Collection[str], codes: Collection[str]) -> CheckResult:
     """Rule 6: ``Root cause:`` names exactly one service of the log and exactly one error code, one of the log's."""
     if reply.section("Root cause:") is None:
-        return _result("root_cause", ["no single 'Root cause:' section"], "")
+        return rule_result("root_cause", ["no single 'Root cause:' section"], "")
     named, written = root_cause_names(reply, services)
     faults = []
     if len(named) != 1:
@@ -222,15 +223,15 @@ def check_root_cause(reply: Reply, services: Collection[str], codes: Collection[
         faults.append(f"it names {len(written)} error codes{listed}; name exactly one, spelt as in the log")
     elif written[0] not in codes:
         faults.append(f"{written[0]} is no error code of the log")
-    return _result("root_cause", faults, "one service and one error code")
+    return rule_result("root_cause", faults, "one service and one error code")
 
 
 def check_word_count(text: str, max_words: int) -> CheckResult:
     """Rule 7: at most ``max_words`` words in all."""
     count = len(words(text))
     if count > max_words:
-        return _result("word_count", [f"{count} words in all; the limit is {max_words}: cut some"], "")
-    return _result("word_count", [], f"{count} words")
+        return rule_result("word_count", [f"{count} words in all; the limit is {max_words}: cut some"], "")
+    return rule_result("word_count", [], f"{count} words")
 
 
 def check_line_length(text: str, max_chars: int) -> CheckResult:
@@ -238,5 +239,5 @@ def check_line_length(text: str, max_chars: int) -> CheckResult:
     long = [(n + 1, len(line)) for n, line in enumerate(text.splitlines()) if len(line) > max_chars]
     if long:
         shown = ", ".join(f"line {n} has {size}" for n, size in long[:5])
-        return _result("line_length", [f"{shown} characters; the limit is {max_chars}"], "")
-    return _result("line_length", [], f"no line over {max_chars} characters")
+        return rule_result("line_length", [f"{shown} characters; the limit is {max_chars}"], "")
+    return rule_result("line_length", [], f"no line over {max_chars} characters")
