@@ -7,8 +7,10 @@ recovers the journal (`redraft.backends._batch_journal.recover_journal`: lines t
 not records are set aside, said in one line); a journal that had to be, or that is
 missing or empty though the run sent batches before (its manifest says so), is lost,
 and the collectors then look for the run's batches in the provider's own list too.
-Role actors find a collector by name through `redraft.services`. When the run stops,
-the driver has it cancel what is still open at the provider, then ends it.
+Role actors find a collector by name through `redraft.services`; so does the run's judge (``--judge``), whose
+judgments then wait for their batch like the loop's calls (grading is never on the loop's critical path), with
+no deadline but ``--batch-wait``. When the run stops, the driver has it cancel what is still open at the provider,
+then ends it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import math
 from typing import Any
 
+from redraft.actors._grading import GRADE_WATCHDOG_S
 from redraft.actors._ray import RayServices, node_id, on_node
 from redraft.backends import (
     JOURNAL,
@@ -30,6 +34,8 @@ from redraft.backends import (
     batchable,
     recover_journal,
 )
+from redraft.backends.anthropic import AnthropicSpec
+from redraft.backends.openai import OpenAISpec
 from redraft.config import Runtime
 from redraft.engine.pools import ROLE_CALL_DEADLINE_S
 from redraft.engine.setup import RoleSetup
@@ -46,12 +52,19 @@ class Batches:
     """The run's collectors (one per endpoint with a batch API; none without ``--batch``)."""
 
     collectors: list[Any]
+    judged: bool = False
+    """The run's judge sends its calls through a collector."""
 
     @property
     def call_deadline_s(self) -> float | None:
         """How long a role call may take: no limit when calls wait hours for their batch (``--batch-wait``
         bounds that)."""
         return None if self.collectors else ROLE_CALL_DEADLINE_S
+
+    @property
+    def grade_watchdog_s(self) -> float:
+        """How long a grader may take on a task: no limit when its judgments wait for their batch."""
+        return math.inf if self.judged else GRADE_WATCHDOG_S
 
 
 def start_batches(setup: RoleSetup, batch: str, store: RunStore, runtime: Runtime) -> tuple[RoleSetup, Batches]:
@@ -66,39 +79,53 @@ def start_batches(setup: RoleSetup, batch: str, store: RunStore, runtime: Runtim
     run = batch_run(store)
     made: dict[str, Any] = {}
 
-    def through_batches(spec: BackendSpec | None) -> BackendSpec | None:
+    def through_batches(spec: BackendSpec) -> BackendSpec:
         inner = batchable(spec)
         if inner is None:
             return spec
         name = collector_name(batch, inner.spec)
         if name not in made:
-            made[name] = (
-                RayServices()
-                .shared(
-                    BatchCollector,
-                    name,
-                    inner,
-                    journal,
-                    settings,
-                    run,
-                    per_node=False,
-                    num_cpus=0,
-                    scheduling_strategy=on_node(node_id()),
-                    max_concurrency=MAX_WAITING,
-                    max_restarts=-1,
-                    max_task_retries=-1,
-                )
-                .handle
-            )
+            made[name] = start_collector(name, inner, journal, settings, run)
         return BatchedSpec(inner, name, journal, settings, run)
 
-    drafter, critic = through_batches(setup.drafter), through_batches(setup.critic)
-    assert drafter is not None and critic is not None
-    setup = dataclasses.replace(setup, drafter=drafter, critic=critic, verifier=through_batches(setup.verifier))
+    verifier, judge = setup.verifier, setup.judge
+    if judge is not None and (judged_by := through_batches(judge.backend)) is not judge.backend:
+        judge = judge.through_batches(judged_by)
+    setup = dataclasses.replace(
+        setup,
+        drafter=through_batches(setup.drafter),
+        critic=through_batches(setup.critic),
+        verifier=through_batches(verifier) if verifier is not None else None,
+        judge=judge,
+    )
     resumed = sum(ray.get([c.resume.remote() for c in made.values()]))
     if resumed:
         log.warning("following %d batch(es) sent by an earlier invocation of this run", resumed)
-    return setup, Batches(list(made.values()))
+    return setup, Batches(list(made.values()), judged=judge is not None and judge.batched)
+
+
+def start_collector(
+    name: str, inner: OpenAISpec | AnthropicSpec, journal: str, settings: BatchSettings, run: BatchRun
+) -> Any:
+    """The endpoint's `BatchCollector`, a named actor on this node (the run directory's), restarted if it dies."""
+    return (
+        RayServices()
+        .shared(
+            BatchCollector,
+            name,
+            inner,
+            journal,
+            settings,
+            run,
+            per_node=False,
+            num_cpus=0,
+            scheduling_strategy=on_node(node_id()),
+            max_concurrency=MAX_WAITING,
+            max_restarts=-1,
+            max_task_retries=-1,
+        )
+        .handle
+    )
 
 
 def batch_run(store: RunStore) -> BatchRun:

@@ -60,7 +60,7 @@ from redraft.actors._attempts import (
 )
 from redraft.actors._clock import RunClock
 from redraft.actors._endpoints import EndpointWatch
-from redraft.actors._grading import GradeStage
+from redraft.actors._grading import GRADE_WATCHDOG_S, GradeStage
 from redraft.actors._leases import Lease
 from redraft.actors._metrics import RunMetrics
 from redraft.backends.pricing import PriceTable, default_prices
@@ -113,6 +113,8 @@ class DispatchRules:
     """The judge grades every candidate, not only the final answer and round 0's leader (a run of one round)."""
     prices: PriceTable = field(default_factory=default_prices)
     """What a judge's calls are priced by, as the arbiters price the loop's."""
+    grade_watchdog: float = GRADE_WATCHDOG_S
+    """How long a grader may take on a task (`redraft.actors._batches.Batches.grade_watchdog_s`)."""
 
 
 class Dispatcher:
@@ -152,7 +154,7 @@ class Dispatcher:
         """Tasks whose loop finished in this run: the evidence that the machinery works for others."""
         """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
         self.check_guard = CheckGuard()
-        self.grading = GradeStage(fleet, clock, self.in_flight, self._write, rules.prices)
+        self.grading = GradeStage(fleet, clock, self.in_flight, self._write, rules.prices, rules.grade_watchdog)
         self.written = 0
         """Tasks written to the run directory by this invocation."""
         self.stop = stop or threading.Event()

@@ -42,6 +42,7 @@ class GradeStage:
         in_flight: dict[Any, Pending],
         write: Write,
         prices: PriceTable | None = None,
+        watchdog_s: float = GRADE_WATCHDOG_S,
     ) -> None:
         self.fleet = fleet
         self.clock = clock
@@ -49,6 +50,9 @@ class GradeStage:
         self.write = write
         self.prices = prices
         """What a judge's calls are priced by (`redraft.engine.grader.graded`)."""
+        self.watchdog_s = watchdog_s
+        """How long a grader may take before it is asked again elsewhere (no limit for a judge whose judgments wait
+        for their provider batch, ``--batch``)."""
 
     def send(self, pending: Pending) -> None:
         """Ask a grader for ``pending``'s grade (its ``grading`` request), a different one at each try."""
@@ -60,7 +64,7 @@ class GradeStage:
             self.written(pending, member.grade_here(request))
             return
         pending.grade_tries += 1
-        pending.deadline = self.clock.now() + GRADE_WATCHDOG_S
+        pending.deadline = self.clock.now() + self.watchdog_s
         self.in_flight[self.fleet.ask_grader(member, encode(request))] = pending
 
     def land(self, ref: Any, pending: Pending) -> None:

@@ -82,7 +82,7 @@ def start_running(
         raise
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=run.budgets.budget_seconds)
     metrics = RunMetrics(store.root.name, hooks.on_in_flight)
-    dispatcher = _dispatcher(run, fleet, store, clock, metrics, hooks)
+    dispatcher = _dispatcher(run, fleet, store, clock, metrics, hooks, batches)
     spans = _live_spans(run, manifest, store)
     return Running(dispatcher, fleets, fleet, batches, ledger, spans)
 
@@ -98,7 +98,13 @@ def _live_spans(run: ResolvedRun, manifest: dict[str, Any], store: RunStore) -> 
 
 
 def _dispatcher(
-    run: ResolvedRun, fleet: Lease, store: RunStore, clock: RunClock, metrics: RunMetrics, hooks: RunHooks
+    run: ResolvedRun,
+    fleet: Lease,
+    store: RunStore,
+    clock: RunClock,
+    metrics: RunMetrics,
+    hooks: RunHooks,
+    batches: Batches,
 ) -> Dispatcher:
     budgets, runtime = run.budgets, run.runtime
     rules = DispatchRules(
@@ -112,6 +118,7 @@ def _dispatcher(
         judged=run.setup.judge is not None,
         judge_every_sample=run.experiment.max_rounds == 1,
         prices=run.settings.prices,
+        grade_watchdog=batches.grade_watchdog_s,
     )
     return Dispatcher(
         fleet,

@@ -4,13 +4,15 @@ The judge grades a task's final answer and round 0's leader (one answer when the
 of a run of one round (`redraft.engine.grader.grade_request`), each ``--judge-repeats`` times. A judgment's
 prompt is the judge's own words and rubric (`JudgeSetup.prompt_chars`), the task and the answer, counted at about
 four characters a token, the answer filling as much of ``--max-tokens`` as the simulated course says; its reply
-fills as much of the judge's token limit. Priced by the run's price table, as the loop's calls are.
+fills as much of the judge's token limit. Priced by the run's price table, as the loop's calls are, at the batch
+price when its calls go through its provider's batch API (``--batch``).
 """
 
 from __future__ import annotations
 
 import math
 
+from redraft.backends import batchable
 from redraft.backends.pricing import PriceTable
 from redraft.engine._costing import Course
 from redraft.engine._money import model_of
@@ -30,9 +32,10 @@ def judge_usage(
     *,
     draft_tokens: int,
     samples: int | None,
+    batch: bool = False,
 ) -> Usage:
     """The judge's calls on ``task`` whose simulated loop ended in ``result``, priced (``samples``: in a run of one
-    round, every sample is judged, and there are this many)."""
+    round, every sample is judged, and there are this many; ``batch``: its calls go through a batch API)."""
     if result.best_round is None:
         answers = 0  # the task ended without a candidate: nothing to grade
     elif samples is not None:
@@ -45,6 +48,7 @@ def judge_usage(
         input_tokens=calls * math.ceil(prompt / CHARS_PER_TOKEN),
         output_tokens=calls * math.ceil(judge.max_tokens * course.fill),
         calls=calls,
+        batch_calls=calls if batch else 0,
     )
     return prices.priced(model_of(judge.backend), usage)
 
@@ -55,7 +59,10 @@ def judged(run: ResolvedRun, task: Task, result: Result, course: Course) -> dict
     if judge is None:
         return {}
     samples = e.samples if e.max_rounds == 1 else None
-    usage = judge_usage(judge, task, result, course, run.settings.prices, draft_tokens=e.max_tokens, samples=samples)
+    batch = run.runtime.batch and batchable(judge.backend) is not None
+    usage = judge_usage(
+        judge, task, result, course, run.settings.prices, draft_tokens=e.max_tokens, samples=samples, batch=batch
+    )
     return {"judge": usage}
 
 

@@ -23,6 +23,7 @@ task: its `Grade` carries the ``error`` and no grades, so the task's grades are 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -82,9 +83,11 @@ class JudgeSetup:
     backend: BackendSpec
     """The judge's model (a comparison asks it for pairwise verdicts too)."""
     grader: type
-    """The grader role's class: ``serve(GradeRequest) -> Grade``, made with ``(*args, cache=, payer=, prompts=)``."""
+    """The grader role's class: ``serve(GradeRequest) -> Grade``, made with ``(backend, *args, cache=, payer=,
+    prompts=)``, and ``deadline_s=None`` when its calls wait for their batch (`batched`)."""
     args: tuple[Any, ...]
-    """Plain data, so it travels to the grader actors (the rubric, validated where it was read, among them)."""
+    """What its grader is made with after its backend: plain data, so it travels to the grader actors (the rubric,
+    validated where it was read, among them)."""
     templates: Prompts
     """The judge's built-in templates: a run's prompts file may give its own entries of them (``judge_...``)."""
     self_judged: bool = False
@@ -95,6 +98,13 @@ class JudgeSetup:
     """Characters of a judgment's prompt besides the task and the answer (its words and the rubric): the estimate's."""
     max_tokens: int = 0
     """The judge's reply's token limit (the estimate's worst case)."""
+    batched: bool = False
+    """Its calls go through its endpoint's provider batches (``--batch``): a judgment waits for its batch, with no
+    deadline of its own (``--batch-wait`` bounds the wait), since grading is never on the loop's critical path."""
+
+    def through_batches(self, backend: BackendSpec) -> JudgeSetup:
+        """This judge with its calls sent through ``backend``, its endpoint's batch collector (`batched`)."""
+        return dataclasses.replace(self, backend=backend, batched=True)
 
 
 GRADERS: Registry[Callable[[JudgeAsk], JudgeSetup]] = Registry("grader", "redraft.graders")

@@ -123,8 +123,9 @@ def role_setup(
     models = {"drafter": drafter, "critic": critic if strategy.critic_role == "critic" else None}
     check_priced(load_prices(config.runtime.prices), models, experiment.usd_per_task is not None)
     escalation(load_prices(config.runtime.prices), drafter, escalate)  # refused here, before anything starts
-    if config.runtime.batch and not any(batchable(s) for s in (drafter, critic, verifier)):
-        shown = ", ".join(sorted({s.spec for s in (drafter, critic) if s is not None}))
+    judged_by = judge.backend if judge else None
+    if config.runtime.batch and not any(batchable(s) for s in (drafter, critic, verifier, judged_by)):
+        shown = ", ".join(sorted({s.spec for s in (drafter, critic, judged_by) if s is not None}))
         raise UserError(
             f"--batch sends model calls through the batch APIs of openai: and anthropic:; this run's models "
             f"({shown}) have none: run it without --batch"
@@ -285,7 +286,10 @@ def grader_constructor(setup: RoleSetup) -> Constructor:
     judge = setup.judge
     if judge is None:
         return (Grader, (setup.scenario,), {})
-    return (judge.grader, judge.args, {"cache": setup.cache, "payer": setup.payer, "prompts": setup.prompts})
+    made: dict[str, Any] = {"cache": setup.cache, "payer": setup.payer, "prompts": setup.prompts}
+    if judge.batched:
+        made["deadline_s"] = None  # a judgment waits for its batch: `--batch-wait` bounds it
+    return (judge.grader, (judge.backend, *judge.args), made)
 
 
 def verifier_backend(setup: RoleSetup, strategy: Strategy) -> BackendSpec | None:

@@ -48,7 +48,7 @@ class JudgeGrader:
         cache: bool = True,
         payer: str = "",
         prompts: Prompts | None = None,
-        deadline_s: float = JUDGE_DEADLINE_S,
+        deadline_s: float | None = JUDGE_DEADLINE_S,
     ) -> None:
         settings = dataclasses.replace(JUDGE_SETTINGS, cache=cache, payer=payer, prompts=prompts)
         self._judge = Judge(backend, rubric, settings)
@@ -124,7 +124,7 @@ def judge_setup(ask: JudgeAsk) -> JudgeSetup:
         repeats=ask.repeats,
         backend=ask.backend,
         grader=JudgeGrader,
-        args=(ask.backend, rubric, ask.repeats),
+        args=(rubric, ask.repeats),
         templates=templates,
         prompt_chars=len(words),
         max_tokens=JUDGE_SETTINGS.max_tokens,

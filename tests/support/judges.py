@@ -165,3 +165,18 @@ def _citing_levels(task_text: str, candidate: str) -> dict[str, str]:
 cited_by_support = _by_levels(_citing_levels, {"faithful": 3, "answers": 2, "supported": 2, "concise": 1})
 """Grades a cited answer by whether it cites anything at all: every top level when it does, every bottom one
 when it does not (a judge built to agree with a label that says "it cites something")."""
+
+
+def answers_seven(request: ChatRequest) -> str:
+    """A drafter (and critic) for arithmetic runs whose grades are the judge's: every answer is 7, the first
+    criterion's pass when the task's answer is 7."""
+    return "3 + 4 = 7\nAnswer: 7"
+
+
+def openai_body_judge(body: dict[str, Any]) -> str:
+    """`faithful` on the suite's fake OpenAI server (``reply_for``, online or in a batch line): an answer is right
+    when it holds ``Answer:``."""
+    schema = body["response_format"]["json_schema"]["schema"]
+    names = schema["properties"]["criteria"]["items"]["properties"]["criterion"]["enum"]
+    level = "good" if "Answer:" in fenced(body["messages"][-1]["content"])[2] else "bad"
+    return json.dumps({"criteria": [{"criterion": c, "level": level, "reason": "because"} for c in names]})
