@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from redraft.judging import JudgeCard, Rubric
+    from redraft.judging import JudgeCard, LabelledAnswer, Rubric
     from redraft.scenarios import Scenario
 
 EXIT_CARD_FAILED = 5
@@ -36,8 +36,17 @@ def _threshold(name: str, side: str) -> Any:
 
 @judge_app.command("calibrate")
 def calibrate_command(
-    tasks: Annotated[Path, typer.Option("--tasks", help="JSON lines: each task's answers, with a label where known.")],
     judge: Annotated[str, typer.Option("--judge", help="The judge's model, as a backend spec (any backend).")],
+    tasks: Annotated[
+        Path | None, typer.Option("--tasks", help="JSON lines: each task's answers, with a label where known.")
+    ] = None,
+    run: Annotated[
+        Path | None,
+        typer.Option("--run", help="A finished run directory: its answers, labelled by its program grades."),
+    ] = None,
+    labels: Annotated[
+        Path | None, typer.Option("--labels", help="With --run: JSON lines, a `label` per `task_id` (yours first).")
+    ] = None,
     rubric: Annotated[
         Path | None, typer.Option("--rubric", help="The rubric, a TOML or JSON file (default: the scenario's own).")
     ] = None,
@@ -56,10 +65,9 @@ def calibrate_command(
     rubric_stability: Annotated[float | None, _threshold("rubric_stability", _AT_LEAST)] = None,
     repeatability: Annotated[float | None, _threshold("repeatability", _AT_LEAST)] = None,
 ) -> None:
-    """Measure a judge on labelled answers and write its card: agreement, kappa, position and length bias,
-    rubric stability and repeatability, each with its interval and a pass."""
-    from redraft.judging import Thresholds, calibrate, judge_of, read_answers, write_card
-    from redraft.scenarios import get_scenario
+    """Measure a judge on labelled answers (a file's, or a finished run's) and write its card: agreement, kappa,
+    position and length bias, rubric stability and repeatability, each with its interval and a pass."""
+    from redraft.judging import Thresholds, calibrate, judge_of, write_card
 
     given = {
         "agreement": agreement,
@@ -70,9 +78,8 @@ def calibrate_command(
         "repeatability": repeatability,
     }
     thresholds = Thresholds(**{name: value for name, value in given.items() if value is not None})
-    named = get_scenario(scenario) if scenario else None
+    answers, named = _answers(tasks, run, labels, scenario)
     made = judge_of(judge, _rubric(rubric, named))
-    answers = read_answers(tasks, named)
     card = calibrate(made, answers, thresholds=thresholds, seed=seed)
     json_path, html_path = write_card(card, out)
     for line in card_lines(card):
@@ -80,6 +87,32 @@ def calibrate_command(
     print(f"wrote {json_path} and {html_path}")
     if not card.passed:
         sys.exit(EXIT_CARD_FAILED)
+
+
+def _answers(
+    tasks: Path | None, run: Path | None, labels: Path | None, scenario: str | None
+) -> tuple[list[LabelledAnswer], Scenario | None]:
+    """The answers to measure the judge on, from ``--tasks`` or ``--run`` (one of them), and the scenario whose
+    rubric is the default; a `UserError` of one line for a mix that does not go together."""
+    from redraft.errors import UserError
+    from redraft.judging import read_answers, read_run_answers
+    from redraft.scenarios import get_scenario
+
+    if (tasks is None) == (run is None):
+        raise UserError("give the answers to measure the judge on: --tasks FILE or --run DIR (one of them)")
+    if labels is not None and run is None:
+        raise UserError("--labels labels a run's tasks: give it with --run DIR (a --tasks file has its own `label`s)")
+    if run is None:
+        assert tasks is not None
+        named = get_scenario(scenario) if scenario else None
+        return read_answers(tasks, named), named
+    if scenario is not None:
+        raise UserError("--run takes its tasks, labels and scenario from the run: leave out --scenario")
+    answers, ran = read_run_answers(run, labels)
+    try:
+        return answers, get_scenario(ran)  # its rubric, where it has one, is the default
+    except UserError:  # a scenario this process cannot make (a check of a module not here): --rubric is needed
+        return answers, None
 
 
 def _rubric(path: Path | None, scenario: Scenario | None) -> Rubric:

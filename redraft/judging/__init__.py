@@ -3,7 +3,7 @@ orders, after the loop and apart from it; and the card that measures a judge bef
 
 `Judge` grades (`Judgment`) and compares (`PairVerdict`); `load_rubric` reads a `Rubric`, `scenario_rubric` finds
 a scenario's own; `calibrate` makes a judge's card (`JudgeCard`, written by `write_card`) from labelled answers
-(`read_answers`).
+(`read_answers`, or a finished run's, `read_run_answers`).
 """
 
 from redraft.judging._figures import Figure
@@ -19,6 +19,7 @@ from redraft.judging.calibration import (
 from redraft.judging.card import CARD_HTML, CARD_JSON, read_card, write_card
 from redraft.judging.judge import JUDGE_SETTINGS, CriterionGrade, Judge, Judgment, PairVerdict, judge_of, judge_prompts
 from redraft.judging.rubric import Criterion, Level, Rubric, load_rubric, reworded, rubric_of, scenario_rubric
+from redraft.judging.run_answers import read_labels, read_run_answers
 
 __all__ = [
     "CARD_HTML",
@@ -43,6 +44,8 @@ __all__ = [
     "load_rubric",
     "read_answers",
     "read_card",
+    "read_labels",
+    "read_run_answers",
     "reworded",
     "rubric_of",
     "scenario_rubric",

@@ -29,7 +29,7 @@ from redraft.engine._patches import parse_edits
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.prompts import built_in
 from redraft.errors import UserError
-from redraft.judging import load_rubric, read_card
+from redraft.judging import load_rubric, read_card, read_labels
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import validate_task_file
 from redraft.scenarios.user_check import user_scenario_name
@@ -215,6 +215,8 @@ def check_data(language: str, text: str, path: Path, workspace: Path) -> None:
             graded = any("feedback" in r for r in records)
             scenario = user_scenario_name(TASK_FILE_CHECK, TASK_FILE_CHECK if graded else None)
             assert validate_task_file(path, get_scenario(scenario)) == len(records)
+        elif all(isinstance(r, dict) and set(r) == {"task_id", "label"} for r in records):
+            assert len(read_labels(path)) == len(records)  # `judge calibrate --run DIR --labels FILE`
         else:
             load_prices(path)
     elif language == "csv":  # a task file: the command that runs it validates it with its --columns

@@ -180,3 +180,26 @@ def openai_body_judge(body: dict[str, Any]) -> str:
     names = schema["properties"]["criteria"]["items"]["properties"]["criterion"]["enum"]
     level = "good" if "Answer:" in fenced(body["messages"][-1]["content"])[2] else "bad"
     return json.dumps({"criteria": [{"criterion": c, "level": level, "reason": "because"} for c in names]})
+
+
+def _sum_is_right(task: str, text: str) -> bool:
+    """Whether ``text``'s answer line is ``a + 1`` for a prompt asking "what is a plus 1?" (the report runs')."""
+    import re
+
+    asked = re.search(r"what is (\d+) plus 1", task)
+    said = re.search(r"Answer:\s*(-?\d+)", text)
+    return bool(asked and said and int(said.group(1)) == int(asked.group(1)) + 1)
+
+
+def arithmetic_faithful(request: ChatRequest) -> str:
+    """Grades the report runs' arithmetic answers as their program grade does (it reads the sum off the prompt),
+    and picks the right one of two whatever the order."""
+    texts = fenced(request.messages[-1].content)
+    if (request.json_schema or {}).get("title") == "grade":
+        return _grade(request, _sum_is_right(texts[0], texts[2]))
+    a, b = _sum_is_right(texts[0], texts[1]), _sum_is_right(texts[0], texts[2])
+    return _pair("tie" if a == b else "first" if a else "second")
+
+
+lenient = _judge(lambda text: True, lambda a, b: "tie")
+"""Passes every answer and ties every pair: it agrees with labels only as often as they say pass."""
