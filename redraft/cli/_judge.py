@@ -67,7 +67,7 @@ def calibrate_command(
 ) -> None:
     """Measure a judge on labelled answers (a file's, or a finished run's) and write its card: agreement, kappa,
     position and length bias, rubric stability and repeatability, each with its interval and a pass."""
-    from redraft.judging import Thresholds, calibrate, judge_of, write_card
+    from redraft.judging import Thresholds, calibrate, judge_of, read_answers, write_card
 
     given = {
         "agreement": agreement,
@@ -78,8 +78,11 @@ def calibrate_command(
         "repeatability": repeatability,
     }
     thresholds = Thresholds(**{name: value for name, value in given.items() if value is not None})
-    answers, named = _answers(tasks, run, labels, scenario)
-    made = judge_of(judge, _rubric(rubric, named))
+    named, answers = _source(tasks, run, labels, scenario)
+    made = judge_of(judge, _rubric(rubric, named))  # a rubric that is not one is refused before any answer is read
+    if answers is None:
+        assert tasks is not None
+        answers = read_answers(tasks, named)
     card = calibrate(made, answers, thresholds=thresholds, seed=seed)
     json_path, html_path = write_card(card, out)
     for line in card_lines(card):
@@ -89,13 +92,13 @@ def calibrate_command(
         sys.exit(EXIT_CARD_FAILED)
 
 
-def _answers(
+def _source(
     tasks: Path | None, run: Path | None, labels: Path | None, scenario: str | None
-) -> tuple[list[LabelledAnswer], Scenario | None]:
-    """The answers to measure the judge on, from ``--tasks`` or ``--run`` (one of them), and the scenario whose
-    rubric is the default; a `UserError` of one line for a mix that does not go together."""
+) -> tuple[Scenario | None, list[LabelledAnswer] | None]:
+    """The scenario whose rubric is the default, and with ``--run`` the run's answers (``--tasks`` is read once the
+    rubric is); a `UserError` of one line for a mix that does not go together."""
     from redraft.errors import UserError
-    from redraft.judging import read_answers, read_run_answers
+    from redraft.judging import read_run_answers
     from redraft.scenarios import get_scenario
 
     if (tasks is None) == (run is None):
@@ -103,16 +106,14 @@ def _answers(
     if labels is not None and run is None:
         raise UserError("--labels labels a run's tasks: give it with --run DIR (a --tasks file has its own `label`s)")
     if run is None:
-        assert tasks is not None
-        named = get_scenario(scenario) if scenario else None
-        return read_answers(tasks, named), named
+        return (get_scenario(scenario) if scenario else None), None
     if scenario is not None:
         raise UserError("--run takes its tasks, labels and scenario from the run: leave out --scenario")
     answers, ran = read_run_answers(run, labels)
     try:
-        return answers, get_scenario(ran)  # its rubric, where it has one, is the default
+        return get_scenario(ran), answers  # its rubric, where it has one, is the default
     except UserError:  # a scenario this process cannot make (a check of a module not here): --rubric is needed
-        return answers, None
+        return None, answers
 
 
 def _rubric(path: Path | None, scenario: Scenario | None) -> Rubric:
