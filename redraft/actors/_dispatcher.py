@@ -154,7 +154,9 @@ class Dispatcher:
         """Tasks whose loop finished in this run: the evidence that the machinery works for others."""
         """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
         self.check_guard = CheckGuard()
-        self.grading = GradeStage(fleet, clock, self.in_flight, self._write, rules.prices, rules.grade_watchdog)
+        self.grading = GradeStage(
+            fleet, clock, self.in_flight, self._write, rules.prices, rules.grade_watchdog, self.metrics
+        )
         self.written = 0
         """Tasks written to the run directory by this invocation."""
         self.stop = stop or threading.Event()

@@ -15,6 +15,7 @@ from typing import Any
 from redraft.actors._attempts import Pending
 from redraft.actors._clock import RunClock
 from redraft.actors._leases import Lease
+from redraft.actors._metrics import RunMetrics
 from redraft.actors._ray import is_actor
 from redraft.backends.pricing import PriceTable
 from redraft.engine.grader import graded
@@ -43,6 +44,7 @@ class GradeStage:
         write: Write,
         prices: PriceTable | None = None,
         watchdog_s: float = GRADE_WATCHDOG_S,
+        metrics: RunMetrics | None = None,
     ) -> None:
         self.fleet = fleet
         self.clock = clock
@@ -53,6 +55,8 @@ class GradeStage:
         self.watchdog_s = watchdog_s
         """How long a grader may take before it is asked again elsewhere (no limit for a judge whose judgments wait
         for their provider batch, ``--batch``)."""
+        self.metrics = metrics or RunMetrics()
+        """Where a judge's priced calls are recorded (the model-call series, role ``judge``)."""
 
     def send(self, pending: Pending) -> None:
         """Ask a grader for ``pending``'s grade (its ``grading`` request), a different one at each try."""
@@ -90,4 +94,6 @@ class GradeStage:
     def written(self, pending: Pending, grade: Grade) -> None:
         """Write a graded task: its loop's frames, the `Grade`, the graded `Result` last."""
         ending, result = graded(decode_as(pending.frames[-1], Result), grade, self.prices)
+        if grade.usage.calls and (judge := result.usage_by_role.get("judge")) is not None:
+            self.metrics.judged(grade.judge or "", judge)  # priced as the task's usage counts it
         self.write([*pending.frames[:-1], *(encode(m) for m in ending)], result)

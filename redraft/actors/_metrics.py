@@ -10,16 +10,17 @@ every series carries the run's id (``run``), so runs sharing a cluster stay apar
 | ``redraft_tasks_done`` | counter | run, outcome (passed, failed, error) | tasks written |
 | ``redraft_tasks_in_flight`` | gauge | run | tasks out on arbiters and graders |
 | ``redraft_tasks_retried`` | counter | run, cause | attempts the machinery's failure ended (each redone) |
-| ``redraft_model_calls`` | counter | run, role, model | model calls, cache hits included |
+| ``redraft_model_calls`` | counter | run, role, model | model calls, cache hits included (role ``judge``: a judge's) |
 | ``redraft_model_cache_hits`` | counter | run, role, model | calls answered by the response cache |
 | ``redraft_model_tokens`` | counter | run, role, model, direction (input, output) | tokens |
-| ``redraft_model_cost_usd`` | counter | run, role, model | USD, priced by the arbiter |
+| ``redraft_model_cost_usd`` | counter | run, role, model | USD, priced by the arbiter (the judge's by the driver) |
 | ``redraft_endpoint_window`` | gauge | run, endpoint | calls an adaptive limiter lets in flight now |
 | ``redraft_endpoint_in_flight`` | gauge | run, endpoint | calls in flight to the endpoint, every run's |
 | ``redraft_endpoint_throttled`` | gauge | run, endpoint | attempts its server throttled (429, 529), all told |
 
-The driver records the task figures and the endpoints' (asking their limiters), the arbiters the model calls (a reply
-replayed to a redone task is not counted again). Outside Ray nothing is recorded.
+The driver records the task figures and the endpoints' (asking their limiters), and a judge's calls (role ``judge``)
+as it writes each judged task; the arbiters record the loop's model calls (a reply replayed to a redone task is not
+counted again). Outside Ray nothing is recorded.
 """
 
 from __future__ import annotations
@@ -85,6 +86,12 @@ class RunMetrics:
                 if value is not None:
                     _metric("gauge", name, description, ("endpoint",)).set(value, tags=tags)
 
+    def judged(self, model: str, usage: Usage) -> None:
+        """A judged task's judge calls (``usage`` priced), in the model-call series under role ``judge``."""
+        if self._on:
+            for name, tags, amount in model_series("judge", model, usage, self.run):
+                _record(name, tags, amount)
+
     def retried(self, cause: str) -> None:
         if self._on:
             counter = _metric(
@@ -115,12 +122,8 @@ class ModelMetrics:
     def call(self, role: str, model: str, usage: Usage) -> None:
         if not self._on:
             return
-        tags = (("run", self.run), ("role", role), ("model", model))
-        self._add("redraft_model_calls", tags, usage.calls)
-        self._add("redraft_model_cache_hits", tags, usage.cache_hits)
-        self._add("redraft_model_tokens", (*tags, ("direction", "input")), usage.input_tokens)
-        self._add("redraft_model_tokens", (*tags, ("direction", "output")), usage.output_tokens)
-        self._add("redraft_model_cost_usd", tags, usage.cost_usd)
+        for name, tags, amount in model_series(role, model, usage, self.run):
+            self._add(name, tags, amount)
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.FLUSH_S, self.flush)
 
@@ -136,8 +139,29 @@ class ModelMetrics:
             self._timer = None
         pending, self._pending = self._pending, {}
         for (name, tags), amount in pending.items():
-            description, keys = _MODEL_SERIES[name]
-            _metric("counter", name, description, keys).inc(amount, tags=dict(tags))
+            _record(name, tags, amount)
+
+
+Series = tuple[str, tuple[tuple[str, str], ...], float]
+"""A model-call counter's name, tags and increment."""
+
+
+def model_series(role: str, model: str, usage: Usage, run: str) -> list[Series]:
+    """What one priced call (or several, summed) adds to each model-call counter."""
+    tags = (("run", run), ("role", role), ("model", model))
+    return [
+        ("redraft_model_calls", tags, usage.calls),
+        ("redraft_model_cache_hits", tags, usage.cache_hits),
+        ("redraft_model_tokens", (*tags, ("direction", "input")), usage.input_tokens),
+        ("redraft_model_tokens", (*tags, ("direction", "output")), usage.output_tokens),
+        ("redraft_model_cost_usd", tags, usage.cost_usd),
+    ]
+
+
+def _record(name: str, tags: tuple[tuple[str, str], ...], amount: float) -> None:
+    if amount:
+        description, keys = _MODEL_SERIES[name]
+        _metric("counter", name, description, keys).inc(amount, tags=dict(tags))
 
 
 _MODEL_SERIES: dict[str, tuple[str, tuple[str, ...]]] = {

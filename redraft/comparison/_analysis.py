@@ -100,7 +100,10 @@ class PairwiseFigures(msgspec.Struct, frozen=True, kw_only=True):
     difference: Difference
     """a's share of wins less b's, by the exact test over the tasks."""
     usage: Usage = Usage()
-    """What the judge's pairwise calls spent (tokens and calls; not priced)."""
+    """What the judge's pairwise calls spent, priced by the comparison's price table (the comparison's grading
+    cost, apart from the arms')."""
+    unpriced: list[str] = []
+    """The judge's models the price table does not know: their calls are counted at 0 USD."""
 
     def said(self) -> str:
         """The figures in one line, for the terminal's notes."""
@@ -187,6 +190,20 @@ class Comparison(msgspec.Struct, kw_only=True):
     """Who graded every lane when a judge did (``--judge``), and its card (None: the scenario's grade)."""
     pairwise: list[PairwiseFigures] = []
     """Each pair of arms' final answers judged against each other (``--pairwise``; `redraft.comparison._pairwise`)."""
+    grading: Usage = Usage()
+    """What grading the comparison itself spent: its pairwise judgments, priced. Apart from every arm's usage,
+    which it never enters: the arms stay matched on their own spend."""
+
+    def grading_said(self) -> str | None:
+        """The comparison's grading cost in one line (None when it spent nothing)."""
+        if not self.grading.calls:
+            return None
+        unpriced = sorted({m for figures in self.pairwise for m in figures.unpriced})
+        unknown = f" (unpriced: {', '.join(unpriced)})" if unpriced else ""
+        return (
+            f"grading: the pairwise judgments cost ${self.grading.cost_usd:.4f}{unknown} over {self.grading.calls} "
+            "judge calls, apart from the arms' costs (each arm's is its own spend)"
+        )
 
     @property
     def rate_name(self) -> str:

@@ -19,7 +19,7 @@ from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
 from redraft.engine.setup import BackendOverrides, with_check
 from redraft.errors import UserError, unknown_name
 from redraft.judging import read_card
-from redraft.protocols.messages import Result
+from redraft.protocols.messages import Result, Usage
 from redraft.scenarios.user_check import CheckFunction
 
 MATCHES: tuple[Match, ...] = ("calls", "tokens", "usd")
@@ -139,7 +139,9 @@ def write(
     comparison = build(plan, match, judged)
     if pairwise and judged is not None:
         comparison.pairwise = judged_pairs(plan, judged[0])
+        comparison.grading = sum((figures.usage for figures in comparison.pairwise), Usage())
         comparison.notes += [figures.said() for figures in comparison.pairwise]
+        comparison.notes += [said] if (said := comparison.grading_said()) is not None else []
     if baseline is not None:
         comparison.gate = held_against(comparison, read_json(baseline), str(baseline))
     written = [(lane, report(plan.out / lane.label)) for lane in plan.lanes()]

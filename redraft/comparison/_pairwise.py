@@ -9,7 +9,9 @@ the tasks (`redraft.stats.paired`: only the decisive verdicts inform it, as only
 pass-rate difference), so its p value and interval say as much as the wins can.
 
 The judgments are asked here, after every lane has finished, through the response cache (a comparison run again
-asks nothing it asked before); what they spent is counted apart from the arms' figures, which they do not touch.
+asks nothing it asked before); what they spent, priced by the comparison's price table as the lanes' calls are, is
+the comparison's own grading cost (`Comparison.grading`), counted apart from the arms' figures, which they do not
+touch: the arms stay matched on their own spend.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 
+from redraft.backends.pricing import PriceTable, load_prices
 from redraft.comparison._analysis import Difference, PairwiseFigures
 from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.engine import run_blocking
@@ -43,11 +46,13 @@ def pairwise(plan: ComparePlan, judge: JudgeSetup, *, parallel: int = PARALLEL) 
     asker = Judge(judge.backend, None, settings)
     answers = {lane.arm: _answers(RunReader(plan.out / lane.label)) for lane in plan.lanes() if lane.repeat == 0}
     arms = [name for name in answers if name != BASELINE]
-    return run_blocking(_all(asker, [(a, b) for a, b in itertools.combinations(arms, 2)], answers, parallel))
+    prices = load_prices(plan.base.runtime.prices)
+    pairs = [(a, b) for a, b in itertools.combinations(arms, 2)]
+    return run_blocking(_all(asker, pairs, answers, parallel, prices))
 
 
 async def _all(
-    judge: Judge, pairs: Sequence[tuple[str, str]], answers: dict[str, Answers], parallel: int
+    judge: Judge, pairs: Sequence[tuple[str, str]], answers: dict[str, Answers], parallel: int, prices: PriceTable
 ) -> list[PairwiseFigures]:
     limit = asyncio.Semaphore(parallel)
 
@@ -59,11 +64,11 @@ async def _all(
     for a, b in pairs:
         shared = [t for t in answers[a] if t in answers[b]]
         verdicts = await asyncio.gather(*(one(answers[a][t][0], answers[a][t][1], answers[b][t][1]) for t in shared))
-        figures.append(_figures(a, b, list(verdicts)))
+        figures.append(_figures(a, b, list(verdicts), prices))
     return figures
 
 
-def _figures(a: str, b: str, verdicts: list[PairVerdict]) -> PairwiseFigures:
+def _figures(a: str, b: str, verdicts: list[PairVerdict], prices: PriceTable) -> PairwiseFigures:
     ours = [float(v.winner == "a") for v in verdicts]
     theirs = [float(v.winner == "b") for v in verdicts]
     return PairwiseFigures(
@@ -76,7 +81,8 @@ def _figures(a: str, b: str, verdicts: list[PairVerdict]) -> PairwiseFigures:
         flips=sum(v.flipped for v in verdicts),
         invalid=sum(None in v.orders for v in verdicts),
         difference=Difference.of(a, b, paired(ours, theirs)),
-        usage=sum((v.usage for v in verdicts), Usage()),
+        usage=sum((prices.priced(v.model, v.usage) for v in verdicts), Usage()),
+        unpriced=sorted({v.model for v in verdicts if v.usage.calls and not prices.known(v.model)}),
     )
 
 

@@ -64,6 +64,8 @@ class PairVerdict(msgspec.Struct, frozen=True, kw_only=True):
     orders: tuple[Winner | None, Winner | None]
     """The verdict in the order (a, b), then in the order (b, a), each by answer; None where the reply was invalid."""
     usage: Usage = Usage()
+    model: str = ""
+    """The judge's model as its replies named it (what its calls are priced by)."""
     error: str | None = None
 
 
@@ -126,26 +128,27 @@ class Judge:
 
     async def compare(self, task: Task, a: str, b: str, *, seed: int = 0) -> PairVerdict:
         """Which of ``a`` and ``b`` answers ``task`` better, asked in both orders (see the module docstring)."""
-        (ab, usage_ab, error_ab), (ba, usage_ba, error_ba) = await asyncio.gather(
+        (ab, error_ab, done_ab), (ba, error_ba, done_ba) = await asyncio.gather(
             self._pair(task, a, b, seed), self._pair(task, b, a, seed)
         )
         in_a_b = _AS_SHOWN.get(ab or "")
         in_b_a = _SWAPPED.get(ba or "")
         orders = (in_a_b, in_b_a)
-        usage = usage_ab + usage_ba
+        usage, model = done_ab.usage + done_ba.usage, done_ab.model or done_ba.model
         if in_a_b is None or in_b_a is None:
-            return PairVerdict(winner="tie", flipped=False, orders=orders, usage=usage, error=error_ab or error_ba)
+            error = error_ab or error_ba
+            return PairVerdict(winner="tie", flipped=False, orders=orders, usage=usage, model=model, error=error)
         flipped = in_a_b != in_b_a
         winner: Winner = "tie" if flipped else in_a_b
-        return PairVerdict(winner=winner, flipped=flipped, orders=orders, usage=usage)
+        return PairVerdict(winner=winner, flipped=flipped, orders=orders, usage=usage, model=model)
 
-    async def _pair(self, task: Task, first: str, second: str, seed: int) -> tuple[str | None, Usage, str | None]:
+    async def _pair(self, task: Task, first: str, second: str, seed: int) -> tuple[str | None, str | None, Completion]:
         user = self._prompts.render("judge_pair_user", task=task.prompt, first=first, second=second)
         completion = await self._ask("judge_pair_system", user, seed, pair_schema())
         try:
-            return parse_pair(completion.text).winner, completion.usage, None
+            return parse_pair(completion.text).winner, None, completion
         except JudgeAnswerError as exc:
-            return None, completion.usage, str(exc)
+            return None, str(exc), completion
 
     async def _ask(self, system: str, user: str, seed: int, schema: dict[str, Any]) -> Completion:
         messages = [

@@ -174,9 +174,12 @@ def answers_seven(request: ChatRequest) -> str:
 
 
 def openai_body_judge(body: dict[str, Any]) -> str:
-    """`faithful` on the suite's fake OpenAI server (``reply_for``, online or in a batch line): an answer is right
-    when it holds ``Answer:``."""
+    """A judge on the suite's fake OpenAI server (``reply_for``, online or in a batch line): an answer is right
+    when it holds ``Answer:``; of two, the one that does, or a tie."""
     schema = body["response_format"]["json_schema"]["schema"]
+    if schema.get("title") != "grade":
+        first, second = ("Answer:" in text for text in fenced(body["messages"][-1]["content"])[1:3])
+        return _pair("tie" if first == second else "first" if first else "second")
     names = schema["properties"]["criteria"]["items"]["properties"]["criterion"]["enum"]
     level = "good" if "Answer:" in fenced(body["messages"][-1]["content"])[2] else "bad"
     return json.dumps({"criteria": [{"criterion": c, "level": level, "reason": "because"} for c in names]})

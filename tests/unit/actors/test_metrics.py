@@ -6,6 +6,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+import msgspec
 import pytest
 
 from redraft.actors import _metrics as metrics
@@ -98,3 +99,30 @@ def test_without_a_run_nothing_is_recorded(recorded: Recorded) -> None:
 
     asyncio.run(task())
     assert recorded.records == 0
+
+
+def test_a_judged_task_s_judge_calls_are_recorded_under_role_judge_priced_as_its_usage(recorded: Recorded) -> None:
+    from redraft.actors._attempts import Pending, TaskAttempts, error_result
+    from redraft.actors._clock import RunClock
+    from redraft.actors._grading import GradeStage
+    from redraft.actors._metrics import RunMetrics
+    from redraft.protocols.messages import CandidateGrade, Grade, Task, encode
+
+    task = Task(task_id="t", scenario="cited_answer", prompt="?")
+    figures = RunMetrics("run-1")
+    figures._on = True
+    written: list[Any] = []
+    stage = GradeStage(None, RunClock(started=0.0), {}, lambda f, r: written.append(r), metrics=figures)  # type: ignore[arg-type]
+    loop = error_result(task, "", "")
+    pending = Pending(task, 0, None, deadline=1e9, attempts=TaskAttempts(), frames=[encode(task), encode(loop)])
+    usage = Usage(input_tokens=1_000_000, output_tokens=100_000, calls=3)
+    grade = Grade(task_id="t", grades=[CandidateGrade(round=0, sample=0, score=1.0, passed=True)], judge="gpt-4o")
+    stage.written(pending, msgspec.structs.replace(grade, usage=usage))
+    [result] = written
+    judge = result.usage_by_role["judge"]
+    assert judge.cost_usd > 0  # priced by the built-in table
+    assert recorded.totals[key("redraft_model_calls", role="judge", model="gpt-4o")] == 3
+    assert recorded.totals[key("redraft_model_cost_usd", role="judge", model="gpt-4o")] == judge.cost_usd
+    assert recorded.totals[key("redraft_model_tokens", role="judge", model="gpt-4o", direction="input")] == 1_000_000
+    stage.written(pending, grade)  # a program's grade (no judge calls): nothing recorded
+    assert recorded.records == 4

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from redraft.judging import Figure, JudgeCard, Thresholds, judge_prompts, write_
 from redraft.protocols.messages import Result, encode
 from redraft.rundir import RunStore
 from tests.support import judges
+from tests.support.fake_llm_servers import FakeLLMServer
 from tests.support.harness import scripted_arbiter
 from tests.support.resolved import manifest_for
 from tests.unit.comparison.test_compare_feedback_basis import CHECK, TASKS, lane, model
@@ -271,3 +273,49 @@ def test_pairwise_or_a_judge_card_without_a_judge_is_refused_in_one_line(
     assert lanes_here == []
     assert in_process(*compare_args(tmp_path / "out", tasks, "--judge-card", str(tmp_path))) != 0
     assert "--judge-card is the card of the comparison's judge" in capsys.readouterr().err and lanes_here == []
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    """A priced judge model behind the real SDK (the suite's fake server on 127.0.0.1)."""
+    with FakeLLMServer() as fake:
+        fake.model, fake.reply_for = "gpt-4o", judges.openai_body_judge
+        yield fake
+
+
+def test_the_pairwise_judgments_are_priced_as_the_comparison_s_grading_cost_apart_from_the_arms(
+    tmp_path: Path,
+    tasks: Path,
+    rubric: Path,
+    server: FakeLLMServer,
+    lanes_here: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-4o": {"input": 1000.0, "output": 4000.0}}))
+    fair = f"openai-compatible:gpt-4o@{server.openai_base_url}"
+    judged = ("--judge", fair, "--rubric", str(rubric), "--prices", str(prices))
+
+    def two_arms(out: Path, *extra: str) -> list[str]:
+        args = compare_args(out, tasks, *judged, *extra)
+        return [*args[: args.index("--arms") + 1], "adversarial,self_refine", *args[args.index("--arms") + 2 :]]
+
+    assert in_process(*two_arms(tmp_path / "plain")) in (0, 4)
+    assert in_process(*two_arms(tmp_path / "paired", "--pairwise")) in (0, 4)
+    said = capsys.readouterr().out
+    plain = json.loads((tmp_path / "plain" / "comparison.json").read_text())
+    paired = json.loads((tmp_path / "paired" / "comparison.json").read_text())
+    [pair] = paired["pairwise"]
+    grading = paired["grading"]
+    assert grading["calls"] == pair["usage"]["calls"] == 2 * pair["pairs"] > 0  # both orders of each task
+    assert grading["cost_usd"] == pair["usage"]["cost_usd"] > 0 and pair["unpriced"] == []
+    expected = (grading["input_tokens"] * 1000.0 + grading["output_tokens"] * 4000.0) / 1e6
+    assert grading["cost_usd"] == pytest.approx(expected)  # priced by the comparison's own table
+    assert plain["grading"]["calls"] == 0
+    spend = ("total_calls", "total_usd", "mean_usd", "compared_cost")
+    assert [[a[k] for k in spend] for a in paired["arms"]] == [[a[k] for k in spend] for a in plain["arms"]]
+    assert paired["baselines"] == plain["baselines"]  # the arms' spend, and the baselines matched to it, untouched
+    assert sum(a["total_usd"] for a in paired["arms"]) > 0  # the judge's grades are in the arms' spend, its pairs not
+    line = f"grading: the pairwise judgments cost ${grading['cost_usd']:.4f} over {grading['calls']} judge calls"
+    assert line in said and line in paired["notes"][-1]
+    assert line in (tmp_path / "paired" / "comparison.html").read_text()
