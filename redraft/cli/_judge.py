@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from redraft.judging import JudgeCard, LabelledAnswer, Rubric
+    from redraft.judging import JudgeCard, LabelledAnswer, Rewording, Rubric
     from redraft.scenarios import Scenario
 
 EXIT_CARD_FAILED = 5
@@ -34,19 +34,21 @@ def _threshold(name: str, side: str) -> Any:
     return typer.Option(f"--{name.replace('_', '-')}", help=f"{name}: {side} (default: the card's).")
 
 
+_RUN = typer.Option("--run", help="A finished run directory: its answers, labelled by its program grades.")
+_LABELS = typer.Option("--labels", help="With --run: JSON lines, a `label` per `task_id` (yours first).")
+_REWORDINGS = typer.Option("--rewordings", help="Your rewordings of the rubric (JSON or TOML); no model is then asked.")
+_REWORD_MODEL = typer.Option("--reword-model", help="The model that rewords the rubric (default: the judge's).")
+_REWORD_COUNT = typer.Option("--reword-count", min=0, help="Rewordings a model writes (0: none, the layout's only).")
+
+
 @judge_app.command("calibrate")
 def calibrate_command(
     judge: Annotated[str, typer.Option("--judge", help="The judge's model, as a backend spec (any backend).")],
     tasks: Annotated[
         Path | None, typer.Option("--tasks", help="JSON lines: each task's answers, with a label where known.")
     ] = None,
-    run: Annotated[
-        Path | None,
-        typer.Option("--run", help="A finished run directory: its answers, labelled by its program grades."),
-    ] = None,
-    labels: Annotated[
-        Path | None, typer.Option("--labels", help="With --run: JSON lines, a `label` per `task_id` (yours first).")
-    ] = None,
+    run: Annotated[Path | None, _RUN] = None,
+    labels: Annotated[Path | None, _LABELS] = None,
     rubric: Annotated[
         Path | None, typer.Option("--rubric", help="The rubric, a TOML or JSON file (default: the scenario's own).")
     ] = None,
@@ -58,6 +60,9 @@ def calibrate_command(
         "judge-card"
     ),
     seed: Annotated[int, typer.Option(help="Seed of the judge's calls and of kappa's bootstrap.")] = 0,
+    rewordings: Annotated[Path | None, _REWORDINGS] = None,
+    reword_model: Annotated[str | None, _REWORD_MODEL] = None,
+    reword_count: Annotated[int, _REWORD_COUNT] = 2,
     agreement: Annotated[float | None, _threshold("agreement", _AT_LEAST)] = None,
     kappa: Annotated[float | None, _threshold("kappa", _AT_LEAST)] = None,
     position_flip_rate: Annotated[float | None, _threshold("position_flip_rate", _AT_MOST)] = None,
@@ -67,7 +72,7 @@ def calibrate_command(
 ) -> None:
     """Measure a judge on labelled answers (a file's, or a finished run's) and write its card: agreement, kappa,
     position and length bias, rubric stability and repeatability, each with its interval and a pass."""
-    from redraft.judging import Thresholds, calibrate, judge_of, read_answers, write_card
+    from redraft.judging import Thresholds, calibrate, judge_of, write_card
 
     given = {
         "agreement": agreement,
@@ -78,18 +83,30 @@ def calibrate_command(
         "repeatability": repeatability,
     }
     thresholds = Thresholds(**{name: value for name, value in given.items() if value is not None})
-    named, answers = _source(tasks, run, labels, scenario)
-    made = judge_of(judge, _rubric(rubric, named))  # a rubric that is not one is refused before any answer is read
-    if answers is None:
-        assert tasks is not None
-        answers = read_answers(tasks, named)
-    card = calibrate(made, answers, thresholds=thresholds, seed=seed)
+    chosen, answers = _inputs(tasks, run, labels, scenario, rubric)
+    words = _rewordings(chosen, rewordings, reword_model or judge, reword_count)
+    card = calibrate(judge_of(judge, chosen), answers, thresholds=thresholds, seed=seed, rewordings=words)
     json_path, html_path = write_card(card, out)
     for line in card_lines(card):
         print(line)
     print(f"wrote {json_path} and {html_path}")
     if not card.passed:
         sys.exit(EXIT_CARD_FAILED)
+
+
+def _inputs(
+    tasks: Path | None, run: Path | None, labels: Path | None, scenario: str | None, rubric: Path | None
+) -> tuple[Rubric, list[LabelledAnswer]]:
+    """The rubric to judge by and the answers to measure the judge on (a rubric that is not one is refused before
+    a ``--tasks`` file is read)."""
+    from redraft.judging import read_answers
+
+    named, answers = _source(tasks, run, labels, scenario)
+    chosen = _rubric(rubric, named)
+    if answers is None:
+        assert tasks is not None
+        answers = read_answers(tasks, named)
+    return chosen, answers
 
 
 def _source(
@@ -114,6 +131,21 @@ def _source(
         return get_scenario(ran), answers  # its rubric, where it has one, is the default
     except UserError:  # a scenario this process cannot make (a check of a module not here): --rubric is needed
         return None, answers
+
+
+def _rewordings(rubric: Rubric, path: Path | None, model: str, count: int) -> list[Rewording]:
+    """The user's rewordings of ``rubric`` (``--rewordings``), which keep priority, else ``count`` of ``model``'s
+    (each it could not write said in one line, and left out)."""
+    from redraft.judging import load_rewordings, rewordings_by
+
+    if path is not None:
+        return load_rewordings(path, rubric)
+    if count == 0:
+        return []
+    made, left_out = rewordings_by(model, rubric, count)
+    for why in left_out:
+        print(f"redraft: warning: {why}", file=sys.stderr)
+    return made
 
 
 def _rubric(path: Path | None, scenario: Scenario | None) -> Rubric:

@@ -21,13 +21,12 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 
-from redraft.backends.pricing import PriceTable, load_prices
 from redraft.comparison._analysis import Difference, PairwiseFigures
 from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.engine import run_blocking
 from redraft.engine.grader import JudgeSetup
-from redraft.judging import JUDGE_SETTINGS, Judge, PairVerdict
-from redraft.protocols.messages import Result, Task, Usage
+from redraft.judging import JUDGE_SETTINGS, Judge, PairVerdict, priced_verdicts
+from redraft.protocols.messages import Result, Task
 from redraft.rundir.frames import KnownFrame
 from redraft.rundir.reader import RunReader
 from redraft.stats import paired
@@ -46,13 +45,13 @@ def pairwise(plan: ComparePlan, judge: JudgeSetup, *, parallel: int = PARALLEL) 
     asker = Judge(judge.backend, None, settings)
     answers = {lane.arm: _answers(RunReader(plan.out / lane.label)) for lane in plan.lanes() if lane.repeat == 0}
     arms = [name for name in answers if name != BASELINE]
-    prices = load_prices(plan.base.runtime.prices)
+    prices = plan.base.runtime.prices
     pairs = [(a, b) for a, b in itertools.combinations(arms, 2)]
     return run_blocking(_all(asker, pairs, answers, parallel, prices))
 
 
 async def _all(
-    judge: Judge, pairs: Sequence[tuple[str, str]], answers: dict[str, Answers], parallel: int, prices: PriceTable
+    judge: Judge, pairs: Sequence[tuple[str, str]], answers: dict[str, Answers], parallel: int, prices: str | None
 ) -> list[PairwiseFigures]:
     limit = asyncio.Semaphore(parallel)
 
@@ -68,7 +67,8 @@ async def _all(
     return figures
 
 
-def _figures(a: str, b: str, verdicts: list[PairVerdict], prices: PriceTable) -> PairwiseFigures:
+def _figures(a: str, b: str, verdicts: list[PairVerdict], prices: str | None) -> PairwiseFigures:
+    usage, unpriced = priced_verdicts(verdicts, prices)
     ours = [float(v.winner == "a") for v in verdicts]
     theirs = [float(v.winner == "b") for v in verdicts]
     return PairwiseFigures(
@@ -81,8 +81,8 @@ def _figures(a: str, b: str, verdicts: list[PairVerdict], prices: PriceTable) ->
         flips=sum(v.flipped for v in verdicts),
         invalid=sum(None in v.orders for v in verdicts),
         difference=Difference.of(a, b, paired(ours, theirs)),
-        usage=sum((prices.priced(v.model, v.usage) for v in verdicts), Usage()),
-        unpriced=sorted({v.model for v in verdicts if v.usage.calls and not prices.known(v.model)}),
+        usage=usage,
+        unpriced=unpriced,
     )
 
 

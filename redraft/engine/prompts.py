@@ -130,10 +130,10 @@ def built_in() -> Prompts:
     return templates_of("redraft.engine")
 
 
-def templates_of(package: str) -> Prompts:
-    """The templates of ``package``'s ``prompts.toml``, in this file's format (a room with a role of its own, such
-    as the judge's, keeps its prompts beside it and versioned the same way)."""
-    data = tomllib.loads(resources.files(package).joinpath("prompts.toml").read_text(encoding="utf-8"))
+def templates_of(package: str, file: str = "prompts.toml") -> Prompts:
+    """The templates of ``package``'s ``file``, in this file's format (a room with a role of its own, such as the
+    judge's, keeps its prompts beside it and versioned the same way)."""
+    data = tomllib.loads(resources.files(package).joinpath(file).read_text(encoding="utf-8"))
     return Prompts(
         {
             name: _Template(int(entry["version"]), Template(entry["text"]), frozenset(entry.get("data", [])))

@@ -17,7 +17,24 @@ from redraft.judging.calibration import (
     calibrate_async,
 )
 from redraft.judging.card import CARD_HTML, CARD_JSON, read_card, write_card
-from redraft.judging.judge import JUDGE_SETTINGS, CriterionGrade, Judge, Judgment, PairVerdict, judge_of, judge_prompts
+from redraft.judging.judge import (
+    JUDGE_SETTINGS,
+    CriterionGrade,
+    Judge,
+    Judgment,
+    PairVerdict,
+    judge_of,
+    judge_prompts,
+    priced_verdicts,
+)
+from redraft.judging.rewording import (
+    REWORDINGS_FILE,
+    Rewording,
+    layout_rewordings,
+    load_rewordings,
+    model_rewordings,
+    rewordings_by,
+)
 from redraft.judging.rubric import Criterion, Level, Rubric, load_rubric, reworded, rubric_of, scenario_rubric
 from redraft.judging.run_answers import read_labels, read_run_answers
 
@@ -26,6 +43,7 @@ __all__ = [
     "CARD_JSON",
     "JUDGE_SETTINGS",
     "PADDING",
+    "REWORDINGS_FILE",
     "Criterion",
     "CriterionGrade",
     "Figure",
@@ -35,18 +53,24 @@ __all__ = [
     "LabelledAnswer",
     "Level",
     "PairVerdict",
+    "Rewording",
     "Rubric",
     "Thresholds",
     "calibrate",
     "calibrate_async",
     "judge_of",
     "judge_prompts",
+    "layout_rewordings",
+    "load_rewordings",
     "load_rubric",
+    "model_rewordings",
+    "priced_verdicts",
     "read_answers",
     "read_card",
     "read_labels",
     "read_run_answers",
     "reworded",
+    "rewordings_by",
     "rubric_of",
     "scenario_rubric",
     "write_card",

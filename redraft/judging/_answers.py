@@ -81,7 +81,7 @@ def pair_schema() -> dict[str, Any]:
 def parse_levels(text: str, rubric: Rubric) -> dict[str, tuple[str, str]]:
     """Criterion -> (level, reason) from a judge's reply; `JudgeAnswerError` unless it names one known level
     for every criterion of ``rubric``."""
-    answer = _decoded(_rubric_decoder, text, "a rubric grade")
+    answer = decoded(_rubric_decoder, text, "a rubric grade")
     chosen: dict[str, tuple[str, str]] = {}
     for entry in answer.criteria:
         criterion = next((c for c in rubric.criteria if c.name == entry.criterion), None)
@@ -96,10 +96,11 @@ def parse_levels(text: str, rubric: Rubric) -> dict[str, tuple[str, str]]:
 
 def parse_pair(text: str) -> PairAnswer:
     """A pairwise verdict from a judge's reply; `JudgeAnswerError` if it is not one."""
-    return _decoded(_pair_decoder, text, "a pairwise verdict")
+    return decoded(_pair_decoder, text, "a pairwise verdict")
 
 
-def _decoded(decoder: msgspec.json.Decoder[T], text: str, what: str) -> T:
+def decoded(decoder: msgspec.json.Decoder[T], text: str, what: str) -> T:
+    """``text`` (a model's reply, fenced in a code block or not) decoded; `JudgeAnswerError` if it is not ``what``."""
     cleaned = _FENCE.sub("", text.strip()).translate(_CONTROL)
     try:
         return bounded(decoder.decode, cleaned, what=what)

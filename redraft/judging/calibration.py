@@ -10,8 +10,8 @@ pass against a threshold, `Thresholds`):
   order is swapped (pairs of a passing and a failing answer where labels tell them apart);
 - ``length_bias``: the share of answers whose score rises when the same answer is padded with neutral text
   that adds nothing (`PADDING`);
-- ``rubric_stability``: the share of verdicts that stay the same when the rubric is reworded
-  (`redraft.judging.rubric.reworded`);
+- ``rubric_stability``: the share of verdicts that stay the same when the rubric is reworded: its layout
+  changed, and in the user's or a model's words where given (`redraft.judging.rewording`; each kept on the card);
 - ``repeatability``: the share of verdicts that stay the same when the same judgment is asked again (with
   another seed, so the response cache does not answer it).
 
@@ -31,7 +31,8 @@ import msgspec
 
 from redraft.judging._figures import Figure, kappa, share
 from redraft.judging.judge import Judge, Judgment, PairVerdict
-from redraft.judging.rubric import Rubric, reworded
+from redraft.judging.rewording import Rewording, layout_rewordings
+from redraft.judging.rubric import Rubric
 from redraft.protocols.messages import Task
 
 T = TypeVar("T")
@@ -86,6 +87,8 @@ class JudgeCard(msgspec.Struct, frozen=True, kw_only=True):
     """Judgments whose reply was not a valid answer (left out of the figures)."""
     thresholds: Thresholds
     seed: int
+    rewordings: list[Rewording] = []
+    """The rubric as the rubric stability figure reworded it (its layout's, the user's or a model's words)."""
 
 
 @dataclass
@@ -95,6 +98,7 @@ class _Asked:
     first: list[Judgment] = field(default_factory=list)
     again: list[Judgment] = field(default_factory=list)
     padded: list[Judgment] = field(default_factory=list)
+    rewordings: list[Rewording] = field(default_factory=list)
     reworded: list[list[Judgment]] = field(default_factory=list)
     pairs: list[PairVerdict] = field(default_factory=list)
 
@@ -106,9 +110,13 @@ def calibrate(
     thresholds: Thresholds | None = None,
     seed: int = 0,
     parallel: int = 8,
+    rewordings: Sequence[Rewording] = (),
 ) -> JudgeCard:
-    """``judge``'s card from ``answers`` (see the module docstring); the judge must have a rubric."""
-    return asyncio.run(calibrate_async(judge, answers, thresholds=thresholds, seed=seed, parallel=parallel))
+    """``judge``'s card from ``answers`` (see the module docstring); the judge must have a rubric. ``rewordings``:
+    the rubric in other words (the user's or a model's, `redraft.judging.rewording`), beside its layout's."""
+    return asyncio.run(
+        calibrate_async(judge, answers, thresholds=thresholds, seed=seed, parallel=parallel, rewordings=rewordings)
+    )
 
 
 async def calibrate_async(
@@ -118,15 +126,23 @@ async def calibrate_async(
     thresholds: Thresholds | None = None,
     seed: int = 0,
     parallel: int = 8,
+    rewordings: Sequence[Rewording] = (),
 ) -> JudgeCard:
     """`calibrate` in a running event loop."""
     if judge.rubric is None:
         raise ValueError("a judge's card is measured with a rubric: give the judge one")
-    asked = await _ask(judge, answers, seed, asyncio.Semaphore(parallel))
+    every = [*layout_rewordings(judge.rubric), *rewordings]
+    asked = await _ask(judge, answers, seed, asyncio.Semaphore(parallel), every)
     return card_of(judge, answers, asked, thresholds or Thresholds(), seed)
 
 
-async def _ask(judge: Judge, answers: Sequence[LabelledAnswer], seed: int, gate: asyncio.Semaphore) -> _Asked:
+async def _ask(
+    judge: Judge,
+    answers: Sequence[LabelledAnswer],
+    seed: int,
+    gate: asyncio.Semaphore,
+    rewordings: Sequence[Rewording],
+) -> _Asked:
     async def limited(call: Awaitable[T]) -> T:
         async with gate:
             return await call
@@ -141,7 +157,8 @@ async def _ask(judge: Judge, answers: Sequence[LabelledAnswer], seed: int, gate:
     asked.first = await each(seed)
     asked.again = await each(seed + 1)
     asked.padded = await each(seed, PADDING)
-    asked.reworded = [await each(seed, rubric=rubric) for rubric in reworded(judge.rubric)]
+    asked.rewordings = list(rewordings)
+    asked.reworded = [await each(seed, rubric=r.rubric) for r in rewordings]
     pairs = pairs_of(answers)
     asked.pairs = list(
         await asyncio.gather(*(limited(judge.compare(a.task, a.text, b.text, seed=seed)) for a, b in pairs))
@@ -196,6 +213,7 @@ def card_of(
         invalid=sum(j.error is not None for j in every) + sum(v.error is not None for v in asked.pairs),
         thresholds=thresholds,
         seed=seed,
+        rewordings=asked.rewordings,
     )
 
 

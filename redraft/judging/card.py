@@ -1,5 +1,7 @@
 """A judge's card on disk: ``judge-card.json`` (every figure, for tools and for ``--judge-card``) and
-``judge-card.html`` (the same, to look at, through the views' autoescaping templates)."""
+``judge-card.html`` (the same, to look at, through the views' autoescaping templates); beside them, when the
+card's rubric stability used rewordings in words (the user's or a model's), ``judge-rewordings.json`` (in the
+``--rewordings`` file format, to edit and give back)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import msgspec
 
 from redraft.errors import UserError
 from redraft.judging.calibration import JudgeCard
+from redraft.judging.rewording import REWORDINGS_FILE, rewordings_json
 from redraft.protocols.bounds import bounded
 from redraft.views.templating import render
 
@@ -21,6 +24,8 @@ def write_card(card: JudgeCard, out: Path) -> tuple[Path, Path]:
     json_path, html_path = out / CARD_JSON, out / CARD_HTML
     json_path.write_bytes(msgspec.json.format(msgspec.json.encode(card)) + b"\n")
     html_path.write_text(render("judge_card.html.j2", title="redraft judge card", c=card), encoding="utf-8")
+    if any(r.source != "layout" for r in card.rewordings):
+        (out / REWORDINGS_FILE).write_bytes(rewordings_json(card.rewordings))
     return json_path, html_path
 
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
 
 from redraft.backends import BackendSpec, ChatRequest, Completion, resolve
 from redraft.backends.cache import cached
+from redraft.backends.pricing import load_prices
 from redraft.engine import CallSettings
 from redraft.engine.prompts import Prompts, templates_of
 from redraft.judging._answers import JudgeAnswerError, pair_schema, parse_levels, parse_pair, rubric_schema
@@ -168,6 +170,14 @@ class Judge:
 def judge_of(spec: str, rubric: Rubric | None = None, settings: CallSettings = JUDGE_SETTINGS) -> Judge:
     """A judge on the backend ``spec`` names (any backend: a `UserError` for one that is not)."""
     return Judge(resolve(spec), rubric, settings)
+
+
+def priced_verdicts(verdicts: Sequence[PairVerdict], prices: str | None = None) -> tuple[Usage, list[str]]:
+    """What ``verdicts`` spent, priced by the price table ``prices`` names (`load_prices`: the built-in one when
+    None), as the loop's calls are; and the judge's models it does not know (their calls counted at 0 USD)."""
+    table = load_prices(prices)
+    usage = sum((table.priced(v.model, v.usage) for v in verdicts), Usage())
+    return usage, sorted({v.model for v in verdicts if v.usage.calls and not table.known(v.model)})
 
 
 def rubric_text(rubric: Rubric) -> str:

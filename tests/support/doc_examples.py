@@ -239,6 +239,8 @@ def _check_toml(data: dict[str, Any], path: Path) -> None:
         from redraft.judging import load_rubric
 
         load_rubric(path)
+    elif "rewordings" in data:
+        _rewordings_file(path)
     elif "project" in data:
         groups = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
         shown = data["project"]["entry-points"]
@@ -246,6 +248,21 @@ def _check_toml(data: dict[str, Any], path: Path) -> None:
         assert all(re.fullmatch(r"[\w.]+", module) for entries in shown.values() for module in entries.values())
     else:
         load_prompts(str(path))
+
+
+def _rewordings_file(path: Path) -> None:
+    """A ``--rewordings`` file: it must word one of the rubrics the examples wrote beside it."""
+    from redraft.judging import load_rewordings, load_rubric
+
+    rubrics = [p for p in path.parent.glob("*.toml") if p != path and "criteria" in tomllib.loads(p.read_text())]
+    refusals = []
+    for rubric in rubrics:
+        try:
+            load_rewordings(path, load_rubric(rubric))
+            return
+        except UserError as exc:
+            refusals.append(str(exc))
+    raise AssertionError(f"{path.name} words none of the rubrics beside it: {refusals}")
 
 
 def _check_workflow(text: str, workspace: Path) -> None:

@@ -206,3 +206,34 @@ def arithmetic_faithful(request: ChatRequest) -> str:
 
 lenient = _judge(lambda text: True, lambda a, b: "tie")
 """Passes every answer and ties every pair: it agrees with labels only as often as they say pass."""
+
+
+REWORDED = "Put another way:"
+"""What `rewords` begins every description it rewrites with."""
+
+
+def rewords(request: ChatRequest) -> str:
+    """A rewording model: every criterion's and level's description of the fenced rubric, under its name, begun
+    with `REWORDED` (it reads the rubric as `redraft.judging.judge.rubric_text` lays it out)."""
+    return rewording_of(request.messages[-1].content)
+
+
+def rewording_of(prompt: str) -> str:
+    """`rewords`' reply to a rewording prompt (also the suite's fake server's, given the prompt of its body)."""
+    import re
+
+    criteria: list[dict[str, Any]] = []
+    for line in fenced(prompt)[0].splitlines():
+        if found := re.match(r"- (\S+) \(weight [^)]*\): (.*)", line):
+            criteria.append({"name": found[1], "description": f"{REWORDED} {found[2]}", "levels": []})
+        elif (found := re.match(r"\s+- (\S+): (.*)", line)) and criteria:
+            criteria[-1]["levels"].append({"name": found[1], "description": f"{REWORDED} {found[2]}"})
+    return json.dumps({"criteria": criteria})
+
+
+def swayed_by_words(request: ChatRequest) -> str:
+    """`faithful`, except that a rubric in `rewords`' words makes it fail every answer: it reads the rubric's
+    words, not what they mean."""
+    if (request.json_schema or {}).get("title") == "grade" and REWORDED in fenced(request.messages[-1].content)[1]:
+        return _grade(request, False)
+    return faithful(request)
