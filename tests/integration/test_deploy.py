@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from redraft.protocols.messages import Draft, iter_frames
+from tests.support import judges
 from tests.support.paths import REPO_ROOT
 from tests.support.real_cluster import VENV_BIN, RealCluster, ray_env
 
@@ -44,11 +45,16 @@ def redraft(*args: str, cwd: Path = REPO_ROOT, timeout: float = 300) -> subproce
 
 
 def test_redraft_run_joins_a_ray_started_with_ray_start_and_spreads_over_its_nodes(cluster: RealCluster) -> None:
+    """Graded by a judge, so that the metrics below show its calls too."""
     out = cluster.temp_dir / "runs" / "via-address"
+    rubric = cluster.temp_dir / "rubric.json"
+    rubric.write_text(json.dumps(judges.RUBRIC))
     model = "scripted:tests.support.replies:steady_learner"
+    judged = ("--judge", "scripted:tests.support.judges:faithful", "--rubric", str(rubric))
     done = redraft(
-        "run", "arithmetic", "--model", model, "--limit", str(TASKS), "--address", cluster.address, "--out", str(out)
-    )
+        "run", "arithmetic", "--model", model, "--limit", str(TASKS), "--address", cluster.address, "--out", str(out),
+        *judged,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert len((out / "results.jsonl").read_text().splitlines()) == TASKS
     nodes = {m.node_id for m in iter_frames((out / "trace.msgpack").read_bytes()) if isinstance(m, Draft)}
@@ -93,6 +99,10 @@ def test_the_runs_figures_are_exported_as_ray_metrics(cluster: RealCluster) -> N
     assert any('run="via-address"' in line and line.endswith(f" {TASKS}.0") for line in done), done
     calls = [line for line in text.splitlines() if line.startswith("ray_redraft_model_calls_total{")]
     assert any('role="drafter"' in line and 'model="scripted:steady_learner"' in line for line in calls), calls
+    judged = [line for line in calls if 'role="judge"' in line and 'run="via-address"' in line]
+    summary = json.loads((cluster.temp_dir / "runs" / "via-address" / "summary.json").read_text())
+    made = summary["usage_by_role"]["judge"]["calls"]  # a task's final answer and round 0's leader, when they differ
+    assert made >= TASKS and len(judged) == 1 and judged[0].endswith(f" {made}.0"), calls  # recorded by the driver
 
 
 def test_joining_an_address_where_nothing_listens_fails_within_seconds_naming_it() -> None:
