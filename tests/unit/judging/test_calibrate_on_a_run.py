@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from redraft.backends import ScriptedSpec
 from redraft.cli import main
 from redraft.errors import UserError
 from redraft.judging import Judge, calibrate, read_run_answers, rubric_of
+from redraft.protocols.messages import Grade, encode
+from redraft.rundir import KnownFrame, RunReader, RunStore
 from tests.support import judges
 from tests.support.report_runs import make_run, records
 
@@ -105,3 +108,21 @@ def test_the_command_writes_the_card_of_a_run_and_refuses_a_mix_in_one_line(
             main(wrong)
         err = capsys.readouterr().err
         assert exited.value.code == 2 and said in err and err.count("\n") == 1, err
+
+
+def test_a_judged_run_s_grades_are_never_labels(run_dir: Path, tmp_path: Path) -> None:
+    """The same run, its grades a judge's: nothing labels its answers but the user."""
+    judged = tmp_path / "judged"
+    reader = RunReader(run_dir)
+    store = RunStore.open(judged, reader.manifest())
+    for entry, frames in reader.tasks():
+        messages = [f.message for f in frames if isinstance(f, KnownFrame)]
+        by_judge = [msgspec.structs.replace(m, judge="gpt-4o") if isinstance(m, Grade) else m for m in messages]
+        store.append([encode(m) for m in by_judge], entry.result)
+    store.finish(wall_s=1.0)
+    with pytest.raises(UserError, match=r"the run's grades are a judge's, not a program's\): give --labels FILE"):
+        read_run_answers(judged)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"task_id": "suite/late#0", "label": True}))
+    answers, _ = read_run_answers(judged, labels)
+    assert [a.label for a in answers if a.label is not None] == [True]  # the user's, on its final answer only
