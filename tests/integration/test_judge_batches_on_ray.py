@@ -49,7 +49,7 @@ def results(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_a_batch_run_s_judge_grades_through_the_batch_api_at_half_the_online_judge_s_price(
-    ray_cluster: Any, server: FakeLLMServer, rubric: Path, tmp_path: Path
+    ray_cluster: Any, server: FakeLLMServer, rubric: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drafter = ScriptedSpec(script=judges.answers_seven, spec="scripted:drafter")
 
@@ -62,6 +62,8 @@ def test_a_batch_run_s_judge_grades_through_the_batch_api_at_half_the_online_jud
 
     online = judged("online")
     assert len(server.requests) == 4 and not server.batches  # one judgment a task, online
+    # A grade stage that gave up at once would leave every grade "hung": one waiting for its batch has no watchdog.
+    monkeypatch.setattr("redraft.actors._batches.GRADE_WATCHDOG_S", 0.0)
     batched = judged("batch", batch=True)
     assert len(server.requests) == 4  # the batch run's judge made no call online
     assert server.batch_lines_answered == 4 and 1 <= len(server.batches) < 4  # judgments gathered into batches
