@@ -58,7 +58,9 @@ def calibrate_command(
 ) -> None:
     """Measure a judge on labelled answers and write its card: agreement, kappa, position and length bias,
     rubric stability and repeatability, each with its interval and a pass."""
+    from redraft.cli._progress import CountProgress
     from redraft.judging import Thresholds, calibrate, judge_of, read_answers, write_card
+    from redraft.judging.calibration import judgments
     from redraft.scenarios import get_scenario
 
     given = {
@@ -71,9 +73,12 @@ def calibrate_command(
     }
     thresholds = Thresholds(**{name: value for name, value in given.items() if value is not None})
     named = get_scenario(scenario) if scenario else None
-    made = judge_of(judge, _rubric(rubric, named))
+    chosen = _rubric(rubric, named)
+    made = judge_of(judge, chosen)
     answers = read_answers(tasks, named)
-    card = calibrate(made, answers, thresholds=thresholds, seed=seed)
+    with CountProgress("judging", "judgments") as progress:
+        progress.start(judgments(chosen, answers))
+        card = calibrate(made, answers, thresholds=thresholds, seed=seed, judged=progress.advance)
     json_path, html_path = write_card(card, out)
     for line in card_lines(card):
         print(line)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -106,9 +106,13 @@ def calibrate(
     thresholds: Thresholds | None = None,
     seed: int = 0,
     parallel: int = 8,
+    judged: Callable[[], None] | None = None,
 ) -> JudgeCard:
-    """``judge``'s card from ``answers`` (see the module docstring); the judge must have a rubric."""
-    return asyncio.run(calibrate_async(judge, answers, thresholds=thresholds, seed=seed, parallel=parallel))
+    """``judge``'s card from ``answers`` (see the module docstring); the judge must have a rubric. ``judged``
+    is called as each of the `judgments` (a grade, or a pair in both orders) comes back."""
+    return asyncio.run(
+        calibrate_async(judge, answers, thresholds=thresholds, seed=seed, parallel=parallel, judged=judged)
+    )
 
 
 async def calibrate_async(
@@ -118,18 +122,29 @@ async def calibrate_async(
     thresholds: Thresholds | None = None,
     seed: int = 0,
     parallel: int = 8,
+    judged: Callable[[], None] | None = None,
 ) -> JudgeCard:
     """`calibrate` in a running event loop."""
     if judge.rubric is None:
         raise ValueError("a judge's card is measured with a rubric: give the judge one")
-    asked = await _ask(judge, answers, seed, asyncio.Semaphore(parallel))
+    asked = await _ask(judge, answers, seed, asyncio.Semaphore(parallel), judged or (lambda: None))
     return card_of(judge, answers, asked, thresholds or Thresholds(), seed)
 
 
-async def _ask(judge: Judge, answers: Sequence[LabelledAnswer], seed: int, gate: asyncio.Semaphore) -> _Asked:
+def judgments(rubric: Rubric, answers: Sequence[LabelledAnswer]) -> int:
+    """How many judgments a card of ``answers`` asks for: each answer graded as it is, again, padded and under
+    each reworded rubric, and each pair (`pairs_of`) compared in both orders (one judgment of two calls)."""
+    return len(answers) * (3 + len(reworded(rubric))) + len(pairs_of(answers))
+
+
+async def _ask(
+    judge: Judge, answers: Sequence[LabelledAnswer], seed: int, gate: asyncio.Semaphore, judged: Callable[[], None]
+) -> _Asked:
     async def limited(call: Awaitable[T]) -> T:
         async with gate:
-            return await call
+            done = await call
+        judged()
+        return done
 
     def each(seed: int, padding: str = "", rubric: Rubric | None = None) -> Awaitable[list[Judgment]]:
         return asyncio.gather(
