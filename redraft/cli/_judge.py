@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from redraft.judging import JudgeCard, LabelledAnswer, Rewording, Rubric
+    from redraft.judging import Judge, JudgeCard, LabelledAnswer, Rewording, Rubric, Thresholds
     from redraft.scenarios import Scenario
 
 EXIT_CARD_FAILED = 5
@@ -72,7 +72,7 @@ def calibrate_command(
 ) -> None:
     """Measure a judge on labelled answers (a file's, or a finished run's) and write its card: agreement, kappa,
     position and length bias, rubric stability and repeatability, each with its interval and a pass."""
-    from redraft.judging import Thresholds, calibrate, judge_of, write_card
+    from redraft.judging import Thresholds, judge_of, write_card
 
     given = {
         "agreement": agreement,
@@ -85,13 +85,27 @@ def calibrate_command(
     thresholds = Thresholds(**{name: value for name, value in given.items() if value is not None})
     chosen, answers = _inputs(tasks, run, labels, scenario, rubric)
     words = _rewordings(chosen, rewordings, reword_model or judge, reword_count)
-    card = calibrate(judge_of(judge, chosen), answers, thresholds=thresholds, seed=seed, rewordings=words)
+    card = _measured(judge_of(judge, chosen), answers, words, thresholds, seed)
     json_path, html_path = write_card(card, out)
     for line in card_lines(card):
         print(line)
     print(f"wrote {json_path} and {html_path}")
     if not card.passed:
         sys.exit(EXIT_CARD_FAILED)
+
+
+def _measured(
+    judge: Judge, answers: list[LabelledAnswer], words: list[Rewording], thresholds: Thresholds, seed: int
+) -> JudgeCard:
+    """The judge's card, its progress shown as the judgments come back (judgments done of the card's total)."""
+    from redraft.cli._progress import CountProgress
+    from redraft.judging import calibrate
+    from redraft.judging.calibration import judgments
+
+    assert judge.rubric is not None
+    with CountProgress("judging", "judgments") as progress:
+        progress.start(judgments(judge.rubric, answers, words))
+        return calibrate(judge, answers, thresholds=thresholds, seed=seed, judged=progress.advance, rewordings=words)
 
 
 def _inputs(

@@ -152,3 +152,64 @@ def endpoints_text(states: list[EndpointState]) -> str:
         throttled = f", {state.throttled} throttled" if state.throttled else ""
         shown.append(f"{state.endpoint} {state.in_flight}{allowed} in flight{throttled}")
     return "; ".join(shown)
+
+
+class _CountRateColumn(ProgressColumn):
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self._unit = unit
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:.2f} {self._unit}/s")
+
+
+class CountProgress:
+    """A bar of things done of a known total, with rate and ETA (``judging: 12/96 judgments, 0.40
+    judgments/s, ETA 3:30``); a plain line at most every `RunProgress.LOG_EVERY_S` seconds, and at the end,
+    when stderr is not a terminal."""
+
+    def __init__(self, label: str, unit: str) -> None:
+        self._label, self._unit = label, unit
+        self._plain = not err.is_terminal
+        self._bar = Progress(
+            TextColumn(f"[bold]{label}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(unit),
+            _CountRateColumn(unit),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err,
+        )
+        self._id: Any = None
+        self._done = self._total = 0
+        self._started = self._last_log = 0.0
+
+    def __enter__(self) -> CountProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._id is not None and not self._plain:
+            self._bar.stop()
+
+    def start(self, total: int) -> None:
+        self._total = total
+        self._started = self._last_log = time.monotonic()
+        if not self._plain:
+            self._bar.start()
+        self._id = self._bar.add_task(self._label, total=total)
+
+    def advance(self) -> None:
+        self._done += 1
+        self._bar.update(self._id, advance=1)
+        now = time.monotonic()
+        if self._plain and (now - self._last_log >= RunProgress.LOG_EVERY_S or self._done == self._total):
+            self._last_log = now
+            rate = self._done / max(now - self._started, 1e-9)
+            print(
+                f"{self._label}: {self._done}/{self._total} {self._unit}, {rate:.2f} {self._unit}/s, "
+                f"ETA {(self._total - self._done) / rate:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )

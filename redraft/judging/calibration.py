@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -110,12 +110,16 @@ def calibrate(
     thresholds: Thresholds | None = None,
     seed: int = 0,
     parallel: int = 8,
+    judged: Callable[[], None] | None = None,
     rewordings: Sequence[Rewording] = (),
 ) -> JudgeCard:
-    """``judge``'s card from ``answers`` (see the module docstring); the judge must have a rubric. ``rewordings``:
-    the rubric in other words (the user's or a model's, `redraft.judging.rewording`), beside its layout's."""
+    """``judge``'s card from ``answers`` (see the module docstring); the judge must have a rubric. ``judged``
+    is called as each of the `judgments` (a grade, or a pair in both orders) comes back. ``rewordings``: the
+    rubric in other words (the user's or a model's, `redraft.judging.rewording`), beside its layout's."""
     return asyncio.run(
-        calibrate_async(judge, answers, thresholds=thresholds, seed=seed, parallel=parallel, rewordings=rewordings)
+        calibrate_async(
+            judge, answers, thresholds=thresholds, seed=seed, parallel=parallel, judged=judged, rewordings=rewordings
+        )
     )
 
 
@@ -126,14 +130,22 @@ async def calibrate_async(
     thresholds: Thresholds | None = None,
     seed: int = 0,
     parallel: int = 8,
+    judged: Callable[[], None] | None = None,
     rewordings: Sequence[Rewording] = (),
 ) -> JudgeCard:
     """`calibrate` in a running event loop."""
     if judge.rubric is None:
         raise ValueError("a judge's card is measured with a rubric: give the judge one")
     every = [*layout_rewordings(judge.rubric), *rewordings]
-    asked = await _ask(judge, answers, seed, asyncio.Semaphore(parallel), every)
+    asked = await _ask(judge, answers, seed, asyncio.Semaphore(parallel), judged or (lambda: None), every)
     return card_of(judge, answers, asked, thresholds or Thresholds(), seed)
+
+
+def judgments(rubric: Rubric, answers: Sequence[LabelledAnswer], rewordings: Sequence[Rewording] = ()) -> int:
+    """How many judgments a card of ``answers`` asks for: each answer graded as it is, again, padded and under
+    each reworded rubric (its layout's and ``rewordings``), and each pair (`pairs_of`) compared in both orders
+    (one judgment of two calls)."""
+    return len(answers) * (3 + len(layout_rewordings(rubric)) + len(rewordings)) + len(pairs_of(answers))
 
 
 async def _ask(
@@ -141,11 +153,14 @@ async def _ask(
     answers: Sequence[LabelledAnswer],
     seed: int,
     gate: asyncio.Semaphore,
+    judged: Callable[[], None],
     rewordings: Sequence[Rewording],
 ) -> _Asked:
     async def limited(call: Awaitable[T]) -> T:
         async with gate:
-            return await call
+            done = await call
+        judged()
+        return done
 
     def each(seed: int, padding: str = "", rubric: Rubric | None = None) -> Awaitable[list[Judgment]]:
         return asyncio.gather(

@@ -167,6 +167,47 @@ cited_by_support = _by_levels(_citing_levels, {"faithful": 3, "answers": 2, "sup
 when it does not (a judge built to agree with a label that says "it cites something")."""
 
 
+@functools.cache
+def _cited_cases() -> dict[str, Any]:
+    from redraft.scenarios.builtin._cited_documents import make_case
+    from redraft.scenarios.builtin.cited_answer import SIZE, CitedAnswer
+
+    tasks = CitedAnswer().tasks(seed=0)
+    return {task.prompt: make_case(f"0:{index}", index % 3 + 1) for index, task in enumerate(tasks) if index < SIZE}
+
+
+def _reading_levels(task_text: str, candidate: str) -> dict[str, str]:
+    from redraft.scenarios.builtin._citations import read_claims, words
+
+    case = _cited_cases()[task_text]
+    claims = read_claims(candidate)
+    not_said = any(c.not_said for c in claims)
+    cited = {i for c in claims for i in c.cited}
+    support, found = set(case.support), cited & set(case.support)
+    others = {n for n, s in enumerate(case.sentences, start=1) if case.subject not in s}
+    if not case.support:  # the document does not say
+        answers = "fully" if not_said and not cited else "no"
+    else:
+        answers = "no" if not_said or not found else "fully" if found == support else "partly"
+    faithful = "unfaithful" if (not_said and case.support) or (cited & others) else "faithful"
+    if not_said and not case.support:
+        supported = "all"
+    else:
+        supported = "none" if not found else "all" if cited <= support else "some"
+    count = len(words(candidate))
+    concise = "concise" if count <= 12 * max(len(case.support), 1) + 6 else "padded" if count <= 60 else "rambling"
+    return {"faithful": faithful, "answers": answers, "supported": supported, "concise": concise}
+
+
+cited_reader = _by_levels(_reading_levels, {"faithful": 3, "answers": 2, "supported": 2, "concise": 1})
+"""Grades a cited answer as a careful reader with the document's key would: it finds the task's case by its
+prompt among seed 0's and knows which sentences answer the question (`Case.support`). An answer is faithful
+unless it cites a sentence that does not name the subject asked about, or says the document does not say when
+it does; it answers fully when it cites every answering sentence (or rightly says the document does not say),
+partly when some; it is supported when everything it cites answers; it is concise within 12 words an answering
+sentence (plus 6). A program standing in for a larger judge: it reads citations, not the answer's words."""
+
+
 def answers_seven(request: ChatRequest) -> str:
     """A drafter (and critic) for arithmetic runs whose grades are the judge's: every answer is 7, the first
     criterion's pass when the task's answer is 7."""

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from redraft.cli import main
+from redraft.judging import load_rubric
+from redraft.judging.rubric import reworded
 from tests.support import judges
 
 
@@ -31,8 +33,10 @@ def test_a_failing_card_is_written_and_exits_5(tmp_path: Path, capsys: pytest.Ca
     with pytest.raises(SystemExit) as exited:
         main([*_inputs(tmp_path), "--judge", "scripted:tests.support.judges:first"])
     assert exited.value.code == 5
-    printed = capsys.readouterr().out
-    assert "position_flip_rate  1.000 [0.912, 1.000]  <= 0.1  n=40  FAIL" in printed
+    out, progress = capsys.readouterr()
+    assert "position_flip_rate  1.000 [0.912, 1.000]  <= 0.1  n=40  FAIL" in out
+    total = 80 * (3 + len(reworded(load_rubric(tmp_path / "rubric.json")))) + 40  # 80 answers, 40 pairs
+    assert progress.splitlines()[-1].startswith(f"judging: {total}/{total} judgments, ")
     card = json.loads((tmp_path / "card" / "judge-card.json").read_text())
     assert card["passed"] is False and card["figures"]["position_flip_rate"]["passed"] is False
     assert (tmp_path / "card" / "judge-card.html").is_file()

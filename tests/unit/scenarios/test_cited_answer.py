@@ -226,6 +226,35 @@ async def test_a_judge_grades_an_answer_through_the_rubric() -> None:
     assert flawed.score == pytest.approx((1.5 + 2 + 2 + 0.5) / 8) and flawed.passed is False  # two flaws fail
 
 
+async def test_the_reading_judge_passes_a_right_answer_and_fails_each_kind_of_wrong_one() -> None:
+    judge = Judge(ScriptedSpec(judges.cited_reader), scenario_rubric(SCENARIO))
+    said = next(t for t in TASKS if len(case_of(t).support) == 2)
+    unsaid = next(t for t in TASKS if not case_of(t).support)
+    case = case_of(said)
+    outside = next(n for n, s in enumerate(case.sentences, start=1) if case.subject not in s)
+    one = right_answer(case).split("]. ")[0] + "]."
+    verdicts = {
+        "right": await judge.grade(said, right_answer(case)),
+        "right_unsaid": await judge.grade(unsaid, NOT_SAID),
+        "half": await judge.grade(said, one),
+        "not_said_when_said": await judge.grade(said, NOT_SAID),
+        "said_when_not": await judge.grade(unsaid, f"{case_of(unsaid).sentences[0]} [S1]"),
+        "other_subject": await judge.grade(said, f"{right_answer(case)} Also this [S{outside}]."),
+    }
+    passed = {name: v.passed for name, v in verdicts.items()}
+    assert passed == {
+        "right": True,
+        "right_unsaid": True,
+        "half": True,  # one lesser flaw, as the rubric allows
+        "not_said_when_said": False,
+        "said_when_not": False,
+        "other_subject": False,
+    }
+    levels = {c.criterion: c.level for c in verdicts["half"].criteria}
+    assert levels["answers"] == "partly" and levels["supported"] == "all"
+    assert verdicts["half"].score == pytest.approx(7 / 8)
+
+
 WEIGHTS = {"faithful": 3, "answers": 2, "supported": 2, "concise": 1}
 
 
