@@ -135,6 +135,8 @@ def test_the_command_asks_the_reword_model_and_the_user_s_rewordings_keep_priori
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     main(_calibrate_args(tmp_path, "--reword-model", "scripted:tests.support.judges:rewords"))
+    total = 80 * (3 + 2 + 2) + 40  # each answer as it is, again, padded, under 2 layouts and 2 wordings; the pairs
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"judging: {total}/{total} judgments, ")
     card = read_card(tmp_path / "card")
     assert [(r.source, r.by) for r in card.rewordings][2:] == [("model", "scripted:tests.support.judges:rewords")] * 2
     saved = tmp_path / "card" / REWORDINGS_FILE
