@@ -59,7 +59,7 @@ def judged(run: ResolvedRun, task: Task, result: Result, course: Course) -> dict
     if judge is None:
         return {}
     samples = e.samples if e.max_rounds == 1 else None
-    batch = run.runtime.batch and batchable(judge.backend) is not None
+    batch = _batched(run)
     usage = judge_usage(
         judge, task, result, course, run.settings.prices, draft_tokens=e.max_tokens, samples=samples, batch=batch
     )
@@ -78,5 +78,10 @@ def judge_assumption(run: ResolvedRun) -> tuple[str, ...]:
     return (
         f"judge: {run.setup.judge.repeats} call(s) per graded answer after the loop (a task's final answer and round "
         "0's leader, or every sample of a run of one round), each its words, rubric, task and answer, and a reply "
-        "filling its token limit as the answers do",
+        "filling its token limit as the answers do" + (", at the batch price (--batch)" if _batched(run) else ""),
     )
+
+
+def _batched(run: ResolvedRun) -> bool:
+    """The run's judge sends its calls through its provider's batch API (``--batch``, a model that has one)."""
+    return run.setup.judge is not None and run.runtime.batch and batchable(run.setup.judge.backend) is not None

@@ -110,6 +110,8 @@ def test_the_estimate_prices_the_judge_s_calls_at_the_batch_price_under_batch(ru
     judge, judge_batched = made.worst.by_role["judge"], batched.worst.by_role["judge"]
     assert judge_batched.calls == judge.calls == judge_batched.batch_calls > 0 and judge.batch_calls == 0
     assert judge.cost_usd > 0 and judge_batched.cost_usd == pytest.approx(judge.cost_usd / 2)
+    assert any(line.endswith("at the batch price (--batch)") for line in batched.assumptions)
+    assert not any("batch price" in line for line in made.assumptions)
     compatible = online.replace(judge="openai-compatible:gpt-4o@http://127.0.0.1:9/v1", drafter=JUDGE)
     without = redraft.estimate(compatible.replace(batch=True)).worst.by_role["judge"]
     assert without.batch_calls == 0  # a judge with no batch API is made online, at the online price
