@@ -25,7 +25,7 @@ from redraft.comparison._runner import ComparePlan
 from redraft.engine.grader import JudgeSetup
 from redraft.engine.resolved import resolve_run
 from redraft.engine.setup import BackendOverrides
-from redraft.judging import JudgeCard, judge_prompts
+from redraft.judging import Figure, JudgeCard, judge_prompts
 from redraft.protocols.messages import Grade
 from redraft.rundir.frames import KnownFrame
 from redraft.rundir.reader import RunReader
@@ -85,12 +85,7 @@ def card_problem(judge: JudgeSetup, card: JudgeCard) -> str | None:
         )
     if card.passed:
         return None
-    failed = [
-        f"{name} {_shown(f.value)} (needs {'at least' if f.side == 'at_least' else 'at most'} {f.threshold:g} "
-        "on its interval)"
-        for name, f in card.figures.items()
-        if not f.passed
-    ]
+    failed = [_short(name, f) for name, f in card.figures.items() if not f.passed]
     return "it failed: " + ", ".join(failed)
 
 
@@ -121,5 +116,13 @@ def _disagreement(lanes: Iterable[Path]) -> float | None:
     return split / repeated if repeated else None
 
 
-def _shown(value: float | None) -> str:
-    return "unmeasured" if value is None else f"{value:.2f}"
+def _short(name: str, figure: Figure) -> str:
+    """``kappa 0.31, its low end 0.12 (needs at least 0.6)``: a failed figure, with the side of its interval
+    that failed (a value on the right side of its threshold fails when its interval crosses it: too few
+    measured)."""
+    if figure.value is None:
+        return f"{name} unmeasured"
+    at_least = figure.side == "at_least"
+    end = figure.low if at_least else figure.high
+    where = "" if end is None else f", its {'low' if at_least else 'high'} end {end:.2f}"
+    return f"{name} {figure.value:.2f}{where} (needs {'at least' if at_least else 'at most'} {figure.threshold:g})"
