@@ -2,8 +2,9 @@
 shared by every replica. The one module of `redraft.serving` that imports Ray.
 
 Each replica builds the app in its own process, after its constructor (`serve.ingress()` with no app, and
-``__serve_build_asgi_app__``): its engine, its run directory and its arbiters are its own. What the replicas
-share goes through Ray: the money spent in the period, kept by one named actor (`SpendingActor`), which each
+``__serve_build_asgi_app__``): its run directory is its own, and its requests run as tasks on a fleet of the
+cluster's role actors that it leases per run configuration (`redraft.actors.FleetArbiters`), stopped with it.
+The replicas share the money spent in the period, kept by one named actor (`SpendingActor`), which each
 replica reads without waiting (at most one request late, so the budget may be passed by the requests already
 in flight when it is reached, never by more). Replicas reserve no CPU: a request waits on model servers.
 """
@@ -21,6 +22,7 @@ from ray import serve
 from ray.serve import Application
 from ray.util import metrics
 
+from redraft.actors import FleetArbiters
 from redraft.serving._app import OUTER_GRACE_S, make_app
 from redraft.serving._guard import PeriodSpending
 from redraft.serving._settings import ServeSettings, key_digests
@@ -129,7 +131,7 @@ class RedraftServer:
 
     def __serve_build_asgi_app__(self) -> Any:
         spending = SharedSpending(self._settings.period_s) if self._settings.usd_per_period is not None else None
-        return make_app(self._settings, metrics=RayMetrics(), spending=spending)
+        return make_app(self._settings, metrics=RayMetrics(), spending=spending, engines=FleetArbiters())
 
 
 def application(settings: ServeSettings, max_replicas: int = 4, min_replicas: int = 1) -> Application:

@@ -1,6 +1,7 @@
-"""A replica of redraft serve killed with requests in flight, on real Ray Serve (the session's Ray, two replicas,
-the suite's fake model server over HTTP): every request ends with its answer or an OpenAI-shaped 503 carrying
-``Retry-After``, none hangs, and the openai SDK with its default retries gets every answer."""
+"""redraft serve's faults on real Ray Serve (the session's Ray, two replicas, each request a task on the replica's
+fleet of role actors, the suite's fake model server over HTTP). A replica killed with requests in flight: every
+request ends with its answer or an OpenAI-shaped 503 carrying ``Retry-After``, none hangs, and the openai SDK with
+its default retries gets every answer. A client that disconnects: its loop on the fleet is cancelled."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def two_replicas(ray_cluster: Any, fake: FakeLLMServer, tmp_path: Path) -> Itera
     from redraft.serving._deployment import run_on_serve
 
     model = f"openai-compatible:{fake.model}@{fake.openai_base_url}"
-    settings = ServeSettings(run={"model": model, "samples": 1, "cache": False}, port=free_port(), out=str(tmp_path))
+    run = {"model": model, "samples": 1, "cache": False, "max_rounds": 8, "patience": 8}
+    settings = ServeSettings(run=run, port=free_port(), out=str(tmp_path))
     run_on_serve(settings, max_replicas=2, min_replicas=2)
     try:
         running(2)
@@ -68,11 +70,15 @@ def running(count: int) -> None:
     raise AssertionError(f"the application never had {count} replicas running")
 
 
-def kill_one_replica() -> None:
+def kill_the_busiest_replica() -> int:
+    """Kills the replica holding the most requests (the proxy prefers one on its own node); their number."""
     import ray
 
-    chosen = replicas()[0]
-    ray.kill(ray.get_actor(chosen["name"], namespace=chosen["namespace"]), no_restart=True)
+    handles = [ray.get_actor(r["name"], namespace=r["namespace"]) for r in replicas()]
+    holding = ray.get([h.get_num_ongoing_requests.remote() for h in handles])
+    busiest = max(range(len(handles)), key=lambda n: holding[n])
+    ray.kill(handles[busiest], no_restart=True)
+    return int(holding[busiest])
 
 
 def calls_in_flight(fake: FakeLLMServer, count: int) -> None:
@@ -115,14 +121,14 @@ def test_a_replica_killed_mid_request_answers_503_with_retry_after_and_the_sdk_g
     with ThreadPoolExecutor(IN_FLIGHT) as pool:
         futures = [pool.submit(ask, two_replicas, n % 4 == 3) for n in range(IN_FLIGHT)]
         calls_in_flight(fake, IN_FLIGHT)
-        kill_one_replica()
+        killed = kill_the_busiest_replica()
         done, _ = wait(futures, timeout=120, return_when=FIRST_COMPLETED)
         first = [f.result() for f in done]  # only the lost replica's requests can end while the model holds
         fake.thaw()
         answers = [f.result(timeout=120) for f in futures]
     lost = [a for a in answers if not answered(a)]
     assert first and all(lost_replica(a) for a in first)
-    assert lost and all(lost_replica(a) for a in lost) and len(lost) < IN_FLIGHT
+    assert all(lost_replica(a) for a in lost) and len(lost) == killed >= 1  # the killed replica's, no other
 
     running(2)
     fake.freeze()
@@ -133,8 +139,26 @@ def test_a_replica_killed_mid_request_answers_503_with_retry_after_and_the_sdk_g
             pool.submit(client.chat.completions.create, model="redraft/none", messages=ASK) for _ in range(IN_FLIGHT)
         ]
         calls_in_flight(fake, asked + IN_FLIGHT)
-        kill_one_replica()
+        assert kill_the_busiest_replica() >= 1
         fake.thaw()
         texts = [r.result(timeout=120).choices[0].message.content for r in replies]
     assert texts == ["Rain on the window."] * IN_FLIGHT
     assert len(fake.requests) > asked + IN_FLIGHT  # the lost requests were asked again, and answered
+
+
+def test_on_ray_a_client_that_disconnects_cancels_its_loop_on_the_fleet(two_replicas: str, fake: FakeLLMServer) -> None:
+    fake.latency_s = 0.5
+    body = {"model": "redraft/adversarial", "messages": ASK, "stream": True}
+    whole = httpx.post(f"{two_replicas}/chat/completions", json=body | {"stream": False}, timeout=120)
+    full = len(fake.requests)  # the calls of a loop nobody cancels
+    assert whole.status_code == 200 and full >= 3
+    with httpx.stream("POST", f"{two_replicas}/chat/completions", json=body, timeout=120) as stream:
+        lines = stream.iter_lines()  # kept: a line iterator let go closes the response
+        assert next(lines).startswith(": redraft")
+        calls_in_flight(fake, full + 1)  # the loop is under way on the fleet; leaving the block disconnects
+    made = len(fake.requests)
+    time.sleep(2.0)  # four calls' latency: a loop still running would have made more by now
+    settled = len(fake.requests)
+    time.sleep(2.0)
+    assert len(fake.requests) == settled <= made + 1  # at most the call already sent as it was cancelled
+    assert settled - full < full  # the cancelled loop made fewer calls than a whole one
