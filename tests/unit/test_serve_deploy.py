@@ -87,3 +87,24 @@ def test_the_rayservice_follows_the_documented_spec_and_runs_the_same_applicatio
     wrong = manifest["spec"] | {"serveConfig": manifest["spec"]["serveConfigV2"]}
     with pytest.raises(jsonschema.ValidationError, match="serveConfig"):
         jsonschema.validate(wrong, SERVICE_SPEC)
+
+
+def test_the_deployment_s_autoscaling_is_valid_for_ray_serve_s_schema_in_the_config() -> None:
+    from ray.serve.config import AutoscalingConfig
+    from ray.serve.deployment import deployment_to_schema
+    from ray.serve.schema import ServeDeploySchema
+
+    from redraft.serving._deployment import build
+
+    config = load(CONFIG)
+    (app,) = config["applications"]
+    built = build(app["args"] | {"key_digests": [digest("sk-one")], "api_keys_file": None})
+    deployment = deployment_to_schema(built._bound_deployment).model_dump(exclude_unset=True)
+    as_deployed = ServeDeploySchema.model_validate(config | {"applications": [app | {"deployments": [deployment]}]})
+    (validated,) = as_deployed.applications[0].deployments
+    scaling = AutoscalingConfig.model_validate(validated.autoscaling_config)  # Serve's own model, strictly
+    assert validated.name == "RedraftServer" and scaling.upscale_delay_s < scaling.downscale_delay_s
+    assert (scaling.min_replicas, scaling.max_replicas) == (1, app["args"]["max_replicas"])
+    assert scaling.target_ongoing_requests < deployment["max_ongoing_requests"]  # a queue forms before it scales
+    with pytest.raises(Exception, match="min_replicas"):
+        AutoscalingConfig.model_validate(scaling.model_dump() | {"min_replicas": 5, "max_replicas": 4})
