@@ -23,6 +23,7 @@ from ray.serve import Application
 from ray.util import metrics
 
 from redraft.actors import FleetArbiters
+from redraft.errors import UserError
 from redraft.serving._app import OUTER_GRACE_S, make_app
 from redraft.serving._guard import PeriodSpending
 from redraft.serving._settings import ServeSettings, key_digests
@@ -137,6 +138,9 @@ class RedraftServer:
 def application(settings: ServeSettings, max_replicas: int = 4, min_replicas: int = 1) -> Application:
     """The Serve application of ``settings``, for `serve.run` (``redraft serve``) or a Serve config (`build`)."""
     settings.validate()
+    if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
+        raise UserError(f"replicas: need 0 <= min_replicas <= max_replicas and max_replicas >= 1, got "
+                        f"{min_replicas} and {max_replicas}")  # fmt: skip
     deployment = serve.deployment(
         name="RedraftServer",
         autoscaling_config=autoscaling(max_replicas, min_replicas),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import msgspec
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -85,8 +86,6 @@ class _Seen:
             await self._send({"type": "http.response.body", "body": error_event(error), "more_body": False})
 
     async def _respond(self, error: APIError) -> None:
-        import msgspec
-
         body = msgspec.json.encode(error.body())
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         headers += [(name.lower().encode(), value.encode()) for name, value in error.headers().items()]

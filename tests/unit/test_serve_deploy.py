@@ -108,3 +108,5 @@ def test_the_deployment_s_autoscaling_is_valid_for_ray_serve_s_schema_in_the_con
     assert scaling.target_ongoing_requests < deployment["max_ongoing_requests"]  # a queue forms before it scales
     with pytest.raises(Exception, match="min_replicas"):
         AutoscalingConfig.model_validate(scaling.model_dump() | {"min_replicas": 5, "max_replicas": 4})
+    with pytest.raises(UserError, match=r"min_replicas <= max_replicas.*got 5 and 4"):  # one line, before Ray Serve
+        build(app["args"] | {"key_digests": [digest("sk-one")], "api_keys_file": None, "min_replicas": 5})
