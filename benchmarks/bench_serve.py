@@ -168,8 +168,29 @@ def ray_serve_latency(model: str, requests: int, out: Path) -> list[float]:
         server.wait(timeout=120)
 
 
-def replicas_throughput(model: str, requests: int, counts: list[int], out: Path) -> dict[int, float]:
-    """Requests a second from `CLIENTS` clients through Ray Serve with each of ``counts`` replicas (fixed)."""
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds so far of this process (the clients and the model server) and of each kind of process of the
+    local Ray it started (its descendants: ``ray::ProxyActor``, ``ray::ServeReplica...``, ``ray::ArbiterActor``...)."""
+    import psutil
+
+    me = psutil.Process()
+    spent = {"clients and model server": sum(me.cpu_times()[:2])}
+    for child in me.children(recursive=True):
+        try:
+            line = " ".join(child.cmdline())
+            times = child.cpu_times()
+        except psutil.Error:
+            continue
+        kind = line[5:].split()[0].split(".")[0] if line.startswith("ray::") else Path(line.split()[0]).name
+        spent[kind] = spent.get(kind, 0.0) + times.user + times.system
+    return spent
+
+
+def replicas_throughput(
+    model: str, requests: int, counts: list[int], out: Path
+) -> dict[int, tuple[float, dict[str, float]]]:
+    """Requests a second from `CLIENTS` clients through Ray Serve with each of ``counts`` replicas (fixed), and
+    the CPU milliseconds a request cost each kind of process."""
     from ray import serve
 
     from redraft.actors import ensure_ray
@@ -189,7 +210,11 @@ def replicas_throughput(model: str, requests: int, counts: list[int], out: Path)
         try:
             base_url = f"http://127.0.0.1:{port}/v1"
             served_throughput(base_url, 4 * CLIENTS)  # every replica's fleet leased and warm
-            measured[count] = served_throughput(base_url, requests)
+            before = cpu_seconds()
+            rps = served_throughput(base_url, requests)
+            after = cpu_seconds()
+            per_request = {k: 1000 * (v - before.get(k, 0.0)) / requests for k, v in after.items()}
+            measured[count] = rps, {k: round(v, 2) for k, v in per_request.items() if v >= 0.05}
         finally:
             serve.shutdown()  # type: ignore[no-untyped-call]
     return measured
@@ -233,8 +258,9 @@ def main() -> None:
           f"{rows['run_rps']:.1f} tasks/s from its start ({rows['served_rps'] / rows['run_rps']:.2f}x), "
           f"{rows['run_rps_after_start']:.1f} tasks/s from its first result "
           f"({rows['served_rps'] / rows['run_rps_after_start']:.2f}x)")  # fmt: skip
-    for count, rps in rows.get("replicas_rps", {}).items():
-        print(f"throughput at {CLIENTS} clients through Ray Serve, {count} replica(s): {rps:.1f} requests/s")
+    for count, (rps, cpu) in rows.get("replicas_rps", {}).items():
+        print(f"throughput at {CLIENTS} clients through Ray Serve, {count} replica(s): {rps:.1f} requests/s; "
+              f"CPU ms a request: {cpu}")  # fmt: skip
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     print(json.dumps(rows))
 
