@@ -7,10 +7,11 @@ from an arbiter actor, its model calls made by role actors that share the endpoi
 and the prices with every other run on the cluster. What the replica reads back is what the engine's `Arbiter`
 yields in one process: a `Checkpoint` per finished round, the same messages (decoded from the frames).
 
-The lease is taken on a request's first use of its configuration, off the replica's event loop (starting the
-fleet's actors takes seconds). An arbiter actor that dies under a request is the machinery's failure
-(`InfrastructureError`, which the server answers 503 with ``Retry-After``), and the fleet replaces it; a request
-whose client goes away cancels its task on the arbiter actor, which cancels the loop's model calls.
+The lease is taken on a request's first use of its configuration, off the replica's event loop (starting the fleet's
+actors takes seconds), and the fleet's heartbeat runs from then on, every `Fleet.heartbeat_s`. An arbiter actor that
+dies under a request is the machinery's failure (`InfrastructureError`, which the server answers 503 with ``Retry-
+After``), and the fleet replaces it; a request whose client goes away cancels its task on the arbiter actor, which
+cancels the loop's model calls.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
+from redraft.actors._fleet import Fleet
 from redraft.actors._leases import Fleets, Lease
 from redraft.engine import Checkpoint
 from redraft.engine.resolved import ResolvedRun
@@ -35,18 +37,19 @@ class FleetArbiter:
         self._lease: Lease | None = None
         self._leasing = asyncio.Lock()
         self._turns = itertools.count()
+        self._beating: asyncio.Future[None] | None = None
 
     async def _leased(self) -> Lease:
         async with self._leasing:
             if self._lease is None:
                 run = self._run
                 self._lease = await asyncio.to_thread(self._fleets.lease, run.setup, run.strategy, run.settings)
+                self._beating = asyncio.ensure_future(_heartbeat(self._lease))
             return self._lease
 
     async def refine(self, task: Task, timeout_s: float | None = None) -> AsyncIterator[Checkpoint]:
         """``task``'s loop on an arbiter actor of the fleet, a checkpoint per finished round."""
         lease = await self._leased()
-        await asyncio.to_thread(lease.check)  # the fleet's heartbeat: a dead actor found and replaced
         slot = next(self._turns) % len(lease.arbiters)
         arbiter = lease.arbiters[slot]
         stream = arbiter.stream.options(num_returns="streaming").remote(
@@ -64,13 +67,25 @@ class FleetArbiter:
             if failure is None:
                 raise
             if not isinstance(cause_of(exc), InfrastructureError):  # not raised by a live arbiter: it died
-                lease.arbiter_lost(slot, arbiter)
+                await asyncio.to_thread(lease.arbiter_lost, slot, arbiter)
+                lost = f"the arbiter actor running the loop died ({failure})"
+                raise InfrastructureError(lost, cause=failure.cause, fault=failure.fault) from None
             raise failure from None
 
     def close(self) -> None:
         """The configuration is let go: closed on the fleet (its actors stay for the others)."""
+        if self._beating is not None:
+            self._beating.cancel()
         if self._lease is not None:
             self._fleets.release(self._lease)
+
+
+async def _heartbeat(lease: Lease) -> None:
+    """The fleet's heartbeat while the configuration is kept, requests or none: an actor found dead is replaced
+    (an arbiter too) before a request is sent to it, and one frozen is killed (`redraft.actors._fleet`)."""
+    while True:
+        await asyncio.to_thread(lease.check)
+        await asyncio.sleep(Fleet.heartbeat_s)
 
 
 def _cancel(stream: Any) -> None:

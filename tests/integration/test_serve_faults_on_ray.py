@@ -1,7 +1,8 @@
 """redraft serve's faults on real Ray Serve (the session's Ray, two replicas, each request a task on the replica's
-fleet of role actors, the suite's fake model server over HTTP). A replica killed with requests in flight: every
-request ends with its answer or an OpenAI-shaped 503 carrying ``Retry-After``, none hangs, and the openai SDK with
-its default retries gets every answer. A client that disconnects: its loop on the fleet is cancelled."""
+fleet of role actors, the suite's fake model server over HTTP). A replica, or the arbiter actors, killed with
+requests in flight: every request ends with its answer or an OpenAI-shaped 503 carrying ``Retry-After``, none
+hangs, and the openai SDK with its default retries gets every answer. A client that disconnects: its loop on the
+fleet is cancelled."""
 
 from __future__ import annotations
 
@@ -162,3 +163,42 @@ def test_on_ray_a_client_that_disconnects_cancels_its_loop_on_the_fleet(two_repl
     time.sleep(2.0)
     assert len(fake.requests) == settled <= made + 1  # at most the call already sent as it was cancelled
     assert settled - full < full  # the cancelled loop made fewer calls than a whole one
+
+
+def test_on_ray_an_arbiter_actor_killed_mid_request_is_a_503_with_retry_after_and_the_sdk_gets_its_answer(
+    ray_cluster: Any, two_replicas: str, fake: FakeLLMServer
+) -> None:
+    import os
+    import signal
+
+    from tests.support.chaos import role_pids
+
+    def kill_the_arbiters_once_called(asked: int) -> int:
+        calls_in_flight(fake, asked + 1)  # the request's loop is on an arbiter actor, its call held
+        arbiters = role_pids(ray_cluster, ("ArbiterActor",))
+        assert arbiters
+        for pid in arbiters:
+            os.kill(pid, signal.SIGKILL)
+        return len(arbiters)
+
+    fake.freeze()
+    with ThreadPoolExecutor(1) as pool:
+        raw = pool.submit(ask, two_replicas, False)
+        killed = kill_the_arbiters_once_called(0)
+        status, headers, text = raw.result(timeout=120)  # answered while the model still holds the call
+    assert status == 503, (status, text)
+    error = json.loads(text)["error"]
+    assert headers["retry-after"] == "5" and error["type"] == "service_unavailable"
+    assert "arbiter actor" in error["message"]
+    for _ in range(6000):  # the fleets' heartbeat replaces every arbiter, with no request to find them dead
+        if len(role_pids(ray_cluster, ("ArbiterActor",))) == killed:
+            break
+        time.sleep(0.02)
+    assert len(role_pids(ray_cluster, ("ArbiterActor",))) == killed
+    client = openai.OpenAI(base_url=two_replicas, api_key="unused", timeout=120)  # its default retries
+    with ThreadPoolExecutor(1) as pool:
+        asked = len(fake.requests)
+        reply = pool.submit(client.chat.completions.create, model="redraft/none", messages=ASK)
+        kill_the_arbiters_once_called(asked)
+        fake.thaw()
+        assert reply.result(timeout=120).choices[0].message.content == "Rain on the window."
