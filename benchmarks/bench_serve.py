@@ -13,9 +13,11 @@ A fake OpenAI-compatible model server on 127.0.0.1 (the test suite's) answers ev
 
 The server runs in this process (``redraft.serving.serving``: the same application Ray Serve hosts in a
 replica, on uvicorn in a thread, with no Ray Serve proxy in front); ``--ray-serve`` also starts ``redraft
-serve`` itself on a local Ray and measures the latency through Ray Serve's proxy and its replica.
+serve`` itself on a local Ray and measures the latency through Ray Serve's proxy and its replica. ``--replicas
+1 2`` measures the throughput at 64 clients through Ray Serve (its proxy, then the replicas, each request a task
+on the replica's fleet of role actors) with one replica, then two, on a local Ray started here.
 
-Run: ``python benchmarks/bench_serve.py`` (``--requests N``, ``--latency S``, ``--ray-serve``).
+Run: ``python benchmarks/bench_serve.py`` (``--requests N``, ``--latency S``, ``--ray-serve``, ``--replicas N...``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import asyncio
 import json
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -137,7 +140,6 @@ def run_throughput(model: str, requests: int, out: Path) -> tuple[float, float]:
 
 def ray_serve_latency(model: str, requests: int, out: Path) -> list[float]:
     """``redraft serve`` on a local Ray (Ray Serve's proxy, then a replica): the latency of each request."""
-    import socket
     import urllib.request
 
     with socket.socket() as sock:
@@ -166,6 +168,58 @@ def ray_serve_latency(model: str, requests: int, out: Path) -> list[float]:
         server.wait(timeout=120)
 
 
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds so far of this process (the clients and the model server) and of each kind of process of the
+    local Ray it started (its descendants: ``ray::ProxyActor``, ``ray::ServeReplica...``, ``ray::ArbiterActor``...)."""
+    import psutil
+
+    me = psutil.Process()
+    spent = {"clients and model server": sum(me.cpu_times()[:2])}
+    for child in me.children(recursive=True):
+        try:
+            line = " ".join(child.cmdline())
+            times = child.cpu_times()
+        except psutil.Error:
+            continue
+        kind = line[5:].split()[0].split(".")[0] if line.startswith("ray::") else Path(line.split()[0]).name
+        spent[kind] = spent.get(kind, 0.0) + times.user + times.system
+    return spent
+
+
+def replicas_throughput(
+    model: str, requests: int, counts: list[int], out: Path
+) -> dict[int, tuple[float, dict[str, float]]]:
+    """Requests a second from `CLIENTS` clients through Ray Serve with each of ``counts`` replicas (fixed), and
+    the CPU milliseconds a request cost each kind of process."""
+    from ray import serve
+
+    from redraft.actors import ensure_ray
+    from redraft.serving import PROXY_CALLBACK, PROXY_CALLBACK_VARIABLE, ServeSettings
+    from redraft.serving._deployment import run_on_serve
+
+    os.environ.setdefault(PROXY_CALLBACK_VARIABLE, PROXY_CALLBACK)
+    ensure_ray(None)
+    measured = {}
+    for count in counts:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        settings = ServeSettings(run={"model": model, "strategy": "none"}, checks={"ok": CHECK}, port=port,
+                                 out=str(out / str(count)))  # fmt: skip
+        run_on_serve(settings, max_replicas=count, min_replicas=count)
+        try:
+            base_url = f"http://127.0.0.1:{port}/v1"
+            served_throughput(base_url, 4 * CLIENTS)  # every replica's fleet leased and warm
+            before = cpu_seconds()
+            rps = served_throughput(base_url, requests)
+            after = cpu_seconds()
+            per_request = {k: 1000 * (v - before.get(k, 0.0)) / requests for k, v in after.items()}
+            measured[count] = rps, {k: round(v, 2) for k, v in per_request.items() if v >= 0.05}
+        finally:
+            serve.shutdown()  # type: ignore[no-untyped-call]
+    return measured
+
+
 def main() -> None:
     from redraft.serving import ServeSettings, serving
 
@@ -173,6 +227,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.05, help="the model server's latency, seconds")
     parser.add_argument("--ray-serve", action="store_true", help="also through redraft serve on a local Ray")
+    parser.add_argument("--replicas", type=int, nargs="*", default=[], help="Ray Serve with N replicas")
     args = parser.parse_args()
     rows: dict[str, Any] = {}
     with FakeLLMServer() as fake, tempfile.TemporaryDirectory() as tmp:
@@ -189,6 +244,8 @@ def main() -> None:
         rows["direct_ms"], rows["served_ms"] = median_ms(direct), median_ms(served)
         if args.ray_serve:
             rows["ray_serve_ms"] = median_ms(ray_serve_latency(model, args.requests, Path(tmp) / "ray-serve"))
+        if args.replicas:
+            rows["replicas_rps"] = replicas_throughput(model, args.requests, args.replicas, Path(tmp) / "replicas")
     print(f"# {date.today()}, {platform.machine()}, {os.cpu_count()} cores: the model server answers in "
           f"{args.latency * 1000:g} ms; {args.requests} requests")  # fmt: skip
     print(f"latency, median: model server directly {rows['direct_ms']:.1f} ms; through redraft's server "
@@ -201,6 +258,10 @@ def main() -> None:
           f"{rows['run_rps']:.1f} tasks/s from its start ({rows['served_rps'] / rows['run_rps']:.2f}x), "
           f"{rows['run_rps_after_start']:.1f} tasks/s from its first result "
           f"({rows['served_rps'] / rows['run_rps_after_start']:.2f}x)")  # fmt: skip
+    for count, (rps, cpu) in rows.get("replicas_rps", {}).items():
+        print(f"throughput at {CLIENTS} clients through Ray Serve, {count} replica(s): {rps:.1f} requests/s; "
+              f"CPU ms a request: {cpu}")  # fmt: skip
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     print(json.dumps(rows))
 
 

@@ -23,6 +23,9 @@ from tests.support.paths import REPO_ROOT
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_enable_worker_prestart", "0")
+# Ray Serve's proxies read it from their node's environment as `redraft serve` sets it for a local Ray: a replica
+# lost mid-request is answered 503 with Retry-After (redraft.serving.PROXY_CALLBACK, checked by test_serve_faults).
+os.environ.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", "redraft.serving:proxy_middlewares")
 # Every process of the session (Ray workers too) caches model calls here, never in the user's cache.
 os.environ["REDRAFT_CACHE_DIR"] = tempfile.mkdtemp(prefix="redraft-test-cache-")
 # Ray workers inherit the driver's environment when the session cluster starts: the

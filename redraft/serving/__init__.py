@@ -12,21 +12,26 @@ guard       keys, the server's money per period, the figures it reports
 replies     a finished loop as the client reads it, or the error it stands for
 app         the ASGI app (FastAPI): the routes, streaming, disconnects, timeouts
 thread      the app served from a thread of this process (a notebook, a test)
+proxy       what Ray Serve's HTTP proxy answers for a replica lost mid-request (503, Retry-After)
 deployment  the app as a Ray Serve deployment: replicas, autoscaling, Ray metrics (the one module with Ray)
 ```
 """
 
+import os
 import threading
 from typing import Any
 
 from redraft.serving._app import make_app
 from redraft.serving._guard import CountedMetrics, Metrics, PeriodSpending, Spending
 from redraft.serving._openai import APIError
+from redraft.serving._proxy import PROXY_CALLBACK, PROXY_CALLBACK_VARIABLE, proxy_middlewares
 from redraft.serving._settings import LOOPBACK, ServeSettings, digest, key_digests, named_pairs
 from redraft.serving._thread import Serving, serving
 
 __all__ = [
     "LOOPBACK",
+    "PROXY_CALLBACK",
+    "PROXY_CALLBACK_VARIABLE",
     "APIError",
     "CountedMetrics",
     "Metrics",
@@ -39,6 +44,7 @@ __all__ = [
     "key_digests",
     "make_app",
     "named_pairs",
+    "proxy_middlewares",
     "serve_here",
     "serve_on_ray",
     "serving",
@@ -57,10 +63,14 @@ def serve_here(settings: ServeSettings) -> None:
 
 def serve_on_ray(settings: ServeSettings, *, address: str | None, max_replicas: int, stop: threading.Event) -> None:
     """Serve ``settings`` on Ray Serve (the cluster at ``address``, or a local Ray) until ``stop`` is set, then
-    shut the application down, its replicas draining their requests in flight."""
+    shut the application down, its replicas draining their requests in flight.
+
+    A local Ray started here gives its proxy `PROXY_CALLBACK` (a replica lost mid-request answered 503 with
+    ``Retry-After``); a cluster's nodes need it in their environment (`PROXY_CALLBACK_VARIABLE`)."""
     from redraft.actors import ensure_ray
     from redraft.serving._deployment import run_on_serve, stop_serving
 
+    os.environ.setdefault(PROXY_CALLBACK_VARIABLE, PROXY_CALLBACK)  # a local Ray started here passes it on
     ensure_ray(address)
     run_on_serve(settings, max_replicas=max_replicas, proxy_location="EveryNode" if address else "HeadOnly")
     print(f"redraft serve: listening on http://{settings.host}:{settings.port}/v1", flush=True)

@@ -34,7 +34,7 @@ from redraft.serving._openai import (
     model_list,
     read_request,
 )
-from redraft.serving._refiner import Prepared, Refiner
+from redraft.serving._refiner import Engines, Prepared, Refiner
 from redraft.serving._replies import failure, machinery_error, openai_usage, redraft_object
 from redraft.serving._routes import route, served_names
 from redraft.serving._settings import ServeSettings
@@ -53,10 +53,12 @@ class ClientGone(Exception):
 class Server:
     """What the routes share: the settings, the engine, the money spent, the figures."""
 
-    def __init__(self, settings: ServeSettings, spending: Spending | None, metrics: Metrics | None) -> None:
+    def __init__(
+        self, settings: ServeSettings, spending: Spending | None, metrics: Metrics | None, engines: Engines | None
+    ) -> None:
         settings.validate()
         self.settings = settings
-        self.refiner = Refiner(settings)
+        self.refiner = Refiner(settings, engines)
         self.spending = spending or PeriodSpending(settings.period_s)
         self.metrics = metrics or CountedMetrics()
         self.cancelled = 0
@@ -80,14 +82,22 @@ class Server:
         return result, run
 
 
-def make_app(settings: ServeSettings, *, spending: Spending | None = None, metrics: Metrics | None = None) -> FastAPI:
-    """The application for ``settings``; `redraft.errors.UserError` for settings that cannot serve."""
-    server = Server(settings, spending, metrics)
+def make_app(
+    settings: ServeSettings,
+    *,
+    spending: Spending | None = None,
+    metrics: Metrics | None = None,
+    engines: Engines | None = None,
+) -> FastAPI:
+    """The application for ``settings``, its loops run by ``engines`` (default: roles in this process);
+    `redraft.errors.UserError` for settings that cannot serve."""
+    server = Server(settings, spending, metrics, engines)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         server.refiner.journal.close()
+        server.refiner.engines.close()
 
     app = FastAPI(title="redraft", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.server = server

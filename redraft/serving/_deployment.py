@@ -2,8 +2,9 @@
 shared by every replica. The one module of `redraft.serving` that imports Ray.
 
 Each replica builds the app in its own process, after its constructor (`serve.ingress()` with no app, and
-``__serve_build_asgi_app__``): its engine, its run directory and its arbiters are its own. What the replicas
-share goes through Ray: the money spent in the period, kept by one named actor (`SpendingActor`), which each
+``__serve_build_asgi_app__``): its run directory is its own, and its requests run as tasks on a fleet of the
+cluster's role actors that it leases per run configuration (`redraft.actors.FleetArbiters`), stopped with it.
+The replicas share the money spent in the period, kept by one named actor (`SpendingActor`), which each
 replica reads without waiting (at most one request late, so the budget may be passed by the requests already
 in flight when it is reached, never by more). Replicas reserve no CPU: a request waits on model servers.
 """
@@ -21,7 +22,9 @@ from ray import serve
 from ray.serve import Application
 from ray.util import metrics
 
-from redraft.serving._app import make_app
+from redraft.actors import FleetArbiters
+from redraft.errors import UserError
+from redraft.serving._app import OUTER_GRACE_S, make_app
 from redraft.serving._guard import PeriodSpending
 from redraft.serving._settings import ServeSettings, key_digests
 
@@ -32,13 +35,15 @@ TARGET_ONGOING_REQUESTS = 16
 MAX_ONGOING_REQUESTS = 64
 """Requests a replica takes at once; past them the proxy queues, and the queue is what scales replicas up."""
 DRAIN_S = 30.0
+PROXY_GRACE_S = 10.0
+"""Past the app's own cut of a loop, how long the proxy still waits for a replica's answer before it gives up."""
 """Past the request timeout, how long a replica being stopped waits for its requests in flight to finish."""
 
 
-def autoscaling(max_replicas: int) -> dict[str, Any]:
-    """Ray Serve's ``autoscaling_config``: one replica at rest, more as requests queue."""
+def autoscaling(max_replicas: int, min_replicas: int = 1) -> dict[str, Any]:
+    """Ray Serve's ``autoscaling_config``: ``min_replicas`` at rest, more as requests queue."""
     return {
-        "min_replicas": 1,
+        "min_replicas": min_replicas,
         "max_replicas": max_replicas,
         "target_ongoing_requests": TARGET_ONGOING_REQUESTS,
         "upscale_delay_s": 5.0,
@@ -127,15 +132,18 @@ class RedraftServer:
 
     def __serve_build_asgi_app__(self) -> Any:
         spending = SharedSpending(self._settings.period_s) if self._settings.usd_per_period is not None else None
-        return make_app(self._settings, metrics=RayMetrics(), spending=spending)
+        return make_app(self._settings, metrics=RayMetrics(), spending=spending, engines=FleetArbiters())
 
 
-def application(settings: ServeSettings, max_replicas: int = 4) -> Application:
+def application(settings: ServeSettings, max_replicas: int = 4, min_replicas: int = 1) -> Application:
     """The Serve application of ``settings``, for `serve.run` (``redraft serve``) or a Serve config (`build`)."""
     settings.validate()
+    if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
+        raise UserError(f"replicas: need 0 <= min_replicas <= max_replicas and max_replicas >= 1, got "
+                        f"{min_replicas} and {max_replicas}")  # fmt: skip
     deployment = serve.deployment(
         name="RedraftServer",
-        autoscaling_config=autoscaling(max_replicas),
+        autoscaling_config=autoscaling(max_replicas, min_replicas),
         max_ongoing_requests=MAX_ONGOING_REQUESTS,
         graceful_shutdown_timeout_s=settings.request_timeout_s + DRAIN_S,
         ray_actor_options={"num_cpus": 0},
@@ -149,16 +157,26 @@ def build(args: dict[str, Any]) -> Application:
     a mounted Secret), whose keys' digests join ``key_digests``."""
     given = dict(args)
     max_replicas = int(given.pop("max_replicas", 4))
+    min_replicas = int(given.pop("min_replicas", 1))
     keys_file = given.pop("api_keys_file", None)
     if keys_file is not None:
         given["key_digests"] = [*given.get("key_digests", []), *key_digests(None, Path(keys_file))]
-    return application(msgspec.convert(given, ServeSettings), max_replicas)
+    return application(msgspec.convert(given, ServeSettings), max_replicas, min_replicas)
 
 
-def run_on_serve(settings: ServeSettings, *, max_replicas: int = 4, proxy_location: str = "HeadOnly") -> None:
+def proxy_timeout_s(settings: ServeSettings) -> float:
+    """How long the proxy waits for a replica's answer: past the request timeout and the app's own grace, so a
+    replica that hangs (alive, answering nothing) is cut by the proxy too, and a client never waits for ever."""
+    return settings.request_timeout_s + OUTER_GRACE_S + PROXY_GRACE_S
+
+
+def run_on_serve(
+    settings: ServeSettings, *, max_replicas: int = 4, min_replicas: int = 1, proxy_location: str = "HeadOnly"
+) -> None:
     """Start Serve's HTTP proxy on ``settings``' host and port and the application on it (Ray already up)."""
-    serve.start(proxy_location=proxy_location, http_options={"host": settings.host, "port": settings.port})
-    serve.run(application(settings, max_replicas), name=APP_NAME, route_prefix="/", blocking=False)
+    http = {"host": settings.host, "port": settings.port, "request_timeout_s": proxy_timeout_s(settings)}
+    serve.start(proxy_location=proxy_location, http_options=http)
+    serve.run(application(settings, max_replicas, min_replicas), name=APP_NAME, route_prefix="/", blocking=False)
 
 
 def stop_serving(stop: threading.Event, poll_s: float = 0.5) -> None:

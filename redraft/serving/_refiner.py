@@ -1,9 +1,12 @@
 """Each request a task of the engine: the same roles, strategies, arbiter and convergence as ``redraft run``.
 
-A replica holds its roles in its own process (`redraft.engine.local_roles`, as `redraft.refine` does) and one
-`Arbiter` per distinct run configuration a request asks for (strategy, models, check, samples, rounds, budget,
-max tokens), made on the first request that asks for it and kept for the next ones: nothing is started per
-request. The arbiters kept are bounded (`KEPT_ARBITERS`, the least recently used let go).
+A replica keeps one engine per distinct run configuration a request asks for (strategy, models, check, samples,
+rounds, budget, max tokens), made on the first request that asks for it and kept for the next ones: nothing is
+started per request. The engines kept are bounded (`KEPT_ARBITERS`, the least recently used let go). Where the
+loop runs is the `Engines` the replica is given: on Ray Serve, a lease on the cluster's role actors
+(`redraft.actors.FleetArbiters`), so requests share the endpoint limiter, the response cache and the prices
+with every run; in one process (``--in-process``, tests), an `Arbiter` over roles of this process
+(`LocalArbiters`, as `redraft.refine` does). Both give the same answers.
 
 A request's settings are the server's run options (`ServeSettings.run`) with what the request changes, resolved
 by `redraft.engine.resolved.resolve_run` like any run's: a bad name or value is a `UserError`, which the app
@@ -17,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from redraft.config import RunConfig
 from redraft.engine import Arbiter, Checkpoint, local_roles
@@ -35,11 +38,40 @@ from redraft.serving._settings import ServeSettings
 KEPT_ARBITERS = 64
 
 
+class Engine(Protocol):
+    """One run configuration's loop: a task's checkpoints, a finished round each (`redraft.engine.Arbiter`'s)."""
+
+    def refine(self, task: Task, timeout_s: float | None = None) -> AsyncIterator[Checkpoint]: ...
+
+
+class Engines(Protocol):
+    """Where a replica's loops run: an `Engine` made per run configuration, let go, and all stopped at the end."""
+
+    def make(self, run: ResolvedRun) -> Any: ...
+
+    def release(self, engine: Any) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class LocalArbiters:
+    """`Engines` in this process: an `Arbiter` over roles of the process per configuration (``--in-process``)."""
+
+    def make(self, run: ResolvedRun) -> Arbiter:
+        return Arbiter(local_roles(run.setup, run.strategy, run.settings), run.settings)
+
+    def release(self, engine: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 @dataclass(frozen=True)
 class Prepared:
-    """A request ready to run: its arbiter, and its task."""
+    """A request ready to run: its engine, and its task."""
 
-    arbiter: Arbiter
+    arbiter: Engine
     task: Task
     strategy: str
 
@@ -47,9 +79,10 @@ class Prepared:
 class Refiner:
     """A replica's engine: arbiters made once per configuration, each request's loop, its trace written."""
 
-    def __init__(self, settings: ServeSettings) -> None:
+    def __init__(self, settings: ServeSettings, engines: Engines | None = None) -> None:
         provide(Conversation())
         self.settings = settings
+        self.engines: Engines = engines or LocalArbiters()
         self.base = RunConfig.build(**settings.run).replace(scenario=CHAT)
         base = resolve_run(self.base, task=Task(task_id="-", scenario=CHAT, prompt=""))  # bad options fail here
         experiment = self.base.experiment
@@ -57,7 +90,7 @@ class Refiner:
             m for m in (experiment.drafter, experiment.critic, experiment.verifier, experiment.escalate) if m
         ) | frozenset(target.split("/", 2)[2] for target in settings.aliases.values() if target.count("/") >= 2)
         self.journal = Journal(Path(settings.out) if settings.out else None, lambda name: _manifest(base, name))
-        self._arbiters: OrderedDict[tuple[tuple[str, Any], ...], Arbiter] = OrderedDict()
+        self._arbiters: OrderedDict[tuple[tuple[str, Any], ...], Engine] = OrderedDict()
 
     def prepare(self, route: Route, request: ChatRequest) -> Prepared:
         """The arbiter and the task of ``request``; `APIError` 400 for a setting it may not ask."""
@@ -65,10 +98,9 @@ class Refiner:
         key = tuple(sorted(changes.items()))
         scenario = str(changes["scenario"])
         if key not in self._arbiters:
-            run = self._resolved(changes)
-            self._arbiters[key] = Arbiter(local_roles(run.setup, run.strategy, run.settings), run.settings)
+            self._arbiters[key] = self.engines.make(self._resolved(changes))
             while len(self._arbiters) > KEPT_ARBITERS:
-                self._arbiters.popitem(last=False)
+                self.engines.release(self._arbiters.popitem(last=False)[1])
         self._arbiters.move_to_end(key)
         task = Task(
             task_id="chatcmpl-" + uuid.uuid4().hex[:24],

@@ -71,9 +71,11 @@ def failure(result: Result) -> APIError | None:
 
 
 def machinery_error(exc: Exception) -> APIError:
-    """A loop the machinery failed under (a model endpoint down, the upstream key refused)."""
+    """A loop the machinery failed under (a model endpoint down, an actor of the loop lost, the upstream key
+    refused)."""
     if isinstance(exc, AuthenticationError):
         return APIError(502, "the model provider refused this server's credentials", "server_error")
     if isinstance(exc, InfrastructureError):
-        return APIError(503, f"the model endpoint failed: {exc}", "service_unavailable", retry_after_s=RETRY_AFTER_S)
+        message = f"the machinery under the request failed: {exc}"
+        return APIError(503, message, "service_unavailable", retry_after_s=RETRY_AFTER_S)
     return APIError(500, f"the request failed: {type(exc).__name__}", "server_error")

@@ -19,6 +19,7 @@ from tests.support.replies import CRITIQUE, is_critique, round_of
 
 SCRIPTED = "scripted:tests.support.serving:learner"
 CHECK = "tests.support.serving:says_42"
+WHEREABOUTS = "scripted:tests.support.serving:whereabouts"
 
 
 def learner(request: ChatRequest) -> str:
@@ -26,6 +27,14 @@ def learner(request: ChatRequest) -> str:
         return json.dumps(CRITIQUE)
     r = round_of(request)
     return f"Attempt {r}: {42 if r >= 2 else 41}"
+
+
+def whereabouts(request: ChatRequest) -> str:
+    """Says where the call was made: a named actor's name (a Serve replica's), else "an unnamed actor" (a role
+    actor of a fleet); only called on Ray."""
+    import ray
+
+    return ray.get_runtime_context().get_actor_name() or "an unnamed actor"
 
 
 def says_42(text: str, data: dict[str, Any], prompt: str) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from redraft.errors import UserError
-from redraft.serving import ServeSettings, digest
+from redraft.serving import PROXY_CALLBACK, PROXY_CALLBACK_VARIABLE, ServeSettings, digest
 from tests.support.paths import REPO_ROOT
 from tests.unit.test_kuberay import CLUSTER_SPEC, KUBERNETES, SECRET, obj, pod
 
@@ -52,7 +52,7 @@ def test_the_serve_config_is_valid_for_ray_serve_and_names_redraft_s_builder() -
 
 
 def test_the_config_s_args_build_settings_that_serve_with_the_keys_file_read(tmp_path: Path) -> None:
-    from redraft.serving._deployment import build
+    from redraft.serving._deployment import build, proxy_timeout_s
 
     args = dict(load(CONFIG)["applications"][0]["args"])
     keys = tmp_path / "keys"
@@ -64,6 +64,7 @@ def test_the_config_s_args_build_settings_that_serve_with_the_keys_file_read(tmp
     deployment = application._bound_deployment
     assert deployment._deployment_config.autoscaling_config.max_replicas == args["max_replicas"]
     assert deployment._deployment_config.autoscaling_config.target_ongoing_requests > 0
+    assert load(CONFIG)["http_options"]["request_timeout_s"] == proxy_timeout_s(served)  # the proxy's cut
     with pytest.raises(UserError, match="reachable from other machines"):  # an open host with no keys
         build({k: v for k, v in args.items() if k != "api_keys_file"})
 
@@ -77,6 +78,8 @@ def test_the_rayservice_follows_the_documented_spec_and_runs_the_same_applicatio
     for group in [spec["headGroupSpec"], *spec["workerGroupSpecs"]]:
         kubernetes_validate.validate(pod(group["template"]), KUBERNETES, strict=True)
         (container,) = group["template"]["spec"]["containers"]
+        callback = [e["value"] for e in container["env"] if e["name"] == PROXY_CALLBACK_VARIABLE]
+        assert callback == [PROXY_CALLBACK]  # every node's proxy answers a lost replica with a 503
         keys = [e for e in container["env"] if e["name"].endswith("_API_KEY")]
         assert keys and all(e["valueFrom"]["secretKeyRef"]["name"] == SECRET for e in keys)
         mounts = {m["mountPath"] for m in container["volumeMounts"]}
@@ -84,3 +87,26 @@ def test_the_rayservice_follows_the_documented_spec_and_runs_the_same_applicatio
     wrong = manifest["spec"] | {"serveConfig": manifest["spec"]["serveConfigV2"]}
     with pytest.raises(jsonschema.ValidationError, match="serveConfig"):
         jsonschema.validate(wrong, SERVICE_SPEC)
+
+
+def test_the_deployment_s_autoscaling_is_valid_for_ray_serve_s_schema_in_the_config() -> None:
+    from ray.serve.config import AutoscalingConfig
+    from ray.serve.deployment import deployment_to_schema
+    from ray.serve.schema import ServeDeploySchema
+
+    from redraft.serving._deployment import build
+
+    config = load(CONFIG)
+    (app,) = config["applications"]
+    built = build(app["args"] | {"key_digests": [digest("sk-one")], "api_keys_file": None})
+    deployment = deployment_to_schema(built._bound_deployment).model_dump(exclude_unset=True)
+    as_deployed = ServeDeploySchema.model_validate(config | {"applications": [app | {"deployments": [deployment]}]})
+    (validated,) = as_deployed.applications[0].deployments
+    scaling = AutoscalingConfig.model_validate(validated.autoscaling_config)  # Serve's own model, strictly
+    assert validated.name == "RedraftServer" and scaling.upscale_delay_s < scaling.downscale_delay_s
+    assert (scaling.min_replicas, scaling.max_replicas) == (1, app["args"]["max_replicas"])
+    assert scaling.target_ongoing_requests < deployment["max_ongoing_requests"]  # a queue forms before it scales
+    with pytest.raises(Exception, match="min_replicas"):
+        AutoscalingConfig.model_validate(scaling.model_dump() | {"min_replicas": 5, "max_replicas": 4})
+    with pytest.raises(UserError, match=r"min_replicas <= max_replicas.*got 5 and 4"):  # one line, before Ray Serve
+        build(app["args"] | {"key_digests": [digest("sk-one")], "api_keys_file": None, "min_replicas": 5})
