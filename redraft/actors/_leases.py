@@ -169,9 +169,11 @@ class Fleets:
         try:
             return Lease(fleet, setup, strategy, settings)
         except BaseException:
-            self._unhold(fleet)
+            left = self._unhold(fleet)
             if not self.shared:
                 self._drop(fleet)
+            elif left == 0 and self.idle_s is not None:
+                self._idle(fleet)  # a run that could not open leaves the fleet as idle as it found it
             raise
 
     def release(self, lease: Lease) -> None:

@@ -78,3 +78,22 @@ def test_a_run_leasing_a_fleet_within_its_idle_time_finds_it_running(
     finally:
         fleets.shutdown()
     assert not fleets._timers and not stopped  # shut down with its holder, not for being idle
+
+
+def test_a_run_that_cannot_open_leaves_the_fleet_to_stop_once_idle(ray_cluster: Any, tmp_path: Path) -> None:
+    from redraft.actors import Fleets
+    from redraft.errors import BackendError
+    from tests.support.replies import Unstartable
+
+    idle = threading.Event()
+    fleets = Fleets(shared=True, idle_s=0.01, on_stop=lambda _fleet: idle.set())
+    try:
+        with pytest.raises(BackendError, match=r"^a role actor failed to start: "):
+            run(
+                RunConfig.build(limit=3, out=str(tmp_path / "a")),
+                backends={"drafter": _model(), "critic": Unstartable()},
+                fleets=fleets,
+            )
+        assert idle.wait(timeout=120) and not fleets._fleets  # stopped, not left running for nobody
+    finally:
+        fleets.shutdown()
