@@ -7,6 +7,11 @@ that needs it, grows the roles later runs need, and stops when the command ends 
 starts no process of its own. Per run (``REDRAFT_FLEET=per-run``, and always for a single ``redraft run``), each
 lease gets a fleet of its own, stopped as its run ends.
 
+A long-lived holder (a server) gives its `Fleets` an ``idle_s``: a shared fleet whose runs have all ended and
+that no lease asks for within ``idle_s`` seconds is stopped (its actors killed, their processes and reserved CPUs
+freed), and the next lease starts a new one, as the first did. A command's fleets keep no such timer (``idle_s``
+None): they stop with the command.
+
 Nothing a run's results depend on differs between the two: each run's roles are made from that run's own
 settings (`redraft.actors._members.RunRole`), in every actor that serves it, and a task's seeds are its run's.
 A role that cannot be made for a run (its backend client, its prompts) stops that run as it opens
@@ -18,6 +23,8 @@ from __future__ import annotations
 import os
 import threading
 import uuid
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from redraft.actors import _factory as factory
@@ -118,12 +125,28 @@ class Lease:
 
 
 class Fleets:
-    """The fleets of one command (see the module docstring); `shutdown` when the command ends."""
+    """The fleets of one command or of a long-lived holder (see the module docstring); `shutdown` when it ends."""
 
-    def __init__(self, shared: bool | None = None) -> None:
+    def __init__(
+        self,
+        shared: bool | None = None,
+        *,
+        idle_s: float | None = None,
+        on_stop: Callable[[Fleet], None] | None = None,
+    ) -> None:
         self.shared = shared_by_default() if shared is None else shared
+        if idle_s is not None and idle_s < 0:
+            raise UserError(f"a fleet's idle time must be 0 s or more, not {idle_s:g}")
+        self.idle_s = idle_s
+        """Seconds a shared fleet with no run open waits for one before it stops; None: it waits for `shutdown`."""
+        self._on_stop = on_stop
+        """Told of each fleet stopped because it stayed idle, after its actors were killed."""
         self._fleets: list[Fleet] = []
         self._lock = threading.Lock()
+        self._held: Counter[Fleet] = Counter()
+        """Leases asked of each fleet and not yet released: one with any is not idle."""
+        self._timers: dict[Fleet, threading.Timer] = {}
+        """The idle timer of each fleet that has one running."""
 
     def lease(self, setup: RoleSetup, strategy: Strategy, settings: ArbiterSettings) -> Lease:
         """A run's share of a fleet that fits it, started or grown for it first."""
@@ -133,24 +156,68 @@ class Fleets:
             fleet = fits[0] if fits else Fleet()
             if not fits:
                 self._fleets.append(fleet)
+            self._held[fleet] += 1
+            timer = self._timers.pop(fleet, None)
+        if timer is not None:
+            timer.cancel()
         try:
             fleet.grow(roles)
         except BaseException:  # what started is killed: a fleet that fails to start serves no run
+            self._unhold(fleet)
             self._drop(fleet)
             raise
         try:
             return Lease(fleet, setup, strategy, settings)
         except BaseException:
+            left = self._unhold(fleet)
             if not self.shared:
                 self._drop(fleet)
+            elif left == 0 and self.idle_s is not None:
+                self._idle(fleet)  # a run that could not open leaves the fleet as idle as it found it
             raise
 
     def release(self, lease: Lease) -> None:
-        """``lease``'s run has ended: closed on its fleet if shared, else the fleet stopped with it."""
-        if self.shared:
-            lease.close()
-        else:
+        """``lease``'s run has ended: closed on its fleet if shared (which stops once idle, given ``idle_s``),
+        else the fleet stopped with it."""
+        if not self.shared:
+            self._unhold(lease.fleet)
             self._drop(lease.fleet)
+            return
+        lease.close()
+        if self._unhold(lease.fleet) == 0 and self.idle_s is not None:
+            self._idle(lease.fleet)
+
+    def _unhold(self, fleet: Fleet) -> int:
+        """One lease of ``fleet`` fewer; how many it still has."""
+        with self._lock:
+            self._held[fleet] -= 1
+            left = self._held[fleet]
+            if left <= 0:
+                del self._held[fleet]
+            return max(left, 0)
+
+    def _idle(self, fleet: Fleet) -> None:
+        """Start ``fleet``'s idle timer: it stops after ``idle_s`` unless a lease asks for it first."""
+        assert self.idle_s is not None
+        timer = threading.Timer(self.idle_s, self._stop_if_idle, (fleet,))
+        timer.daemon = True
+        with self._lock:
+            if self._held[fleet] or fleet not in self._fleets:
+                return
+            old, self._timers[fleet] = self._timers.get(fleet), timer
+        if old is not None:
+            old.cancel()
+        timer.start()
+
+    def _stop_if_idle(self, fleet: Fleet) -> None:
+        with self._lock:
+            if self._timers.get(fleet) is not threading.current_thread() or self._held[fleet] or fleet.runs:
+                return  # leased again meanwhile (its timer cancelled, or another started since)
+            del self._timers[fleet]
+            self._fleets.remove(fleet)  # no lease finds it from here on
+        fleet.shutdown()
+        if self._on_stop is not None:
+            self._on_stop(fleet)
 
     def _drop(self, fleet: Fleet) -> None:
         fleet.shutdown()
@@ -162,5 +229,8 @@ class Fleets:
         """Stop every fleet, so no call of the command goes on once it ends."""
         with self._lock:
             fleets, self._fleets = self._fleets, []
+            timers, self._timers = list(self._timers.values()), {}
+        for timer in timers:
+            timer.cancel()
         for fleet in fleets:
             fleet.shutdown()

@@ -20,3 +20,9 @@ def test_runs_share_a_fleet_unless_told_per_run(monkeypatch: pytest.MonkeyPatch)
     assert not Fleets().shared and Fleets(shared=True).shared  # Ray is not asked: a fleet starts with a run
     monkeypatch.delenv("REDRAFT_FLEET")
     assert Fleets().shared
+
+
+def test_a_negative_idle_time_is_refused_in_one_line() -> None:
+    with pytest.raises(UserError, match=r"^a fleet's idle time must be 0 s or more, not -1$"):
+        Fleets(shared=True, idle_s=-1)
+    assert Fleets(shared=True, idle_s=0).idle_s == 0 and Fleets(shared=True).idle_s is None  # no timer unless given
