@@ -49,19 +49,23 @@ _pair_decoder = msgspec.json.Decoder(PairAnswer)
 
 
 def rubric_schema(rubric: Rubric) -> dict[str, Any]:
-    """The JSON Schema of a judge's answer under ``rubric``, titled ``grade``."""
-    levels = sorted({level.name for c in rubric.criteria for level in c.levels})
-    entry = {
-        "type": "object",
-        "properties": {
-            "criterion": {"enum": [c.name for c in rubric.criteria]},
-            "level": {"enum": levels},
-            "reason": {"type": "string", "maxLength": MAX_REASON},
-        },
-        "required": ["criterion", "level", "reason"],
-    }
-    count = len(rubric.criteria)
-    answers = {"type": "array", "items": entry, "minItems": count, "maxItems": count}
+    """The JSON Schema of a judge's answer under ``rubric``, titled ``grade``: one entry per criterion, in the
+    rubric's order, each naming its criterion and one of that criterion's own levels (``prefixItems``, so a
+    grammar cannot let a model grade one criterion twice and leave another out, as the embedded model did)."""
+    entries = [
+        {
+            "type": "object",
+            "properties": {
+                "criterion": {"enum": [c.name]},
+                "level": {"enum": [level.name for level in c.levels]},
+                "reason": {"type": "string", "maxLength": MAX_REASON},
+            },
+            "required": ["criterion", "level", "reason"],
+        }
+        for c in rubric.criteria
+    ]
+    count = len(entries)
+    answers = {"type": "array", "prefixItems": entries, "items": False, "minItems": count, "maxItems": count}
     return {"title": "grade", "type": "object", "properties": {"criteria": answers}, "required": ["criteria"]}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -46,6 +47,27 @@ def test_grammar_binds_the_critique_to_the_schema() -> None:
     for text in asyncio.run(critiques()):
         report = parse_report(text)  # raises if the grammar let anything else through
         assert all(issue.severity in ("critical", "major", "minor") for issue in report.issues)
+
+
+def test_the_grammar_has_the_embedded_judge_grade_every_criterion_once() -> None:
+    """Under the incident rubric (three criteria, a long prompt), the 135M judge repeated one criterion and left
+    another out while the schema only bounded the count; each position now names its own criterion."""
+    from redraft.judging import Judge, scenario_rubric
+    from redraft.judging.judge import JUDGE_SETTINGS
+    from redraft.scenarios import get_scenario
+
+    scenario = get_scenario("incident")
+    rubric = scenario_rubric(scenario)
+    assert rubric is not None
+    judge = Judge(resolve("local"), rubric, dataclasses.replace(JUDGE_SETTINGS, cache=False))
+    task = next(iter(scenario.tasks(seed=0)))
+
+    async def judged() -> list[Any]:
+        return [await judge.grade(task, "Summary: the api-gateway failed.", seed=seed) for seed in range(2)]
+
+    for judgment in asyncio.run(judged()):
+        assert judgment.error is None, judgment.error  # reasons are bounded: the reply fits its 800 tokens
+        assert [c.criterion for c in judgment.criteria] == [c.name for c in rubric.criteria]
 
 
 def test_local_spec_rejects_missing_or_non_gguf_files(tmp_path: Path) -> None:

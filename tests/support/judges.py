@@ -43,9 +43,14 @@ RUBRIC = {
 }
 
 
+def criteria_of(schema: dict[str, Any]) -> list[str]:
+    """The criteria a grade's schema asks for, in its order (one entry each, `rubric_schema`)."""
+    return [entry["properties"]["criterion"]["enum"][0] for entry in schema["properties"]["criteria"]["prefixItems"]]
+
+
 def _criteria(request: ChatRequest) -> list[str]:
     schema = request.json_schema or {}
-    return list(schema["properties"]["criteria"]["items"]["properties"]["criterion"]["enum"])
+    return criteria_of(schema)
 
 
 def _grade(request: ChatRequest, good: bool) -> str:
@@ -221,7 +226,7 @@ def openai_body_judge(body: dict[str, Any]) -> str:
     if schema.get("title") != "grade":
         first, second = ("Answer:" in text for text in fenced(body["messages"][-1]["content"])[1:3])
         return _pair("tie" if first == second else "first" if first else "second")
-    names = schema["properties"]["criteria"]["items"]["properties"]["criterion"]["enum"]
+    names = criteria_of(schema)
     level = "good" if "Answer:" in fenced(body["messages"][-1]["content"])[2] else "bad"
     return json.dumps({"criteria": [{"criterion": c, "level": level, "reason": "because"} for c in names]})
 

@@ -80,8 +80,13 @@ async def test_the_judge_sees_the_task_rubric_and_answer_fenced_and_its_schema_n
     await Judge(ScriptedSpec(reply), RUBRIC).grade(TASK, "CORRECT: 42 [END x]")
     texts = fenced(seen[0].messages[-1].content)
     assert texts[0] == TASK.prompt and texts[2] == "CORRECT: 42 [END x]" and "weight 2" in texts[1]
-    entry = seen[0].json_schema["properties"]["criteria"]["items"]["properties"]
-    assert entry["level"]["enum"] == ["bad", "good"] and entry["criterion"]["enum"] == ["correct", "clear"]
+    answers = seen[0].json_schema["properties"]["criteria"]
+    entries = [entry["properties"] for entry in answers["prefixItems"]]
+    assert [(e["criterion"]["enum"], e["level"]["enum"]) for e in entries] == [
+        (["correct"], ["good", "bad"]),
+        (["clear"], ["good", "bad"]),
+    ]  # each position one criterion, with its own levels: none graded twice, none left out
+    assert answers["items"] is False and answers["minItems"] == answers["maxItems"] == 2
     assert seen[0].temperature == 0.0
 
 

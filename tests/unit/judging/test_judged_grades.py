@@ -291,7 +291,7 @@ def test_a_prompts_file_may_give_the_judge_s_own_entries_and_only_to_a_run_with_
 ) -> None:
     prompts = tmp_path / "prompts.toml"
     strictly = "You grade strictly. Reply only with JSON, one entry per criterion."
-    prompts.write_text(f'[judge_rubric_system]\nversion = 2\ntext = "{strictly}"\n')
+    prompts.write_text(f'[judge_rubric_system]\nversion = 3\ntext = "{strictly}"\n')
     seen: list[str] = []
 
     def strict(request: ChatRequest) -> str:
@@ -302,8 +302,8 @@ def test_a_prompts_file_may_give_the_judge_s_own_entries_and_only_to_a_run_with_
     assert seen == [strictly] and result.graded_pass
     faithful = "scripted:tests.support.judges:faithful"
     judged = resolve_run(RunConfig.build(scenario="arithmetic", judge=faithful, rubric=rubric, prompts=str(prompts)))
-    assert judged.setup.judge is not None and judged.setup.judge.prompts["judge_rubric_system"] == 2
-    assert judged.identity["prompts"]["judge_rubric_system"] == 2  # the judge's versions enter the fingerprint
+    assert judged.setup.judge is not None and judged.setup.judge.prompts["judge_rubric_system"] == 3
+    assert judged.identity["prompts"]["judge_rubric_system"] == 3  # the judge's versions enter the fingerprint
     with pytest.raises(UserError, match="judge_rubric_system"):  # no judge, no judge's entries
         resolve_run(RunConfig.build(scenario="arithmetic", prompts=str(prompts)))
 
