@@ -191,8 +191,8 @@ class Comparison(msgspec.Struct, kw_only=True):
     pairwise: list[PairwiseFigures] = []
     """Each pair of arms' final answers judged against each other (``--pairwise``; `redraft.comparison._pairwise`)."""
     grading: Usage = Usage()
-    """What grading the comparison itself spent: its pairwise judgments, priced. Apart from every arm's usage,
-    which it never enters: the arms stay matched on their own spend."""
+    """What grading spent: the judge's grades of every lane's tasks, and its pairwise judgments, priced. Apart
+    from every arm's and baseline's cost, which it never enters: each is matched on its method's own spend."""
 
     def grading_said(self) -> str | None:
         """The comparison's grading cost in one line (None when it spent nothing)."""
@@ -200,9 +200,11 @@ class Comparison(msgspec.Struct, kw_only=True):
             return None
         unpriced = sorted({m for figures in self.pairwise for m in figures.unpriced})
         unknown = f" (unpriced: {', '.join(unpriced)})" if unpriced else ""
+        paired = sum((figures.usage for figures in self.pairwise), Usage())
+        pairs = f", {paired.calls} of them the pairwise judgments (${paired.cost_usd:.4f})" if paired.calls else ""
         return (
-            f"grading: the pairwise judgments cost ${self.grading.cost_usd:.4f}{unknown} over {self.grading.calls} "
-            "judge calls, apart from the arms' costs (each arm's is its own spend)"
+            f"grading: the judge cost ${self.grading.cost_usd:.4f}{unknown} over {self.grading.calls} calls{pairs}, "
+            "apart from the arms' and baselines' costs (each is its method's own spend)"
         )
 
     @property

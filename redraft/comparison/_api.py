@@ -20,6 +20,7 @@ from redraft.engine.setup import BackendOverrides, with_check
 from redraft.errors import UserError, unknown_name
 from redraft.judging import read_card
 from redraft.protocols.messages import Result, Usage
+from redraft.rundir.reader import RunReader
 from redraft.scenarios.user_check import CheckFunction
 
 MATCHES: tuple[Match, ...] = ("calls", "tokens", "usd")
@@ -121,6 +122,13 @@ def judged_by(
     return judge, (read_card(card) if card is not None else None), card
 
 
+def judge_spend(plan: ComparePlan) -> Usage:
+    """What the judge spent grading every lane's tasks (each result's ``judge`` role): the comparison's grading,
+    no part of any arm's or baseline's matched cost (`redraft.comparison._lane_figures.method_usage`)."""
+    results = (entry.result for lane in plan.lanes() for entry in RunReader(plan.out / lane.label).entries())
+    return sum((r.usage_by_role.get("judge", Usage()) for r in results), Usage())
+
+
 def write(
     plan: ComparePlan,
     match: Match,
@@ -137,11 +145,13 @@ def write(
     from redraft.views.report import report
 
     comparison = build(plan, match, judged)
+    if judged is not None:
+        comparison.grading = judge_spend(plan)
     if pairwise and judged is not None:
         comparison.pairwise = judged_pairs(plan, judged[0])
-        comparison.grading = sum((figures.usage for figures in comparison.pairwise), Usage())
+        comparison.grading += sum((figures.usage for figures in comparison.pairwise), Usage())
         comparison.notes += [figures.said() for figures in comparison.pairwise]
-        comparison.notes += [said] if (said := comparison.grading_said()) is not None else []
+    comparison.notes += [said] if (said := comparison.grading_said()) is not None else []
     if baseline is not None:
         comparison.gate = held_against(comparison, read_json(baseline), str(baseline))
     written = [(lane, report(plan.out / lane.label)) for lane in plan.lanes()]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from redraft.protocols.messages import Critique, Decision, Grade, Message, Result, Verification
+from redraft.protocols.messages import Critique, Decision, Grade, Message, Result, Usage, Verification
 from redraft.rundir.frames import Frame, KnownFrame
 from redraft.rundir.reader import RunReader
 from redraft.stats import Sample
@@ -102,15 +102,22 @@ def arm_figures(root: Path, basis: Basis = "grade") -> tuple[list[TaskFigures], 
                 graded_pass=graded[0] if graded else result.passed,
                 passed=result.passed,
                 initial_graded_pass=graded[1] if graded else result.initial_passed,
-                calls=result.usage.calls,
-                tokens=result.usage.total_tokens,
-                usd=result.usage.cost_usd,
+                calls=method_usage(result).calls,
+                tokens=method_usage(result).total_tokens,
+                usd=method_usage(result).cost_usd,
                 wall_s=result.wall_s,
                 by_round=_by_round(messages, grades),
             )
         )
         _behaviour(messages, grades, behaviour)
     return tasks, behaviour
+
+
+def method_usage(result: Result) -> Usage:
+    """What a task's method spent: its usage without the judge's (``--judge``), which grades every lane alike
+    after the loop and is no part of what an arm or a baseline is matched on (a baseline sample of one draft
+    would otherwise count its judgment as a second call)."""
+    return result.usage - result.usage_by_role.get("judge", Usage())
 
 
 def baseline_samples(root: Path, basis: Basis = "grade") -> dict[str, list[Sample]]:

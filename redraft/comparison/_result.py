@@ -29,7 +29,15 @@ from redraft.comparison._analysis import (
 )
 from redraft.comparison._gate import Earlier, Gate, differences, gate, regression_lines, task_digest
 from redraft.comparison._judged import Judged, judge_note
-from redraft.comparison._lane_figures import Basis, Behaviour, Counts, TaskFigures, arm_figures, baseline_samples
+from redraft.comparison._lane_figures import (
+    Basis,
+    Behaviour,
+    Counts,
+    TaskFigures,
+    arm_figures,
+    baseline_samples,
+    method_usage,
+)
 from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.errors import UserError
 from redraft.protocols.bounds import MAX_FRAME_BYTES, bounded
@@ -117,10 +125,11 @@ def _cost_per_sample(root: Path, samples: int) -> tuple[float, float, float]:
     if not results:
         return (1.0, 0.0, 0.0)
     n = len(results) * samples
+    spent = [method_usage(r) for r in results]
     return (
-        sum(r.usage.calls for r in results) / n,
-        sum(r.usage.total_tokens for r in results) / n,
-        sum(r.usage.cost_usd for r in results) / n,
+        sum(u.calls for u in spent) / n,
+        sum(u.total_tokens for u in spent) / n,
+        sum(u.cost_usd for u in spent) / n,
     )
 
 

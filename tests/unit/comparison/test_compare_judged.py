@@ -30,8 +30,9 @@ from redraft.engine.prompts import fenced
 from redraft.engine.resolved import resolve_run
 from redraft.engine.setup import arbiter_settings, grader_constructor
 from redraft.judging import Figure, JudgeCard, Thresholds, judge_prompts, write_card
-from redraft.protocols.messages import Result, encode
+from redraft.protocols.messages import Result, Usage, encode
 from redraft.rundir import RunStore
+from redraft.rundir.reader import RunReader
 from tests.support import judges
 from tests.support.fake_llm_servers import FakeLLMServer
 from tests.support.harness import scripted_arbiter
@@ -73,6 +74,7 @@ def judged_lane(root: Path, config: RunConfig, tasks: list[Any] = TASKS) -> None
                 Grader(CHECK),
                 task,
                 judge=cls(*args, **kwargs),
+                prices=run.settings.prices,
                 every_sample=config.experiment.max_rounds == 1,
             )
         )
@@ -100,6 +102,11 @@ def test_a_judged_comparison_rests_on_the_judge_and_names_it(tmp_path: Path, rub
     assert arm.tasks == len(TASKS) and 0 < arm.pass_rate < 1  # the judge's verdicts, not the feedback's 100 %
     curve = comparison.baselines[0]
     assert curve.samples == 3  # every sample of the baseline was judged: its curves reach N
+    # matched on the method's own calls: a baseline sample is one draft, its 3 judgments no part of its cost
+    assert curve.mean_calls_per_sample == 1.0
+    lanes = {planned.label: RunReader(tmp_path / planned.label) for planned in plan.lanes()}
+    spent = [e.result for e in lanes[next(iter(lanes))].entries()]
+    assert all(r.usage_by_role["judge"].calls > 0 for r in spent)  # the judge was paid, and is left out
 
 
 def card(passed: bool, judge: str = JUDGE, rubric: str = "test") -> JudgeCard:
@@ -306,16 +313,20 @@ def test_the_pairwise_judgments_are_priced_as_the_comparison_s_grading_cost_apar
     plain = json.loads((tmp_path / "plain" / "comparison.json").read_text())
     paired = json.loads((tmp_path / "paired" / "comparison.json").read_text())
     [pair] = paired["pairwise"]
-    grading = paired["grading"]
-    assert grading["calls"] == pair["usage"]["calls"] == 2 * pair["pairs"] > 0  # both orders of each task
-    assert grading["cost_usd"] == pair["usage"]["cost_usd"] > 0 and pair["unpriced"] == []
+    grading = paired["grading"]  # the judge's grades of every lane's tasks, and the pairs
+    lanes = [RunReader(p.parent) for p in (tmp_path / "paired").rglob("results.jsonl")]
+    graded = sum((e.result.usage_by_role["judge"] for lane in lanes for e in lane.entries()), Usage())
+    assert len(lanes) == 3 and graded.calls > 0 and plain["grading"]["cost_usd"] > 0  # 2 arms, 1 baseline
+    assert grading["calls"] - graded.calls == pair["usage"]["calls"] == 2 * pair["pairs"] > 0  # both orders
+    assert grading["cost_usd"] - graded.cost_usd == pytest.approx(pair["usage"]["cost_usd"])
+    assert pair["usage"]["cost_usd"] > 0 and pair["unpriced"] == []
     expected = (grading["input_tokens"] * 1000.0 + grading["output_tokens"] * 4000.0) / 1e6
     assert grading["cost_usd"] == pytest.approx(expected)  # priced by the comparison's own table
-    assert plain["grading"]["calls"] == 0
     spend = ("total_calls", "total_usd", "mean_usd", "compared_cost")
     assert [[a[k] for k in spend] for a in paired["arms"]] == [[a[k] for k in spend] for a in plain["arms"]]
     assert paired["baselines"] == plain["baselines"]  # the arms' spend, and the baselines matched to it, untouched
-    assert sum(a["total_usd"] for a in paired["arms"]) > 0  # the judge's grades are in the arms' spend, its pairs not
-    line = f"grading: the pairwise judgments cost ${grading['cost_usd']:.4f} over {grading['calls']} judge calls"
-    assert line in said and line in paired["notes"][-1]
+    assert sum(a["total_usd"] for a in paired["arms"]) == 0  # a free drafter: the judge's grades are not in it
+    pairs = f"{pair['usage']['calls']} of them the pairwise judgments"
+    line = f"grading: the judge cost ${grading['cost_usd']:.4f} over {grading['calls']} calls, {pairs}"
+    assert line in " ".join(said.split()) and line in paired["notes"][-1]  # the terminal wraps it
     assert line in (tmp_path / "paired" / "comparison.html").read_text()
