@@ -109,8 +109,8 @@ class PairwiseFigures(msgspec.Struct, frozen=True, kw_only=True):
         """The figures in one line, for the terminal's notes."""
         d = self.difference
         return (
-            f"pairwise: {self.a} vs {self.b} over {self.pairs} tasks: {self.a_wins} wins, {self.b_wins} losses, "
-            f"{self.ties} ties ({self.flips} of them verdicts that flipped with the order); difference "
+            f"pairwise: {self.a} vs {self.b} over {self.pairs} tasks: {self.a} better on {self.a_wins}, {self.b} on "
+            f"{self.b_wins}, {self.ties} tied ({self.flips} of them verdicts that flipped with the order); difference "
             f"{d.mean:+.1%} (95% CI {d.ci.low:+.1%} to {d.ci.high:+.1%}), p = {'n/a' if d.p is None else f'{d.p:.2g}'}"
         )
 
