@@ -70,4 +70,10 @@ def cohen_kappa(pairs: Sequence[tuple[bool, bool]]) -> float:
 
 def _figure(value: float, low: float, high: float, threshold: float, n: int, side: Side) -> Figure:
     passed = low >= threshold - 1e-12 if side == "at_least" else high <= threshold + 1e-12
+    value, low, high = (_clean(x) for x in (value, low, high))
     return Figure(value=value, low=low, high=high, threshold=threshold, passed=passed, n=n, side=side)
+
+
+def _clean(x: float) -> float:
+    """``x`` without its last bits of rounding error: a kappa of -3e-16 is 0, never shown as -0.000."""
+    return round(x, 12) + 0.0

@@ -21,7 +21,7 @@ from redraft.judging import (
     rubric_of,
     write_card,
 )
-from redraft.judging._figures import cohen_kappa, share
+from redraft.judging._figures import cohen_kappa, kappa, share
 from redraft.protocols.messages import Task
 from tests.support import judges
 
@@ -100,6 +100,8 @@ def test_kappa_is_agreement_beyond_chance() -> None:
     assert cohen_kappa([(True, True), (False, False)] * 5) == 1.0
     assert cohen_kappa([(True, True), (True, False)] * 5) == 0.0  # a judge that always passes: chance only
     assert share([True] * 8, 0.5, "at_least").low == pytest.approx(0.6756, abs=1e-3)  # Wilson, not a point
+    failing = kappa([False] * 12, [True] * 4 + [False] * 8, 0.6)  # the embedded judge's, on incident
+    assert f"{failing.value:.3f}" == f"{failing.low:.3f}" == "0.000"  # its rounding error is not shown as -0.000
 
 
 def test_the_card_is_written_as_json_and_a_page(tmp_path: Path) -> None:
