@@ -8,7 +8,10 @@ and the prices with every other run on the cluster. What the replica reads back 
 yields in one process: a `Checkpoint` per finished round, the same messages (decoded from the frames).
 
 The lease is taken on a request's first use of its configuration, off the replica's event loop (starting the fleet's
-actors takes seconds), and the fleet's heartbeat runs from then on, every `Fleet.heartbeat_s`. An arbiter actor that
+actors takes seconds), and the fleet's heartbeat runs from then on, every `Fleet.heartbeat_s`. Held with an idle
+time (`Fleets.idle_s`, a server's ``fleet_idle_s``), a configuration with no request for that long lets its lease
+go, and the fleet, once none of the replica's configurations holds it, stops its actors; the next request leases
+again and a fleet starts for it, as the first did. An arbiter actor that
 dies under a request is the machinery's failure (`InfrastructureError`, which the server answers 503 with ``Retry-
 After``), and the fleet replaces it; a request whose client goes away cancels its task on the arbiter actor, which
 cancels the loop's model calls.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -38,17 +42,48 @@ class FleetArbiter:
         self._leasing = asyncio.Lock()
         self._turns = itertools.count()
         self._beating: asyncio.Future[None] | None = None
+        self._asking = 0
+        """Requests of this configuration under way (none: it may go idle)."""
+        self._last = time.monotonic()
 
     async def _leased(self) -> Lease:
         async with self._leasing:
             if self._lease is None:
                 run = self._run
                 self._lease = await asyncio.to_thread(self._fleets.lease, run.setup, run.strategy, run.settings)
-                self._beating = asyncio.ensure_future(_heartbeat(self._lease))
+                self._beating = asyncio.ensure_future(self._tend(self._lease))
             return self._lease
+
+    async def _tend(self, lease: Lease) -> None:
+        """The fleet's heartbeat while the configuration holds its lease, requests or none: an actor found dead is
+        replaced (an arbiter too) before a request is sent to it, and one frozen is killed (`redraft.actors._fleet`);
+        and, given an idle time, the lease let go once no request has come for that long."""
+        idle_s = self._fleets.idle_s
+        while True:
+            await asyncio.to_thread(lease.check)
+            await asyncio.sleep(Fleet.heartbeat_s if idle_s is None else max(min(Fleet.heartbeat_s, idle_s), 0.1))
+            if idle_s is not None and await self._let_go(lease, idle_s):
+                return
+
+    async def _let_go(self, lease: Lease, idle_s: float) -> bool:
+        async with self._leasing:
+            if self._asking or self._lease is not lease or time.monotonic() - self._last < idle_s:
+                return False
+            self._lease = self._beating = None
+            await asyncio.to_thread(self._fleets.release, lease)
+            return True
 
     async def refine(self, task: Task, timeout_s: float | None = None) -> AsyncIterator[Checkpoint]:
         """``task``'s loop on an arbiter actor of the fleet, a checkpoint per finished round."""
+        self._asking += 1
+        try:
+            async for checkpoint in self._refine(task, timeout_s):
+                yield checkpoint
+        finally:
+            self._asking -= 1
+            self._last = time.monotonic()
+
+    async def _refine(self, task: Task, timeout_s: float | None) -> AsyncIterator[Checkpoint]:
         lease = await self._leased()
         slot = next(self._turns) % len(lease.arbiters)
         arbiter = lease.arbiters[slot]
@@ -78,14 +113,7 @@ class FleetArbiter:
             self._beating.cancel()
         if self._lease is not None:
             self._fleets.release(self._lease)
-
-
-async def _heartbeat(lease: Lease) -> None:
-    """The fleet's heartbeat while the configuration is kept, requests or none: an actor found dead is replaced
-    (an arbiter too) before a request is sent to it, and one frozen is killed (`redraft.actors._fleet`)."""
-    while True:
-        await asyncio.to_thread(lease.check)
-        await asyncio.sleep(Fleet.heartbeat_s)
+            self._lease = None
 
 
 def _cancel(stream: Any) -> None:
@@ -95,10 +123,11 @@ def _cancel(stream: Any) -> None:
 
 
 class FleetArbiters:
-    """A replica's `FleetArbiter` per run configuration, on one shared fleet; `close` stops the fleet."""
+    """A replica's `FleetArbiter` per run configuration, on one shared fleet (stopped once idle for ``idle_s``,
+    when given); `close` stops the fleet."""
 
-    def __init__(self, fleets: Fleets | None = None) -> None:
-        self.fleets = fleets or Fleets(shared=True)
+    def __init__(self, fleets: Fleets | None = None, *, idle_s: float | None = None) -> None:
+        self.fleets = fleets or Fleets(shared=True, idle_s=idle_s)
 
     def make(self, run: ResolvedRun) -> FleetArbiter:
         return FleetArbiter(self.fleets, run)

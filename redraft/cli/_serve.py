@@ -62,6 +62,13 @@ def _server_options() -> list[Placed]:
         _option(
             SERVER, "in_process", "--in-process", "Serve in this process, without Ray (one replica).", default=False
         ),
+        _option(
+            SERVER,
+            "fleet_idle",
+            "--fleet-idle",
+            "Seconds without a request after which a replica stops its role actors (started again on the next).",
+            default=600.0,
+        ),
         _option(LIMITS, "request_timeout", "--request-timeout", "Seconds a request's loop may run.", default=300.0),
         _option(LIMITS, "max_request_bytes", "--max-request-bytes", "Largest request body.", default=1_000_000),
         _option(LIMITS, "max_tokens_limit", "--max-tokens-limit", "Most max_tokens a request may ask.", default=4096),
@@ -110,6 +117,7 @@ def served_settings(given: dict[str, Any]) -> tuple[Any, str | None]:
         max_samples=given["max_samples"],
         max_rounds=given["max_rounds_limit"],
         usd_per_period=given["usd_per_day"],
+        fleet_idle_s=given["fleet_idle"],
     )
     settings.validate()
     return settings, address

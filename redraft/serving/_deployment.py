@@ -132,7 +132,12 @@ class RedraftServer:
 
     def __serve_build_asgi_app__(self) -> Any:
         spending = SharedSpending(self._settings.period_s) if self._settings.usd_per_period is not None else None
-        return make_app(self._settings, metrics=RayMetrics(), spending=spending, engines=FleetArbiters())
+        return make_app(
+            self._settings,
+            metrics=RayMetrics(),
+            spending=spending,
+            engines=FleetArbiters(idle_s=self._settings.fleet_idle_s),
+        )
 
 
 def application(settings: ServeSettings, max_replicas: int = 4, min_replicas: int = 1) -> Application:

@@ -43,6 +43,9 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     usd_per_period: float | None = None
     """The server's money budget: once its requests cost this much in a period, the rest are refused."""
     period_s: float = 86_400.0
+    fleet_idle_s: float = 600.0
+    """On Ray: a replica's role actors are stopped once no request has come for this long, started again by the
+    next (`redraft.actors.FleetArbiters`)."""
 
     def validate(self) -> None:
         """`UserError` for settings that cannot serve: an open host with no key, a bad limit."""
@@ -57,6 +60,8 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
         ):
             if value <= 0:
                 raise UserError(f"{name} must be above 0, got {value}")
+        if self.fleet_idle_s < 0:
+            raise UserError(f"--fleet-idle must be at least 0, got {self.fleet_idle_s:g}")
         if self.usd_per_period is not None and self.usd_per_period < 0:
             raise UserError(f"--usd-per-day must be at least 0, got {self.usd_per_period}")
 

@@ -97,3 +97,39 @@ def test_a_run_that_cannot_open_leaves_the_fleet_to_stop_once_idle(ray_cluster: 
         assert idle.wait(timeout=120) and not fleets._fleets  # stopped, not left running for nobody
     finally:
         fleets.shutdown()
+
+
+def test_a_served_configuration_lets_its_lease_go_when_idle_and_the_next_request_starts_a_fleet_again(
+    ray_cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``redraft serve --fleet-idle`` holds on Ray: a configuration with no request for the idle time lets its
+    lease go, so the replica's fleet stops; the next request of it starts one and gets the same answer."""
+    import asyncio
+
+    from redraft.actors import FleetArbiters, Fleets
+    from redraft.engine.resolved import resolve_run
+
+    made = watched_fleets(monkeypatch)
+    idle = threading.Event()
+    task = next(iter(get_scenario("arithmetic").tasks(seed=0)))
+    model = _model()
+    served = resolve_run(
+        RunConfig.build(samples=1, max_rounds=2), backends={"drafter": model, "critic": model}, task=task
+    )
+    engines = FleetArbiters(Fleets(shared=True, idle_s=0.2, on_stop=lambda _fleet: idle.set()))
+    arbiter = engines.make(served)
+
+    async def answer() -> list[Any]:
+        return [m for checkpoint in [c async for c in arbiter.refine(task.without_gold())] for m in checkpoint.messages]
+
+    async def twice() -> tuple[list[Any], bool, list[Any]]:  # one event loop, as a replica's
+        first = await answer()
+        stopped = await asyncio.to_thread(idle.wait, 120)  # no request for 0.2 s: the lease let go, the fleet stopped
+        return first, stopped and not engines.fleets._fleets, await answer()
+
+    try:
+        first, stopped, again = asyncio.run(twice())
+        assert stopped and len(made) == 2  # the second request started a fleet of its own
+        assert [type(m) for m in again] == [type(m) for m in first] and again[-1].text == first[-1].text
+    finally:
+        engines.close()

@@ -117,6 +117,12 @@ def test_models_are_listed_and_a_wrong_name_or_request_is_refused_in_openai_s_sh
     assert broken.status_code == 400 and set(error) == {"message", "type", "param", "code"}
 
 
+def test_a_negative_fleet_idle_time_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"^--fleet-idle must be at least 0, got -1$"):
+        settings(tmp_path, fleet_idle_s=-1.0).validate()
+    settings(tmp_path, fleet_idle_s=0.0).validate()  # stop as soon as no request is under way
+
+
 def test_a_key_is_asked_once_given_and_an_open_host_without_one_is_refused(tmp_path: Path) -> None:
     key = "sk-serve-test-" + "k" * 20
     with pytest.raises(UserError, match="reachable from other machines"):
