@@ -44,6 +44,10 @@ _REWORD_COUNT = typer.Option("--reword-count", min=0, help="Rewordings a model w
 @judge_app.command("calibrate")
 def calibrate_command(
     judge: Annotated[str, typer.Option("--judge", help="The judge's model, as a backend spec (any backend).")],
+    named: Annotated[
+        str | None,
+        typer.Argument(metavar="SCENARIO", help="The scenario, as `redraft run` takes it (or --scenario)."),
+    ] = None,
     tasks: Annotated[
         Path | None, typer.Option("--tasks", help="JSON lines: each task's answers, with a label where known.")
     ] = None,
@@ -83,7 +87,11 @@ def calibrate_command(
         "repeatability": repeatability,
     }
     thresholds = Thresholds(**{name: value for name, value in given.items() if value is not None})
-    chosen, answers = _inputs(tasks, run, labels, scenario, rubric)
+    if named is not None and scenario is not None and named != scenario:
+        from redraft.errors import UserError
+
+        raise UserError(f"two scenarios: {named} and --scenario {scenario}; give one")
+    chosen, answers = _inputs(tasks, run, labels, named or scenario, rubric)
     words = _rewordings(chosen, rewordings, reword_model or judge, reword_count)
     card = _measured(judge_of(judge, chosen), answers, words, thresholds, seed)
     json_path, html_path = write_card(card, out)

@@ -116,6 +116,35 @@ def test_calibrate_takes_incident_s_own_rubric_and_its_program_s_labels(
     assert "agreement           1.000" in capsys.readouterr().out
 
 
+def test_calibrate_takes_its_scenario_as_run_does_by_name_or_by_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answers = _incident_answers(tmp_path / "answers.jsonl", labelled=False)
+    judge = [
+        "--judge",
+        "scripted:tests.support.judges:incident_faithful",
+        "--tasks",
+        str(answers),
+        "--reword-count",
+        "0",
+    ]
+    cards = []
+    for given in (["incident"], ["--scenario", "incident"]):
+        with pytest.raises(SystemExit) as exited:
+            main(["judge", "calibrate", *given, *judge, "--out", str(tmp_path / given[-1])])
+        assert exited.value.code == 5  # measured (too few answers to pass), not refused
+        cards.append(json.loads((tmp_path / given[-1] / "judge-card.json").read_text()))
+    assert cards[0] == cards[1] and cards[0]["rubric"] == "incident"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["judge", "calibrate", "arithmetic", "--scenario", "incident", *judge])
+    err = capsys.readouterr().err
+    assert (
+        exited.value.code == 2
+        and err == "redraft: error: two scenarios: arithmetic and --scenario incident; give one\n"
+    )
+
+
 def test_calibrate_without_a_rubric_anywhere_says_so_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
