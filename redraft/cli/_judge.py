@@ -34,6 +34,7 @@ def _threshold(name: str, side: str) -> Any:
     return typer.Option(f"--{name.replace('_', '-')}", help=f"{name}: {side} (default: the card's).")
 
 
+_NAMED = typer.Argument(metavar="SCENARIO", help="The scenario, as `redraft run` takes it (or --scenario).")
 _RUN = typer.Option("--run", help="A finished run directory: its answers, labelled by its program grades.")
 _LABELS = typer.Option("--labels", help="With --run: JSON lines, a `label` per `task_id` (yours first).")
 _REWORDINGS = typer.Option("--rewordings", help="Your rewordings of the rubric (JSON or TOML); no model is then asked.")
@@ -44,10 +45,7 @@ _REWORD_COUNT = typer.Option("--reword-count", min=0, help="Rewordings a model w
 @judge_app.command("calibrate")
 def calibrate_command(
     judge: Annotated[str, typer.Option("--judge", help="The judge's model, as a backend spec (any backend).")],
-    named: Annotated[
-        str | None,
-        typer.Argument(metavar="SCENARIO", help="The scenario, as `redraft run` takes it (or --scenario)."),
-    ] = None,
+    named: Annotated[str | None, _NAMED] = None,
     tasks: Annotated[
         Path | None, typer.Option("--tasks", help="JSON lines: each task's answers, with a label where known.")
     ] = None,
@@ -87,11 +85,7 @@ def calibrate_command(
         "repeatability": repeatability,
     }
     thresholds = Thresholds(**{name: value for name, value in given.items() if value is not None})
-    if named is not None and scenario is not None and named != scenario:
-        from redraft.errors import UserError
-
-        raise UserError(f"two scenarios: {named} and --scenario {scenario}; give one")
-    chosen, answers = _inputs(tasks, run, labels, named or scenario, rubric)
+    chosen, answers = _inputs(tasks, run, labels, _one_scenario(named, scenario), rubric)
     words = _rewordings(chosen, rewordings, reword_model or judge, reword_count)
     card = _measured(judge_of(judge, chosen), answers, words, thresholds, seed)
     json_path, html_path = write_card(card, out)
@@ -100,6 +94,15 @@ def calibrate_command(
     print(f"wrote {json_path} and {html_path}")
     if not card.passed:
         sys.exit(EXIT_CARD_FAILED)
+
+
+def _one_scenario(named: str | None, option: str | None) -> str | None:
+    """The scenario named first (as ``redraft run`` takes it) or by ``--scenario``; `UserError` for two."""
+    if named is not None and option is not None and named != option:
+        from redraft.errors import UserError
+
+        raise UserError(f"two scenarios: {named} and --scenario {option}; give one")
+    return named or option
 
 
 def _measured(

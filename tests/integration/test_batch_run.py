@@ -76,6 +76,25 @@ def test_a_batch_run_gets_the_online_runs_results_at_half_its_cost_with_the_same
     assert {r["submitted"] for r in journal if "submitted" in r} == {r["ended"] for r in journal if "ended" in r}
 
 
+def repo_env() -> dict[str, str]:
+    """This environment, with the repository on the path (the scripted models are the test suite's)."""
+    return os.environ | {"PYTHONPATH": str(REPO_ROOT)}
+
+
+def killed_with_a_batch_out(argv: list[str], out: Path) -> None:
+    """``argv`` (a ``redraft run --batch`` writing ``out``) started, and killed once its journal says a batch is
+    submitted: its driver gone while the provider still holds the batch."""
+    proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=repo_env(), stderr=subprocess.PIPE, text=True)
+    journal = out / "batches.jsonl"
+    deadline = time.monotonic() + 120
+    while not (journal.exists() and b"submitted" in journal.read_bytes()) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(2)  # the run's actors end with its driver (Ray ends a dead job's actors)
+
+
 def command(address: str, out: Path) -> list[str]:
     flags = ["--model", MODEL, "--batch", "--no-cache", "--limit", "4", "--samples", "2", "--max-rounds", "1"]
     return [sys.executable, "-m", "redraft.cli", "run", "arithmetic", *flags, "--address", address, "--out", str(out)]
@@ -88,18 +107,8 @@ def test_a_driver_killed_while_its_batch_is_out_picks_it_up_again_and_pays_once(
     """Whatever became of the journal: kept, deleted, or its last line torn (the collector died writing it)."""
     out = tmp_path / "run"
     server.batch_hold = True  # the provider takes its time
-    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
-    proc = subprocess.Popen(
-        command(ray_cluster.address, out), cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True
-    )
+    killed_with_a_batch_out(command(ray_cluster.address, out), out)
     journal = out / "batches.jsonl"
-    deadline = time.monotonic() + 120
-    while not (journal.exists() and b"submitted" in journal.read_bytes()) and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    time.sleep(2)  # the run's actors end with its driver (Ray ends a dead job's actors)
     left = list(server.batches)
     assert left and not any(b.cancelled for b in left)  # a killed driver cancels nothing: they stay out
     assert all(b.metadata and b.metadata["redraft_run"] for b in left)  # each batch says whose run it is
@@ -109,7 +118,9 @@ def test_a_driver_killed_while_its_batch_is_out_picks_it_up_again_and_pays_once(
         tear_journal(out)
 
     server.batch_hold = False
-    again = subprocess.run(command(ray_cluster.address, out), cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    again = subprocess.run(
+        command(ray_cluster.address, out), cwd=REPO_ROOT, env=repo_env(), capture_output=True, text=True
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     looked = "looking for this run's batches in the provider's list" in again.stderr
     assert looked == (journal_after != "kept"), again.stderr[-2000:]

@@ -5,11 +5,8 @@ killed while the judge's batch is out follows it when started again, paying no j
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +15,7 @@ import pytest
 
 from redraft import RunConfig, run
 from redraft.backends.scripted import ScriptedSpec
+from tests.integration.test_batch_run import killed_with_a_batch_out, repo_env
 from tests.support import judges
 from tests.support.fake_llm_servers import FakeLLMServer
 from tests.support.paths import REPO_ROOT
@@ -86,22 +84,15 @@ def test_a_driver_killed_while_its_judge_s_batch_is_out_follows_it_and_pays_once
 ) -> None:
     out = tmp_path / "run"
     server.batch_hold = True  # the provider takes its time over the judgments
-    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
-    proc = subprocess.Popen(command(ray_cluster.address, out, rubric), cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE)
-    journal = out / "batches.jsonl"
-    deadline = time.monotonic() + 120
-    while not (journal.exists() and b"submitted" in journal.read_bytes()) and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    time.sleep(2)  # the run's actors end with its driver (Ray ends a dead job's actors)
+    killed_with_a_batch_out(command(ray_cluster.address, out, rubric), out)
     left = list(server.batches)
     assert left and not any(b.cancelled for b in left)  # a killed driver cancels nothing: they stay out
     assert not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text().strip()  # none graded
 
     server.batch_hold = False
-    again = subprocess.run(command(ray_cluster.address, out, rubric), cwd=REPO_ROOT, env=env, capture_output=True)
+    again = subprocess.run(
+        command(ray_cluster.address, out, rubric), cwd=REPO_ROOT, env=repo_env(), capture_output=True
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     assert b"following" in again.stderr and b"sent by an earlier invocation" in again.stderr
     assert server.batches[: len(left)] == left

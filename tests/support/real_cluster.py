@@ -28,10 +28,21 @@ from tests.support.chaos import children
 VENV_BIN = Path(sys.executable).parent
 
 
+_GIVEN: set[int] = set()
+"""Ports handed out in this process: the system may offer a port it just closed again, and a `ray start`
+given one port for two components refuses to start (`dashboard_agent_http is trying to use a port number ...
+that is used by other components`)."""
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port free now on 127.0.0.1 that this process has not handed out before."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 def ray_env() -> dict[str, str]:

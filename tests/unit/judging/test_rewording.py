@@ -17,7 +17,6 @@ from redraft.errors import UserError
 from redraft.judging import (
     REWORDINGS_FILE,
     Judge,
-    LabelledAnswer,
     calibrate,
     load_rewordings,
     model_rewordings,
@@ -25,20 +24,11 @@ from redraft.judging import (
     rubric_of,
     write_card,
 )
-from redraft.protocols.messages import Task
 from tests.support import judges
 from tests.support.fake_llm_servers import FakeLLMServer
+from tests.unit.judging.test_calibration import labelled_set
 
 RUBRIC = rubric_of(judges.RUBRIC)
-
-
-def labelled_set(tasks: int = 40) -> list[LabelledAnswer]:
-    answers = []
-    for n in range(tasks):
-        task = Task(task_id=f"t{n}", scenario="open", prompt=f"What is {n} plus {n}?")
-        answers.append(LabelledAnswer(task=task, text=f"CORRECT: {2 * n}", label=True))
-        answers.append(LabelledAnswer(task=task, text=f"It is {2 * n + 1}", label=False))
-    return answers
 
 
 def test_a_model_rewords_every_description_keeping_names_weights_scores_and_is_asked_once() -> None:
