@@ -19,9 +19,13 @@ err = Console(stderr=True)
 
 
 class _RateColumn(ProgressColumn):
+    def __init__(self, unit: str = "tasks") -> None:
+        super().__init__()
+        self._unit = unit
+
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
-        return Text("" if speed is None else f"{speed:.2f} tasks/s")
+        return Text("" if speed is None else f"{speed:.2f} {self._unit}/s")
 
 
 class RunProgress:
@@ -154,16 +158,6 @@ def endpoints_text(states: list[EndpointState]) -> str:
     return "; ".join(shown)
 
 
-class _CountRateColumn(ProgressColumn):
-    def __init__(self, unit: str) -> None:
-        super().__init__()
-        self._unit = unit
-
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("" if speed is None else f"{speed:.2f} {self._unit}/s")
-
-
 class CountProgress:
     """A bar of things done of a known total, with rate and ETA (``judging: 12/96 judgments, 0.40
     judgments/s, ETA 3:30``); a plain line at most every `RunProgress.LOG_EVERY_S` seconds, and at the end,
@@ -177,7 +171,7 @@ class CountProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn(unit),
-            _CountRateColumn(unit),
+            _RateColumn(unit),
             TextColumn("ETA"),
             TimeRemainingColumn(),
             console=err,

@@ -96,15 +96,16 @@ def arm_figures(root: Path, basis: Basis = "grade") -> tuple[list[TaskFigures], 
     for result, messages in _tasks(root):
         grades = _grades(messages, basis)
         graded = (result.graded_pass, result.initial_graded_pass) if basis == "grade" else None
+        spent = method_usage(result)
         tasks.append(
             TaskFigures(
                 task_id=result.task_id,
                 graded_pass=graded[0] if graded else result.passed,
                 passed=result.passed,
                 initial_graded_pass=graded[1] if graded else result.initial_passed,
-                calls=method_usage(result).calls,
-                tokens=method_usage(result).total_tokens,
-                usd=method_usage(result).cost_usd,
+                calls=spent.calls,
+                tokens=spent.total_tokens,
+                usd=spent.cost_usd,
                 wall_s=result.wall_s,
                 by_round=_by_round(messages, grades),
             )
