@@ -9,8 +9,9 @@ of it shares, so their arms see the same tasks), and read back as is by every la
 resume makes the same tasks, a new directory new hidden parts.
 
 Invariants: made once, whole (written aside, then linked into place, so two makers agree on the one that
-landed and no reader sees half of one); never replaced (a file of the wrong length is refused in one
-line: a new secret would change the tasks under a resume); written nowhere else: not in the manifest,
+landed and no reader sees half of one), and only in a directory that holds no result yet; never replaced (a
+file of the wrong length, or none where results already are, is refused in one line: a new
+secret would change the tasks under a resume); written nowhere else: not in the manifest,
 a prompt, a frame, nor a sandbox, which sees only its own work directory.
 """
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from redraft.errors import UserError
+from redraft.rundir.layout import RESULTS
 
 SECRET = "secret"
 """The secret's file in the directory that keeps it."""
@@ -68,15 +70,24 @@ class RunSecret:
         return data
 
     def _made(self, path: Path) -> bytes:
-        """A new secret at ``path``, linked into place whole; the one another maker linked first if it won."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """A new secret at ``path``, linked into place whole; the one another maker linked first if it won.
+        `UserError` where a run has finished tasks: they were made from a secret that is gone."""
+        with contextlib.suppress(FileNotFoundError):
+            if (path.parent / RESULTS).stat().st_size:
+                raise UserError(
+                    f"{path.parent} holds a run's results but not its secret (deleted, or a run of an older redraft): "
+                    "its tasks cannot be made again; give a new --out"
+                )
         aside = path.with_name(f".{SECRET}-{secrets.token_hex(8)}.tmp")
-        descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            with os.fdopen(descriptor, "wb") as file:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(aside, "xb") as file:
+                os.fchmod(file.fileno(), 0o600)
                 file.write(secrets.token_bytes(SECRET_BYTES))
             with contextlib.suppress(FileExistsError):
                 os.link(aside, path)
+        except OSError as exc:
+            raise UserError(f"cannot keep the run's secret in {path.parent}: {exc.strerror}") from None
         finally:
             aside.unlink(missing_ok=True)
         return self.read()

@@ -68,6 +68,10 @@ def test_the_secret_reaches_no_task_and_a_damaged_one_is_refused(tmp_path: Path)
     (tmp_path / "run" / "secret").write_bytes(b"short")
     with pytest.raises(UserError, match="holds 5 bytes, not a run's secret"):
         run_tasks(tmp_path / "run")
+    (tmp_path / "run" / "secret").unlink()
+    (tmp_path / "run" / "results.jsonl").write_text("{}\n")  # tasks done: a new secret would change the rest
+    with pytest.raises(UserError, match="holds a run's results but not its secret"):
+        run_tasks(tmp_path / "run")
 
 
 def test_an_estimate_writes_no_secret_and_reads_a_kept_one(tmp_path: Path) -> None:
