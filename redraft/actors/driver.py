@@ -39,7 +39,7 @@ from redraft.engine.resolved import ResolvedRun, resolve_run
 from redraft.engine.setup import BackendOverrides
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Task
-from redraft.rundir import RunStore, Summary
+from redraft.rundir import RunSecret, RunStore, Summary
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
 from redraft.telemetry import sdk, traces_url
@@ -182,6 +182,8 @@ def estimate(
         >>> cost.first_pass.total.cost_usd <= cost.expected.total.cost_usd <= cost.worst.total.cost_usd
         True
     """
-    resolved = resolve_run(config, check=check, grade=grade, backends=backends)
+    out = Path(config.runtime.out) if config.runtime.out else None  # nothing written: a secret kept is read
+    secret = RunSecret(out, keep=False)
+    resolved = resolve_run(config, check=check, grade=grade, backends=backends, secret=secret)
     check_out(resolved.out)
     return estimate_left(resolved, resolved.manifest())

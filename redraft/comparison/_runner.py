@@ -4,7 +4,8 @@ Each arm (and each repeat of it) is an ordinary run with its own resumable run
 directory under the comparison's ``--out``: ``arms/<name>`` (``arms/<name>@r<k>``
 for repeat k), and ``baseline`` for the sampling baseline. The lanes run side by
 side, each with an equal share of the tasks in flight, so task i of every arm is
-refined at about the same time: drift in the backend, rate limits and the load
+refined at about the same time (the same tasks: their hidden parts seeded with the one secret the
+comparison's directory keeps, `redraft.rundir.RunSecret`): drift in the backend, rate limits and the load
 of the machine fall on every arm alike. The lanes share one fleet of role actors
 (`redraft.actors.Fleets`), started with the first lane and stopped when the comparison
 ends, so a lane starts no actor of its own. Rerunning the same comparison resumes
@@ -32,7 +33,7 @@ from redraft.engine.resolved import ResolvedRun, resolve_run, shares_batch
 from redraft.engine.setup import BackendOverrides
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
-from redraft.rundir import check_wire
+from redraft.rundir import RunSecret, check_wire
 from redraft.rundir.layout import RAY_LOG
 
 BASELINE = "baseline"
@@ -95,16 +96,18 @@ class ComparePlan:
 
         Each lane is resolved as `redraft run` resolves its config (bounds, then every name in it: strategy,
         scenario, the backend specs ``backends`` does not replace, prompts file), so an arm that would fail
-        does not wait for the others to run.
+        does not wait for the others to run. Every lane's generated tasks are seeded with the one secret the
+        comparison's directory keeps, so its arms see the same tasks.
         """
         if self.repeats < 1:
             raise UserError(f"--repeats must be at least 1, got {self.repeats}")
         if not 2 <= self.baseline_samples <= 256:
             raise UserError(f"the baseline's samples must be in [2, 256], got {self.baseline_samples}")
         made = []
+        secret = RunSecret(self.out)
         for lane in self.lanes():
             try:
-                made.append((lane, resolve_run(lane.config, backends=backends)))
+                made.append((lane, resolve_run(lane.config, backends=backends, secret=secret)))
             except UserError as exc:
                 raise UserError(f"arm {lane.arm!r}: {exc}") from None
         return made

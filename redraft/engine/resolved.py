@@ -2,7 +2,8 @@
 
 Invariant: `resolve_run` is where a run's names become objects: its scenario, its strategy, its roles'
 backends and prompts (`RoleSetup`), its rules with one value each and its prices (`ArbiterSettings`),
-its share of a batch's budget, where it writes and where its tasks come from, and its identity. Every
+its share of a batch's budget, where it writes and where its tasks come from (with the secret that seeds
+their hidden parts, `redraft.rundir.RunSecret`), and its identity. Every
 entry point (`redraft.refine`, `redraft.run`, `redraft.estimate`, a comparison's lanes, a tune's
 evaluations) resolves its config here, once, before anything starts, and everything after reads these
 objects: nothing below takes the config apart again or looks a scenario or a strategy up by name (the
@@ -28,7 +29,7 @@ from redraft.engine._rules import ArbiterSettings
 from redraft.engine.setup import BackendOverrides, RoleSetup, arbiter_settings, role_setup, with_check
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
-from redraft.rundir import fingerprint
+from redraft.rundir import RunSecret, fingerprint
 from redraft.scenarios import Scenario, get_scenario
 from redraft.scenarios.taskfile import iter_tasks
 from redraft.scenarios.user_check import CheckFunction
@@ -88,11 +89,14 @@ def resolve_run(
     grade: CheckFunction | None = None,
     backends: BackendOverrides | None = None,
     task: Task | None = None,
+    secret: RunSecret | None = None,
 ) -> ResolvedRun:
     """``config`` (steered by ``check`` and graded by ``grade``, its roles' backends replaced by ``backends``)
     resolved once; `UserError` on the first bad name, file or setting. ``task``: the one task of a
-    `redraft.refine`, in place of the config's."""
+    `redraft.refine`, in place of the config's. ``secret``: the one its generated tasks are seeded with, when
+    their scenario `hides_gold` (a comparison's, its lanes share); None: the one its own directory keeps."""
     config = with_check(config, check, grade)
+    out = out_of(config)
     scenario, strategy = get_scenario(config.experiment.scenario), get_strategy(config.experiment.strategy)
     setup = role_setup(config, scenario, strategy, backends)
     assert setup.prompts is not None  # role_setup loads them
@@ -102,8 +106,8 @@ def resolve_run(
         strategy=strategy,
         setup=setup,
         settings=arbiter_settings(config, setup),
-        out=out_of(config),
-        tasks=(lambda: iter([task])) if task is not None else task_source(config, scenario),
+        out=out,
+        tasks=(lambda: iter([task])) if task is not None else task_source(config, scenario, secret or RunSecret(out)),
         identity=identity(config, setup.prompts, setup.judge.templates if setup.judge else None),
     )
 
@@ -114,9 +118,10 @@ def shares_batch(strategy: str) -> bool:
     return get_strategy(strategy).shares_batch
 
 
-def task_source(config: RunConfig, scenario: Scenario) -> TaskSource:
-    """Where the run's tasks come from: its task file (validated by `role_setup`), or its scenario's own;
-    `UserError` for a scenario that has none of its own and no task file."""
+def task_source(config: RunConfig, scenario: Scenario, secret: RunSecret) -> TaskSource:
+    """Where the run's tasks come from: its task file (validated by `role_setup`), or its scenario's own, made
+    with ``secret`` (read when they are first made) if it `hides_gold`; `UserError` for a scenario that has
+    none of its own and no task file."""
     experiment, limit = config.experiment, config.runtime.limit
     if experiment.tasks is None and scenario.needs_task_file:
         raise UserError(f"the scenario {experiment.scenario!r} has no tasks of its own: give --tasks FILE.jsonl")
@@ -124,6 +129,8 @@ def task_source(config: RunConfig, scenario: Scenario) -> TaskSource:
     def tasks() -> Iterator[Task]:
         if experiment.tasks is not None:
             return islice(iter_tasks(experiment.tasks, scenario, experiment.columns), limit)
+        if scenario.hides_gold:
+            return islice(scenario.secret_tasks(seed=experiment.seed, secret=secret.read()), limit)
         return islice(scenario.tasks(seed=experiment.seed), limit)
 
     return tasks

@@ -9,6 +9,7 @@ store      RunStore, the writer (the driver's), and what a resume keeps
 wire       the wire version a directory was written at: one a pre-release redraft wrote is refused in one line
 reader     RunReader: records streamed, one task's frames by seeking
 summary    Summary (summary.json, the end table) and summarize
+secret     RunSecret: the random bytes a run keeps to seed its generated tasks' hidden parts
 history    one task's rounds, candidates, critiques, decisions and best-so-far diffs
 ```
 
@@ -23,6 +24,7 @@ from redraft.rundir.frames import Frame, GenericFrame, KnownFrame, decode_frame
 from redraft.rundir.history import TaskHistory, build_history
 from redraft.rundir.layout import fingerprint, safe_name
 from redraft.rundir.reader import RunReader
+from redraft.rundir.secret import RunSecret
 from redraft.rundir.store import RunStore
 from redraft.rundir.summary import Summary, summarize
 
@@ -32,6 +34,7 @@ __all__ = [
     "GenericFrame",
     "KnownFrame",
     "RunReader",
+    "RunSecret",
     "RunStore",
     "Summary",
     "TaskEntry",

@@ -9,6 +9,8 @@ results.jsonl   one JSON object per finished task (`redraft.rundir._results`)
 batches.jsonl   with ``--batch``: the provider batches sent (`redraft.backends._batch_journal`)
 summary.json    the end table's figures (`redraft.rundir.summary.Summary`)
 report.html     written by ``redraft report``, with one page per task under report/ (`safe_name`)
+secret          random bytes that seed the hidden parts of generated tasks (`redraft.rundir.secret`); a
+                comparison's or a tune's directory keeps the one its runs share
 ray.log         Ray's own messages, when the run started Ray (its warnings, what it relays from the cluster)
 ```
 

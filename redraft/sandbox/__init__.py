@@ -22,6 +22,11 @@ test process of trusted code only (`testrunner`), joined by pipes that carry pla
 that executes candidate code, in feedback and in grade. Each module's docstring states what it
 guarantees.
 
+Memory is bounded per process (RLIMIT_AS) and, where the machine lets us make a memory cgroup (root, and
+cgroup v2's memory controller delegated or cgroup v1's mounted), for the whole tree (`memorygroup`): the
+candidate's children share its limit. Where no group can be made, each process keeps its own limit alone
+(the run's layers then hold no ``memcg:``).
+
 The security boundary is the OS layers: the unprivileged uid, the rlimits, the empty network
 namespace, the allow-list view (a ``chroot`` into a read-only tree of the standard library and its
 own work directory, in a private mount namespace) and the PID namespace / process-group kill. The

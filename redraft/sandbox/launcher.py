@@ -16,7 +16,7 @@ are forks of that one interpreter:
   end only the caller holds, closes) and at its own deadline (the timeout plus a grace), so the tree
   keeps its own time and dies with its caller, even a frozen or killed one. It is a child subreaper and reaps
   everything, so no zombie is left behind (this machine's PID 1 does not reap), and holds the work
-  directory's lock until it exits (see workdirs.py).
+  directory's lock until it exits (see workdirs.py), and the tree's memory cgroup (memorygroup.py), made first.
 - *keeper* (PID 1 of the new PID namespace, still privileged so the candidate cannot signal it):
   mounts the namespace's own /proc in the view, enters the view (``chroot``), forks the candidate and
   reports its exit status and CPU time. When it exits the kernel kills
@@ -68,9 +68,10 @@ def load_sibling(name: str) -> types.ModuleType:
 
 
 if TYPE_CHECKING:
-    from redraft.sandbox import audithook, namespaces, view
+    from redraft.sandbox import audithook, memorygroup, namespaces, view
 else:
     audithook = load_sibling("audithook")
+    memorygroup = load_sibling("memorygroup")
     namespaces = load_sibling("namespaces")
     view = load_sibling("view")
 
@@ -172,7 +173,8 @@ def main(argv: list[str]) -> NoReturn:
     # directory a tmpfs is about to hide (a checkout in /tmp). The candidate inherits them through the fork.
     for name in cfg.preload:
         sys.modules[f"redraft_sandbox_{name}"] = load_sibling(name)
-    layers: list[str] = []
+    group = memorygroup.make(cfg.memory_bytes)  # before the namespaces and the view: the host's cgroup tree
+    layers: list[str] = [group.layer] if group is not None else []
     entered = namespaces.enter_namespaces(cfg.root, layers) if cfg.namespaces else set()
     viewed = "mountns" in entered and namespaces.private_view(cfg, source, layers, inputs, view.build)
     report(cfg, layers=layers)
@@ -181,13 +183,14 @@ def main(argv: list[str]) -> NoReturn:
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     keeper_pid = os.fork()
     if keeper_pid == 0:
-        keeper(cfg, source, viewed=viewed, fresh_proc="pidns" in entered)
+        keeper(cfg, source, group, viewed=viewed, fresh_proc="pidns" in entered)
     close_all(cfg.channel_fds)
     # Both sides set the group, so whichever runs first, it is in place before anyone signals it.
     with contextlib.suppress(OSError):
         os.setpgid(keeper_pid, keeper_pid)
     keeper_status = wait_for_keeper(cfg, keeper_pid, deadline=started + cfg.deadline_s)
     reap_orphans()
+    memorygroup.remove(group)
     if viewed and cfg.outputs:
         report(cfg, uncollected=namespaces.collect_outputs(cfg))
     code = os.waitstatus_to_exitcode(keeper_status)
@@ -283,8 +286,12 @@ def reap_orphans() -> None:
             time.sleep(0.01)
 
 
-def keeper(cfg: Config, source: bytes, *, viewed: bool, fresh_proc: bool) -> NoReturn:
-    """PID 1 of the new PID namespace when there is one; never returns."""
+def keeper(
+    cfg: Config, source: bytes, group: memorygroup.MemoryGroup | None, *, viewed: bool, fresh_proc: bool
+) -> NoReturn:
+    """PID 1 of the new PID namespace when there is one, in the tree's memory cgroup if any; never returns."""
+    if (error := memorygroup.join(group)) is not None:  # before anything of the tree is charged elsewhere
+        fail(cfg, error)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # its parent, the launcher, is single-threaded
     prctl(PR_SET_DUMPABLE, 0)  # a candidate of the same uid (a non-root caller) cannot read or trace it
     # The host work directory's descriptor would reach outside the view: the candidate must not inherit it.

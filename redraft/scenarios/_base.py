@@ -69,9 +69,21 @@ class Scenario(abc.ABC):
     step_limits: SandboxLimits = STEP_LIMITS
     """The sandbox's limits for one step of a plan."""
 
+    hides_gold: ClassVar[bool] = False
+    """True when a candidate that knew the scenario's public code and guessed the run's seed could rebuild its
+    tasks' gold (a generator whose hidden parts come from the seed alone, and a candidate that runs as a
+    program): a run then makes its tasks with `secret_tasks`, given the secret its directory keeps
+    (`redraft.rundir.RunSecret`), which no role, prompt, frame or sandbox sees."""
+
     @abc.abstractmethod
     def tasks(self, *, seed: int) -> Iterator[Task]:
         """The scenario's tasks, in a stable order; generated ones depend only on ``seed``."""
+
+    def secret_tasks(self, *, seed: int, secret: bytes) -> Iterator[Task]:
+        """The tasks of a run, when `hides_gold`: those of `tasks`, their hidden parts drawn from ``secret`` as
+        well as ``seed`` (the same for the same pair; a new secret makes new hidden parts). ``secret`` itself
+        must reach no task: not its prompt, its reference nor its gold. The default has no hidden part."""
+        return self.tasks(seed=seed)
 
     @abc.abstractmethod
     def system_prompt(self) -> str:

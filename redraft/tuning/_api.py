@@ -34,7 +34,7 @@ from redraft.engine.resolved import ResolvedRun, resolve_run
 from redraft.engine.setup import BackendOverrides, with_check
 from redraft.errors import Interrupted, UserError, unknown_name
 from redraft.protocols.messages import Result
-from redraft.rundir import check_wire
+from redraft.rundir import RunSecret, check_wire
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
 from redraft.tuning._budget import Costs, TuneBudget
@@ -102,12 +102,12 @@ def tune(
     ``on_result(label, result)`` follow each evaluation's run.
     """
     config = with_check(config, check, grade)
-    run = _checked(config, settings, backends)
-    setup = run.setup
     out = Path(config.runtime.out) if config.runtime.out else default_out()
+    dry = config.runtime.dry_run
+    run = _checked(config, settings, backends, RunSecret(out, keep=not dry))  # the tasks every evaluation splits
+    setup = run.setup
     check_out(out)
     _check_evaluations(out)
-    dry = config.runtime.dry_run
     tasks = {task.task_id: task for task in run.tasks()}
     splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry)
     payer = read_manifest(out, config, settings, write=not dry)  # the tune's own id: its journal's records carry it
@@ -201,8 +201,11 @@ def _search_settings(config: RunConfig, settings: TuneSettings) -> SearchSetting
     )
 
 
-def _checked(config: RunConfig, settings: TuneSettings, backends: BackendOverrides | None) -> ResolvedRun:
-    """The tune's run, resolved once every setting is known good; `UserError` for the first bad one."""
+def _checked(
+    config: RunConfig, settings: TuneSettings, backends: BackendOverrides | None, secret: RunSecret
+) -> ResolvedRun:
+    """The tune's run, resolved once every setting is known good, its generated tasks seeded with ``secret``;
+    `UserError` for the first bad one."""
     if config.experiment.oracle_feedback:
         raise UserError(
             "tune steers by feedback and selects by train and validation grades: --oracle-feedback "
@@ -222,7 +225,7 @@ def _checked(config: RunConfig, settings: TuneSettings, backends: BackendOverrid
     ):
         if value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
-    return resolve_run(config, backends=backends)
+    return resolve_run(config, backends=backends, secret=secret)
 
 
 def _proposer_spec(

@@ -1,6 +1,6 @@
 """Data pipelines from messy files: a program that turns a task's files into the table its contract states.
 
-Each task is generated from the run's seed (`redraft.scenarios.builtin._pipeline_data`): a clean table of
+Each task is generated from the run's seed and secret (`redraft.scenarios.builtin._pipeline_data`): a clean table of
 orders is drawn first (the gold), then corrupted into the files a program must read: a CSV with
 several date formats and thousands separators, JSON with near-duplicate records, XML with amounts in
 cents or in other currencies, a file whose extension lies about its format. Difficulty (1 to 4, in
@@ -13,8 +13,11 @@ sandbox over the task's files (the only files it has: the gold never enters it) 
 prompt shows). The **grade**, held out, runs it again the same way and compares the table with the
 gold, key-aligned, typed, cell by cell with tolerance (`redraft.scenarios.builtin._pipeline_grade`), and
 says which quirks the table handled. The task carries the gold as the case's seed and difficulty,
-which the grader alone turns back into the gold table; a candidate cannot (the sandbox hides
-redraft's code and every installed package from it).
+which the grader alone turns back into the gold table. A candidate cannot: the sandbox hides redraft's
+code and every installed package from it, and a program that embeds the generator (standard library
+only, public) and tries seeds finds no case, since each case's seed is a keyed hash of the run's seed
+and the task's index under the secret its run directory keeps (`Scenario.hides_gold`), which it never
+sees. ``tasks(seed=...)`` alone, with no secret, makes the public cases: for tests and examples.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Pipeline(Scenario):
     """Messy order files into one clean table: feedback by running the program on them, graded against the gold."""
 
     check_cost = "executes"  # each check runs the candidate's program in the sandbox
+    hides_gold = True  # the program could embed make_case and try seeds: each case is keyed by the run's secret
     draft_tokens = 1024  # a program over the files
     feedback_keys = frozenset({"files", "contract"})
     has_workspace = True
@@ -56,9 +60,14 @@ class Pipeline(Scenario):
         self.limits = self.step_limits = limits
 
     def tasks(self, *, seed: int) -> Iterator[Task]:
+        return self.secret_tasks(seed=seed, secret=b"")
+
+    def secret_tasks(self, *, seed: int, secret: bytes) -> Iterator[Task]:
         for index in range(TASKS):
             difficulty = index % 4 + 1
-            case_seed = int.from_bytes(hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest(), "big")
+            case_seed = int.from_bytes(
+                hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8, key=secret).digest(), "big"
+            )
             case = make_case(case_seed, difficulty)
             yield Task(
                 task_id=f"pipeline-{index:03d}",

@@ -16,8 +16,9 @@ order too unless the gold query has ORDER BY, floats compared to 2 decimals.
 Invariants: candidate SQL runs read-only (a ``mode=ro`` connection, ``PRAGMA
 query_only``, and an authorizer that allows reading and nothing else), on a
 deadline (a progress handler aborts a runaway query, e.g. a cartesian join) and
-with a row cap, so `check` returns within about `QUERY_TIMEOUT_S` and never
-raises for bad text. Feedback never holds a value of the gold result.
+with a row cap and a byte cap (its rows fetched one at a time, stopped at `MAX_RESULT_BYTES`), so `check`
+returns within about `QUERY_TIMEOUT_S`, holds little memory and never raises for bad text. Feedback never
+holds a value of the gold result.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ ROW_CAP = 1000
 """A query returning more rows than this fails (no gold result is that large)."""
 MAX_VALUE_BYTES = 1_000_000
 """The largest string or blob a query may make."""
+MAX_COLUMNS = 64
+"""The most columns a query's rows may have (SQLite's default, 2000, would let one row be 2 GB)."""
+MAX_RESULT_BYTES = 4_000_000
+"""The largest result a query may return, all rows together, as its values' sizes add up (no gold result
+is near it): fetched a row at a time, so the verifier holds at most this and one row."""
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _SQL_START = re.compile(r"^\s*(SELECT|WITH)\b", re.IGNORECASE | re.MULTILINE)
@@ -74,6 +80,7 @@ def _connect() -> sqlite3.Connection:
     db.execute("PRAGMA query_only = ON")
     # A value of a gigabyte (SELECT randomblob(1e9)) would exhaust the verifier's memory.
     db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    db.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
     return db
 
 
@@ -87,8 +94,11 @@ class QueryResult:
     columns: int
 
 
-def run_query(sql: str, *, timeout_s: float = QUERY_TIMEOUT_S, row_cap: int = ROW_CAP) -> QueryResult:
-    """Run one read-only statement; `QueryError` with a readable reason on any failure."""
+def run_query(
+    sql: str, *, timeout_s: float = QUERY_TIMEOUT_S, row_cap: int = ROW_CAP, max_bytes: int = MAX_RESULT_BYTES
+) -> QueryResult:
+    """Run one read-only statement; `QueryError` with a readable reason on any failure, a result of more than
+    ``row_cap`` rows or ``max_bytes`` bytes among them."""
     deadline = time.monotonic() + timeout_s
     db = _connect()
     try:
@@ -96,7 +106,7 @@ def run_query(sql: str, *, timeout_s: float = QUERY_TIMEOUT_S, row_cap: int = RO
         db.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_EVERY)
         try:
             cursor = db.execute(sql)
-            rows = cursor.fetchmany(row_cap + 1)
+            rows = _fetched(cursor, row_cap, max_bytes)
         except sqlite3.ProgrammingError as exc:  # e.g. several statements at once
             raise QueryError(f"{str(exc).rstrip('.')}; send exactly one SELECT statement") from None
         except sqlite3.DatabaseError as exc:
@@ -108,12 +118,27 @@ def run_query(sql: str, *, timeout_s: float = QUERY_TIMEOUT_S, row_cap: int = RO
             if "not authorized" in str(exc):
                 raise QueryError(f"{exc}: only a read-only SELECT query is allowed") from None
             raise QueryError(str(exc)) from None
-        if len(rows) > row_cap:
-            raise QueryError(f"the query returned more than {row_cap} rows; is a join or a filter missing?")
         columns = len(cursor.description or ())
-        return QueryResult(rows=[tuple(row) for row in rows], columns=columns)
+        return QueryResult(rows=rows, columns=columns)
     finally:
         db.close()
+
+
+def _fetched(cursor: sqlite3.Cursor, row_cap: int, max_bytes: int) -> list[tuple[Any, ...]]:
+    """The cursor's rows, one at a time; `QueryError` as soon as they pass ``row_cap`` rows or ``max_bytes``."""
+    rows: list[tuple[Any, ...]] = []
+    size = 0
+    while (row := cursor.fetchone()) is not None:
+        size += sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
+        if size > max_bytes:
+            raise QueryError(
+                f"the query's result passed {max_bytes:,} bytes at row {len(rows) + 1}; "
+                "select the columns the question asks for, not large values"
+            )
+        rows.append(tuple(row))
+        if len(rows) > row_cap:
+            raise QueryError(f"the query returned more than {row_cap} rows; is a join or a filter missing?")
+    return rows
 
 
 def extract_sql(text: str) -> str:
