@@ -136,7 +136,8 @@ def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]
         (rounds_lines(by_round, oracles, rate), f"{name} after each round"),
         (
             flip_bars(fixed_and_broke, oracles, by),
-            f"share of revisions that fixed and broke the best answer, by {by} (a share of revisions, not of tasks)",
+            f"share of revisions after which the kept answer was fixed or broken, by {by} (a share of revisions, "
+            "not of tasks)",
         ),
     ]
 

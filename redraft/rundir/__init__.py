@@ -24,10 +24,11 @@ from redraft.rundir.history import TaskHistory, build_history
 from redraft.rundir.layout import fingerprint, safe_name
 from redraft.rundir.reader import RunReader
 from redraft.rundir.store import RunStore
-from redraft.rundir.summary import Summary, summarize
+from redraft.rundir.summary import Change, Summary, refinement_change, summarize
 
 __all__ = [
     "WIRE_KEY",
+    "Change",
     "Frame",
     "GenericFrame",
     "KnownFrame",
@@ -40,6 +41,7 @@ __all__ = [
     "check_wire",
     "decode_frame",
     "fingerprint",
+    "refinement_change",
     "safe_name",
     "summarize",
 ]
