@@ -170,6 +170,13 @@ class Curve(msgspec.Struct, kw_only=True):
     mean_calls_per_sample: float
     mean_tokens_per_sample: float
     mean_usd_per_sample: float
+    tasks: int = 0
+    """Tasks its pass rates are over (those with samples graded; 0 in comparisons written before it)."""
+    ci: list[Interval] = []
+    """The 95 % interval of each pass rate, Wilson's over the tasks as an arm's (empty in comparisons written
+    before it)."""
+    total_usd: float = 0.0
+    """What the baseline's lane spent in all, its method's own spend (the same for every curve of one lane)."""
 
 
 class Comparison(msgspec.Struct, kw_only=True):
@@ -300,19 +307,25 @@ def _by_round(tasks: Sequence[TaskFigures]) -> list[float]:
     return rates
 
 
-def curve(name: str, samples: dict[str, list[Sample]], cost_per_sample: tuple[float, float, float]) -> Curve:
-    """A baseline's graded pass rate at every n up to its N, averaged over tasks."""
+def curve(
+    name: str, samples: dict[str, list[Sample]], cost_per_sample: tuple[float, float, float], total_usd: float = 0.0
+) -> Curve:
+    """A baseline's graded pass rate at every n up to its N, averaged over tasks, each with its interval;
+    ``total_usd``: what its lane spent in all."""
     select = BASELINES[name]
     size = min((len(s) for s in samples.values()), default=0)
-    rates = [_mean([select(s, n) for s in samples.values()]) for n in range(1, size + 1)]
+    by_n = [[select(s, n) for s in samples.values()] for n in range(1, size + 1)]
     calls, tokens, usd = cost_per_sample
     return Curve(
         name=name,
         samples=size,
-        pass_rate=rates,
+        pass_rate=[_mean(values) for values in by_n],
         mean_calls_per_sample=calls,
         mean_tokens_per_sample=tokens,
         mean_usd_per_sample=usd,
+        tasks=len(samples),
+        ci=[Interval(*wilson(math.fsum(values), len(values))) for values in by_n],
+        total_usd=total_usd,
     )
 
 
