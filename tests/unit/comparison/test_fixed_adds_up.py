@@ -62,7 +62,7 @@ def test_a_task_s_fixes_less_its_breaks_are_its_change_from_round_0_to_the_final
 ) -> None:
     # Rounds 0..3, one candidate each; the arbiter keeps round r's candidate on even rounds only.
     grades: Grades = {(r, 0): p for r, p in enumerate(passes)}
-    kept, messages = (0, 0), []
+    kept, messages = (0, 0), list[Message]()
     for r in range(len(passes)):
         kept = (r, 0) if r % 2 == 0 else kept
         messages.append(decision(r, kept, 0, rolled_back=kept != (r, 0)))

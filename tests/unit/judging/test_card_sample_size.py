@@ -128,3 +128,16 @@ def _cells(page: str) -> list[list[str]]:
 
     Rows().feed(page)
     return rows
+
+
+def test_a_comparison_says_why_a_card_with_too_few_answers_does_not_vouch() -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from redraft.comparison._judged import card_problem
+    from redraft.engine.grader import JudgeSetup
+
+    card = calibrate(Judge(ScriptedSpec(judges.faithful), RUBRIC), labelled_set(3)[:5])
+    judge = cast(JudgeSetup, SimpleNamespace(spec=card.judge, rubric=card.rubric, prompts=card.prompts))
+    assert card_problem(judge, card) == f"it measured {card.said()}"
+    assert not (card_problem(judge, card) or "").startswith("it failed")
