@@ -88,7 +88,8 @@ def card_problem(judge: JudgeSetup, card: JudgeCard) -> str | None:
     if card.verdict == "too_few":
         return f"it measured {card.said()}"
     failed = [_short(name, f) for name, f in card.figures.items() if f.verdict == "fail"]
-    return "it failed: " + ", ".join(failed)
+    few = [f"{name} (n = {f.n}, needs about {f.needs})" for name, f in card.figures.items() if f.verdict == "too_few"]
+    return "it failed: " + ", ".join(failed) + (f"; too few for {', '.join(few)}" if few else "")
 
 
 def untrusted(note: JudgeNote | None) -> str | None:

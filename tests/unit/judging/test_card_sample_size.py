@@ -141,3 +141,17 @@ def test_a_comparison_says_why_a_card_with_too_few_answers_does_not_vouch() -> N
     judge = cast(JudgeSetup, SimpleNamespace(spec=card.judge, rubric=card.rubric, prompts=card.prompts))
     assert card_problem(judge, card) == f"it measured {card.said()}"
     assert not (card_problem(judge, card) or "").startswith("it failed")
+
+
+def test_a_failed_card_names_its_figures_with_too_few_apart_from_those_that_failed() -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from redraft.comparison._judged import card_problem
+    from redraft.engine.grader import JudgeSetup
+
+    card = calibrate(Judge(ScriptedSpec(judges.first), RUBRIC), labelled_set(3)[:5])
+    judge = cast(JudgeSetup, SimpleNamespace(spec=card.judge, rubric=card.rubric, prompts=card.prompts))
+    said = card_problem(judge, card) or ""
+    assert said.startswith("it failed: position_flip_rate 1.00, its high end 1.00 (needs at most 0.1); too few for ")
+    assert "repeatability (n = 5, needs about 35)" in said and "agreement (n = 5, needs about 16)" in said
