@@ -191,10 +191,10 @@ def card_lines(card: JudgeCard) -> list[str]:
     """The card as the command prints it: a line per figure, then the verdict."""
     lines = []
     for name, figure in card.figures.items():
-        value = "-" if figure.value is None else f"{figure.value:.3f}"
+        value = ("undefined" if figure.n else "-") if figure.value is None else f"{figure.value:.3f}"
         interval = "" if figure.low is None else f" [{figure.low:.3f}, {figure.high:.3f}]"
         must = ">=" if figure.side == "at_least" else "<="
-        verdict = "pass" if figure.passed else "FAIL"
+        verdict = {"pass": "pass", "fail": "FAIL"}.get(figure.verdict, f"too few (needs about {figure.needs})")
         lines.append(f"{name:<19} {value}{interval}  {must} {figure.threshold:g}  n={figure.n}  {verdict}")
-    lines.append(f"judge {card.judge}: card {'passed' if card.passed else 'failed'}")
+    lines.append(f"judge {card.judge}: card {card.said()}")
     return lines

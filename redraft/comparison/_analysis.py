@@ -29,6 +29,7 @@ from redraft.comparison._gate import Gate
 from redraft.comparison._judged import JudgeNote
 from redraft.comparison._lane_figures import Basis, Behaviour, TaskFigures
 from redraft.protocols.messages import Usage
+from redraft.rundir import refinement_change
 from redraft.stats import (
     Method,
     Paired,
@@ -139,17 +140,20 @@ class ArmFigures(msgspec.Struct, kw_only=True):
     wall_s: float
     pass_rate_by_round: list[float]
     fixed_by_round: dict[str, float | None]
-    """By round: the share of that round's revisions whose best turned the failing best so far into a passing
-    one (a share of revisions, not of tasks; judged by the comparison's ``basis``)."""
+    """By round: the share of that round's revisions after which the kept best answer passed where the best
+    entering the round failed (a share of revisions, not of tasks; judged by the comparison's ``basis``). A
+    passing revision the arbiter did not keep fixed nothing."""
     broken_by_round: dict[str, float | None]
-    """By round: the share of that round's revisions whose best failed where the best so far passed (a share of
-    revisions: a rollback keeps the passing best, so the task need not end broken; see ``broken_tasks``)."""
+    """By round: the share of that round's revisions after which the kept best answer failed where the best
+    entering the round passed (a rollback keeps the passing best: no break). Over a task's rounds, its fixes less
+    its breaks are its change from round 0 to the final answer (``fixed_tasks``, ``broken_tasks``)."""
     false_alarm_rate: float | None
     miss_rate: float | None
     rollback_saved_rate: float | None
     rollbacks: int
     fixed_tasks: int = 0
-    """Tasks (over repeats) whose round-0 best failed and whose final answer passed: the end table's "fixed"."""
+    """Tasks (over repeats) whose round-0 best failed and whose final answer passed: the end table's "fixed"
+    (`redraft.rundir.refinement_change`, the one definition)."""
     broken_tasks: int = 0
     """Tasks (over repeats) whose round-0 best passed and whose final answer failed: the end table's "broken"."""
     compared_cost: dict[str, float] | None = None
@@ -166,6 +170,13 @@ class Curve(msgspec.Struct, kw_only=True):
     mean_calls_per_sample: float
     mean_tokens_per_sample: float
     mean_usd_per_sample: float
+    tasks: int = 0
+    """Tasks its pass rates are over (those with samples graded; 0 in comparisons written before it)."""
+    ci: list[Interval] = []
+    """The 95 % interval of each pass rate, Wilson's over the tasks as an arm's (empty in comparisons written
+    before it)."""
+    total_usd: float = 0.0
+    """What the baseline's lane spent in all, its method's own spend (the same for every curve of one lane)."""
 
 
 class Comparison(msgspec.Struct, kw_only=True):
@@ -259,8 +270,8 @@ def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviou
         miss_rate=behaviour.misses.rate,
         rollback_saved_rate=behaviour.rollbacks_saved.rate,
         rollbacks=behaviour.rollbacks_saved.total,
-        fixed_tasks=sum(t.initial_graded_pass is False and t.graded_pass is True for t in every),
-        broken_tasks=sum(t.initial_graded_pass is True and t.graded_pass is False for t in every),
+        fixed_tasks=sum(refinement_change(t.initial_graded_pass, t.graded_pass) == "fixed" for t in every),
+        broken_tasks=sum(refinement_change(t.initial_graded_pass, t.graded_pass) == "broken" for t in every),
         compared_cost={
             "calls": _mean([float(t.calls) for t in compared]),
             "tokens": _mean([float(t.tokens) for t in compared]),
@@ -296,19 +307,25 @@ def _by_round(tasks: Sequence[TaskFigures]) -> list[float]:
     return rates
 
 
-def curve(name: str, samples: dict[str, list[Sample]], cost_per_sample: tuple[float, float, float]) -> Curve:
-    """A baseline's graded pass rate at every n up to its N, averaged over tasks."""
+def curve(
+    name: str, samples: dict[str, list[Sample]], cost_per_sample: tuple[float, float, float], total_usd: float = 0.0
+) -> Curve:
+    """A baseline's graded pass rate at every n up to its N, averaged over tasks, each with its interval;
+    ``total_usd``: what its lane spent in all."""
     select = BASELINES[name]
     size = min((len(s) for s in samples.values()), default=0)
-    rates = [_mean([select(s, n) for s in samples.values()]) for n in range(1, size + 1)]
+    by_n = [[select(s, n) for s in samples.values()] for n in range(1, size + 1)]
     calls, tokens, usd = cost_per_sample
     return Curve(
         name=name,
         samples=size,
-        pass_rate=rates,
+        pass_rate=[_mean(values) for values in by_n],
         mean_calls_per_sample=calls,
         mean_tokens_per_sample=tokens,
         mean_usd_per_sample=usd,
+        tasks=len(samples),
+        ci=[Interval(*wilson(math.fsum(values), len(values))) for values in by_n],
+        total_usd=total_usd,
     )
 
 

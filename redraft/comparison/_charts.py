@@ -124,15 +124,15 @@ def rounds_lines(
 def flip_bars(
     by_arm: dict[str, tuple[float, float]], oracles: frozenset[str] = frozenset(), by: str = "the held-out grade"
 ) -> Figure:
-    """Per arm: the share of revisions (of a round's, averaged over rounds) whose round's best turned the failing
-    best so far into a passing one, and the reverse, judged by ``by``. A share of revisions, not of tasks: a broken
-    revision is rolled back, so a task's final answer may still pass (the end table counts tasks)."""
+    """Per arm: the share of revisions (of a round's, averaged over rounds) after which the kept best answer
+    turned from failing to passing, and the reverse, judged by ``by``. A share of revisions, not of tasks (the end
+    table counts tasks); only kept answers count, as in the end table."""
     fig, ax = figure()
     names = list(by_arm)
     xs = range(len(names))
     fixed, broke = [by_arm[n][0] * 100 for n in names], [by_arm[n][1] * 100 for n in names]
-    ax.bar([x - 0.2 for x in xs], fixed, width=0.4, color=BLUE, label="fixed: fail → pass")
-    ax.bar([x + 0.2 for x in xs], broke, width=0.4, color=ORANGE, label="broke: pass → fail")
+    ax.bar([x - 0.2 for x in xs], fixed, width=0.4, color=BLUE, label="fixed: kept answer fail → pass")
+    ax.bar([x + 0.2 for x in xs], broke, width=0.4, color=ORANGE, label="broke: kept answer pass → fail")
     ax.set_xticks(list(xs), [arm_label(n, n in oracles) for n in names], rotation=20, fontsize=8)
     percent_axis(ax, f"% of a round's revisions, by {by}")
     ax.set_title(f"What revisions did (share of revisions, not of tasks), by {by}", fontsize=10)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from redraft.comparison._analysis import ArmFigures, Comparison, Curve, Difference
 from redraft.comparison._charts import ArmPoint, cost_plane, flip_bars, rounds_lines
+from redraft.comparison._runner import BASELINE
 from redraft.views import PARTS_HEADER, TABLE_HEADER, SpendingView
 from redraft.views.plots import png
 from redraft.views.templating import render
@@ -62,11 +63,46 @@ def pareto(comparison: Comparison) -> list[str]:
 
 
 def terminal_rows(comparison: Comparison) -> list[list[str]]:
-    """The arms table: the pass rate (graded, or the feedback's) with its interval, cost, and against the matched
-    baselines.
+    """The lanes table: each arm's pass rate (graded, or the feedback's) with its interval, cost, and against the
+    matched baselines; then each baseline's own at its N samples per task, with its interval and cost
+    (`baseline_rows`).
 
     Figures and their intervals (in percentage points) on separate lines, so the table fits 80 columns.
     """
+    return arm_rows(comparison) + baseline_rows(comparison)
+
+
+def lane_names(comparison: Comparison) -> list[str]:
+    """The lane of each of `terminal_rows`, in order: an arm's name, or the baselines' lane."""
+    return [a.name for a in comparison.arms] + [BASELINE for c in comparison.baselines if c.samples]
+
+
+def baseline_rows(comparison: Comparison) -> list[list[str]]:
+    """Each baseline as a lane of the table: its pass rate at N samples per task, its interval, its cost per
+    task at N and its lane's cost in all (no feedback pass of its own, and nothing to be matched against)."""
+    rows = []
+    for curve in comparison.baselines:
+        if not curve.samples:
+            continue
+        rate, n = curve.pass_rate[-1], curve.samples
+        interval = f"\n[{curve.ci[-1].low * 100:.1f}, {curve.ci[-1].high * 100:.1f}]" if curve.ci else ""
+        rows.append(
+            [
+                f"{curve.name}\n(baseline, n={n})",
+                f"{rate:.1%}{interval}",
+                "-",
+                f"{n * curve.mean_calls_per_sample:.1f}",
+                f"{n * curve.mean_tokens_per_sample:,.0f}",
+                f"${curve.total_usd:,.4f}",
+                "-",
+                "-",
+            ]
+        )
+    return rows
+
+
+def arm_rows(comparison: Comparison) -> list[list[str]]:
+    """The arms' rows of `terminal_rows`."""
     ceiling = min((c.samples for c in comparison.baselines), default=0)
     rows = []
     for arm in comparison.arms:
@@ -136,7 +172,8 @@ def charts(comparison: Comparison, front: list[str]) -> list[tuple[Figure, str]]
         (rounds_lines(by_round, oracles, rate), f"{name} after each round"),
         (
             flip_bars(fixed_and_broke, oracles, by),
-            f"share of revisions that fixed and broke the best answer, by {by} (a share of revisions, not of tasks)",
+            f"share of revisions after which the kept answer was fixed or broken, by {by} (a share of revisions, "
+            "not of tasks)",
         ),
     ]
 
@@ -166,7 +203,7 @@ def write_html(
         reports=reports,
         header=terminal_header(comparison),
         judged_by=judged_by(comparison),
-        rows=list(zip([a.name for a in comparison.arms], terminal_rows(comparison), strict=True)),
+        rows=list(zip(lane_names(comparison), terminal_rows(comparison), strict=True)),
         oracles={a.name for a in comparison.arms if a.oracle},
         cost_label=COST_LABELS[comparison.match],
         tests=TEST_NAMES,

@@ -85,8 +85,11 @@ def card_problem(judge: JudgeSetup, card: JudgeCard) -> str | None:
         )
     if card.passed:
         return None
-    failed = [_short(name, f) for name, f in card.figures.items() if not f.passed]
-    return "it failed: " + ", ".join(failed)
+    if card.verdict == "too_few":
+        return f"it measured {card.said()}"
+    failed = [_short(name, f) for name, f in card.figures.items() if f.verdict == "fail"]
+    few = [f"{name} (n = {f.n}, needs about {f.needs})" for name, f in card.figures.items() if f.verdict == "too_few"]
+    return "it failed: " + ", ".join(failed) + (f"; too few for {', '.join(few)}" if few else "")
 
 
 def untrusted(note: JudgeNote | None) -> str | None:
@@ -121,7 +124,7 @@ def _short(name: str, figure: Figure) -> str:
     that failed (a value on the right side of its threshold fails when its interval crosses it: too few
     measured)."""
     if figure.value is None:
-        return f"{name} unmeasured"
+        return f"{name} {'undefined' if figure.n else 'unmeasured'}"
     at_least = figure.side == "at_least"
     end = figure.low if at_least else figure.high
     where = "" if end is None else f", its {'low' if at_least else 'high'} end {end:.2f}"

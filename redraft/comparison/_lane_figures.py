@@ -7,8 +7,11 @@ not 0), and the comparison says how many there were.
 
 For an arm, per task: its graded pass, its cost (calls, tokens, USD, wall), the
 graded pass of its best so far after each round, and what each revision and
-critique did: a revision *fixed* (the best so far entering the round failed the
-grade, the round's best passed) or *broke* (the reverse) the answer; a critique
+critique did: a revision *fixed* the answer when the best so far entering its
+round failed the grade and the best kept after it passes, and *broke* it in the
+reverse case (a passing revision the arbiter did not keep fixed nothing: only
+kept answers count, so a task's fixes less its breaks are its change from round
+0 to the final answer, `redraft.rundir.refinement_change`); a critique
 that flagged a candidate (an issue of severity critical or major) the grade
 passed is a *false alarm*, one that did not flag a candidate the grade failed a
 *miss*; a rollback *saved* a regression when the round's best failed the grade
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from redraft.protocols.messages import Critique, Decision, Grade, Message, Result, Usage, Verification
+from redraft.rundir import refinement_change
 from redraft.rundir.frames import Frame, KnownFrame
 from redraft.rundir.reader import RunReader
 from redraft.stats import Sample
@@ -78,7 +82,7 @@ class Behaviour:
     """What the critic, the revisions and the arbiter did, over a whole arm (see the module docstring)."""
 
     fixed: dict[int, Counts] = field(default_factory=dict)
-    """By round: revisions in that round, and how many turned a failing best into a passing one."""
+    """By round: revisions in that round, and after how many the kept best passed where the entering one failed."""
     broke: dict[int, Counts] = field(default_factory=dict)
     false_alarms: Counts = field(default_factory=Counts)
     """Out of critiqued candidates the grade passed: how many the critic flagged."""
@@ -169,13 +173,14 @@ def _behaviour(messages: list[Message], grades: Grades, into: Behaviour) -> None
     for before, decision in itertools.pairwise(decisions):
         entering = grades.get((before.best_round, before.best_sample))
         produced = grades.get((decision.round, decision.round_best_sample))
-        if entering is None or produced is None:
+        kept = grades.get((decision.best_round, decision.best_sample))
+        if entering is None or produced is None or kept is None:
             continue
-        into.fixed.setdefault(decision.round, Counts()).add(not entering and produced)
-        into.broke.setdefault(decision.round, Counts()).add(entering and not produced)
+        change = refinement_change(entering, kept)
+        into.fixed.setdefault(decision.round, Counts()).add(change == "fixed")
+        into.broke.setdefault(decision.round, Counts()).add(change == "broken")
         if decision.rolled_back:
-            kept = grades.get((decision.best_round, decision.best_sample))
-            into.rollbacks_saved.add(bool(kept) and not produced)
+            into.rollbacks_saved.add(kept and not produced)
     for critique in (m for m in messages if isinstance(m, Critique) and m.error is None):
         graded = grades.get((critique.round, critique.sample))
         if graded is None:

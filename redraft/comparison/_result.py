@@ -60,8 +60,8 @@ def build(plan: ComparePlan, match: Match, judged: Judged | None = None) -> Comp
         repeats.setdefault(lane.arm, []).append(tasks)
         behaviours[lane.arm] = _merged(behaviours.get(lane.arm), behaviour)
     samples = baseline_samples(plan.out / BASELINE, basis)
-    cost = _cost_per_sample(plan.out / BASELINE, plan.baseline_samples)
-    curves = [curve(name, samples, cost) for name in ("best_of_n", "self_consistency")]
+    cost, spent = _baseline_cost(plan.out / BASELINE, plan.baseline_samples)
+    curves = [curve(name, samples, cost, spent) for name in ("best_of_n", "self_consistency")]
     arms = [arm_summary(name, runs, behaviours[name], oracle=oracles[name]) for name, runs in repeats.items()]
     per_task = {name: per_task_pass(runs) for name, runs in repeats.items()}
     vs_baselines = [against_baseline(a, per_task[a.name], c, samples, match) for a in arms for c in curves]
@@ -119,18 +119,16 @@ def _add(into: Counts, more: Counts) -> None:
     into.total += more.total
 
 
-def _cost_per_sample(root: Path, samples: int) -> tuple[float, float, float]:
-    """Mean (calls, tokens, USD) of one baseline sample: a task's usage over its samples."""
+def _baseline_cost(root: Path, samples: int) -> tuple[tuple[float, float, float], float]:
+    """Mean (calls, tokens, USD) of one baseline sample (a task's usage over its samples), and the lane's USD in
+    all."""
     results = [entry.result for entry in RunReader(root).entries()]
     if not results:
-        return (1.0, 0.0, 0.0)
+        return (1.0, 0.0, 0.0), 0.0
     n = len(results) * samples
     spent = [method_usage(r) for r in results]
-    return (
-        sum(u.calls for u in spent) / n,
-        sum(u.total_tokens for u in spent) / n,
-        sum(u.cost_usd for u in spent) / n,
-    )
+    usd = math.fsum(u.cost_usd for u in spent)
+    return (sum(u.calls for u in spent) / n, sum(u.total_tokens for u in spent) / n, usd / n), usd
 
 
 def _notes(vs_baselines: list[Difference], curves: list[Curve]) -> list[str]:

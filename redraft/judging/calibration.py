@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 import msgspec
 
-from redraft.judging._figures import Figure, kappa, share
+from redraft.judging._figures import Figure, Verdict, kappa, share
 from redraft.judging.judge import Judge, Judgment, PairVerdict
 from redraft.judging.rewording import Rewording, layout_rewordings
 from redraft.judging.rubric import Rubric
@@ -89,6 +90,34 @@ class JudgeCard(msgspec.Struct, frozen=True, kw_only=True):
     seed: int
     rewordings: list[Rewording] = []
     """The rubric as the rubric stability figure reworded it (its layout's, the user's or a model's words)."""
+
+    @property
+    def verdict(self) -> Verdict:
+        """``pass`` when every figure passes; ``fail`` when any figure fails (`Figure.verdict`); else
+        ``too_few``: no figure failed, but some were measured on fewer events than their interval needs."""
+        verdicts = {f.verdict for f in self.figures.values()}
+        if "fail" in verdicts:
+            return "fail"
+        return "too_few" if "too_few" in verdicts else "pass"
+
+    def answers_needed(self) -> int:
+        """About how many answers each figure with too few events needs, the most of them: a figure's events
+        grow with the answers (``needs`` scaled by answers per event), or its own ``needs`` when it has none."""
+        needed = [
+            math.ceil(f.needs * self.answers / f.n) if f.n else f.needs
+            for f in self.figures.values()
+            if f.verdict == "too_few" and f.needs is not None
+        ]
+        return max(needed, default=self.answers)
+
+    def said(self) -> str:
+        """The card's verdict in words."""
+        if self.verdict == "too_few":
+            return (
+                f"too few answers (n = {self.answers}, needs about {self.answers_needed()}): no figure failed, "
+                "and none can pass on so few"
+            )
+        return "passed" if self.passed else "failed"
 
 
 @dataclass

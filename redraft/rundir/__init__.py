@@ -26,10 +26,11 @@ from redraft.rundir.layout import fingerprint, safe_name
 from redraft.rundir.reader import RunReader
 from redraft.rundir.secret import RunSecret
 from redraft.rundir.store import RunStore
-from redraft.rundir.summary import Summary, summarize
+from redraft.rundir.summary import Change, Summary, refinement_change, summarize
 
 __all__ = [
     "WIRE_KEY",
+    "Change",
     "Frame",
     "GenericFrame",
     "KnownFrame",
@@ -43,6 +44,7 @@ __all__ = [
     "check_wire",
     "decode_frame",
     "fingerprint",
+    "refinement_change",
     "safe_name",
     "summarize",
 ]

@@ -4,6 +4,10 @@
 not grow with the run. The writer calls it when a run ends; the report keeps a
 tally of the records as it streams them, so a run still going shows what has
 finished.
+
+"Fixed" and "broken" have one definition everywhere they are shown (the end table,
+the report, a comparison): `refinement_change`, from round 0's best answer to the
+final one, on the feedback or on the held-out grade.
 """
 
 from __future__ import annotations
@@ -11,10 +15,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import msgspec
 
 from redraft.protocols.messages import Result, Usage
+
+Change = Literal["fixed", "broken"]
+
+
+def refinement_change(initial: bool | None, final: bool | None) -> Change | None:
+    """What refinement did to a task, by the answers alone: ``fixed`` when round 0's best answer failed and the
+    final answer passes, ``broken`` the reverse; None when both agree or either is unknown (not graded). A
+    revision that passed but was not kept changed nothing: only the final answer counts."""
+    if initial is None or final is None or initial == final:
+        return None
+    return "fixed" if final else "broken"
 
 
 class Summary(msgspec.Struct, kw_only=True):
@@ -42,9 +58,9 @@ class Summary(msgspec.Struct, kw_only=True):
     stopped_by: str | None = None
     """Why dispatch stopped before every task ran (a run budget), or None."""
     fixed: int = 0
-    """Tasks whose round-0 leader failed and whose best candidate passed: fixed by refinement."""
+    """Tasks whose round-0 leader failed the feedback and whose final answer passed it (`refinement_change`)."""
     broken: int = 0
-    """Tasks whose round-0 leader passed and whose best candidate failed."""
+    """Tasks whose round-0 leader passed the feedback and whose final answer failed it."""
     graded: int = 0
     """Tasks with a held-out grade (the others have nothing to be graded against: left out of graded rates)."""
     graded_passed: int = 0
@@ -55,7 +71,8 @@ class Summary(msgspec.Struct, kw_only=True):
     initial_graded_pass_rate: float | None = None
     """Round 0's leaders, graded: what refinement started from."""
     graded_fixed: int = 0
-    """Graded tasks whose round-0 leader failed the grade and whose final answer passed it."""
+    """Graded tasks whose round-0 leader failed the grade and whose final answer passed it (`refinement_change`;
+    a task whose round-0 leader has no grade is neither fixed nor broken)."""
     graded_broken: int = 0
     retried_tasks: int = 0
     """Tasks the driver sent out more than once because the machinery failed under them."""
@@ -110,8 +127,7 @@ class Tally:
         self.retries.update(r.retried_for)
         self.passed += r.passed
         self.initial_passed += r.initial_passed
-        self.fixed += r.passed and not r.initial_passed
-        self.broken += r.initial_passed and not r.passed
+        self._changed(refinement_change(r.initial_passed, r.passed), graded=False)
         self.score += r.score
         self.initial_score += r.initial_score
         self.rounds += r.rounds
@@ -131,8 +147,15 @@ class Tally:
             self.graded += 1
             self.graded_passed += r.graded_pass
             self.initial_graded_passed += initial
-            self.graded_fixed += r.graded_pass and not initial
-            self.graded_broken += initial and not r.graded_pass
+            self._changed(refinement_change(r.initial_graded_pass, r.graded_pass), graded=True)
+
+    def _changed(self, change: Change | None, *, graded: bool) -> None:
+        if graded:
+            self.graded_fixed += change == "fixed"
+            self.graded_broken += change == "broken"
+        else:
+            self.fixed += change == "fixed"
+            self.broken += change == "broken"
 
     def summary(self, *, wall_s: float) -> Summary:
         n = self.tasks or 1  # no task: every rate and mean is 0

@@ -13,12 +13,13 @@ may be data there.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
-from redraft.protocols.messages import DraftRequest, Message, Revision, Usage, VerifyRequest
+from redraft.protocols.messages import DraftRequest, Grade, Message, Result, Revision, Usage, VerifyRequest
 from redraft.rundir.frames import Frame, KnownFrame, fields_of
 from redraft.rundir.history import Round
 
@@ -146,10 +147,27 @@ def revision_of(rnd: Round) -> Revision | None:
     return None
 
 
-def grade_line(initial: bool | None, final: bool | None, grade: float | None) -> str:
-    """The held-out grade of a task in words: round 0's leader, then the final answer."""
-    if final is None:
-        return "not graded (nothing to grade against)"
-    first = "not graded" if initial is None else ("pass" if initial else "fail")
-    shown = "?" if grade is None else f"{grade:.3f}"
-    return f"{'pass' if final else 'fail'} (grade {shown}; first draft: {first})"
+LeadBasis = Literal["graded", "judged", "feedback"]
+"""What a task's verdict rests on: the scenario's held-out grade, a judge's, or (nothing held out) the feedback."""
+
+
+@dataclass(frozen=True)
+class Lead:
+    """What a task's page and its trace lead with: the verdict the task is judged by, on what basis, in words.
+    The held-out grade when there is one (the loop's own verdict comes after it, never instead)."""
+
+    basis: LeadBasis
+    passed: bool
+    said: str
+
+
+def task_lead(r: Result, grade: Grade | None) -> Lead:
+    """The lead of task ``r`` (``grade``: its `Grade` frame, which names a judge; None when lost or absent)."""
+    if r.graded_pass is None:
+        return Lead("feedback", r.passed, f"no held-out grade: the loop's own verdict, score {r.score:.3f}")
+    first = "not graded" if r.initial_graded_pass is None else ("pass" if r.initial_graded_pass else "fail")
+    shown = "?" if r.grade is None else f"{r.grade:.3f}"
+    judge = grade.judge if grade is not None else None
+    if judge is not None or "judge" in r.usage_by_role:
+        return Lead("judged", r.graded_pass, f"judged by {judge or 'a judge'}: grade {shown} (first draft: {first})")
+    return Lead("graded", r.graded_pass, f"held-out grade {shown} (first draft: {first})")

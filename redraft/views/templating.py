@@ -64,6 +64,7 @@ def environment() -> jinja2.Environment:
         frame_fields=fields.frame_fields,
         request_news=fields.request_news,
         revision_of=fields.revision_of,
+        task_lead=fields.task_lead,
     )
     # The shared macros, as the global `m` of every template: made once, where an import would
     # make them again for each task page.
@@ -105,11 +106,11 @@ def _long(text: str) -> bool:
 
 
 def result_rows(r: Result) -> list[tuple[str, str]]:
-    """The plain rows of a task's result table after its verdict (answer, rounds, stop, usage, time)."""
+    """The plain rows of a task's result table after its lead and the loop's verdict (answer, rounds, stop, usage,
+    time)."""
     stop = r.stop_reason + (f" ({r.stop_limit})" if r.stop_limit else "")
     usage = fields.usage_line(r.usage) or ""
     return [
-        ("held-out grade", fields.grade_line(r.initial_graded_pass, r.graded_pass, r.grade)),
         ("answer", str(r.answer)),
         ("rounds", str(r.rounds)),
         ("stop reason", stop),

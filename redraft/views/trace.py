@@ -27,9 +27,9 @@ from redraft.views._fields import (
     TRACE_LOST,
     extra,
     frame_fields,
-    grade_line,
     request_news,
     revision_of,
+    task_lead,
     usage_line,
 )
 
@@ -87,14 +87,16 @@ def diff_text(lines: list[str]) -> Text:
 
 
 def _header(history: TaskHistory, r: Result) -> RenderableType:
-    verdict = Text("PASS", style="bold green") if r.passed else Text("FAIL", style="bold red")
+    lead = task_lead(r, history.grade.message if history.grade else None)  # the held-out grade first, as the page
+    verdict = Text("PASS", style="bold green") if lead.passed else Text("FAIL", style="bold red")
     limit = f" ({r.stop_limit})" if r.stop_limit else ""
     summary = Text.assemble(
         verdict,
-        f"  score {r.initial_score:.3f} → {r.score:.3f} · {r.rounds} rounds · stop: {r.stop_reason}{limit}",
+        f" ({lead.basis}): {lead.said}",
+        f"\nfeedback (the loop's verdict): {'pass' if r.passed else 'fail'}",
+        f" · score {r.initial_score:.3f} → {r.score:.3f} · {r.rounds} rounds · stop: {r.stop_reason}{limit}",
         f" · {r.usage.calls} calls, {r.usage.total_tokens:,} tokens, ${r.usage.cost_usd:.4f} · {r.wall_s:.2f} s",
     )
-    summary.append(f"\nheld-out grade: {grade_line(r.initial_graded_pass, r.graded_pass, r.grade)}")
     if r.error:
         summary.append(f"\nerror: {r.error}", style="red")
     if r.traceback:

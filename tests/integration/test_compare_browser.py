@@ -102,7 +102,7 @@ def test_the_comparison_renders_with_every_plot_loaded(page: Path, tmp_path: Pat
     assert len(re.findall(r"<img ", dom)) == 3
     headings = re.findall(r"<h2[^>]*>([^<]+)</h2>", dom)
     assert headings == [
-        "Arms",
+        "Arms and baselines",
         "Plots",
         "Against the sampling baselines, at the arm's own cost",
         "Arm against arm",

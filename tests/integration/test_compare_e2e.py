@@ -104,6 +104,9 @@ def test_the_baseline_curves_follow_the_known_best_of_n(comparison: tuple[Compar
             expected = known_best_of(coin.p, n)
             assert rate == pytest.approx(expected, abs=band(expected, TASKS)), (curve.name, n)
         assert curve.pass_rate == sorted(curve.pass_rate)  # more samples never hurt a best-of-n pick
+        # The baseline's own rate at N, as the table shows it, with an interval that holds the known truth.
+        assert curve.tasks == TASKS and len(curve.ci) == N
+        assert curve.ci[-1].low <= known_best_of(coin.p, N) <= curve.ci[-1].high, (curve.name, curve.ci[-1])
 
 
 def test_the_matched_budget_is_the_arm_s_measured_calls_and_the_difference_holds_the_truth(

@@ -86,6 +86,9 @@ def test_the_report_renders_with_every_plot_loaded(run_dir: Path, tmp_path: Path
 def test_a_task_page_renders_its_rounds_with_model_text_as_text(run_dir: Path, tmp_path: Path) -> None:
     page = run_dir / "report" / f"{safe_name('suite/html')}.html"
     dom = chromium(tmp_path, page.as_uri(), "--dump-dom").stdout
+    # It leads with the held-out grade, coloured by it; the loop's own verdict follows.
+    assert re.search(r'<th>result \(graded\)</th><td><span class="pass">pass</span> · held-out grade', dom)
+    assert "<th>feedback (the loop's verdict)</th>" in dom
     assert re.findall(r'<h2 id="round-(\d)">', dom) == ["0", "1"]
     assert len(re.findall(r'class="card[^"]*" id="r\d+s\d+"', dom)) == 4  # two samples in each round
     assert "Decision: stop" in dom and '<pre class="diff">' in dom

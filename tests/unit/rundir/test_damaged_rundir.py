@@ -280,7 +280,10 @@ def test_a_garbage_trace_is_moved_aside_and_every_reader_still_reads_the_run(tmp
     # Before any resume: the readers read every result, and say a trace is lost rather than that nothing finished.
     buffer = io.StringIO()
     show_trace(tmp_path, "t5", Console(file=buffer, width=300))
-    assert TRACE_LOST in buffer.getvalue() and "PASS  score 0.000 → 1.000 · 2 rounds" in buffer.getvalue()
+    assert (
+        TRACE_LOST in buffer.getvalue()
+        and "(the loop's verdict): pass · score 0.000 → 1.000 · 2 rounds" in buffer.getvalue()
+    )
     assert export(tmp_path, "csv")[1] == TASKS
     write_report(tmp_path)
     pages = list((tmp_path / "report").glob("t5-*.html"))
