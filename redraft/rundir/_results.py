@@ -25,8 +25,9 @@ written by versions that did not redo such tasks) is not a finished task: a
 resume redoes it and appends a new line, and every reader takes a task's later
 line (`latest_results`; the writer's recovery keeps both lines on disk).
 
-Records decode into the `Result` Struct, so older and newer lines both read: the
-tag may be absent, fields this version does not know are kept aside in
+A line leaves out every field whose value is the field's default (an empty error, a
+zero count), and records decode into the `Result` Struct, so older and newer lines
+both read: the tag may be absent, fields this version does not know are kept aside in
 `TaskEntry.extra` (never lost), and fields added since a line was written take
 their defaults.
 """
@@ -76,9 +77,9 @@ class TaskEntry:
 
 
 def result_line(result: Result, start: int, end: int, run: str | None, *, lost: bool = False) -> bytes:
-    """The ``results.jsonl`` line of one task, newline included."""
-    record: dict[str, Any] = msgspec.to_builtins(result)
-    del record["kind"], record["v"]
+    """The ``results.jsonl`` line of one task, newline included: its fields but those at their defaults."""
+    record = _set_fields(result)
+    record.pop("kind", None), record.pop("v", None)
     record[TRACE_START], record[TRACE_END] = start, end
     if run:
         record[RUN] = run
@@ -139,6 +140,25 @@ def superseded(results: Iterable[Result]) -> set[int]:
         if is_infrastructure_failure(result):
             pending[result.task_id] = index
     return replaced
+
+
+def _set_fields(struct: msgspec.Struct) -> dict[str, Any]:
+    """A Struct's fields as builtins, leaving out each one at its default (a nested Struct's likewise)."""
+    record: dict[str, Any] = {}
+    for field in msgspec.structs.fields(struct):
+        value = getattr(struct, field.name)
+        if field.default is not msgspec.NODEFAULT and value == field.default:
+            continue
+        if field.default_factory is not msgspec.NODEFAULT and value == field.default_factory():
+            continue
+        record[field.encode_name] = _set_fields(value) if isinstance(value, msgspec.Struct) else _builtins(value)
+    return record
+
+
+def _builtins(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _set_fields(v) if isinstance(v, msgspec.Struct) else _builtins(v) for k, v in value.items()}
+    return msgspec.to_builtins(value)
 
 
 Record = tuple[dict[str, Any], Result]
