@@ -34,6 +34,7 @@ their defaults.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,21 +145,46 @@ def superseded(results: Iterable[Result]) -> set[int]:
 
 def _set_fields(struct: msgspec.Struct) -> dict[str, Any]:
     """A Struct's fields as builtins, leaving out each one at its default (a nested Struct's likewise)."""
-    record: dict[str, Any] = {}
-    for field in msgspec.structs.fields(struct):
-        value = getattr(struct, field.name)
-        if field.default is not msgspec.NODEFAULT and value == field.default:
-            continue
-        if field.default_factory is not msgspec.NODEFAULT and value == field.default_factory():
-            continue
-        record[field.encode_name] = _set_fields(value) if isinstance(value, msgspec.Struct) else _builtins(value)
+    record: dict[str, Any] = msgspec.to_builtins(struct)
+    _pruner(type(struct))(record)
     return record
 
 
-def _builtins(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _set_fields(v) if isinstance(v, msgspec.Struct) else _builtins(v) for k, v in value.items()}
-    return msgspec.to_builtins(value)
+_REQUIRED = object()
+"""A field with no default: always written."""
+Pruner = Callable[[dict[str, Any]], None]
+
+
+@functools.cache
+def _pruner(kind: type[msgspec.Struct]) -> Pruner:
+    """What deletes, from a ``kind`` as builtins, each field at its default: its own, a nested Struct's, and those
+    of the Structs a mapping holds (a role's usage)."""
+    plan: list[tuple[str, Any, Pruner | None, bool]] = []
+    info = msgspec.inspect.type_info(kind)
+    assert isinstance(info, msgspec.inspect.StructType)
+    for field in info.fields:
+        default = _REQUIRED
+        if field.default is not msgspec.NODEFAULT:
+            default = msgspec.to_builtins(field.default)
+        elif field.default_factory is not msgspec.NODEFAULT:
+            default = msgspec.to_builtins(field.default_factory())
+        inner, mapping = field.type, isinstance(field.type, msgspec.inspect.DictType)
+        if isinstance(inner, msgspec.inspect.DictType):
+            inner = inner.value_type
+        nested = _pruner(inner.cls) if isinstance(inner, msgspec.inspect.StructType) else None
+        plan.append((field.encode_name, default, nested, mapping))
+
+    def prune(record: dict[str, Any]) -> None:
+        for name, default, nested, mapping in plan:
+            value = record.get(name)
+            if nested is not None and isinstance(value, dict):
+                for inner_value in value.values() if mapping else (value,):
+                    if isinstance(inner_value, dict):
+                        nested(inner_value)
+            if default is not _REQUIRED and value == default:
+                del record[name]
+
+    return prune
 
 
 Record = tuple[dict[str, Any], Result]

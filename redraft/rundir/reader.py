@@ -14,7 +14,7 @@ version does not know.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -107,14 +107,35 @@ class RunReader:
     def tasks(self) -> Iterator[tuple[TaskEntry, list[Frame]]]:
         """Every task with its frames, streamed: one task's frames in memory at a time. A task whose frames are
         lost comes with none, its entry marked `TaskEntry.lost`."""
+        for entry, frames in self.sampled(lambda _: True):
+            yield entry, frames or []
+
+    def sampled(self, which: Callable[[int], bool]) -> Iterator[tuple[TaskEntry, list[Frame] | None]]:
+        """Every task, streamed, with its frames when ``which`` (given the task's place, from 0) says to read them
+        (else None): a long run's figures from some of its traces, every result counted."""
         trace_path = self.root / TRACE
         if not trace_path.exists():
-            yield from ((dataclasses.replace(entry, lost=True), []) for entry in self.entries())
+            yield from (
+                (dataclasses.replace(entry, lost=True), [] if which(i) else None)
+                for i, entry in enumerate(self.entries())
+            )
             return
         with open(trace_path, "rb") as trace:
-            for entry in self.entries():
+            for i, entry in enumerate(self.entries()):
+                if not which(i):
+                    yield entry, None
+                    continue
                 found = self.trace_of(entry, trace)
                 yield (entry, found) if found is not None else (dataclasses.replace(entry, lost=True), [])
+
+    def count(self) -> int:
+        """Lines in ``results.jsonl`` (a task's record each, but for damaged lines and a redone task's earlier
+        one): what a long read will pass, counted without decoding."""
+        lines = 0
+        with open(self.root / RESULTS, "rb") as results:
+            while chunk := results.read(1 << 20):
+                lines += chunk.count(b"\n")
+        return lines
 
 
 def trace_bytes(root: Path) -> bytes:
