@@ -24,6 +24,8 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+from redraft.rundir import result_records
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
@@ -47,7 +49,7 @@ def one_run(provider: str, out: Path, tasks: int, *, batch: bool) -> dict[str, A
     )  # fmt: skip
     started = time.monotonic()
     summary = run(config).summary
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     return {
         "wall_s": time.monotonic() - started,
         "cost_usd": summary.usage.cost_usd,

@@ -32,6 +32,7 @@ from redraft.cli._judge import judge_app
 from redraft.cli._next_steps import next_steps
 from redraft.cli._options import compare_parameters, run_parameters, tune_parameters
 from redraft.cli._progress import RunProgress
+from redraft.cli._report import report_command
 from redraft.cli._serve import serve_command
 from redraft.cli._signals import EXIT_INTERRUPTED, StopRequest, stop_on_signals
 from redraft.cli._warning_lines import show_warnings_as_lines
@@ -317,19 +318,7 @@ def _print_summary(outcome: Any, *, oracle: bool = False, config: dict[str, Any]
 RunDir = Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory (the --out of `redraft run`).")]
 
 
-@app.command("report")
-def report_command(
-    run_dir: RunDir,
-    max_pages: Annotated[
-        int | None, typer.Option(help="Write task pages for the first N tasks only (default: every task).")
-    ] = None,
-) -> None:
-    """Write report.html: plots, tables, and a page per task."""
-    from redraft.views.report import write_report
-
-    if max_pages is not None and max_pages < 0:
-        raise UserError(f"--max-pages must be at least 0, got {max_pages}")
-    print(write_report(run_dir, max_pages=max_pages))
+app.command("report")(report_command)
 
 
 @app.command("trace")

@@ -7,7 +7,8 @@ frames     trace frames decoded into the message Structs (unknown kinds and fiel
 recovery   what a resume keeps of a damaged directory, and what it sets aside in *.damaged files
 store      RunStore, the writer (the driver's), and what a resume keeps
 wire       the wire version a directory was written at: one a pre-release redraft wrote is refused in one line
-reader     RunReader: records streamed, one task's frames by seeking
+reader     RunReader: records streamed, one task's frames by seeking (and decompressing: blocks)
+blocks     the trace's compressed blocks: a task's frames one zstd frame, against the run's dictionary
 summary    Summary (summary.json, the end table) and summarize
 secret     RunSecret: the random bytes a run keeps to seed its generated tasks' hidden parts
 history    one task's rounds, candidates, critiques, decisions and best-so-far diffs
@@ -23,7 +24,7 @@ from redraft.rundir._wire import WIRE_KEY, check_wire
 from redraft.rundir.frames import Frame, GenericFrame, KnownFrame, decode_frame
 from redraft.rundir.history import TaskHistory, build_history
 from redraft.rundir.layout import fingerprint, safe_name
-from redraft.rundir.reader import RunReader
+from redraft.rundir.reader import RunReader, result_records, trace_bytes
 from redraft.rundir.secret import RunSecret
 from redraft.rundir.store import RunStore
 from redraft.rundir.summary import Change, Summary, refinement_change, summarize
@@ -45,6 +46,8 @@ __all__ = [
     "decode_frame",
     "fingerprint",
     "refinement_change",
+    "result_records",
     "safe_name",
     "summarize",
+    "trace_bytes",
 ]

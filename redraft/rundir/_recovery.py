@@ -37,6 +37,7 @@ import msgspec
 
 from redraft.jsonlines import Line, Recovery, SetAside, damaged_path, replace, scan
 from redraft.protocols.messages import Usage
+from redraft.rundir._blocks import BlockReader, Decoded
 from redraft.rundir._results import (
     TRACE_END,
     TRACE_LOST,
@@ -109,6 +110,7 @@ def recover(root: Path, redo_untraced: bool = False) -> Recovered:
 def _check(root: Path) -> _Checked:
     checked = _Checked(aside=Recovery(root / RESULTS))
     path = root / TRACE
+    blocks = BlockReader(root)
     with open(path, "rb") if path.exists() else _NoTrace() as trace:
         for item in scan_results(root):
             if isinstance(item, SetAside):
@@ -116,7 +118,7 @@ def _check(root: Path) -> _Checked:
                 continue
             checked.aside.kept += 1
             overlaps = item.start < checked.traced_end  # a range before the last one's end is not this task's
-            begin = None if item.lost or overlaps else _verified(trace, item)
+            begin = None if item.lost or overlaps else _verified(trace, blocks, item)
             checked.starts[item.line] = begin
             if begin is not None:
                 checked.traced_end = item.end
@@ -136,10 +138,14 @@ def _why(entry: TaskEntry, trace: Path) -> str:
     return "the trace ends before them" if entry.lost else "the bytes there are not theirs"
 
 
-def _verified(trace: IO[bytes] | _NoTrace, entry: TaskEntry) -> int | None:
-    """Where the record's frames begin, if its range holds them."""
+def _verified(trace: IO[bytes] | _NoTrace, blocks: BlockReader, entry: TaskEntry) -> int | None:
+    """Where the record's frames begin, if its range holds them (a block: the range's start, if it decodes to
+    them)."""
     trace.seek(entry.start)
     data = trace.read(entry.end - entry.start)
+    frames = blocks.decode(data)
+    if frames is not data:
+        return None if frames is None or task_span(frames, entry.task_id) is None else entry.start
     begin = task_span(data, entry.task_id, trim=entry.guessed_start)
     return None if begin is None else entry.start + begin
 
@@ -185,7 +191,7 @@ def _cut_trace(root: Path, checked: _Checked) -> tuple[int, int]:
         return 0, 0
     with open(path, "r+b") as trace:
         trace.seek(checked.traced_end)
-        orphans = _results_in(trace)
+        orphans = _results_in(iter(Decoded(trace, BlockReader(root))))
         spans = [(a, b) for a, b in checked.spoilt if b <= checked.traced_end]
         if checked.damaged or orphans > 1:
             spans.append((checked.traced_end, path.stat().st_size))
@@ -210,13 +216,16 @@ def _copy_aside(trace: IO[bytes], spans: list[tuple[int, int]], aside: Path) -> 
     return moved
 
 
-def _results_in(stream: IO[bytes]) -> int:
-    """How many `Result` frames follow in ``stream`` (the frames of how many whole tasks), up to bytes that are
-    not frames."""
+def _results_in(chunks: Iterator[bytes]) -> int:
+    """How many `Result` frames follow in the decoded trace (the frames of how many whole tasks), up to bytes
+    that are not frames."""
     found = 0
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     try:
-        for frame in msgpack.Unpacker(stream, raw=False, strict_map_key=False):
-            found += isinstance(frame, dict) and frame.get("kind") == "result"
+        for chunk in chunks:
+            unpacker.feed(chunk)
+            for frame in unpacker:
+                found += isinstance(frame, dict) and frame.get("kind") == "result"
     except (msgpack.UnpackException, ValueError):
         pass
     return found

@@ -25,14 +25,16 @@ written by versions that did not redo such tasks) is not a finished task: a
 resume redoes it and appends a new line, and every reader takes a task's later
 line (`latest_results`; the writer's recovery keeps both lines on disk).
 
-Records decode into the `Result` Struct, so older and newer lines both read: the
-tag may be absent, fields this version does not know are kept aside in
+A line leaves out every field whose value is the field's default (an empty error, a
+zero count), and records decode into the `Result` Struct, so older and newer lines
+both read: the tag may be absent, fields this version does not know are kept aside in
 `TaskEntry.extra` (never lost), and fields added since a line was written take
 their defaults.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,9 +78,9 @@ class TaskEntry:
 
 
 def result_line(result: Result, start: int, end: int, run: str | None, *, lost: bool = False) -> bytes:
-    """The ``results.jsonl`` line of one task, newline included."""
-    record: dict[str, Any] = msgspec.to_builtins(result)
-    del record["kind"], record["v"]
+    """The ``results.jsonl`` line of one task, newline included: its fields but those at their defaults."""
+    record = _set_fields(result)
+    record.pop("kind", None), record.pop("v", None)
     record[TRACE_START], record[TRACE_END] = start, end
     if run:
         record[RUN] = run
@@ -139,6 +141,50 @@ def superseded(results: Iterable[Result]) -> set[int]:
         if is_infrastructure_failure(result):
             pending[result.task_id] = index
     return replaced
+
+
+def _set_fields(struct: msgspec.Struct) -> dict[str, Any]:
+    """A Struct's fields as builtins, leaving out each one at its default (a nested Struct's likewise)."""
+    record: dict[str, Any] = msgspec.to_builtins(struct)
+    _pruner(type(struct))(record)
+    return record
+
+
+_REQUIRED = object()
+"""A field with no default: always written."""
+Pruner = Callable[[dict[str, Any]], None]
+
+
+@functools.cache
+def _pruner(kind: type[msgspec.Struct]) -> Pruner:
+    """What deletes, from a ``kind`` as builtins, each field at its default: its own, a nested Struct's, and those
+    of the Structs a mapping holds (a role's usage)."""
+    plan: list[tuple[str, Any, Pruner | None, bool]] = []
+    info = msgspec.inspect.type_info(kind)
+    assert isinstance(info, msgspec.inspect.StructType)
+    for field in info.fields:
+        default = _REQUIRED
+        if field.default is not msgspec.NODEFAULT:
+            default = msgspec.to_builtins(field.default)
+        elif field.default_factory is not msgspec.NODEFAULT:
+            default = msgspec.to_builtins(field.default_factory())
+        inner, mapping = field.type, isinstance(field.type, msgspec.inspect.DictType)
+        if isinstance(inner, msgspec.inspect.DictType):
+            inner = inner.value_type
+        nested = _pruner(inner.cls) if isinstance(inner, msgspec.inspect.StructType) else None
+        plan.append((field.encode_name, default, nested, mapping))
+
+    def prune(record: dict[str, Any]) -> None:
+        for name, default, nested, mapping in plan:
+            value = record.get(name)
+            if nested is not None and isinstance(value, dict):
+                for inner_value in value.values() if mapping else (value,):
+                    if isinstance(inner_value, dict):
+                        nested(inner_value)
+            if default is not _REQUIRED and value == default:
+                del record[name]
+
+    return prune
 
 
 Record = tuple[dict[str, Any], Result]

@@ -14,7 +14,7 @@ version does not know.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +22,15 @@ import msgspec
 
 from redraft.errors import UserError, did_you_mean
 from redraft.protocols.messages import Result
-from redraft.rundir._results import TaskEntry, is_infrastructure_failure, latest_results
+from redraft.rundir._blocks import BlockReader, Decoded
+from redraft.rundir._results import (
+    TRACE_END,
+    TRACE_START,
+    TaskEntry,
+    is_infrastructure_failure,
+    latest_results,
+    read_results,
+)
 from redraft.rundir._wire import check_wire
 from redraft.rundir.frames import Frame, task_frames
 from redraft.rundir.layout import MANIFEST, RESULTS, SUMMARY, TRACE, read_object
@@ -41,6 +49,7 @@ class RunReader:
         if not (root / RESULTS).is_file():
             raise UserError(f"{root} is not a run directory (no {RESULTS})")
         check_wire(root)
+        self._blocks = BlockReader(root)
 
     def manifest(self) -> dict[str, Any]:
         """``manifest.json`` as written (its ``config`` is the writer's, of whatever version), or {}."""
@@ -82,7 +91,8 @@ class RunReader:
         return self.trace_of(entry, trace) or []
 
     def trace_of(self, entry: TaskEntry, trace: IO[bytes] | None = None) -> list[Frame] | None:
-        """The frames of one task, read by seeking to its byte range and checked; None when they are lost."""
+        """The frames of one task, read by seeking to its byte range (decompressed, if it is a block) and checked;
+        None when they are lost."""
         if entry.lost:
             return None
         if trace is None:
@@ -91,16 +101,60 @@ class RunReader:
             with open(self.root / TRACE, "rb") as f:
                 return self.trace_of(entry, f)
         trace.seek(entry.start)
-        return task_frames(trace.read(entry.end - entry.start), entry.task_id, trim=entry.guessed_start)
+        data = self._blocks.decode(trace.read(entry.end - entry.start))
+        return None if data is None else task_frames(data, entry.task_id, trim=entry.guessed_start)
 
     def tasks(self) -> Iterator[tuple[TaskEntry, list[Frame]]]:
         """Every task with its frames, streamed: one task's frames in memory at a time. A task whose frames are
         lost comes with none, its entry marked `TaskEntry.lost`."""
+        for entry, frames in self.sampled(lambda _: True):
+            yield entry, frames or []
+
+    def sampled(self, which: Callable[[int], bool]) -> Iterator[tuple[TaskEntry, list[Frame] | None]]:
+        """Every task, streamed, with its frames when ``which`` (given the task's place, from 0) says to read them
+        (else None): a long run's figures from some of its traces, every result counted."""
         trace_path = self.root / TRACE
         if not trace_path.exists():
-            yield from ((dataclasses.replace(entry, lost=True), []) for entry in self.entries())
+            yield from (
+                (dataclasses.replace(entry, lost=True), [] if which(i) else None)
+                for i, entry in enumerate(self.entries())
+            )
             return
         with open(trace_path, "rb") as trace:
-            for entry in self.entries():
+            for i, entry in enumerate(self.entries()):
+                if not which(i):
+                    yield entry, None
+                    continue
                 found = self.trace_of(entry, trace)
                 yield (entry, found) if found is not None else (dataclasses.replace(entry, lost=True), [])
+
+    def count(self) -> int:
+        """Lines in ``results.jsonl`` (a task's record each, but for damaged lines and a redone task's earlier
+        one): what a long read will pass, counted without decoding."""
+        lines = 0
+        with open(self.root / RESULTS, "rb") as results:
+            while chunk := results.read(1 << 20):
+                lines += chunk.count(b"\n")
+        return lines
+
+
+def trace_bytes(root: Path) -> bytes:
+    """Every frame of a run's trace, back to back, decompressed: a small run read whole (a test's, an example's;
+    `RunReader` streams a large one). `UserError` if a block does not decode."""
+    with open(root / TRACE, "rb") as trace:
+        blocks = Decoded(trace, BlockReader(root))
+        data = b"".join(blocks)
+        if not blocks.whole:
+            raise UserError(f"{root / TRACE}: a block past byte {len(data)} of its frames does not decode")
+    return data
+
+
+def result_records(root: Path) -> list[dict[str, Any]]:
+    """Every line of ``results.jsonl`` as written, with the fields a line leaves out at their defaults filled in:
+    a small run's records whole, as plain JSON values (`RunReader` streams a large one, as `Result` Structs)."""
+    records = []
+    for entry in read_results(root):
+        full: dict[str, Any] = msgspec.to_builtins(entry.result)
+        del full["kind"], full["v"]
+        records.append(full | entry.extra | {TRACE_START: entry.start, TRACE_END: entry.end})
+    return records

@@ -4,7 +4,9 @@ Invariants (`RunStore`):
 
 - A task's frames are appended to the trace and flushed *before* its result line;
   each result line records its frames' byte range (``trace_start``, ``trace_end``)
-  and the directory's id (``run``).
+  and the directory's id (``run``). A new trace holds each task's frames as one
+  compressed block (`redraft.rundir._blocks`); a trace an older version wrote raw is
+  appended to raw, so one directory keeps one format.
 - On open, the directory is recovered record by record (`redraft.rundir._recovery`):
   a result line that is not a record (torn, not a `Result`, another run's) is moved
   to ``results.jsonl.damaged``, the records after it kept; a record whose frames are
@@ -46,6 +48,7 @@ import msgspec
 from redraft.errors import UserError
 from redraft.jsonlines import records
 from redraft.protocols.messages import Result, Usage
+from redraft.rundir._blocks import BlockWriter, is_compressed
 from redraft.rundir._recovery import recover
 from redraft.rundir._results import RUN, latest_results, result_line
 from redraft.rundir._wire import check_wire
@@ -67,6 +70,8 @@ class RunStore:
         self.spent = Usage()
         """Usage of every task recorded in this directory, earlier invocations included."""
         self._trace: IO[bytes] | None = None
+        self._blocks: BlockWriter | None = None
+        """Compresses each task's frames; None while the trace is written raw (an older version's)."""
         self._results: IO[bytes] | None = None
         self._wall_before = 0.0
         self.run_uid = ""
@@ -95,6 +100,8 @@ class RunStore:
         recovered = recover(root, redo_untraced)
         store.done, store.spent, store.said = recovered.done, recovered.spent, recovered.said
         store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
+        with open(root / TRACE, "rb") as trace:
+            store._blocks = BlockWriter(root) if is_compressed(trace.read(4)) else None
         store._results = open(root / RESULTS, "ab")  # noqa: SIM115
         return store
 
@@ -102,8 +109,11 @@ class RunStore:
         """Write one finished task: its frames, then its result line."""
         assert self._trace is not None and self._results is not None
         start = self._trace.tell()
-        for frame in frames:
-            self._trace.write(frame)
+        if self._blocks is not None:
+            self._trace.write(self._blocks.compress(frames))
+        else:
+            for frame in frames:
+                self._trace.write(frame)
         self._trace.flush()
         self._results.write(result_line(result, start, self._trace.tell(), self.run_uid))
         self._results.flush()

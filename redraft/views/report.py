@@ -3,9 +3,12 @@
 Scales with the run by streaming: the run is read one task at a time
 (`redraft.rundir.RunReader`), figures are aggregated as they pass (counts,
 histograms, bounded top-N heaps), each task's page is written and forgotten,
-and ``report/index.html`` is rendered row by row as the tasks pass.
-``report.html`` stays small however many tasks there are: it lists the first
-`INDEX_ROWS` tasks and links to the index, which lists all.
+and ``report/index.html`` is rendered row by row as the tasks pass. Its cost is
+bounded however long the run: every result is counted, but pages are written for
+the first `MAX_PAGES` tasks (``--max-pages``; any other on demand, ``--task``), the
+index lists the first `MAX_INDEX`, and the figures read from the trace (pass rate
+per round, how calls were spent) come from at most `TRACED` tasks spread evenly over
+the run, which the page says. ``report.html`` lists the first `INDEX_ROWS` tasks.
 
 Pages are rendered by Jinja2 templates with autoescaping (`redraft.views.templating`):
 model text cannot open a tag. Everything is self-contained: plots are embedded
@@ -38,6 +41,12 @@ if TYPE_CHECKING:  # matplotlib is the report extra's: loaded where a plot is dr
     from matplotlib.figure import Figure
 
 INDEX_ROWS = 200
+MAX_PAGES = 1_000
+"""Task pages written by default: a run's first tasks."""
+MAX_INDEX = 10_000
+"""Tasks report/index.html lists (a row each)."""
+TRACED = 20_000
+"""Tasks whose traces are read for the figures only a trace holds; a longer run's are every k-th task's."""
 TOP_N = 10
 BINS = 10
 
@@ -155,26 +164,28 @@ class RunFigures:
     totals: Tally = field(default_factory=Tally)
     """The summary's figures, by the function `redraft run` uses (`redraft.rundir.summary`)."""
     spent: list[list[Spent]] = field(default_factory=list)
-    """Each task's calls its strategy chose (`redraft.rundir.spending`), in the order they finished."""
+    """Each traced task's calls its strategy chose (`redraft.rundir.spending`), in the order they finished."""
+    traced: int = 0
+    """Tasks whose traces were read (every task, up to `TRACED`; then every k-th)."""
 
-    def add(
-        self, row: TaskRow, result: Result, passed_by_round: list[bool], graded_by_round: list[bool | None]
-    ) -> None:
-        """Count one task; its row is kept if it makes a top-N list or the preview.
-
-        ``graded_by_round`` counts only if the task was graded; a round whose best has no grade counts as failed.
-        """
+    def add(self, row: TaskRow, result: Result) -> None:
+        """Count one task; its row is kept if it makes a top-N list or the preview."""
         self.tasks += 1
         self.totals.add(result)
         if len(self.preview) < INDEX_ROWS:
             self.preview.append(row)
         self.before[_bin(row.initial_score)] += 1
         self.after[_bin(row.score)] += 1
+        self.slowest.push(row.wall_s, row)
+        self.costliest.push((row.cost_usd, row.tokens), row)
+
+    def add_trace(self, result: Result, passed_by_round: list[bool], graded_by_round: list[bool | None]) -> None:
+        """Count one traced task's rounds. ``graded_by_round`` counts only if the task was graded; a round whose
+        best has no grade counts as failed."""
+        self.traced += 1
         self.feedback.add(passed_by_round)
         if result.graded_pass is not None:
             self.graded.add([state is True for state in graded_by_round])
-        self.slowest.push(row.wall_s, row)
-        self.costliest.push((row.cost_usd, row.tokens), row)
 
     def pass_curves(self) -> tuple[list[float], list[float] | None, list[float]]:
         """Per round: the feedback's pass rate, the graded one (None: no task was graded), tasks still refining."""
@@ -195,7 +206,7 @@ class Report:
     spending: SpendingView | None
 
 
-def write_report(root: Path, *, max_pages: int | None = None) -> Path:
+def write_report(root: Path, *, max_pages: int | None = MAX_PAGES) -> Path:
     """Write ``root/report.html`` and the task pages; return the report's path.
 
     ``max_pages`` caps the per-task pages (the first N tasks); None writes one per task.
@@ -203,7 +214,7 @@ def write_report(root: Path, *, max_pages: int | None = None) -> Path:
     return report(root, max_pages=max_pages).path
 
 
-def report(root: Path, *, max_pages: int | None = None) -> Report:
+def report(root: Path, *, max_pages: int | None = MAX_PAGES) -> Report:
     """`write_report`, also returning what the one pass over the run found of how its calls were spent."""
     reader = RunReader(root)
     manifest = reader.manifest()
@@ -215,9 +226,12 @@ def report(root: Path, *, max_pages: int | None = None) -> Report:
     threshold = float((manifest.get("config") or {}).get("threshold", 1.0))
     rows = _stream_tasks(reader, pages, figures, threshold, max_pages)
     index = template("index.html.j2")
-    index.stream(title="redraft · all tasks", run_id=manifest.get("run_id", ""), rows=rows).dump(
+    listed = itertools.islice(rows, MAX_INDEX)
+    index.stream(title="redraft · all tasks", run_id=manifest.get("run_id", ""), rows=listed, listed=MAX_INDEX).dump(
         str(pages / "index.html"), encoding="utf-8"
     )
+    for _ in rows:  # the tasks past the index's rows are counted all the same
+        pass
     out = root / REPORT
     spent = spending_view(figures.spent)
     out.write_text(_report_page(root, reader, figures, spent, max_pages), encoding="utf-8")
@@ -228,15 +242,35 @@ def _stream_tasks(
     reader: RunReader, pages: Path, figures: RunFigures, threshold: float, max_pages: int | None
 ) -> Iterator[TaskRow]:
     """Each task's row, in order, after writing its page and counting it (one task in memory at a time)."""
-    for i, (entry, frames) in enumerate(reader.tasks()):
-        history = build_history(entry.task_id, frames)
+    every = max(1, -(-reader.count() // TRACED))  # the trace of every k-th task, at most TRACED of them
+    paged = (lambda i: True) if max_pages is None else (lambda i: i < max_pages)
+    for i, (entry, frames) in enumerate(reader.sampled(lambda i: i % every == 0 or paged(i))):
         row = task_row(i, entry.result, linked=max_pages is None or i < max_pages)
-        figures.add(row, entry.result, history.passed_by_round(threshold), history.graded_by_round())
-        figures.spent.append(spending(entry.task_id, frames))
+        figures.add(row, entry.result)
+        if frames is None:
+            yield row
+            continue
+        history = build_history(entry.task_id, frames)
+        if i % every == 0:
+            figures.add_trace(entry.result, history.passed_by_round(threshold), history.graded_by_round())
+            figures.spent.append(spending(entry.task_id, frames))
         if row.page is not None:
             page = task_page(history, entry.result, record_extra=entry.extra, trace_lost=entry.lost)
             (pages / row.page).write_bytes(page.encode())  # bytes: no text layer per file
         yield row
+
+
+def write_task_page(root: Path, task_id: str) -> Path:
+    """Write one task's page under ``root/report/`` (a task a capped report left without one); return its path.
+    `UserError` naming some known ids if the run has no such task."""
+    reader = RunReader(root)
+    entry = reader.find(task_id)
+    frames = reader.frames(entry)
+    page = task_page(build_history(task_id, frames), entry.result, record_extra=entry.extra, trace_lost=entry.lost)
+    out = root / PAGES_DIR / (safe_name(task_id) + ".html")
+    out.parent.mkdir(exist_ok=True)
+    out.write_bytes(page.encode())
+    return out
 
 
 def task_page(
@@ -300,6 +334,7 @@ def _report_page(
         costliest=figures.costliest.rows(),
         preview=figures.preview,
         tasks=s.tasks,
+        traced=figures.traced,
         max_pages=max_pages,
         pages_dir=PAGES_DIR,
     )

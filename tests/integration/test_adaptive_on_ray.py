@@ -17,6 +17,7 @@ import pytest
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import DraftRequest, iter_frames
+from redraft.rundir import trace_bytes
 from redraft.scenarios import get_scenario
 from tests.support.replies import CRITIQUE, is_critique, task_of, worked
 
@@ -69,7 +70,7 @@ def test_the_bank_is_shared_lent_once_and_rebuilt_on_resume(ray_cluster: Any, tm
     # directory knows of those, and only one shared by every arbiter lends each of them exactly once.
     assert sum(r["usage"]["calls"] for r in hard) == 3 * BUDGET + 6
     assert sum(r["usage"]["calls"] for r in records(out).values()) == BUDGET * len(TASKS)
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     chosen = [m for m in trace if isinstance(m, DraftRequest)]
     assert chosen and all(m.intent is not None for m in chosen)
 
@@ -136,7 +137,7 @@ def test_escalations_are_paid_from_the_one_bank_every_arbiter_shares(ray_cluster
     assert outcome.summary.tasks == 6 and all(r["error"] is None for r in done.values())
     hard = {t.task_id for t in TASKS[3:]}
     assert all(r["passed"] for task_id, r in done.items() if task_id not in hard)
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     escalated = {
         m.task.task_id for m in trace if isinstance(m, DraftRequest) and m.intent and m.intent.action == "escalate"
     }

@@ -20,6 +20,7 @@ from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.scripted import ScriptedBackend
 from redraft.cli import EXIT_BUDGET, main
 from redraft.protocols.messages import Decision, Draft, DraftRequest, Result, iter_frames
+from redraft.rundir import result_records, trace_bytes
 from tests.support.replies import CRITIQUE, STUCK_TASK, is_critique, round_of
 
 pytestmark = pytest.mark.ray
@@ -61,8 +62,8 @@ def test_a_task_timeout_cuts_an_overrunning_round_and_keeps_the_best_so_far(ray_
     outcome = run(config, backends={"drafter": spec, "critic": spec})
     assert outcome.summary.tasks == 2 and outcome.summary.stop_reasons == {"budget": 2}
     assert outcome.summary.stopped_by is None  # a task's own limit says nothing about the run
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
-    for record in map(json.loads, (out / "results.jsonl").read_text().splitlines()):
+    trace = list(iter_frames(trace_bytes(out)))
+    for record in result_records(out):
         task = [m for m in trace if _task_id(m) == record["task_id"]]
         # Round 0 finished; round 1's draft was asked for and never came.
         assert [m.round for m in task if isinstance(m, DraftRequest)] == [0, 1]
@@ -92,11 +93,11 @@ def test_a_spent_time_budget_stops_dispatch_cuts_tasks_in_flight_and_exits_3(
     assert "redraft: stopped: run budget: " in capsys.readouterr().err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stopped_by"].startswith("run budget: ") and " of 12 seconds spent" in summary["stopped_by"]
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert summary["tasks"] == len(records) < 40
     # Each call blocks its actor for a second, and task 3's for longer than the run, so tasks were in
     # flight at the deadline: they stopped there (no round finished), were recorded, and the run says how many.
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     cut = {m.task_id for m in trace if isinstance(m, Decision) and m.limit == "run_deadline"}
     assert f"arithmetic-{STUCK_TASK:04d}" in cut
     assert f"; {len(cut)} task(s) in flight stopped at the deadline" in summary["stopped_by"]

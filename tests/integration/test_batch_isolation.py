@@ -32,6 +32,7 @@ from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import BackendError
 from redraft.protocols.messages import CheckResult, Critique, Result, Task, Verification, iter_frames
+from redraft.rundir import result_records, trace_bytes
 from redraft.sandbox import SandboxLimits, run_python
 from redraft.scenarios import Scenario
 from redraft.scenarios.builtin.arithmetic import extract_answer
@@ -119,7 +120,7 @@ def test_each_failure_ends_its_own_task_with_its_cause_and_the_run_goes_on(ray_c
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    records = {r["task_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    records = {r["task_id"]: r for r in result_records(out)}
     assert sorted(records) == sorted(KINDS)
     for kind, cause in ERRORS.items():
         assert records[kind]["stop_reason"] == "error", records[kind]
@@ -133,7 +134,7 @@ def test_each_failure_ends_its_own_task_with_its_cause_and_the_run_goes_on(ray_c
     # Not errors: the crashing candidate failed its check; the task with the garbled critique went on and passed.
     assert records["segfault"]["stop_reason"] != "error" and not records["segfault"]["passed"]
     assert records["ok"]["passed"] and records["critic"]["passed"] and records["critic"]["rounds"] == 2
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     crashes = [v for v in trace if isinstance(v, Verification) and v.task_id == "segfault"]
     assert crashes and all(c.checks[0].detail == "SIGSEGV" for c in crashes)
     garbled = [c for c in trace if isinstance(c, Critique) and c.task_id == "critic"]

@@ -18,6 +18,7 @@ import pytest
 
 from redraft import RunConfig, run
 from redraft.errors import Interrupted
+from redraft.rundir import result_records
 from tests.support.damage import tear_journal
 from tests.support.fake_llm_servers import FakeLLMServer
 from tests.support.paths import REPO_ROOT
@@ -51,7 +52,7 @@ def settings(out: Path, **more: Any) -> RunConfig:
 
 
 def results(out: Path) -> dict[str, dict[str, Any]]:
-    return {r["task_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    return {r["task_id"]: r for r in result_records(out)}
 
 
 def test_a_batch_run_gets_the_online_runs_results_at_half_its_cost_with_the_same_calls(

@@ -6,7 +6,6 @@ program grade; a judge grades it by its rubric, after the loop)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from redraft.backends.local import EMBEDDED_MODEL_FILE
 from redraft.cli import main
 from redraft.protocols.messages import Draft, Grade, Verification, iter_frames
+from redraft.rundir import result_records, trace_bytes
 
 pytestmark = [pytest.mark.ray, pytest.mark.model]
 
@@ -25,13 +25,13 @@ def test_the_embedded_model_answers_cited_tasks_checked_by_the_rules_and_ungrade
 ) -> None:
     out = tmp_path / "run"
     main(["run", "cited_answer", "--limit", "2", "--samples", "1", "--max-rounds", "1", "--out", str(out)])
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert sorted(r["task_id"] for r in records) == ["cited-000", "cited-001"]
     for record in records:
         assert record["error"] is None and record["stop_reason"] in ("threshold", "max_rounds")
         assert record["usage"]["calls"] >= 1 and record["usage"]["output_tokens"] > 0
         assert (record["grade"], record["graded_pass"]) == (None, None)
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     drafts = [m for m in trace if isinstance(m, Draft)]
     assert drafts and {d.model for d in drafts} == {EMBEDDED_MODEL_FILE}
     verdicts = [m for m in trace if isinstance(m, Verification) and m.stage is None]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from redraft.cli import main
+from redraft.rundir import result_records
 from tests.support.chaos import lines, started_at, under, wait_for
 from tests.support.paths import REPO_ROOT
 
@@ -49,7 +50,7 @@ def test_run_writes_the_run_directory_and_prints_the_table(
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["drafter"] == "scripted:tests.support.replies:always_seven"
     assert len(manifest["fingerprint"]) == 16 and "ray" in manifest["versions"]
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert len(records) == 4
     required = {"task_id", "answer", "score", "passed", "initial_score", "initial_passed", "rounds", "stop_reason"}
     for record in records:
@@ -100,7 +101,7 @@ def test_a_spent_run_budget_stops_dispatch_with_exit_code_3(
         main(argv)
     assert exit_info.value.code == 3
     assert "redraft: stopped: run budget: " in capsys.readouterr().err
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     calls = [r["usage"]["calls"] for r in records]
     # One task in flight at a time: dispatch stops at the first task that finds 5 calls spent.
     assert sum(calls[:-1]) < 5 <= sum(calls) and len(records) < 20

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from redraft.protocols.messages import Draft, iter_frames
+from redraft.rundir import result_records, trace_bytes
 from tests.support import judges
 from tests.support.paths import REPO_ROOT
 from tests.support.real_cluster import VENV_BIN, RealCluster, ray_env
@@ -57,7 +58,7 @@ def test_redraft_run_joins_a_ray_started_with_ray_start_and_spreads_over_its_nod
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert len((out / "results.jsonl").read_text().splitlines()) == TASKS
-    nodes = {m.node_id for m in iter_frames((out / "trace.msgpack").read_bytes()) if isinstance(m, Draft)}
+    nodes = {m.node_id for m in iter_frames(trace_bytes(out)) if isinstance(m, Draft)}
     assert len(nodes) == 3  # one drafter per node, samples spread over them
 
 
@@ -80,7 +81,7 @@ def test_a_run_submitted_as_a_ray_job_lands_where_the_docs_say_and_logs_its_prog
     assert submit.returncode == 0, (submit.stdout + submit.stderr)[-3000:]
     job = re.search(r"Job '(raysubmit_\w+)' succeeded", submit.stdout + submit.stderr)
     assert job, submit.stdout[-2000:]
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert len(records) == TASKS and json.loads((out / "summary.json").read_text())["tasks"] == TASKS
     logs = cluster.ray("job", "logs", "--address", cluster.dashboard, job[1])
     assert f"refining: {TASKS}/{TASKS} tasks" in logs.stdout, logs.stdout[-2000:]

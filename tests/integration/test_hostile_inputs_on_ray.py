@@ -6,13 +6,13 @@ tests/unit/adversarial/test_hostile_inputs.py.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from redraft.cli import main
+from redraft.rundir import result_records
 from tests.support.refusals import GOOD, SCRIPTED, refused
 
 
@@ -30,6 +30,6 @@ def test_after_a_refused_file_is_fixed_every_task_runs(
     assert not out.exists()
     tasks.write_text("\n".join([GOOD % 1, GOOD % 2, GOOD % 3]) + "\n")
     main(argv)
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert sorted(r["task_id"] for r in records) == ["good-1", "good-2", "good-3"]
     assert all(r["error"] is None for r in records)

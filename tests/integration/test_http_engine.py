@@ -10,6 +10,7 @@ import pytest
 
 from redraft import RunConfig, run
 from redraft.protocols.messages import Critique, Draft, iter_frames
+from redraft.rundir import trace_bytes
 from tests.conftest import SESSION_API_KEY
 from tests.support.fake_llm_servers import FakeLLMServer
 
@@ -30,7 +31,7 @@ def test_refines_over_http_with_usage_equal_to_what_the_server_reported(ray_clus
     assert summary.usage.input_tokens == server.input_tokens * len(requests)
     assert summary.usage.output_tokens == server.output_tokens * len(requests)
     assert summary.usage.cached_tokens == server.cached_tokens * len(requests)
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     drafts = [m for m in trace if isinstance(m, Draft)]
     critiques = [m for m in trace if isinstance(m, Critique)]
     assert len(drafts) + len(critiques) == len(requests)

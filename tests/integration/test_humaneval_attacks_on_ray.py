@@ -5,11 +5,12 @@ The attacks one by one, in feedback and in grade, are tests/unit/scenarios/test_
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from redraft.rundir import result_records
 
 
 @pytest.mark.ray
@@ -30,7 +31,7 @@ def test_a_model_that_only_exits_scores_nothing_in_a_real_run(ray_cluster: Any, 
         "20",
     ]
     main([*args, "--out", str(out)])
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert len(records) == 20
     assert [r["graded_pass"] for r in records] == [False] * 20  # graded, every one, and failed
     assert [r["passed"] for r in records] == [False] * 20
@@ -50,6 +51,6 @@ def test_a_model_that_steals_the_data_set_from_elsewhere_on_the_machine_scores_n
     model = "scripted:tests.support.grade_hunters:thief"
     with planted():
         main(["run", "humaneval", "--model", model, "--strategy", "none", "--limit", "6", "--out", str(out)])
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert len(records) == 6 and not any(r["error"] for r in records)
     assert [r["graded_pass"] for r in records] == [False] * 6

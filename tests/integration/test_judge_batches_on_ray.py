@@ -15,6 +15,7 @@ import pytest
 
 from redraft import RunConfig, run
 from redraft.backends.scripted import ScriptedSpec
+from redraft.rundir import result_records
 from tests.integration.test_batch_run import killed_with_a_batch_out, repo_env
 from tests.support import judges
 from tests.support.fake_llm_servers import FakeLLMServer
@@ -43,7 +44,7 @@ def rubric(tmp_path: Path) -> Path:
 
 
 def results(out: Path) -> dict[str, dict[str, Any]]:
-    return {r["task_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    return {r["task_id"]: r for r in result_records(out)}
 
 
 def test_a_batch_run_s_judge_grades_through_the_batch_api_at_half_the_online_judge_s_price(

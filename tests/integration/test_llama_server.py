@@ -17,6 +17,7 @@ import pytest
 from redraft import RunConfig, run
 from redraft.backends.local import embedded_model_path
 from redraft.protocols.messages import Critique, Draft, iter_frames
+from redraft.rundir import trace_bytes
 
 pytestmark = [pytest.mark.model, pytest.mark.ray]
 
@@ -75,7 +76,7 @@ def test_refines_arithmetic_through_llama_cpp_server(ray_cluster: Any, llama_ser
         RunConfig.build(limit=2, samples=2, max_rounds=2, drafter=spec, critic=spec, out=str(out), max_tokens=64)
     )
     assert outcome.summary.tasks == 2 and not outcome.summary.errors
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     drafts = [m for m in trace if isinstance(m, Draft)]
     assert drafts and all(d.text and d.usage.output_tokens > 0 for d in drafts)
     assert outcome.summary.usage.input_tokens > 0

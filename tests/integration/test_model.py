@@ -22,6 +22,7 @@ from redraft.engine._answers import critique_json_schema, parse_report
 from redraft.engine.prompts import critique_messages
 from redraft.errors import UserError
 from redraft.protocols.messages import Critique, Draft, DraftRequest, Task, iter_frames
+from redraft.rundir import result_records, trace_bytes
 
 pytestmark = pytest.mark.model
 
@@ -157,13 +158,13 @@ def test_refines_arithmetic_on_ray_with_one_model_host_per_node(
     out = tmp_path / "run"
     hosts_before = model_hosts()
     outcome = run(RunConfig.build(limit=3, samples=2, max_rounds=2, out=str(out), max_tokens=64))
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert len(records) == 3 and outcome.summary.tasks == 3
     for record in records:
         assert record["stop_reason"] in ("threshold", "max_rounds", "stable", "no_improvement")
         assert record["error"] is None
         assert record["usage"]["calls"] >= 2 and record["usage"]["output_tokens"] > 0
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     drafts = [m for m in trace if isinstance(m, Draft)]
     assert {d.model for d in drafts} == {EMBEDDED_MODEL_FILE}  # a base name, never a machine path
     assert {d.node_id for d in drafts} == set(node_ids)
@@ -183,10 +184,10 @@ def test_adaptive_spends_the_batch_budget_with_the_embedded_model(ray_cluster: A
         strategy="adaptive", limit=3, samples=2, calls_per_task=3, max_rounds=4, out=str(out), max_tokens=64
     )
     outcome = run(config)
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert len(records) == 3 and outcome.summary.tasks == 3 and all(r["error"] is None for r in records)
     assert sum(r["usage"]["calls"] for r in records) <= 3 * 3  # the batch's budget, critiques included
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     requests = [m for m in trace if isinstance(m, DraftRequest)]
     assert requests and all(m.intent is not None for m in requests)
     assert {m.intent.state for m in requests if m.round == 0 and m.intent} == {"first"}

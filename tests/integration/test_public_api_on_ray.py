@@ -4,7 +4,6 @@ function defined here (not importable by name in a worker) steers a run's verifi
 from __future__ import annotations
 
 import doctest
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 import redraft
 from redraft import RunConfig, run
 from redraft.backends.scripted import ScriptedSpec
+from redraft.rundir import result_records
 from tests.support.task_files import write_lines
 
 pytestmark = pytest.mark.ray
@@ -41,7 +41,7 @@ def test_a_check_given_as_a_function_runs_in_the_verifier_actors(ray_cluster: An
     model = ScriptedSpec(script=lambda request: "I think it is 7")
     config = RunConfig.build(tasks=str(tasks), samples=1, max_rounds=1, out=str(tmp_path / "run"))
     outcome = run(config, check=ends_with_the_answer, backends={"drafter": model, "critic": model})
-    records = {r["task_id"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
+    records = {r["task_id"]: r for r in result_records(tmp_path / "run")}
     assert (records["a"]["passed"], records["b"]["passed"]) == (True, False)
     assert outcome.summary.tasks == 2 and calls == []
     assert records["a"]["scenario"].startswith("check:tests.integration.test_public_api_on_ray:")

@@ -13,6 +13,7 @@ import pytest
 
 from redraft.backends._ratelimit import LimitedSpec, RateLimits
 from redraft.backends.registry import resolve
+from redraft.rundir import trace_bytes
 from tests.support.fake_llm_servers import FakeLLMServer
 
 
@@ -32,7 +33,7 @@ def test_the_limit_holds_across_two_nodes(ray_cluster: Any, node_ids: list[str],
             backends={"drafter": limited, "critic": limited},
         )
         arrivals = sorted(r.arrived for r in server.requests)
-    drafts = [m for m in iter_frames((out / "trace.msgpack").read_bytes()) if isinstance(m, Draft)]
+    drafts = [m for m in iter_frames(trace_bytes(out)) if isinstance(m, Draft)]
     assert {d.node_id for d in drafts} == set(node_ids)  # callers on both nodes shared one limiter
     assert len(arrivals) == 12
     # In any window, less the hop from the limiter's grant to the server's arrival (its jitter reaches

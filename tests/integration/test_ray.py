@@ -16,6 +16,7 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.setup import RoleSetup
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Grade, Result, Verification, decode, encode, iter_frames
+from redraft.rundir import result_records, trace_bytes
 from redraft.scenarios import get_scenario
 from redraft.strategies import get_strategy
 from tests.support.replies import Clocked, HumanEvalOracle, LateLearner, Unstartable
@@ -52,7 +53,7 @@ def test_k_samples_of_a_round_run_concurrently(ray_cluster: Any, tmp_path: Path)
     spec = ScriptedSpec(script=Clocked(), delay_s=delay)
     config = RunConfig.build(strategy="self_consistency", samples=4, limit=1, out=str(tmp_path / "run"))
     run(config, backends={"drafter": spec, "critic": spec})
-    drafts = [m for m in iter_frames((tmp_path / "run" / "trace.msgpack").read_bytes()) if isinstance(m, Draft)]
+    drafts = [m for m in iter_frames(trace_bytes(tmp_path / "run")) if isinstance(m, Draft)]
     starts = sorted(float(d.text.split("\n")[0].removeprefix("started=")) for d in drafts)
     assert len(starts) == 4
     # One after another, the last call would start >= 3 s after the first; in parallel
@@ -70,11 +71,11 @@ def test_samples_spread_over_both_nodes_and_results_are_complete(
         RunConfig.build(samples=2, max_rounds=3, limit=len(TASKS), out=str(out), max_tasks_in_flight=3),
         backends={"drafter": spec, "critic": spec},
     )
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     for task in TASKS:
         nodes = {m.node_id for m in trace if isinstance(m, Draft) and m.task_id == task.task_id and m.round == 0}
         assert nodes == set(node_ids), task.task_id
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert sorted(r["task_id"] for r in records) == sorted(t.task_id for t in TASKS)
     assert all(r["passed"] and r["rounds"] == 2 and not r["initial_passed"] for r in records)
     assert [m.task_id for m in trace if isinstance(m, Result)] == [r["task_id"] for r in records]
@@ -99,7 +100,7 @@ def test_rerun_with_the_same_out_resumes_without_duplicates(ray_cluster: Any, tm
     assert sorted(ids) == sorted(t.task_id for t in TASKS) and torn_id in ids
     assert second.summary.tasks == len(TASKS)
     # The trace was cut back with the torn record: each task's result appears once.
-    trace_results = [m.task_id for m in iter_frames((out / "trace.msgpack").read_bytes()) if isinstance(m, Result)]
+    trace_results = [m.task_id for m in iter_frames(trace_bytes(out)) if isinstance(m, Result)]
     assert sorted(trace_results) == sorted(ids)
 
 
@@ -144,7 +145,7 @@ def test_humaneval_candidates_are_tested_in_the_sandbox_inside_verifier_actors(
         backends={"drafter": spec, "critic": spec},
     )
     assert outcome.summary.tasks == 2
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     verifications = [m for m in trace if isinstance(m, Verification)]
     assert len(verifications) == 2 and all(v.checks for v in verifications)
     # The feedback is the prompt's own examples (HumanEval/0 shows two, /1 one), run in the harness.

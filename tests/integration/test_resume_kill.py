@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from redraft.protocols.messages import Result, iter_frames
+from redraft.rundir import trace_bytes
 from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.ray
@@ -111,7 +112,7 @@ def test_a_run_killed_three_times_resumes_exactly_once_to_the_uninterrupted_resu
         for field in ("answer", "text", "score", "passed", "initial_passed", "rounds", "stop_reason", "usage"):
             assert resumed[task_id][field] == record[field], (task_id, field)
     # The trace holds each task's frames once: one Result per task, in the order of the results.
-    trace = list(iter_frames((killed / "trace.msgpack").read_bytes()))  # every frame decodes
+    trace = list(iter_frames(trace_bytes(killed)))  # every frame decodes
     lines = (killed / "results.jsonl").read_text().splitlines()
     assert [m.task_id for m in trace if isinstance(m, Result)] == [json.loads(line)["task_id"] for line in lines]
     summary = json.loads((killed / "summary.json").read_text())

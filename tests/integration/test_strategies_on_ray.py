@@ -12,6 +12,7 @@ import pytest
 
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import Draft, Reflection, Verification, iter_frames
+from redraft.rundir import result_records, trace_bytes
 from redraft.scenarios import get_scenario
 from tests.support.replies import Tutor
 
@@ -24,7 +25,6 @@ K = 2
     ("strategy", "patch"), [("verifier_only", False), ("cove", False), ("stepwise", True)], ids=str
 )
 def test_new_strategies_run_on_ray_actors(ray_cluster: Any, tmp_path: Any, strategy: str, patch: bool) -> None:
-    import json
 
     from redraft import RunConfig, run
 
@@ -33,7 +33,7 @@ def test_new_strategies_run_on_ray_actors(ray_cluster: Any, tmp_path: Any, strat
     config = RunConfig.build(strategy=strategy, samples=K, max_rounds=3, patch=patch, limit=len(TASKS), out=str(out))
     outcome = run(config, backends={"drafter": spec, "critic": spec})
     assert (outcome.summary.tasks, outcome.summary.passed, outcome.summary.initial_passed) == (2, 2, 0)
-    trace = list(iter_frames((out / "trace.msgpack").read_bytes()))
+    trace = list(iter_frames(trace_bytes(out)))
     extra = {"verifier_only": Reflection, "cove": Verification, "stepwise": Draft}[strategy]
     if strategy == "cove":
         assert [m for m in trace if isinstance(m, extra) and m.questions]
@@ -42,6 +42,6 @@ def test_new_strategies_run_on_ray_actors(ray_cluster: Any, tmp_path: Any, strat
         assert [m for m in trace if isinstance(m, Draft) and m.edits_applied == 1]  # round 1 patched
     else:
         assert len([m for m in trace if isinstance(m, extra)]) == 2  # one reflection per task
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     role = {"verifier_only": "drafter", "cove": "verifier", "stepwise": "drafter"}[strategy]
     assert all(r["usage_by_role"][role]["calls"] > 0 for r in records)

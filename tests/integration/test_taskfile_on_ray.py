@@ -15,6 +15,7 @@ import pytest
 
 from redraft.cli import main
 from redraft.protocols.messages import Verification, iter_frames
+from redraft.rundir import result_records, trace_bytes
 from tests.support.task_files import CHECK, GOOD, write_lines
 
 
@@ -28,7 +29,7 @@ def test_a_task_file_with_a_user_check_runs_from_the_cli_in_verifier_actors(
     argv += ["--strategy", "none", "--samples", "1", "--max-rounds", "1", "--out", str(out)]
     main(argv)  # returns on success: a check that raises or misbehaves on some tasks ends them, not the run
     assert "feedback pass rate, refined" in capsys.readouterr().out
-    records = {r["task_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    records = {r["task_id"]: r for r in result_records(out)}
     assert {k: (r["passed"], r["error_type"]) for k, r in records.items()} == {
         "right": (True, None),
         "wrong": (False, None),
@@ -40,7 +41,7 @@ def test_a_task_file_with_a_user_check_runs_from_the_cli_in_verifier_actors(
     assert records["raises"]["error_where"].startswith("check_modules.py:") and records["raises"]["traceback"]
     broken = f"CheckError: the check {CHECK} returned 'looks fine to me'; it must return (score, detail)"
     assert records["wrong-type"]["error"].startswith(broken)
-    verifications = [m for m in iter_frames((out / "trace.msgpack").read_bytes()) if isinstance(m, Verification)]
+    verifications = [m for m in iter_frames(trace_bytes(out)) if isinstance(m, Verification)]
     assert {v.task_id: v.checks[0].detail for v in verifications} == {
         "right": "correct",
         "wrong": "the answer '7' is wrong",

@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 
 from redraft.protocols.messages import WIRE_VERSION
+from redraft.rundir import result_records
 from tests.support.paths import REPO_ROOT
 
 REPLIES = '''
@@ -68,7 +69,7 @@ def test_the_wheel_installs_alone_says_its_version_and_runs(tmp_path: Path) -> N
     args = ["run", "arithmetic", "--model", "scripted:wheel_replies:seven", "--strategy", "none"]
     args += ["--samples", "1", "--max-rounds", "1", "--limit", str(TASKS), "--out", str(out)]
     run(redraft, *args, cwd=tmp_path, env=env)
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = result_records(out)
     assert len(records) == TASKS and all(r["answer"] == "7" and r["error"] is None for r in records)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["versions"]["redraft"] == declared and manifest["wire_version"] == WIRE_VERSION

@@ -27,7 +27,7 @@ from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
 from redraft.engine.setup import arbiter_settings
 from redraft.protocols.messages import Result, Task, decode_as, encode
-from redraft.rundir import RunStore
+from redraft.rundir import RunStore, result_records
 from tests.support.harness import scripted_arbiter
 from tests.support.paths import REPO_ROOT
 from tests.support.replies import is_critique, round_of
@@ -137,7 +137,7 @@ def redraft(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def records(root: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in (root / "results.jsonl").read_text().splitlines()]
+    return result_records(root)
 
 
 class _Tables(HTMLParser):

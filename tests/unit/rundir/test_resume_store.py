@@ -11,7 +11,7 @@ import pytest
 from redraft.actors._attempts import failed_result
 from redraft.errors import BackendError, UserError
 from redraft.protocols.messages import Result, Task, Usage, encode, iter_frames
-from redraft.rundir import RunStore, fingerprint
+from redraft.rundir import RunStore, fingerprint, trace_bytes
 from redraft.rundir.layout import RESULTS, TRACE
 
 
@@ -54,7 +54,7 @@ def test_a_result_whose_frames_never_reached_the_trace_stands_with_its_trace_los
     write(again, 1, start=3)
     summary = again.finish(1.0)
     assert summary.tasks == 4 and summary.usage.calls == 12
-    results = [m.task_id for m in iter_frames((tmp_path / TRACE).read_bytes()) if isinstance(m, Result)]
+    results = [m.task_id for m in iter_frames(trace_bytes(tmp_path)) if isinstance(m, Result)]
     assert results == ["t0", "t1", "t3"]
 
 

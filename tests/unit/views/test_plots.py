@@ -39,7 +39,8 @@ def run_plots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Figure]:
     figures = RunFigures()
     for i, (entry, frames) in enumerate(reader.tasks()):
         history = build_history(entry.task_id, frames)
-        figures.add(task_row(i, entry.result), entry.result, history.passed_by_round(), history.graded_by_round())
+        figures.add(task_row(i, entry.result), entry.result)
+        figures.add_trace(entry.result, history.passed_by_round(), history.graded_by_round())
     return {alt: fig for fig, alt in plot_figures(run_summary(reader, figures.totals), figures)}
 
 

@@ -1,0 +1,218 @@
+"""The run directory at scale: bytes a task, and what each reader costs as a run grows.
+
+1. **The store and its readers** at 10k, 100k and 1M tasks. The frames of the reference
+   workload (arithmetic, K=2, two rounds, a scripted model that is wrong in round 0 and
+   right in round 1) are made once by the engine in this process for `BASE` distinct
+   tasks, then written through the real writer (`RunStore.append`) as many times as the
+   size needs, each copy with its own task id and its digits permuted, so that no two
+   tasks' texts are alike. Then, each in a process of its own (wall time and peak memory
+   as the kernel counts them): opening the directory to resume (`RunStore.open`),
+   `redraft report`, `redraft export --format parquet`, and `redraft trace` of the last
+   task.
+2. **The engine end to end** at the `--engine` sizes, with the same scripted model on a
+   local Ray: tasks/s, the driver's peak memory and bytes a task.
+
+Every figure is printed with the ratio of each size to the smallest.
+
+Run: `.venv/bin/python benchmarks/bench_scale.py` (sizes: `--sizes 10000 100000 1000000 --engine 10000 100000`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import msgspec
+
+from redraft import RunConfig
+from redraft.backends.scripted import ScriptedSpec
+from redraft.engine._refine import local_roles
+from redraft.engine.arbiter import Arbiter
+from redraft.engine.resolved import resolve_run
+from redraft.engine.setup import arbiter_settings
+from redraft.protocols.messages import Result, decode_as, encode
+from redraft.rundir import RunStore, fingerprint
+from redraft.scenarios import get_scenario
+from redraft.strategies import get_strategy
+from tests.support.replies import LateLearner
+
+BASE = 500
+"""Distinct tasks the engine refines; the store's runs copy them."""
+REFERENCE = {"samples": 2, "max_rounds": 2}
+
+
+def reference_tasks(n: int) -> tuple[list[Any], ScriptedSpec]:
+    tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), n))
+    return tasks, ScriptedSpec(script=LateLearner.for_tasks(tasks, fix_at=1))
+
+
+def base_frames() -> list[list[Any]]:
+    """Each base task's frames as MessagePack builtins (its `Result` last), made by the engine in this process."""
+    tasks, spec = reference_tasks(BASE)
+    config = RunConfig.build(**REFERENCE, limit=BASE)
+    setup = resolve_run(config, backends={"drafter": spec, "critic": spec}).setup
+    arbiter = Arbiter(local_roles(setup, get_strategy(config.experiment.strategy)), arbiter_settings(config))
+
+    async def go() -> list[list[Any]]:
+        traces = await asyncio.gather(*(arbiter.run(t) for t in tasks))
+        return [[msgspec.msgpack.decode(encode(m)) for m in trace] for trace in traces]
+
+    return asyncio.run(go())
+
+
+def _permuted(value: Any, digits: dict[int, int], task_id: str) -> Any:
+    if isinstance(value, str):
+        return value.translate(digits)
+    if isinstance(value, dict):
+        return {k: task_id if k == "task_id" else _permuted(v, digits, task_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_permuted(v, digits, task_id) for v in value]
+    return value
+
+
+def copies(base: list[list[Any]], n: int) -> Iterator[tuple[list[bytes], Result]]:
+    """``n`` tasks' frames and results: the base tasks again and again, each copy's id and digits its own."""
+    rng = random.Random(0)
+    for i in range(n):
+        order = list("0123456789")
+        rng.shuffle(order)
+        digits = {ord(str(d)): ord(c) for d, c in enumerate(order)}
+        frames = [msgspec.msgpack.encode(_permuted(f, digits, f"task-{i:07d}")) for f in base[i % len(base)]]
+        yield frames, decode_as(frames[-1], Result)
+
+
+def write_run(root: Path, base: list[list[Any]], n: int) -> float:
+    """Write an ``n``-task run directory through the real writer; seconds taken by the writer alone."""
+    config = RunConfig.build(**REFERENCE, limit=n)
+    manifest = {"config": msgspec.to_builtins(config), "fingerprint": fingerprint({"n": n}), "wire_version": 1}
+    store = RunStore.open(root, manifest)
+    writing = 0.0
+    for frames, result in copies(base, n):
+        started = time.perf_counter()
+        store.append(frames, result)
+        writing += time.perf_counter() - started
+    store.finish(writing)
+    return writing
+
+
+def measured(command: list[str]) -> tuple[float, float]:
+    """Run ``command``; its wall seconds and peak memory in MB (the largest process, as the kernel counts it)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {process.stderr.read().decode() if process.stderr else ''}")
+    return wall, usage.ru_maxrss / 1024
+
+
+RESUME = """
+import json, sys
+from pathlib import Path
+from redraft.rundir import RunStore
+root = Path(sys.argv[1])
+store = RunStore.open(root, json.loads((root / "manifest.json").read_text()))
+assert len(store.done) == int(sys.argv[2]), len(store.done)
+"""
+
+
+def readers(root: Path, n: int) -> dict[str, tuple[float, float]]:
+    redraft = [sys.executable, "-m", "redraft.cli"]
+    return {
+        "resume-open": measured([sys.executable, "-c", RESUME, str(root), str(n)]),
+        "report": measured([*redraft, "report", str(root)]),
+        "export parquet": measured([*redraft, "export", str(root), "--format", "parquet"]),
+        "trace one task": measured([*redraft, "trace", str(root), f"task-{n - 1:07d}"]),
+    }
+
+
+def store_figures(sizes: list[int], base: list[list[Any]], keep: Path | None) -> dict[int, dict[str, float]]:
+    figures: dict[int, dict[str, float]] = {}
+    for n in sizes:
+        with TemporaryDirectory(dir=keep) as tmp:
+            root = Path(tmp) / f"run-{n}"
+            writing = write_run(root, base, n)
+            on_disk = sum(p.stat().st_size for p in root.iterdir() if p.is_file())
+            row = {"bytes a task": on_disk / n, "writer, us a task": 1e6 * writing / n}
+            for name, (wall, peak) in readers(root, n).items():
+                row[f"{name}, s"], row[f"{name}, peak MB"] = wall, peak
+            figures[n] = row
+            print(f"  {n:>9,} tasks: " + ", ".join(f"{k} {v:,.3g}" for k, v in row.items()), flush=True)
+    return figures
+
+
+def engine_figures(sizes: list[int]) -> dict[int, dict[str, float]]:
+    import ray
+
+    from redraft import run
+    from tests.support import replies
+
+    ray.cloudpickle.register_pickle_by_value(replies)  # test code: by value, whatever sys.path a worker has
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    figures: dict[int, dict[str, float]] = {}
+    with TemporaryDirectory() as tmp:
+        for n in sizes:
+            tasks, spec = reference_tasks(n)
+            started = time.perf_counter()
+            outcome = run(
+                RunConfig.build(**REFERENCE, limit=n, out=f"{tmp}/run-{n}", max_tasks_in_flight=64),
+                backends={"drafter": spec, "critic": spec},
+            )
+            wall = time.perf_counter() - started
+            assert outcome.summary.tasks == n, outcome.summary.tasks
+            on_disk = sum(p.stat().st_size for p in Path(f"{tmp}/run-{n}").iterdir() if p.is_file())
+            figures[n] = {
+                "tasks/s": n / wall,
+                "driver peak MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "bytes a task": on_disk / n,
+            }
+            print(f"  {n:>9,} tasks: " + ", ".join(f"{k} {v:,.3g}" for k, v in figures[n].items()), flush=True)
+    ray.shutdown()
+    return figures
+
+
+def table(title: str, figures: dict[int, dict[str, float]]) -> None:
+    sizes = sorted(figures)
+    smallest = figures[sizes[0]]
+    print(f"\n{title}")
+    header = f"{'':<28}" + "".join(f"{n:>14,}" for n in sizes) + "".join(f"{f'x {n:,}':>14}" for n in sizes[1:])
+    print(header)
+    for key in smallest:
+        values = "".join(f"{figures[n][key]:>14,.3f}" for n in sizes)
+        ratios = "".join(f"{figures[n][key] / smallest[key]:>14.2f}" for n in sizes[1:] if smallest[key])
+        print(f"{key:<28}{values}{ratios}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--engine", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--keep", type=Path, default=None, help="make the run directories under this folder")
+    args = parser.parse_args()
+    if args.sizes:
+        print(f"The store and its readers ({BASE} base tasks refined in this process, then copied):", flush=True)
+        table(
+            "The store and its readers (ratios: each size / the smallest)",
+            store_figures(args.sizes, base_frames(), args.keep),
+        )
+    if args.engine:
+        print("\nThe engine end to end (scripted model, local Ray):", flush=True)
+        table("The engine (ratios: each size / the smallest)", engine_figures(args.engine))
+
+
+if __name__ == "__main__":
+    main()
