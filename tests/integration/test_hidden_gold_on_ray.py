@@ -12,6 +12,7 @@ import pytest
 from redraft import RunConfig, run
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
+from redraft.rundir import trace_bytes
 from tests.support.gold_rebuilder import rebuilder_program
 
 pytestmark = pytest.mark.ray
@@ -51,6 +52,7 @@ def test_the_gold_rebuilding_candidate_passes_nothing_and_the_secret_is_in_no_fr
     written = [p for p in out.rglob("*") if p.is_file() and p.name != "secret"]
     assert {p.name for p in written} >= {"trace.msgpack", "results.jsonl", "manifest.json", "summary.json"}
     assert not [p.name for p in written if holds(p.read_bytes(), secret)]
+    assert not holds(trace_bytes(out), secret)  # the trace's frames, decompressed
     sent = list(prompts.iterdir())
     assert len(sent) >= LIMIT and not [p.name for p in sent if holds(p.read_bytes(), secret)]
     again = run(config, backends={"drafter": model, "critic": model})  # a rerun reads the same secret: all done
