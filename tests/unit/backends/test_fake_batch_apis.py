@@ -262,6 +262,7 @@ async def test_openai_lists_batches_newest_first_page_by_page_with_their_metadat
 
 async def test_anthropic_lists_message_batches_newest_first_both_ways(server: FakeLLMServer) -> None:
     client = anthropic_client(server)
+    server.batch_hold = True  # in progress while listed, however slow the machine (0.2 s passed under load)
     made = []
     for i in range(5):
         batch = await client.messages.batches.create(
