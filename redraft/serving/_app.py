@@ -106,6 +106,11 @@ def make_app(
     async def refused(request: Request, exc: APIError) -> Response:
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers())
 
+    @app.exception_handler(Exception)
+    async def failed(request: Request, exc: Exception) -> Response:  # a bug: still an answer the SDK can read
+        error = APIError(500, f"the server failed: {type(exc).__name__}", "server_error")
+        return JSONResponse(error.body(), status_code=500)
+
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
         authorize(request.headers.get("authorization"), settings.key_digests)

@@ -32,7 +32,8 @@ from redraft.scenarios.user_check import user_scenario_name
 from redraft.serving._chat import CHAT, Conversation, prompt_of
 from redraft.serving._journal import Journal
 from redraft.serving._openai import APIError, ChatRequest
-from redraft.serving._routes import REQUEST_PROVIDERS, Route
+from redraft.serving._requested import check_named, named_model
+from redraft.serving._routes import Route
 from redraft.serving._settings import ServeSettings
 
 KEPT_ARBITERS = 64
@@ -98,7 +99,7 @@ class Refiner:
         key = tuple(sorted(changes.items()))
         scenario = str(changes["scenario"])
         if key not in self._arbiters:
-            self._arbiters[key] = self.engines.make(self._resolved(changes))
+            self._arbiters[key] = self.engines.make(self._resolved(changes, _named(route, request)))
             while len(self._arbiters) > KEPT_ARBITERS:
                 self.engines.release(self._arbiters.popitem(last=False)[1])
         self._arbiters.move_to_end(key)
@@ -123,7 +124,7 @@ class Refiner:
         if route.model:
             changes |= {"drafter": route.model, "critic": route.model}
         if asked.critic:
-            changes["critic"] = self._allowed(asked.critic, "redraft.critic")
+            changes["critic"] = named_model(asked.critic, self.own_models, "redraft.critic")
         limits = (("samples", asked.samples, s.max_samples), ("max_rounds", asked.rounds, s.max_rounds))
         for name, value, most in (*limits, ("max_tokens", request.token_limit, s.max_tokens)):
             if value is None:
@@ -154,17 +155,22 @@ class Refiner:
         known = sorted(self.settings.checks) + [n for n in scenario_names() if ":" not in n]
         raise APIError(400, f"unknown check {check!r} (known: {', '.join(known)})", param="redraft.check")
 
-    def _allowed(self, model: str, param: str) -> str:
-        if model not in self.own_models and not model.startswith(REQUEST_PROVIDERS):
-            raise APIError(400, f"{param}: a request may not name the model {model!r}", param=param)
-        return model
-
-    def _resolved(self, changes: dict[str, Any]) -> ResolvedRun:
+    def _resolved(self, changes: dict[str, Any], named: dict[str, str]) -> ResolvedRun:
+        """The run ``changes`` make; `APIError` 400 for a bad one, or a model ``named`` by the request that it may
+        not have called (`redraft.serving._requested.check_named`)."""
         try:
             config = self.base.replace(**changes)
-            return resolve_run(config, task=Task(task_id="-", scenario=str(changes["scenario"]), prompt=""))
+            run = resolve_run(config, task=Task(task_id="-", scenario=str(changes["scenario"]), prompt=""))
         except UserError as exc:
             raise APIError(400, str(exc)) from None
+        check_named(run, named, self.own_models, self.settings.usd_per_period is not None)
+        return run
+
+
+def _named(route: Route, request: ChatRequest) -> dict[str, str]:
+    """The roles whose model the request names (role -> spec), the critic's own over the route's."""
+    named = {"drafter": route.model, "critic": route.model} if route.model else {}
+    return named | ({"critic": request.redraft.critic} if request.redraft.critic else {})
 
 
 def _manifest(base: ResolvedRun, name: str) -> dict[str, Any]:
