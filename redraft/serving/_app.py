@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from redraft.errors import AuthenticationError, InfrastructureError
 from redraft.protocols.messages import Message, Result
 from redraft.serving._guard import CountedMetrics, Metrics, PeriodSpending, Spending, admit, authorize
+from redraft.serving._log import ServerLog, log_path
 from redraft.serving._openai import (
     DONE,
     APIError,
@@ -42,6 +43,8 @@ from redraft.serving._settings import ServeSettings
 T = TypeVar("T")
 CLIENT_GONE = 499
 """The status a request whose client disconnected is counted under (nginx's; nobody reads it)."""
+WARNING_HEADER = "X-Redraft-Warning"
+"""Names the codes of the response's ``redraft.warnings`` (e.g. ``no_check``), for a client that reads headers."""
 OUTER_GRACE_S = 30.0
 """Past the request timeout, what a loop that did not stop itself is given before it is cut (a safety net)."""
 
@@ -65,13 +68,17 @@ class Server:
         """Loops cancelled because their client went away."""
         self.loop_cancelled = threading.Event()
         """Set when a loop was cancelled (tests wait on it from another thread)."""
+        self.log = ServerLog(log_path(settings.out))
 
     def admitted(self, request: Request, body: bytes) -> tuple[ChatRequest, Prepared]:
         """The request read and its loop prepared; `APIError` for the first thing it may not ask."""
         asked = read_request(body)
         chosen = route(asked.model, self.settings.aliases, self.refiner.own_models)
         admit(self.spending, self.settings.usd_per_period, self.settings.period_s)
-        return asked, self.refiner.prepare(chosen, asked)
+        prepared = self.refiner.prepare(chosen, asked)
+        for notice in prepared.notices:
+            self.log.warning(prepared.task.task_id, notice.message)
+        return asked, prepared
 
     async def finished(self, prepared: Prepared, trace: list[Message]) -> tuple[Result, str]:
         """The loop's result, its trace written and its cost counted; (the result, its run directory's name)."""
@@ -130,7 +137,8 @@ async def _chat(server: Server, request: Request) -> Response:
         asked, prepared = server.admitted(request, await _body(request, server.settings.max_request_bytes))
         if asked.stream:
             status = 0  # the stream counts itself, once it ends
-            return StreamingResponse(_events(server, asked, prepared, started), media_type="text/event-stream")
+            events = _events(server, asked, prepared, started)
+            return StreamingResponse(events, media_type="text/event-stream", headers=_warned(prepared))
         try:
             trace = await _while_connected(request, _loop(server, prepared), server)
         except (InfrastructureError, AuthenticationError) as exc:
@@ -140,10 +148,10 @@ async def _chat(server: Server, request: Request) -> Response:
         problem = failure(result)
         if problem is not None:
             raise problem
-        extra = redraft_object(result, prepared.strategy, run)
+        extra = redraft_object(result, prepared, run)
         body = completion(prepared.task.task_id, asked.model, result.text, openai_usage(result.usage), extra)
         status = 200
-        return JSONResponse(body)
+        return JSONResponse(body, headers=_warned(prepared))
     except APIError as exc:
         status = exc.status
         raise
@@ -230,6 +238,8 @@ async def _stream(server: Server, asked: ChatRequest, prepared: Prepared) -> Asy
     request_id, model = prepared.task.task_id, asked.model
     trace: list[Message] = []
     yield comment(f"redraft: refining ({prepared.strategy})")
+    for notice in prepared.notices:
+        yield comment(f"redraft: warning: {notice.message}")
     try:
         async for checkpoint in server.refiner.refine(prepared):
             trace += checkpoint.messages
@@ -247,9 +257,15 @@ async def _stream(server: Server, asked: ChatRequest, prepared: Prepared) -> Asy
     yield chunk(request_id, model, {"role": "assistant", "content": ""})
     for piece in _pieces(result.text):
         yield chunk(request_id, model, {"content": piece})
-    yield chunk(request_id, model, {}, "stop", redraft=redraft_object(result, prepared.strategy, run))
+    yield chunk(request_id, model, {}, "stop", redraft=redraft_object(result, prepared, run))
     if asked.stream_options is not None and asked.stream_options.include_usage:
         yield chunk(request_id, model, {}, usage=openai_usage(result.usage))
+
+
+def _warned(prepared: Prepared) -> dict[str, str]:
+    """The response's ``X-Redraft-Warning`` header: the codes of the server's warnings about the request."""
+    codes = ", ".join(notice.code for notice in prepared.notices)
+    return {WARNING_HEADER: codes} if codes else {}
 
 
 def _pieces(text: str, size: int = 64) -> list[str]:

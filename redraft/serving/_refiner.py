@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from redraft.config import RunConfig
 from redraft.engine import Arbiter, Checkpoint, local_roles
@@ -69,12 +69,22 @@ class LocalArbiters:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """What the server tells a client (in the response's ``redraft.warnings``) and its log of a request it
+    serves as asked but that cannot do what its strategy is for."""
+
+    code: Literal["no_check"]
+    message: str
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A request ready to run: its engine, and its task."""
 
     arbiter: Engine
     task: Task
     strategy: str
+    notices: tuple[Notice, ...] = ()
 
 
 class Refiner:
@@ -91,7 +101,7 @@ class Refiner:
             m for m in (experiment.drafter, experiment.critic, experiment.verifier, experiment.escalate) if m
         ) | frozenset(target.split("/", 2)[2] for target in settings.aliases.values() if target.count("/") >= 2)
         self.journal = Journal(Path(settings.out) if settings.out else None, lambda name: _manifest(base, name))
-        self._arbiters: OrderedDict[tuple[tuple[str, Any], ...], Engine] = OrderedDict()
+        self._arbiters: OrderedDict[tuple[tuple[str, Any], ...], tuple[Engine, tuple[Notice, ...]]] = OrderedDict()
 
     def prepare(self, route: Route, request: ChatRequest) -> Prepared:
         """The arbiter and the task of ``request``; `APIError` 400 for a setting it may not ask."""
@@ -99,9 +109,10 @@ class Refiner:
         key = tuple(sorted(changes.items()))
         scenario = str(changes["scenario"])
         if key not in self._arbiters:
-            self._arbiters[key] = self.engines.make(self._resolved(changes, _named(route, request)))
+            run = self._resolved(changes, _named(route, request))
+            self._arbiters[key] = (self.engines.make(run), self._notices(run))
             while len(self._arbiters) > KEPT_ARBITERS:
-                self.engines.release(self._arbiters.popitem(last=False)[1])
+                self.engines.release(self._arbiters.popitem(last=False)[1][0])
         self._arbiters.move_to_end(key)
         task = Task(
             task_id="chatcmpl-" + uuid.uuid4().hex[:24],
@@ -109,7 +120,8 @@ class Refiner:
             prompt=prompt_of(request.messages),
             reference=dict(request.redraft.data),
         )
-        return Prepared(self._arbiters[key], task, route.strategy)
+        engine, notices = self._arbiters[key]
+        return Prepared(engine, task, route.strategy, notices)
 
     async def refine(self, prepared: Prepared) -> AsyncIterator[Checkpoint]:
         """The request's loop, a checkpoint per finished round, cut at the server's request timeout."""
@@ -144,6 +156,22 @@ class Refiner:
             }
             changes |= {name: value for name, value in spends.items() if value is not None}
         return changes
+
+    def _notices(self, run: ResolvedRun) -> tuple[Notice, ...]:
+        """A revising strategy with no check: every answer scores 0, so nothing tells a revision it helped, and the
+        loop runs to its rounds or patience; the client is told, and what it could name."""
+        if run.scenario.name != CHAT or not run.strategy.revises:
+            return ()
+        strategy = run.strategy.name
+        known = sorted(self.settings.checks) + [n for n in scenario_names() if ":" not in n]
+        return (
+            Notice(
+                "no_check",
+                f"the request names no check, so every answer scores 0 and {strategy} revises blind until its "
+                f"rounds or patience run out; name one in redraft.check (known: {', '.join(known)}), or ask "
+                "redraft/none for a single answer",
+            ),
+        )
 
     def _scenario(self, check: str | None) -> str:
         if check is None:
