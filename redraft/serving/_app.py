@@ -36,7 +36,7 @@ from redraft.serving._openai import (
     read_request,
 )
 from redraft.serving._refiner import Engines, Prepared, Refiner
-from redraft.serving._replies import failure, machinery_error, openai_usage, redraft_object
+from redraft.serving._replies import failure, machinery_error, openai_usage, redraft_object, stopped
 from redraft.serving._routes import route, served_names
 from redraft.serving._settings import ServeSettings
 
@@ -69,6 +69,26 @@ class Server:
         self.loop_cancelled = threading.Event()
         """Set when a loop was cancelled (tests wait on it from another thread)."""
         self.log = ServerLog(log_path(settings.out))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cut: asyncio.Event | None = None
+
+    def started(self) -> None:
+        """Called in the app's event loop as it starts: `cut` then reaches it from any thread."""
+        self._loop, self._cut = asyncio.get_running_loop(), asyncio.Event()
+
+    def cut(self) -> None:
+        """Cut every loop still running (the server is stopping and its drain is over): each request is answered
+        503 with ``Retry-After``, its loop cancelled and not recorded. Safe from any thread."""
+        if self._loop is not None and self._cut is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # closed meanwhile: nothing left to cut
+                self._loop.call_soon_threadsafe(self._cut.set)
+
+    async def was_cut(self) -> None:
+        """Returns once `cut` was called."""
+        if self._cut is not None:
+            await self._cut.wait()
+        else:
+            await asyncio.Event().wait()
 
     def admitted(self, request: Request, body: bytes) -> tuple[ChatRequest, Prepared]:
         """The request read and its loop prepared; `APIError` for the first thing it may not ask."""
@@ -102,6 +122,7 @@ def make_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        server.started()
         yield
         server.refiner.journal.close()
         server.refiner.engines.close()
@@ -190,16 +211,20 @@ async def _while_connected(request: Request, work: Awaitable[T], server: Server)
     """``work``'s result; cancelled, and `ClientGone` raised, when the client disconnects first."""
     doing = asyncio.ensure_future(work)
     gone = asyncio.ensure_future(_disconnect(request))
+    cut = asyncio.ensure_future(server.was_cut())
     try:
-        await asyncio.wait((doing, gone), return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((doing, gone, cut), return_when=asyncio.FIRST_COMPLETED)
     finally:
         gone.cancel()
+        cut.cancel()
         if not doing.done():
             doing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await doing
             server.cancelled += 1
             server.loop_cancelled.set()
+    if doing.cancelled() and cut.done() and not cut.cancelled():
+        raise stopped()
     if doing.cancelled():
         raise ClientGone()
     return doing.result()

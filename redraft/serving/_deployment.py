@@ -11,6 +11,7 @@ in flight when it is reached, never by more). Replicas reserve no CPU: a request
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -34,10 +35,11 @@ TARGET_ONGOING_REQUESTS = 16
 """Requests in flight per replica that autoscaling aims at: a request mostly waits on its model calls."""
 MAX_ONGOING_REQUESTS = 64
 """Requests a replica takes at once; past them the proxy queues, and the queue is what scales replicas up."""
-DRAIN_S = 30.0
+DRAIN_POLL_S = 0.2
+"""How often a replica being stopped looks whether its requests in flight are done (Ray Serve's default, 2 s,
+held every stop that long)."""
 PROXY_GRACE_S = 10.0
 """Past the app's own cut of a loop, how long the proxy still waits for a replica's answer before it gives up."""
-"""Past the request timeout, how long a replica being stopped waits for its requests in flight to finish."""
 
 
 def autoscaling(max_replicas: int, min_replicas: int = 1) -> dict[str, Any]:
@@ -150,7 +152,8 @@ def application(settings: ServeSettings, max_replicas: int = 4, min_replicas: in
         name="RedraftServer",
         autoscaling_config=autoscaling(max_replicas, min_replicas),
         max_ongoing_requests=MAX_ONGOING_REQUESTS,
-        graceful_shutdown_timeout_s=settings.request_timeout_s + DRAIN_S,
+        graceful_shutdown_timeout_s=settings.drain_s,
+        graceful_shutdown_wait_loop_s=DRAIN_POLL_S,
         ray_actor_options={"num_cpus": 0},
     )(RedraftServer)
     return deployment.bind(msgspec.to_builtins(settings))
@@ -182,6 +185,21 @@ def run_on_serve(
     http = {"host": settings.host, "port": settings.port, "request_timeout_s": proxy_timeout_s(settings)}
     serve.start(proxy_location=proxy_location, http_options=http)
     serve.run(application(settings, max_replicas, min_replicas), name=APP_NAME, route_prefix="/", blocking=False)
+
+
+def quiet_serve_logger(path: Path, *, verbose: bool) -> None:
+    """Ray Serve's messages in this process (its ``ray.serve`` logger, which prints to the terminal as Ray Serve
+    is imported) go to the file ``path``, and to the terminal too only when ``verbose``."""
+    logger = logging.getLogger("ray.serve")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not any(isinstance(h, logging.FileHandler) and h.baseFilename == str(path.absolute()) for h in logger.handlers):
+        to_file = logging.FileHandler(path, encoding="utf-8", delay=True)
+        to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(to_file)
+    shared = logging.getLogger().handlers  # a host's own (a test runner's capture) serve every logger: not ours
+    for handler in logger.handlers:
+        if type(handler) is logging.StreamHandler and handler not in shared:
+            handler.setLevel(logging.NOTSET if verbose else logging.CRITICAL + 1)
 
 
 def stop_serving(stop: threading.Event, poll_s: float = 0.5) -> None:

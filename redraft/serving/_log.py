@@ -25,14 +25,13 @@ def log_path(out: str | None) -> Path:
 
 
 class ServerLog:
-    """Lines appended to the server's log (and given to the ``redraft.serving`` logger); thread-safe."""
+    """Lines appended to the server's log (the ``redraft.serving`` logger says only that it cannot); thread-safe."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
 
     def warning(self, request_id: str, message: str) -> None:
-        logger.warning("%s: %s", request_id, message)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
         line = f"{stamp} WARNING redraft.serving: {request_id}: {' '.join(message.split())}\n"
         with self._lock:

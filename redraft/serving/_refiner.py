@@ -101,6 +101,8 @@ class Refiner:
             m for m in (experiment.drafter, experiment.critic, experiment.verifier, experiment.escalate) if m
         ) | frozenset(target.split("/", 2)[2] for target in settings.aliases.values() if target.count("/") >= 2)
         self.journal = Journal(Path(settings.out) if settings.out else None, lambda name: _manifest(base, name))
+        self.known_checks = sorted(settings.checks) + [n for n in scenario_names() if ":" not in n]
+        """What a request may name as its check (listing the scenarios loads them: once, as the server starts)."""
         self._arbiters: OrderedDict[tuple[tuple[str, Any], ...], tuple[Engine, tuple[Notice, ...]]] = OrderedDict()
 
     def prepare(self, route: Route, request: ChatRequest) -> Prepared:
@@ -163,7 +165,7 @@ class Refiner:
         if run.scenario.name != CHAT or not run.strategy.revises:
             return ()
         strategy = run.strategy.name
-        known = sorted(self.settings.checks) + [n for n in scenario_names() if ":" not in n]
+        known = self.known_checks
         return (
             Notice(
                 "no_check",

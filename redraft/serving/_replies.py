@@ -83,3 +83,13 @@ def machinery_error(exc: Exception) -> APIError:
         message = f"the machinery under the request failed: {exc}"
         return APIError(503, message, "service_unavailable", retry_after_s=RETRY_AFTER_S)
     return APIError(500, f"the request failed: {type(exc).__name__}", "server_error")
+
+
+def stopped() -> APIError:
+    """A loop cut because the server is stopping and its drain (``--drain-timeout``) is over."""
+    return APIError(
+        503,
+        "the server stopped before this request's loop finished (it was not recorded); retry",
+        "service_unavailable",
+        retry_after_s=RETRY_AFTER_S,
+    )
