@@ -32,7 +32,7 @@ from redraft.scenarios.user_check import user_scenario_name
 from redraft.serving._chat import CHAT, Conversation, prompt_of
 from redraft.serving._journal import Journal
 from redraft.serving._openai import APIError, ChatRequest
-from redraft.serving._requested import check_named, named_model
+from redraft.serving._requested import check_named, check_own_priced, named_model
 from redraft.serving._routes import Route
 from redraft.serving._settings import ServeSettings
 
@@ -96,6 +96,8 @@ class Refiner:
         self.engines: Engines = engines or LocalArbiters()
         self.base = RunConfig.build(**settings.run).replace(scenario=CHAT)
         base = resolve_run(self.base, task=Task(task_id="-", scenario=CHAT, prompt=""))  # bad options fail here
+        if settings.usd_per_period is not None:
+            check_own_priced(base)
         experiment = self.base.experiment
         self.own_models = frozenset(
             m for m in (experiment.drafter, experiment.critic, experiment.verifier, experiment.escalate) if m

@@ -11,7 +11,8 @@ The server calls the providers on the operator's keys, so a model a request name
 - with a money budget (``--usd-per-day``), the price table prices it: an unpriced model would cost nothing
   against the budget, which would then bound nothing.
 
-Each refusal is an `APIError` 400 raised before any call is made.
+Each refusal is an `APIError` 400 raised before any call is made. The server's own models, under a money budget,
+must have a price too (`check_own_priced`): a `UserError` as it starts.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from redraft.engine.resolved import ResolvedRun
+from redraft.errors import UserError
 from redraft.serving._openai import APIError
 
 REQUEST_PROVIDERS = ("openai:", "anthropic:", "azure:")
@@ -79,6 +81,19 @@ def check_named(run: ResolvedRun, named: Mapping[str, str], own_models: frozense
                 "calls could not be counted against it: name a priced model",
                 param=param,
                 code="model_not_priced",
+            )
+
+
+def check_own_priced(run: ResolvedRun) -> None:
+    """`UserError` for a model the server was started with that the price table cannot price, when the server's
+    budget is in money (``--usd-per-day``): its calls would cost nothing against it."""
+    for role in ("drafter", "critic", "verifier", "escalate"):
+        backend = getattr(run.setup, role)
+        model = None if backend is None else str(getattr(backend, "model", backend.spec))
+        if model is not None and not run.settings.prices.known(model):
+            raise UserError(
+                f"--usd-per-day spends what the price table says each call costs, and the {role}'s model {model} "
+                "has no price there: add it with --prices FILE"
             )
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from redraft.serving import ServeSettings
+from redraft.errors import UserError
+from redraft.serving import ServeSettings, make_app
 from tests.support.fake_llm_servers import FakeLLMServer, sdks_pointed_at
 from tests.support.serving import SCRIPTED, served
 
@@ -141,6 +142,15 @@ def test_with_a_money_budget_a_request_named_model_with_no_price_is_refused(
         bounded_by_nothing = ask(app.base_url, "redraft/none/openai:my-unlisted-model", rounds=1)
     # without a money budget the same model is served: the listener (its https endpoint) is called
     assert bounded_by_nothing.status_code != 400 and listener.connections >= 1
+
+
+def test_with_a_money_budget_a_server_whose_own_model_has_no_price_does_not_start(
+    fake: FakeLLMServer, tmp_path: Path
+) -> None:
+    unpriced = settings(tmp_path, run={"model": "azure:chat"}, usd_per_period=1.0)
+    with pytest.raises(UserError, match=r"--usd-per-day .* drafter's model chat has no price there"):
+        make_app(unpriced)
+    make_app(settings(tmp_path, run={"model": "azure:gpt-4o-mini"}, usd_per_period=1.0))  # priced: it starts
 
 
 MALFORMED = [
