@@ -266,12 +266,15 @@ async def _stream(server: Server, asked: ChatRequest, prepared: Prepared) -> Asy
     for notice in prepared.notices:
         yield comment(f"redraft: warning: {notice.message}")
     try:
-        async for checkpoint in server.refiner.refine(prepared):
+        async for checkpoint in _until_cut(server, server.refiner.refine(prepared)):
             trace += checkpoint.messages
             if not checkpoint.last:
                 yield comment(f"redraft: round done, {len(trace)} messages so far")
     except (InfrastructureError, AuthenticationError) as exc:
         yield machinery_error(exc)
+        return
+    except APIError as exc:  # cut: the server stopped before the loop finished
+        yield exc
         return
     result, run = await server.finished(prepared, trace)
     yield result
@@ -285,6 +288,27 @@ async def _stream(server: Server, asked: ChatRequest, prepared: Prepared) -> Asy
     yield chunk(request_id, model, {}, "stop", redraft=redraft_object(result, prepared, run))
     if asked.stream_options is not None and asked.stream_options.include_usage:
         yield chunk(request_id, model, {}, usage=openai_usage(result.usage))
+
+
+async def _until_cut(server: Server, items: AsyncIterator[T]) -> AsyncIterator[T]:
+    """``items`` until the server cuts its loops (`Server.cut`): then they stop, and `stopped` is raised."""
+    cut = asyncio.ensure_future(server.was_cut())
+    try:
+        while True:
+            step = asyncio.ensure_future(anext(items))
+            await asyncio.wait((step, cut), return_when=asyncio.FIRST_COMPLETED)
+            if not step.done():
+                step.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await step
+                raise stopped()
+            try:
+                item = step.result()
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        cut.cancel()
 
 
 def _warned(prepared: Prepared) -> dict[str, str]:

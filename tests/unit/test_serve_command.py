@@ -74,6 +74,11 @@ def asked_in_background(url: str, answers: list[httpx.Response | Exception]) -> 
     return asking
 
 
+def stream_lines(url: str) -> list[str]:
+    with httpx.stream("POST", url, json=ASK | {"stream": True}, timeout=600) as stream:
+        return [line for line in stream.iter_lines() if line]
+
+
 def wait_for_call(fake: FakeLLMServer) -> None:
     while not fake.requests:
         threading.Event().wait(0.02)
@@ -110,12 +115,18 @@ def test_sigterm_cuts_a_loop_still_running_at_the_drain_timeout_with_a_503_and_s
     try:
         answers: list[httpx.Response | Exception] = []
         asking = asked_in_background(served.url, answers)
-        wait_for_call(fake)
+        streamed: list[str] = []
+        streaming = threading.Thread(target=lambda: streamed.extend(stream_lines(served.url)))
+        streaming.start()
+        while len(fake.requests) < 2:  # both loops are under way
+            threading.Event().wait(0.02)
         printed, said = served.stop(signal.SIGTERM)
         asking.join()
+        streaming.join()
     finally:
         fake.thaw()
     (answer,) = answers
+    assert streamed[-1] == "data: [DONE]" and '"type":"service_unavailable"' in streamed[-2]
     assert isinstance(answer, httpx.Response), answer
     assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
     assert answer.json()["error"]["type"] == "service_unavailable" and "not recorded" in answer.text
