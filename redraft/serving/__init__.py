@@ -67,7 +67,8 @@ def serve_on_ray(
     settings: ServeSettings, *, address: str | None, max_replicas: int, stop: threading.Event, verbose: bool = False
 ) -> None:
     """Serve ``settings`` on Ray Serve (the cluster at ``address``, or a local Ray) until ``stop`` is set, then
-    shut the application down, its replicas given ``settings.drain_s`` seconds to finish their requests.
+    shut the application down, its replicas given ``settings.drain_s`` seconds to finish their requests (on a
+    cluster joined, until they finish: `redraft.serving._deployment.stop_serving`).
 
     Ray's and Ray Serve's messages go to the server's log (`log_path`), and to the terminal too only when
     ``verbose``. A local Ray started here gives its proxy `PROXY_CALLBACK` (a replica lost mid-request answered
@@ -81,7 +82,7 @@ def serve_on_ray(
     ensure_ray(address, log=log, verbose=verbose)
     run_on_serve(settings, max_replicas=max_replicas, proxy_location="EveryNode" if address else "HeadOnly")
     print(f"redraft serve: listening on http://{settings.host}:{settings.port}/v1", flush=True)
-    stop_serving(stop)
+    stop_serving(stop, settings.drain_s, own_ray=address is None)
 
 
 def served_summary(settings: ServeSettings, since: float) -> str:

@@ -293,22 +293,24 @@ async def _stream(server: Server, asked: ChatRequest, prepared: Prepared) -> Asy
 async def _until_cut(server: Server, items: AsyncIterator[T]) -> AsyncIterator[T]:
     """``items`` until the server cuts its loops (`Server.cut`): then they stop, and `stopped` is raised."""
     cut = asyncio.ensure_future(server.was_cut())
+    step: asyncio.Future[T] | None = None
     try:
         while True:
             step = asyncio.ensure_future(anext(items))
             await asyncio.wait((step, cut), return_when=asyncio.FIRST_COMPLETED)
             if not step.done():
-                step.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await step
                 raise stopped()
             try:
                 item = step.result()
             except StopAsyncIteration:
                 return
             yield item
-    finally:
+    finally:  # cut, or the client gone (this generator cancelled): the loop stops with it
         cut.cancel()
+        if step is not None and not step.done():
+            step.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await step
 
 
 def _warned(prepared: Prepared) -> dict[str, str]:

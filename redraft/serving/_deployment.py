@@ -35,6 +35,8 @@ TARGET_ONGOING_REQUESTS = 16
 """Requests in flight per replica that autoscaling aims at: a request mostly waits on its model calls."""
 MAX_ONGOING_REQUESTS = 64
 """Requests a replica takes at once; past them the proxy queues, and the queue is what scales replicas up."""
+DRAIN_S = 30.0
+"""Past the request timeout, how long a replica being stopped (downscaled, replaced) waits for its requests."""
 DRAIN_POLL_S = 0.2
 """How often a replica being stopped looks whether its requests in flight are done (Ray Serve's default, 2 s,
 held every stop that long)."""
@@ -152,7 +154,7 @@ def application(settings: ServeSettings, max_replicas: int = 4, min_replicas: in
         name="RedraftServer",
         autoscaling_config=autoscaling(max_replicas, min_replicas),
         max_ongoing_requests=MAX_ONGOING_REQUESTS,
-        graceful_shutdown_timeout_s=settings.drain_s,
+        graceful_shutdown_timeout_s=settings.request_timeout_s + DRAIN_S,
         graceful_shutdown_wait_loop_s=DRAIN_POLL_S,
         ray_actor_options={"num_cpus": 0},
     )(RedraftServer)
@@ -202,9 +204,18 @@ def quiet_serve_logger(path: Path, *, verbose: bool) -> None:
             handler.setLevel(logging.NOTSET if verbose else logging.CRITICAL + 1)
 
 
-def stop_serving(stop: threading.Event, poll_s: float = 0.5) -> None:
-    """Wait for ``stop``, then shut Serve down, each replica draining its requests in flight."""
+def stop_serving(stop: threading.Event, drain_s: float, *, own_ray: bool, poll_s: float = 0.5) -> None:
+    """Wait for ``stop``, then delete the application, its replicas draining their requests in flight, for at
+    most ``drain_s`` seconds: past them, a Ray started here (``own_ray``) is shut down with the loops still
+    running; on a cluster joined, Serve's own shutdown lets the replicas finish (up to their graceful timeout,
+    which autoscaling's downscaling needs long)."""
     while not stop.wait(poll_s):
         time.sleep(0)
-    serve.delete(APP_NAME)
+    serve.delete(APP_NAME, _blocking=False)
+    deadline, waited = time.monotonic() + drain_s, threading.Event()
+    while APP_NAME in serve.status().applications and time.monotonic() < deadline:
+        waited.wait(DRAIN_POLL_S)
+    if own_ray and APP_NAME in serve.status().applications:
+        ray.shutdown()
+        return
     serve.shutdown()  # type: ignore[no-untyped-call]

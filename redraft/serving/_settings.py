@@ -45,7 +45,7 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     period_s: float = 86_400.0
     drain_s: float = 5.0
     """On SIGINT or SIGTERM: how long the requests in flight have to finish and be recorded before the server
-    stops; a loop still running then is cut, unanswered and unrecorded."""
+    stops; a loop still running then is cut and not recorded (`redraft.serving.serve_on_ray` says how on Ray)."""
     fleet_idle_s: float = 600.0
     """On Ray: a replica's role actors are stopped once no request has come for this long, started again by the
     next (`redraft.actors.FleetArbiters`)."""
