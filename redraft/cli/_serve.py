@@ -4,6 +4,7 @@ and the server's own), made into `redraft.serving.ServeSettings`."""
 from __future__ import annotations
 
 import inspect
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,13 @@ def _server_options() -> list[Placed]:
             default=600.0,
         ),
         _option(LIMITS, "request_timeout", "--request-timeout", "Seconds a request's loop may run.", default=300.0),
+        _option(
+            LIMITS,
+            "drain_timeout",
+            "--drain-timeout",
+            "On Ctrl-C or SIGTERM, seconds the requests in flight have to finish (and be recorded).",
+            default=5.0,
+        ),
         _option(LIMITS, "max_request_bytes", "--max-request-bytes", "Largest request body.", default=1_000_000),
         _option(LIMITS, "max_tokens_limit", "--max-tokens-limit", "Most max_tokens a request may ask.", default=4096),
         _option(LIMITS, "max_samples", "--max-samples", "Most samples a request may ask.", default=8),
@@ -84,16 +92,21 @@ def serve_command(**given: Any) -> None:
     """Serve refinement behind an OpenAI-compatible endpoint (POST /v1/chat/completions), on Ray Serve."""
     from redraft.cli._signals import stop_on_signals
     from redraft.config import RunConfig
-    from redraft.serving import serve_here, serve_on_ray
+    from redraft.serving import serve_here, serve_on_ray, served_summary
 
     settings, address = served_settings(given)
     RunConfig.build(**settings.run).validate()
-    if given["in_process"]:
-        print(f"redraft serve: listening on http://{settings.host}:{settings.port}/v1", flush=True)
-        serve_here(settings)
-        return
-    with stop_on_signals() as stop:
-        serve_on_ray(settings, address=address, max_replicas=given["max_replicas"], stop=stop.event)
+    started = time.time()
+    said = (
+        f"requests in flight have {settings.drain_s:g} s (--drain-timeout) to finish and be recorded; "
+        "a second signal stops at once"
+    )
+    with stop_on_signals(said) as stop:
+        if given["in_process"]:
+            serve_here(settings, stop.event)
+        else:
+            serve_on_ray(settings, address=address, max_replicas=given["max_replicas"], stop=stop.event)
+    print(served_summary(settings, started), flush=True)
 
 
 def served_settings(given: dict[str, Any]) -> tuple[Any, str | None]:
@@ -112,6 +125,7 @@ def served_settings(given: dict[str, Any]) -> tuple[Any, str | None]:
         key_digests=key_digests(given["api_key"], given["api_keys_file"]),
         out=out,
         request_timeout_s=given["request_timeout"],
+        drain_s=given["drain_timeout"],
         max_request_bytes=given["max_request_bytes"],
         max_tokens=given["max_tokens_limit"],
         max_samples=given["max_samples"],

@@ -37,8 +37,9 @@ class StopRequest:
 
 
 @contextmanager
-def stop_on_signals() -> Iterator[StopRequest]:
-    """SIGINT and SIGTERM set the yielded request's event while the block runs (the main thread only)."""
+def stop_on_signals(said: str = "tasks in flight are not recorded") -> Iterator[StopRequest]:
+    """SIGINT and SIGTERM set the yielded request's event while the block runs (the main thread only); ``said``
+    is what the line printed on the first one says of the work in flight."""
     request = StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
@@ -49,7 +50,7 @@ def stop_on_signals() -> Iterator[StopRequest]:
             os._exit(128 + signum)
         request.signum = signum
         request.event.set()
-        print(f"redraft: {signal.Signals(signum).name}: stopping; tasks in flight are not recorded", file=sys.stderr)
+        print(f"redraft: {signal.Signals(signum).name}: stopping; {said}", file=sys.stderr, flush=True)
 
     previous: dict[int, Any] = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

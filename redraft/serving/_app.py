@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from redraft.errors import AuthenticationError, InfrastructureError
 from redraft.protocols.messages import Message, Result
 from redraft.serving._guard import CountedMetrics, Metrics, PeriodSpending, Spending, admit, authorize
+from redraft.serving._log import ServerLog, log_path
 from redraft.serving._openai import (
     DONE,
     APIError,
@@ -35,13 +36,15 @@ from redraft.serving._openai import (
     read_request,
 )
 from redraft.serving._refiner import Engines, Prepared, Refiner
-from redraft.serving._replies import failure, machinery_error, openai_usage, redraft_object
+from redraft.serving._replies import failure, machinery_error, openai_usage, redraft_object, stopped
 from redraft.serving._routes import route, served_names
 from redraft.serving._settings import ServeSettings
 
 T = TypeVar("T")
 CLIENT_GONE = 499
 """The status a request whose client disconnected is counted under (nginx's; nobody reads it)."""
+WARNING_HEADER = "X-Redraft-Warning"
+"""Names the codes of the response's ``redraft.warnings`` (e.g. ``no_check``), for a client that reads headers."""
 OUTER_GRACE_S = 30.0
 """Past the request timeout, what a loop that did not stop itself is given before it is cut (a safety net)."""
 
@@ -65,13 +68,37 @@ class Server:
         """Loops cancelled because their client went away."""
         self.loop_cancelled = threading.Event()
         """Set when a loop was cancelled (tests wait on it from another thread)."""
+        self.log = ServerLog(log_path(settings.out))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cut: asyncio.Event | None = None
+
+    def started(self) -> None:
+        """Called in the app's event loop as it starts: `cut` then reaches it from any thread."""
+        self._loop, self._cut = asyncio.get_running_loop(), asyncio.Event()
+
+    def cut(self) -> None:
+        """Cut every loop still running (the server is stopping and its drain is over): each request is answered
+        503 with ``Retry-After``, its loop cancelled and not recorded. Safe from any thread."""
+        if self._loop is not None and self._cut is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # closed meanwhile: nothing left to cut
+                self._loop.call_soon_threadsafe(self._cut.set)
+
+    async def was_cut(self) -> None:
+        """Returns once `cut` was called."""
+        if self._cut is not None:
+            await self._cut.wait()
+        else:
+            await asyncio.Event().wait()
 
     def admitted(self, request: Request, body: bytes) -> tuple[ChatRequest, Prepared]:
         """The request read and its loop prepared; `APIError` for the first thing it may not ask."""
         asked = read_request(body)
         chosen = route(asked.model, self.settings.aliases, self.refiner.own_models)
         admit(self.spending, self.settings.usd_per_period, self.settings.period_s)
-        return asked, self.refiner.prepare(chosen, asked)
+        prepared = self.refiner.prepare(chosen, asked)
+        for notice in prepared.notices:
+            self.log.warning(prepared.task.task_id, notice.message)
+        return asked, prepared
 
     async def finished(self, prepared: Prepared, trace: list[Message]) -> tuple[Result, str]:
         """The loop's result, its trace written and its cost counted; (the result, its run directory's name)."""
@@ -95,6 +122,7 @@ def make_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        server.started()
         yield
         server.refiner.journal.close()
         server.refiner.engines.close()
@@ -105,6 +133,11 @@ def make_app(
     @app.exception_handler(APIError)
     async def refused(request: Request, exc: APIError) -> Response:
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers())
+
+    @app.exception_handler(Exception)
+    async def failed(request: Request, exc: Exception) -> Response:  # a bug: still an answer the SDK can read
+        error = APIError(500, f"the server failed: {type(exc).__name__}", "server_error")
+        return JSONResponse(error.body(), status_code=500)
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
@@ -125,7 +158,8 @@ async def _chat(server: Server, request: Request) -> Response:
         asked, prepared = server.admitted(request, await _body(request, server.settings.max_request_bytes))
         if asked.stream:
             status = 0  # the stream counts itself, once it ends
-            return StreamingResponse(_events(server, asked, prepared, started), media_type="text/event-stream")
+            events = _events(server, asked, prepared, started)
+            return StreamingResponse(events, media_type="text/event-stream", headers=_warned(prepared))
         try:
             trace = await _while_connected(request, _loop(server, prepared), server)
         except (InfrastructureError, AuthenticationError) as exc:
@@ -135,10 +169,10 @@ async def _chat(server: Server, request: Request) -> Response:
         problem = failure(result)
         if problem is not None:
             raise problem
-        extra = redraft_object(result, prepared.strategy, run)
+        extra = redraft_object(result, prepared, run)
         body = completion(prepared.task.task_id, asked.model, result.text, openai_usage(result.usage), extra)
         status = 200
-        return JSONResponse(body)
+        return JSONResponse(body, headers=_warned(prepared))
     except APIError as exc:
         status = exc.status
         raise
@@ -177,16 +211,20 @@ async def _while_connected(request: Request, work: Awaitable[T], server: Server)
     """``work``'s result; cancelled, and `ClientGone` raised, when the client disconnects first."""
     doing = asyncio.ensure_future(work)
     gone = asyncio.ensure_future(_disconnect(request))
+    cut = asyncio.ensure_future(server.was_cut())
     try:
-        await asyncio.wait((doing, gone), return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((doing, gone, cut), return_when=asyncio.FIRST_COMPLETED)
     finally:
         gone.cancel()
+        cut.cancel()
         if not doing.done():
             doing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await doing
             server.cancelled += 1
             server.loop_cancelled.set()
+    if doing.cancelled() and cut.done() and not cut.cancelled():
+        raise stopped()
     if doing.cancelled():
         raise ClientGone()
     return doing.result()
@@ -225,13 +263,18 @@ async def _stream(server: Server, asked: ChatRequest, prepared: Prepared) -> Asy
     request_id, model = prepared.task.task_id, asked.model
     trace: list[Message] = []
     yield comment(f"redraft: refining ({prepared.strategy})")
+    for notice in prepared.notices:
+        yield comment(f"redraft: warning: {notice.message}")
     try:
-        async for checkpoint in server.refiner.refine(prepared):
+        async for checkpoint in _until_cut(server, server.refiner.refine(prepared)):
             trace += checkpoint.messages
             if not checkpoint.last:
                 yield comment(f"redraft: round done, {len(trace)} messages so far")
     except (InfrastructureError, AuthenticationError) as exc:
         yield machinery_error(exc)
+        return
+    except APIError as exc:  # cut: the server stopped before the loop finished
+        yield exc
         return
     result, run = await server.finished(prepared, trace)
     yield result
@@ -242,9 +285,38 @@ async def _stream(server: Server, asked: ChatRequest, prepared: Prepared) -> Asy
     yield chunk(request_id, model, {"role": "assistant", "content": ""})
     for piece in _pieces(result.text):
         yield chunk(request_id, model, {"content": piece})
-    yield chunk(request_id, model, {}, "stop", redraft=redraft_object(result, prepared.strategy, run))
+    yield chunk(request_id, model, {}, "stop", redraft=redraft_object(result, prepared, run))
     if asked.stream_options is not None and asked.stream_options.include_usage:
         yield chunk(request_id, model, {}, usage=openai_usage(result.usage))
+
+
+async def _until_cut(server: Server, items: AsyncIterator[T]) -> AsyncIterator[T]:
+    """``items`` until the server cuts its loops (`Server.cut`): then they stop, and `stopped` is raised."""
+    cut = asyncio.ensure_future(server.was_cut())
+    step: asyncio.Future[T] | None = None
+    try:
+        while True:
+            step = asyncio.ensure_future(anext(items))
+            await asyncio.wait((step, cut), return_when=asyncio.FIRST_COMPLETED)
+            if not step.done():
+                raise stopped()
+            try:
+                item = step.result()
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:  # cut, or the client gone (this generator cancelled): the loop stops with it
+        cut.cancel()
+        if step is not None and not step.done():
+            step.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await step
+
+
+def _warned(prepared: Prepared) -> dict[str, str]:
+    """The response's ``X-Redraft-Warning`` header: the codes of the server's warnings about the request."""
+    codes = ", ".join(notice.code for notice in prepared.notices)
+    return {WARNING_HEADER: codes} if codes else {}
 
 
 def _pieces(text: str, size: int = 64) -> list[str]:

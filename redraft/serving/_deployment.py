@@ -11,6 +11,7 @@ in flight when it is reached, never by more). Replicas reserve no CPU: a request
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -35,9 +36,12 @@ TARGET_ONGOING_REQUESTS = 16
 MAX_ONGOING_REQUESTS = 64
 """Requests a replica takes at once; past them the proxy queues, and the queue is what scales replicas up."""
 DRAIN_S = 30.0
+"""Past the request timeout, how long a replica being stopped (downscaled, replaced) waits for its requests."""
+DRAIN_POLL_S = 0.2
+"""How often a replica being stopped looks whether its requests in flight are done (Ray Serve's default, 2 s,
+held every stop that long)."""
 PROXY_GRACE_S = 10.0
 """Past the app's own cut of a loop, how long the proxy still waits for a replica's answer before it gives up."""
-"""Past the request timeout, how long a replica being stopped waits for its requests in flight to finish."""
 
 
 def autoscaling(max_replicas: int, min_replicas: int = 1) -> dict[str, Any]:
@@ -151,6 +155,7 @@ def application(settings: ServeSettings, max_replicas: int = 4, min_replicas: in
         autoscaling_config=autoscaling(max_replicas, min_replicas),
         max_ongoing_requests=MAX_ONGOING_REQUESTS,
         graceful_shutdown_timeout_s=settings.request_timeout_s + DRAIN_S,
+        graceful_shutdown_wait_loop_s=DRAIN_POLL_S,
         ray_actor_options={"num_cpus": 0},
     )(RedraftServer)
     return deployment.bind(msgspec.to_builtins(settings))
@@ -184,9 +189,33 @@ def run_on_serve(
     serve.run(application(settings, max_replicas, min_replicas), name=APP_NAME, route_prefix="/", blocking=False)
 
 
-def stop_serving(stop: threading.Event, poll_s: float = 0.5) -> None:
-    """Wait for ``stop``, then shut Serve down, each replica draining its requests in flight."""
+def quiet_serve_logger(path: Path, *, verbose: bool) -> None:
+    """Ray Serve's messages in this process (its ``ray.serve`` logger, which prints to the terminal as Ray Serve
+    is imported) go to the file ``path``, and to the terminal too only when ``verbose``."""
+    logger = logging.getLogger("ray.serve")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not any(isinstance(h, logging.FileHandler) and h.baseFilename == str(path.absolute()) for h in logger.handlers):
+        to_file = logging.FileHandler(path, encoding="utf-8", delay=True)
+        to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(to_file)
+    shared = logging.getLogger().handlers  # a host's own (a test runner's capture) serve every logger: not ours
+    for handler in logger.handlers:
+        if type(handler) is logging.StreamHandler and handler not in shared:
+            handler.setLevel(logging.NOTSET if verbose else logging.CRITICAL + 1)
+
+
+def stop_serving(stop: threading.Event, drain_s: float, *, own_ray: bool, poll_s: float = 0.5) -> None:
+    """Wait for ``stop``, then delete the application, its replicas draining their requests in flight, for at
+    most ``drain_s`` seconds: past them, a Ray started here (``own_ray``) is shut down with the loops still
+    running; on a cluster joined, Serve's own shutdown lets the replicas finish (up to their graceful timeout,
+    which autoscaling's downscaling needs long)."""
     while not stop.wait(poll_s):
         time.sleep(0)
-    serve.delete(APP_NAME)
+    serve.delete(APP_NAME, _blocking=False)
+    deadline, waited = time.monotonic() + drain_s, threading.Event()
+    while APP_NAME in serve.status().applications and time.monotonic() < deadline:
+        waited.wait(DRAIN_POLL_S)
+    if own_ray and APP_NAME in serve.status().applications:
+        ray.shutdown()
+        return
     serve.shutdown()  # type: ignore[no-untyped-call]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from redraft.protocols.messages import Message, Result, Task, encode
-from redraft.rundir import RunStore
+from redraft.rundir import RunReader, RunStore
 
 DEFAULT_OUT = Path("runs") / "serve"
 
@@ -62,3 +62,21 @@ class Journal:
         if self._store is not None:
             self._store.finish(self._clock() - self._opened_at)
             self._store = None
+
+
+def served_since(root: Path | None, since: float) -> str:
+    """One line of what the server's replicas recorded under ``root`` since ``since`` (a `time.time`): the
+    requests whose loops ran, their model calls and cost, and where their traces are."""
+    root = root or DEFAULT_OUT
+    requests = calls = 0
+    usd = 0.0
+    runs: list[Path] = []
+    for run in sorted(root.glob("*/*/manifest.json")):
+        if run.stat().st_mtime < since:
+            continue
+        runs.append(run.parent)
+        for result in RunReader(run.parent).finished():
+            requests, calls, usd = requests + 1, calls + result.usage.calls, usd + result.usage.cost_usd
+    where = str(runs[0]) if len(runs) == 1 else f"{len(runs)} run directories under {root}" if runs else str(root)
+    noun = "request" if requests == 1 else "requests"
+    return f"{requests} {noun} refined ({calls} model calls, {usd:.4f} USD); traces in {where}"

@@ -1,7 +1,8 @@
 """The OpenAI Chat Completions wire, as redraft serve speaks it: requests read once at the boundary, responses,
 stream chunks and errors written in OpenAI's shapes, so an OpenAI client works unchanged.
 
-A request is validated here and nowhere else (`read_request`): unknown top-level fields are ignored, as OpenAI's
+A request is validated here and nowhere else (`read_request`): a body that is not UTF-8 JSON of the request's
+shape (wrong types, nesting past the decoder's depth) is a 400; unknown top-level fields are ignored, as OpenAI's
 clients send many; the ``redraft`` object (the SDK's ``extra_body``) is strict, so a mistyped option is refused
 rather than silently dropped. Every refusal is an `APIError`, which the app writes as
 ``{"error": {"message", "type", "param", "code"}}`` with its status.
@@ -109,6 +110,8 @@ class ChatRequest(msgspec.Struct, frozen=True):
 
 
 _DECODER = msgspec.json.Decoder(ChatRequest)
+MAX_DATA_DEPTH = 64
+"""How deep a request's ``redraft.data`` may nest: its trace is written, and written back, by recursive encoders."""
 
 
 def read_request(body: bytes) -> ChatRequest:
@@ -121,11 +124,28 @@ def read_request(body: bytes) -> ChatRequest:
         raise APIError(400, f"invalid request: {text}", param=where) from None
     except msgspec.DecodeError as exc:
         raise APIError(400, f"the body is not JSON: {exc}") from None
+    except UnicodeDecodeError as exc:  # msgspec checks a string's UTF-8 only when it makes the str
+        raise APIError(400, f"the body is not UTF-8 text: byte {exc.start} is not UTF-8") from None
+    except RecursionError:  # the nesting a request's free-form ``data`` would hold past the decoder's depth
+        raise APIError(400, "the body's JSON is nested too deep to read") from None
     if not request.messages:
         raise APIError(400, "messages must hold at least one message", param="messages")
+    if _depth(request.redraft.data) > MAX_DATA_DEPTH:
+        raise APIError(400, f"redraft.data is nested deeper than {MAX_DATA_DEPTH} levels", param="redraft.data")
     if request.n != 1:
         raise APIError(400, "n must be 1: a refined answer is one answer", param="n")
     return request
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value``'s lists and objects nest (walked without recursion)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        todo.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
 
 
 def completion(request_id: str, model: str, text: str, usage: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

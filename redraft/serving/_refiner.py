@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from redraft.config import RunConfig
 from redraft.engine import Arbiter, Checkpoint, local_roles
@@ -32,7 +32,8 @@ from redraft.scenarios.user_check import user_scenario_name
 from redraft.serving._chat import CHAT, Conversation, prompt_of
 from redraft.serving._journal import Journal
 from redraft.serving._openai import APIError, ChatRequest
-from redraft.serving._routes import REQUEST_PROVIDERS, Route
+from redraft.serving._requested import check_named, check_own_priced, named_model
+from redraft.serving._routes import Route
 from redraft.serving._settings import ServeSettings
 
 KEPT_ARBITERS = 64
@@ -68,12 +69,22 @@ class LocalArbiters:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """What the server tells a client (in the response's ``redraft.warnings``) and its log of a request it
+    serves as asked but that cannot do what its strategy is for."""
+
+    code: Literal["no_check"]
+    message: str
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A request ready to run: its engine, and its task."""
 
     arbiter: Engine
     task: Task
     strategy: str
+    notices: tuple[Notice, ...] = ()
 
 
 class Refiner:
@@ -85,12 +96,16 @@ class Refiner:
         self.engines: Engines = engines or LocalArbiters()
         self.base = RunConfig.build(**settings.run).replace(scenario=CHAT)
         base = resolve_run(self.base, task=Task(task_id="-", scenario=CHAT, prompt=""))  # bad options fail here
+        if settings.usd_per_period is not None:
+            check_own_priced(base)
         experiment = self.base.experiment
         self.own_models = frozenset(
             m for m in (experiment.drafter, experiment.critic, experiment.verifier, experiment.escalate) if m
         ) | frozenset(target.split("/", 2)[2] for target in settings.aliases.values() if target.count("/") >= 2)
         self.journal = Journal(Path(settings.out) if settings.out else None, lambda name: _manifest(base, name))
-        self._arbiters: OrderedDict[tuple[tuple[str, Any], ...], Engine] = OrderedDict()
+        self.known_checks = sorted(settings.checks) + [n for n in scenario_names() if ":" not in n]
+        """What a request may name as its check (listing the scenarios loads them: once, as the server starts)."""
+        self._arbiters: OrderedDict[tuple[tuple[str, Any], ...], tuple[Engine, tuple[Notice, ...]]] = OrderedDict()
 
     def prepare(self, route: Route, request: ChatRequest) -> Prepared:
         """The arbiter and the task of ``request``; `APIError` 400 for a setting it may not ask."""
@@ -98,9 +113,10 @@ class Refiner:
         key = tuple(sorted(changes.items()))
         scenario = str(changes["scenario"])
         if key not in self._arbiters:
-            self._arbiters[key] = self.engines.make(self._resolved(changes))
+            run = self._resolved(changes, _named(route, request))
+            self._arbiters[key] = (self.engines.make(run), self._notices(run))
             while len(self._arbiters) > KEPT_ARBITERS:
-                self.engines.release(self._arbiters.popitem(last=False)[1])
+                self.engines.release(self._arbiters.popitem(last=False)[1][0])
         self._arbiters.move_to_end(key)
         task = Task(
             task_id="chatcmpl-" + uuid.uuid4().hex[:24],
@@ -108,7 +124,8 @@ class Refiner:
             prompt=prompt_of(request.messages),
             reference=dict(request.redraft.data),
         )
-        return Prepared(self._arbiters[key], task, route.strategy)
+        engine, notices = self._arbiters[key]
+        return Prepared(engine, task, route.strategy, notices)
 
     async def refine(self, prepared: Prepared) -> AsyncIterator[Checkpoint]:
         """The request's loop, a checkpoint per finished round, cut at the server's request timeout."""
@@ -123,7 +140,7 @@ class Refiner:
         if route.model:
             changes |= {"drafter": route.model, "critic": route.model}
         if asked.critic:
-            changes["critic"] = self._allowed(asked.critic, "redraft.critic")
+            changes["critic"] = named_model(asked.critic, self.own_models, "redraft.critic")
         limits = (("samples", asked.samples, s.max_samples), ("max_rounds", asked.rounds, s.max_rounds))
         for name, value, most in (*limits, ("max_tokens", request.token_limit, s.max_tokens)):
             if value is None:
@@ -144,6 +161,22 @@ class Refiner:
             changes |= {name: value for name, value in spends.items() if value is not None}
         return changes
 
+    def _notices(self, run: ResolvedRun) -> tuple[Notice, ...]:
+        """A revising strategy with no check: every answer scores 0, so nothing tells a revision it helped, and the
+        loop runs to its rounds or patience; the client is told, and what it could name."""
+        if run.scenario.name != CHAT or not run.strategy.revises:
+            return ()
+        strategy = run.strategy.name
+        known = self.known_checks
+        return (
+            Notice(
+                "no_check",
+                f"the request names no check, so every answer scores 0 and {strategy} revises blind until its "
+                f"rounds or patience run out; name one in redraft.check (known: {', '.join(known)}), or ask "
+                "redraft/none for a single answer",
+            ),
+        )
+
     def _scenario(self, check: str | None) -> str:
         if check is None:
             return CHAT
@@ -154,17 +187,22 @@ class Refiner:
         known = sorted(self.settings.checks) + [n for n in scenario_names() if ":" not in n]
         raise APIError(400, f"unknown check {check!r} (known: {', '.join(known)})", param="redraft.check")
 
-    def _allowed(self, model: str, param: str) -> str:
-        if model not in self.own_models and not model.startswith(REQUEST_PROVIDERS):
-            raise APIError(400, f"{param}: a request may not name the model {model!r}", param=param)
-        return model
-
-    def _resolved(self, changes: dict[str, Any]) -> ResolvedRun:
+    def _resolved(self, changes: dict[str, Any], named: dict[str, str]) -> ResolvedRun:
+        """The run ``changes`` make; `APIError` 400 for a bad one, or a model ``named`` by the request that it may
+        not have called (`redraft.serving._requested.check_named`)."""
         try:
             config = self.base.replace(**changes)
-            return resolve_run(config, task=Task(task_id="-", scenario=str(changes["scenario"]), prompt=""))
+            run = resolve_run(config, task=Task(task_id="-", scenario=str(changes["scenario"]), prompt=""))
         except UserError as exc:
             raise APIError(400, str(exc)) from None
+        check_named(run, named, self.own_models, self.settings.usd_per_period is not None)
+        return run
+
+
+def _named(route: Route, request: ChatRequest) -> dict[str, str]:
+    """The roles whose model the request names (role -> spec), the critic's own over the route's."""
+    named = {"drafter": route.model, "critic": route.model} if route.model else {}
+    return named | ({"critic": request.redraft.critic} if request.redraft.critic else {})
 
 
 def _manifest(base: ResolvedRun, name: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from redraft.errors import AuthenticationError, InfrastructureError
 from redraft.protocols.messages import Result, Usage
 from redraft.serving._openai import APIError
+from redraft.serving._refiner import Prepared
 
 RETRY_AFTER_S = 5
 """What a 503 asks the client to wait: a model endpoint down, or the replica's machinery failing."""
@@ -33,8 +34,10 @@ def _role_usage(usage: Usage) -> dict[str, Any]:
     }
 
 
-def redraft_object(result: Result, strategy: str, run: str) -> dict[str, Any]:
-    """What the response says of the loop behind it (``run``: the run directory under the server's ``--out``)."""
+def redraft_object(result: Result, prepared: Prepared, run: str) -> dict[str, Any]:
+    """What the response says of the loop behind it (``run``: the run directory under the server's ``--out``),
+    with the server's warnings about the request (`redraft.serving._refiner.Notice`)."""
+    strategy = prepared.strategy
     return {
         "trace_id": result.task_id,
         "run": run,
@@ -46,6 +49,7 @@ def redraft_object(result: Result, strategy: str, run: str) -> dict[str, Any]:
         "calls": result.usage.calls,
         "cost_usd": result.usage.cost_usd,
         "usage_by_role": {role: _role_usage(usage) for role, usage in sorted(result.usage_by_role.items())},
+        "warnings": [{"code": notice.code, "message": notice.message} for notice in prepared.notices],
     }
 
 
@@ -79,3 +83,13 @@ def machinery_error(exc: Exception) -> APIError:
         message = f"the machinery under the request failed: {exc}"
         return APIError(503, message, "service_unavailable", retry_after_s=RETRY_AFTER_S)
     return APIError(500, f"the request failed: {type(exc).__name__}", "server_error")
+
+
+def stopped() -> APIError:
+    """A loop cut because the server is stopping and its drain (``--drain-timeout``) is over."""
+    return APIError(
+        503,
+        "the server stopped before this request's loop finished (it was not recorded); retry",
+        "service_unavailable",
+        retry_after_s=RETRY_AFTER_S,
+    )

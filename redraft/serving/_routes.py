@@ -3,9 +3,10 @@
 ``redraft/STRATEGY`` plays the strategy with the server's models; ``redraft/STRATEGY/MODEL`` with MODEL (a
 backend spec) for every model role; an alias the server was started with (``--alias NAME=redraft/...``) stands
 for one of those. A request may name a model of the providers' APIs (``openai:``, ``anthropic:``, ``azure:``, on
-the server's own keys) or one the server itself was started with, never any other: a spec string can name a
-file to load (``local:``), a module to import (``scripted:``) or a URL to call (``openai-compatible:``), which
-is the operator's choice, not a client's.
+the server's own keys, by its name alone) or one the server itself was started with, never any other: a spec
+string can name a file to load (``local:``), a module to import (``scripted:``) or a URL to call
+(``openai-compatible:``, ``azure:...@URL``), which is the operator's choice, not a client's
+(`redraft.serving._requested`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from dataclasses import dataclass
 
 from redraft.errors import did_you_mean
 from redraft.serving._openai import APIError
+from redraft.serving._requested import named_model
 from redraft.strategies import strategy_names
 
 PREFIX = "redraft/"
-REQUEST_PROVIDERS = ("openai:", "anthropic:", "azure:")
-"""The backends a request may name a model of (on the server's keys)."""
 
 
 @dataclass(frozen=True)
@@ -52,14 +52,7 @@ def route(name: str, aliases: dict[str, str], own_models: frozenset[str]) -> Rou
             param="model",
             code="model_not_found",
         )
-    if model and model not in own_models and not model.startswith(REQUEST_PROVIDERS):
-        raise APIError(
-            400,
-            f"a request may name a model of {', '.join(p + 'MODEL' for p in REQUEST_PROVIDERS)} or one the server "
-            f"was started with, not {model!r}",
-            param="model",
-        )
-    return Route(strategy, model or None)
+    return Route(strategy, named_model(model, own_models, "model") if model else None)
 
 
 def served_names(aliases: dict[str, str]) -> list[str]:

@@ -43,6 +43,9 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     usd_per_period: float | None = None
     """The server's money budget: once its requests cost this much in a period, the rest are refused."""
     period_s: float = 86_400.0
+    drain_s: float = 5.0
+    """On SIGINT or SIGTERM: how long the requests in flight have to finish and be recorded before the server
+    stops; a loop still running then is cut and not recorded (`redraft.serving.serve_on_ray` says how on Ray)."""
     fleet_idle_s: float = 600.0
     """On Ray: a replica's role actors are stopped once no request has come for this long, started again by the
     next (`redraft.actors.FleetArbiters`)."""
@@ -60,6 +63,8 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
         ):
             if value <= 0:
                 raise UserError(f"{name} must be above 0, got {value}")
+        if self.drain_s < 0:
+            raise UserError(f"--drain-timeout must be at least 0, got {self.drain_s:g}")
         if self.fleet_idle_s < 0:
             raise UserError(f"--fleet-idle must be at least 0, got {self.fleet_idle_s:g}")
         if self.usd_per_period is not None and self.usd_per_period < 0:

@@ -189,3 +189,27 @@ def test_the_served_socket_sends_each_answer_at_once_without_waiting_for_the_cli
             assert client.recv(65536).startswith(b"HTTP/1.1 200")
         listening = [s for server in app.uvicorn.servers for s in server.sockets]
         assert listening and all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in listening)
+
+
+def test_a_request_naming_no_check_for_a_revising_strategy_is_warned_in_the_response_and_the_log(
+    tmp_path: Path,
+) -> None:
+    body = {"model": "redraft/adversarial", "messages": ASK}
+    with served(settings(tmp_path)) as app:
+        blind = httpx.post(f"{app.base_url}/chat/completions", json=body, timeout=60)
+        with httpx.stream("POST", f"{app.base_url}/chat/completions", json=body | {"stream": True}, timeout=60) as s:
+            streamed = [line for line in s.iter_lines() if line]
+        checked = httpx.post(
+            f"{app.base_url}/chat/completions", json=body | {"redraft": {"check": "has42"}}, timeout=60
+        )
+        single = httpx.post(f"{app.base_url}/chat/completions", json=body | {"model": "redraft/none"}, timeout=60)
+    (warning,) = blind.json()["redraft"]["warnings"]
+    assert warning["code"] == "no_check" and "has42" in warning["message"] and "scores 0" in warning["message"]
+    assert blind.headers["x-redraft-warning"] == "no_check"
+    assert any(line.startswith(": redraft: warning:") and "no check" in line for line in streamed)
+    last = json.loads([line for line in streamed if line.startswith("data: {")][-1][len("data: ") :])
+    assert [w["code"] for w in last["redraft"]["warnings"]] == ["no_check"]
+    for quiet in (checked, single):
+        assert quiet.json()["redraft"]["warnings"] == [] and "x-redraft-warning" not in quiet.headers
+    logged = (tmp_path / "serve.log").read_text().splitlines()
+    assert len(logged) == 2 and blind.json()["id"] in logged[0] and "WARNING" in logged[0]
