@@ -23,16 +23,17 @@ from tests.support.paths import REPO_ROOT
 PACKAGE = REPO_ROOT / "redraft"
 
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(),
+    "plaintext": set(),
+    "errors": {"plaintext"},
     "services": set(),
     "jsonlines": set(),
     "stats": set(),
     "plugins": {"errors"},
-    "protocols": {"errors"},
+    "protocols": {"errors", "plaintext"},
     "config": {"errors", "protocols"},
     "strategies": {"errors", "plugins", "protocols", "services"},
-    "sandbox": {"errors"},
-    "backends": {"errors", "plugins", "protocols", "services", "jsonlines"},
+    "sandbox": {"errors", "plaintext"},
+    "backends": {"errors", "plugins", "protocols", "services", "jsonlines", "plaintext"},
     "scenarios": {"errors", "plugins", "protocols", "sandbox"},
     "engine": {
         "errors",
@@ -45,6 +46,7 @@ ALLOWED: dict[str, set[str]] = {
         "scenarios",
         "sandbox",
         "rundir",
+        "plaintext",
     },
     "judging": {
         *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),
