@@ -296,3 +296,27 @@ def test_a_judge_grade_that_failed_with_no_grades_still_fails_the_task() -> None
         _result("j"), Grade(task_id="j", error="the judge answered no valid grade", error_type="ModelError")
     )
     assert (written.graded_pass, written.initial_graded_pass, written.grade_error) == (False, False, "ModelError")
+
+
+# ---------------------------------------------------------------- an errored task keeps what it paid
+
+
+def test_a_task_that_ends_on_an_empty_reply_keeps_the_call_it_paid_for() -> None:
+    spec = ScriptedSpec(script=["", ""], spec="scripted:empty")
+    config = RunConfig.build(samples=1, max_rounds=2, strategy="none")
+    done = refine(TASK, config, check=_check_with_unencodable_words, backends={"drafter": spec, "critic": spec})
+    result = done.result
+    assert result.stop_reason == "error" and result.error_type == "ModelError"
+    assert "returned an empty draft" in (result.error or "")
+    assert result.usage.calls == 1 and result.usage.input_tokens > 0  # billed, so recorded
+    assert result.usage_by_role["drafter"].calls == 1
+    encodes_whole(done.trace)
+
+
+def test_an_empty_sample_beside_a_good_one_is_dropped_and_still_counted() -> None:
+    spec = ScriptedSpec(script=lambda request: "Answer: 7" if request.seed % 2 else "", spec="scripted:half")
+    config = RunConfig.build(samples=4, max_rounds=1, strategy="best_of_n")
+    done = refine(TASK, config, check=_check_with_unencodable_words, backends={"drafter": spec, "critic": spec})
+    drafts = [m for m in done.trace if isinstance(m, Draft)]
+    assert done.result.error is None and done.result.passed
+    assert done.result.usage.calls == 4 and len(drafts) < 4  # every sample paid; the empty ones dropped
