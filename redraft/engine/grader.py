@@ -176,17 +176,16 @@ def with_grades(result: Result, grade: Grade) -> Result:
 _FAILED = CandidateGrade(round=0, sample=0, score=0.0, passed=False)
 
 
-def failed_grade(request: GradeRequest, error: str, cause: str, **fields: Any) -> Grade:
+def failed_grade(request: GradeRequest, error: str, cause: str) -> Grade:
     """The grade of a task whose grade could not be made: every candidate asked about failed, for ``error`` (in
-    words) whose cause is ``cause`` (typed: the exception's class, ``hung``...); ``fields``: the rest of the
-    `Grade` (a judge's usage)."""
+    words) whose cause is ``cause`` (typed: the exception's class, ``hung``...)."""
     error = plain_text(error)
     grades = [
         CandidateGrade(round=c.round, sample=c.sample, score=0.0, passed=False, detail=f"not graded: {error}"[:500])
         for c in request.candidates
     ]
     task = request.task
-    return Grade(task_id=task.task_id, gold=task.gold, grades=grades, error=error, error_type=cause, **fields)
+    return Grade(task_id=task.task_id, gold=task.gold, grades=grades, error=error, error_type=cause)
 
 
 def graded(result: Result, grade: Grade, prices: PriceTable | None = None) -> tuple[list[Message], Result]:

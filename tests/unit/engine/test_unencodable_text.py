@@ -320,3 +320,21 @@ def test_an_empty_sample_beside_a_good_one_is_dropped_and_still_counted() -> Non
     drafts = [m for m in done.trace if isinstance(m, Draft)]
     assert done.result.error is None and done.result.passed
     assert done.result.usage.calls == 4 and len(drafts) < 4  # every sample paid; the empty ones dropped
+
+
+def test_a_compare_arm_counts_grades_that_could_not_be_made_in_its_rate_and_by_cause() -> None:
+    from redraft.comparison._analysis import arm_summary
+    from redraft.comparison._lane_figures import Behaviour, TaskFigures
+    from redraft.comparison._result import _grade_error_notes
+
+    def figures(task_id: str, passed: bool, grade_error: str | None = None) -> TaskFigures:
+        return TaskFigures(task_id, passed, passed, passed, 1, 10, 0.0, 1.0, grade_error=grade_error)
+
+    lane = [figures(f"r{i}", True) for i in range(4)] + [figures(f"w{i}", False, "ProtocolError") for i in range(4)]
+    arm = arm_summary("none", [lane], Behaviour(), oracle=False)
+    assert (arm.tasks, arm.ungraded, arm.pass_rate, arm.grade_errors) == (8, 0, 0.5, {"ProtocolError": 4})
+    assert _grade_error_notes([arm]) == [
+        "none: 4 task(s) graded as failed because their grade could not be made (ProtocolError 4)"
+    ]
+    encoded = msgspec.json.decode(msgspec.json.encode(arm))  # as comparison.json holds it
+    assert encoded["grade_errors"] == {"ProtocolError": 4}
