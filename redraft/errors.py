@@ -34,6 +34,8 @@ import traceback
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
+from redraft.plaintext import plain_text
+
 
 class RedraftError(Exception):
     """Base of every error redraft raises on purpose."""
@@ -100,7 +102,8 @@ class CheckError(RedraftError):
         where = _frame_name(frames[-1]) if frames else ""
         lines = [f"  {_frame_name(f)}\n    {(f.line or '').strip()}" for f in frames]
         trace = "\n".join(["Traceback (most recent call last):", *lines, *traceback.format_exception_only(exc)])
-        return cls(f"{check} raised {type(exc).__name__}: {exc}", raised=type(exc).__name__, where=where, trace=trace)
+        message = plain_text(f"{check} raised {type(exc).__name__}: {exc}")  # what it raised may quote a candidate
+        return cls(message, raised=type(exc).__name__, where=plain_text(where), trace=plain_text(trace))
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild_check_error, (str(self), self.raised, self.where, self.trace))
@@ -369,7 +372,7 @@ def cause_of(exc: BaseException) -> BaseException:
 def describe(exc: BaseException) -> str:
     """One line naming an exception and its last message line, unwrapping Ray's task-error wrapper."""
     exc = cause_of(exc)
-    text = str(exc).strip().splitlines()
+    text = plain_text(str(exc)).strip().splitlines()  # a message may quote a candidate's text: made plain here
     return f"{type(exc).__name__}: {text[-1] if text else ''}"[:500]
 
 

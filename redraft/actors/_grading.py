@@ -3,8 +3,9 @@
 A task whose loop finished and that has gold to be graded against (`redraft.engine.grader.grade_request`),
 or any finished task when the run has a judge (whose members are then the graders), is sent to a grader
 member; one that dies or hangs is asked again on another, at most `GRADE_TRIES` times in all, and
-after that the task is written with its grade missing (``Grade.error``), never lost: the loop's result stands
-whatever the grader does. An instant grade (the driver's own, `redraft.actors._placement`) is written at once.
+after that the task is written graded as failed, with why (`redraft.engine.grader.failed_grade`), never lost and
+never out of the graded rate: the loop's result stands whatever the grader does. An instant grade (the driver's
+own, `redraft.actors._placement`) is written at once.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from redraft.actors._leases import Lease
 from redraft.actors._metrics import RunMetrics
 from redraft.actors._ray import is_actor
 from redraft.backends.pricing import PriceTable
-from redraft.engine.grader import graded
-from redraft.errors import describe, member_failure
-from redraft.protocols.messages import Grade, Result, decode_as, encode
+from redraft.engine.grader import failed_grade, graded
+from redraft.errors import describe, error_type, member_failure
+from redraft.protocols.messages import Grade, GradeRequest, Result, decode_as, encode
 
 GRADE_TRIES = 3
 GRADE_WATCHDOG_S = 600.0
@@ -72,7 +73,7 @@ class GradeStage:
         self.in_flight[self.fleet.ask_grader(member, encode(request))] = pending
 
     def land(self, ref: Any, pending: Pending) -> None:
-        """The grader's reply; a grader that died or hung is asked again elsewhere, else the grades are missing."""
+        """The grader's reply; a grader that died or hung is asked again elsewhere, else the task is graded failed."""
         import ray
 
         try:
@@ -81,15 +82,21 @@ class GradeStage:
             if member_failure(exc) and pending.grade_tries < GRADE_TRIES:
                 self.send(pending)
                 return
-            grade = Grade(task_id=pending.task.task_id, error=describe(exc))
+            grade = failed_grade(self._asked(pending), describe(exc), error_type(exc))
         self.written(pending, grade)
 
     def hung(self, pending: Pending) -> None:
-        """``pending``'s grader passed its deadline (its call is cancelled): ask another, or write it ungraded."""
+        """``pending``'s grader passed its deadline (its call is cancelled): ask another, or write it failed."""
         if pending.grade_tries < GRADE_TRIES:
             self.send(pending)
         else:
-            self.written(pending, Grade(task_id=pending.task.task_id, error="hung"))
+            error = f"the grader did not answer within {self.watchdog_s:g} s on each of {GRADE_TRIES} tries"
+            self.written(pending, failed_grade(self._asked(pending), error, "hung"))
+
+    @staticmethod
+    def _asked(pending: Pending) -> GradeRequest:
+        assert pending.grading is not None  # set before any grader was asked
+        return pending.grading
 
     def written(self, pending: Pending, grade: Grade) -> None:
         """Write a graded task: its loop's frames, the `Grade`, the graded `Result` last."""

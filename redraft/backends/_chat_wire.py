@@ -90,7 +90,7 @@ def decode_reply(payload: bytes) -> WireReply:
 
     msgspec refuses a JSON string holding a lone surrogate escape (``"\\ud800"``), which Python's
     own decoder takes: such a body is decoded again that way, so a misbehaving model costs a
-    character (`redraft.backends.base.valid_text`), not the call.
+    character (`redraft.plaintext.plain_text`), not the call.
     """
     try:
         return bounded(_reply_decoder.decode, payload, what="the server's reply", max_bytes=MAX_FRAME_BYTES)

@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from redraft.backends._retrying import RetryPolicy, sdk_error, with_retries
-from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop, valid_text
+from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop
 from redraft.backends.registry import backend
 from redraft.errors import BackendError, RetryableBackendError, UserError
+from redraft.plaintext import plain_text
 from redraft.protocols.messages import Usage
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ class AnthropicChat:
             usage = response.usage
             cache_reads, cache_writes = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
             return Completion(
-                text=valid_text(text),
+                text=plain_text(text),
                 usage=Usage(
                     input_tokens=usage.input_tokens + cache_reads + cache_writes,
                     output_tokens=usage.output_tokens,

@@ -9,13 +9,13 @@ actor then calls `create()` once, inside the actor, to build its client.
 from __future__ import annotations
 
 import asyncio
-import re
 import weakref
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 
+from redraft.plaintext import plain_text
 from redraft.protocols.messages import ChatMessage, Usage
 
 C = TypeVar("C", bound="Closable")
@@ -59,21 +59,26 @@ class Completion(msgspec.Struct, frozen=True, kw_only=True):
     latency_s: float
 
 
-def valid_text(text: str) -> str:
-    """A model's reply as text a frame can carry: each lone surrogate (what a JSON ``"\\ud800"`` escape
-    decodes to, and UTF-8 cannot encode) replaced by U+FFFD. A misbehaving model costs a character, not
-    the task."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 @runtime_checkable
 class Backend(Protocol):
     """A model client. Implementations must not block the event loop."""
 
     async def complete(self, request: ChatRequest) -> Completion: ...
+
+
+class PlainReplies:
+    """``inner``'s replies made plain (`redraft.plaintext.plain_text`): whatever a backend returns (a third
+    party's, a test double, a local model's bytes), a reply a frame cannot carry costs a character, not the task
+    and not the call it paid for. Every client a role calls its model through is one
+    (`redraft.backends.cache.cached`)."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        completion = await self.inner.complete(request)
+        text = plain_text(completion.text)
+        return completion if text is completion.text else msgspec.structs.replace(completion, text=text)
 
 
 @runtime_checkable

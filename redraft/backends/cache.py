@@ -32,7 +32,7 @@ from pathlib import Path
 
 import msgspec
 
-from redraft.backends.base import Backend, ChatRequest, Completion
+from redraft.backends.base import Backend, ChatRequest, Completion, PlainReplies
 
 _encoder = msgspec.msgpack.Encoder(order="deterministic")
 _decoder = msgspec.msgpack.Decoder(Completion)
@@ -109,8 +109,10 @@ _OPEN_LOCK = threading.Lock()
 
 
 def cached(backend: Backend, spec: str, *, enabled: bool, payer: str = "") -> Backend:
-    """``backend`` behind this node's response cache, unless disabled or a scripted double; the answers it pays
-    for are recorded as ``payer``'s ('': nobody's, so every hit is saved)."""
+    """``backend``, its replies made plain (`PlainReplies`: the client every role holds), behind this node's
+    response cache unless disabled or a scripted double; the answers it pays for are recorded as ``payer``'s ('':
+    nobody's, so every hit is saved)."""
+    backend = PlainReplies(backend)  # before the cache: an entry is always text a frame can carry
     if not enabled or spec.startswith("scripted"):
         return backend
     path = cache_dir() / "responses.sqlite"

@@ -53,9 +53,10 @@ from urllib.parse import urlsplit
 
 from redraft.backends._chat_wire import ChatWire, StatusError, WireReply
 from redraft.backends._retrying import RetryPolicy, error_for_status, sdk_error, server_detail, with_retries
-from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop, valid_text
+from redraft.backends.base import Backend, ChatRequest, Completion, PerLoop
 from redraft.backends.registry import backend
 from redraft.errors import BackendError, RetryableBackendError, UserError
+from redraft.plaintext import plain_text
 from redraft.protocols.messages import Usage
 
 if TYPE_CHECKING:
@@ -230,7 +231,7 @@ class OpenAIChat:
             usage = response.usage
             details = usage.prompt_tokens_details if usage is not None else None
             return Completion(
-                text=valid_text(choice.message.content or ""),
+                text=plain_text(choice.message.content or ""),
                 usage=Usage(
                     input_tokens=usage.prompt_tokens if usage is not None else 0,
                     output_tokens=usage.completion_tokens if usage is not None else 0,

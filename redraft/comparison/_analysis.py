@@ -19,7 +19,7 @@ is significant all come from that test, so they cannot disagree.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Literal
 
@@ -159,6 +159,8 @@ class ArmFigures(msgspec.Struct, kw_only=True):
     compared_cost: dict[str, float] | None = None
     """Mean calls, tokens and usd per task over the tasks it is compared on (graded; an errored task spent
     little and is not compared): what its baselines are matched at. None in comparisons written before it."""
+    grade_errors: dict[str, int] = {}
+    """Tasks (over repeats) whose grade could not be made, counted by cause: graded as failed, so in ``tasks``."""
 
 
 class Curve(msgspec.Struct, kw_only=True):
@@ -277,6 +279,7 @@ def arm_summary(name: str, repeats: list[list[TaskFigures]], behaviour: Behaviou
             "tokens": _mean([float(t.tokens) for t in compared]),
             "usd": _mean([t.usd for t in compared]),
         },
+        grade_errors=dict(Counter(t.grade_error for t in every if t.grade_error is not None)),
     )
 
 

@@ -75,6 +75,8 @@ class TaskFigures:
     wall_s: float
     by_round: list[bool | None] = field(default_factory=list)
     """The graded pass of the best so far after each decided round."""
+    grade_error: str | None = None
+    """Why its grade could not be made (it is graded as failed: `redraft.protocols.messages.Result.grade_error`)."""
 
 
 @dataclass
@@ -112,6 +114,7 @@ def arm_figures(root: Path, basis: Basis = "grade") -> tuple[list[TaskFigures], 
                 usd=spent.cost_usd,
                 wall_s=result.wall_s,
                 by_round=_by_round(messages, grades),
+                grade_error=result.grade_error,
             )
         )
         _behaviour(messages, grades, behaviour)

@@ -76,7 +76,10 @@ def build(plan: ComparePlan, match: Match, judged: Judged | None = None) -> Comp
         baselines=curves,
         against_baselines=vs_baselines,
         between_arms=vs_arms,
-        notes=_basis_notes(basis) + _oracle_notes(arms, oracles[BASELINE]) + _notes(vs_baselines, curves),
+        notes=_basis_notes(basis)
+        + _oracle_notes(arms, oracles[BASELINE])
+        + _notes(vs_baselines, curves)
+        + _grade_error_notes(arms),
         basis=basis,
         judge=None if judged is None else judge_note(*judged, [plan.out / lane.label for lane in plan.lanes()]),
     )
@@ -145,6 +148,16 @@ def _notes(vs_baselines: list[Difference], curves: list[Curve]) -> list[str]:
         pairs = ", ".join(f"{d.a} vs {d.b}" for d in noisy)
         notes.append(f"within noise (p >= 0.05, and the 95% interval of the difference holds 0): {pairs}")
     return list(dict.fromkeys(notes))
+
+
+def _grade_error_notes(arms: list[ArmFigures]) -> list[str]:
+    """Each arm whose tasks' grades could not all be made: graded as failed, and said why."""
+    return [
+        f"{arm.name}: {sum(arm.grade_errors.values())} task(s) graded as failed because their grade could not be "
+        f"made ({', '.join(f'{cause} {n}' for cause, n in sorted(arm.grade_errors.items()))})"
+        for arm in arms
+        if arm.grade_errors
+    ]
 
 
 def _oracle_notes(arms: list[ArmFigures], baseline_oracle: bool) -> list[str]:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from redraft.engine._failures import empty_draft, raise_failures
 from redraft.engine._rules import Rules
 from redraft.engine.pools import Member, Outcome, Reply, Request, RolePool
 from redraft.errors import (
@@ -226,7 +227,12 @@ class TaskLoop:
             sent = await pool.call_many([requests[k] for k in todo], [self._offset + k for k in todo], self.waiting)
             for k, got in zip(todo, sent, strict=True):
                 outcomes[k] = got
-        _raise_failures(outcomes, pool.role, partial_ok=partial_ok)
+        for k, outcome in enumerate(outcomes):
+            if (empty := empty_draft(outcome)) is not None:
+                assert isinstance(outcome, Draft)
+                self._account(pool.role, outcome.model, outcome.usage, replayed=k not in todo)  # paid, kept
+                outcomes[k] = empty
+        raise_failures(outcomes, pool.role, partial_ok=partial_ok)
         replies: list[R] = []
         for k, outcome in enumerate(outcomes):
             if isinstance(outcome, BaseException) or outcome is None:
@@ -378,17 +384,6 @@ class TaskLoop:
                 limit=verdict.limit,
             )
         )
-
-
-def _raise_failures(outcomes: Sequence[Outcome | None], role: RoleName, *, partial_ok: bool) -> None:
-    """Raise what ends the round: refused credentials, the machinery's failure (the task is then redone whole,
-    so it ends as an undisturbed one would: such a sample is never merely dropped), or failures where none may
-    be dropped (``partial_ok`` False) or none succeeded."""
-    failures = [o for o in outcomes if isinstance(o, BaseException)]
-    fatal: list[BaseException] = [f for f in failures if isinstance(f, AuthenticationError)]
-    fatal += [i for i in (machinery_failure(f, role=role) for f in failures) if i is not None]
-    if fatal or (failures and (not partial_ok or len(failures) == len(outcomes))):
-        raise (fatal or failures)[0]
 
 
 def _tag(kind: type[msgspec.Struct]) -> str:

@@ -11,8 +11,9 @@ drafter's own model. Both live in the one role, so an escalation is placed,
 retried, cached and traced as every draft is, in one process and on a cluster;
 its `Draft.model` names the stronger model, and its call is priced at its price.
 
-A reply with no text at all is a `ModelError` (the sample is dropped, as a failed
-call is); any other text, however wrong, is a candidate for the verifier to judge.
+A reply with no text at all is returned as a draft with its cost, and the task loop drops it as a
+`ModelError` (`redraft.engine._failures.empty_draft`: the sample is dropped, as a failed call is, its cost
+kept); any other text, however wrong, is a candidate for the verifier to judge.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from redraft.engine._patches import apply_edits
 from redraft.engine._plan_prompts import plan_messages
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import built_in, draft_messages, reflect_messages
-from redraft.errors import ModelError, ProtocolError
+from redraft.errors import ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Reflection, ReflectRequest
 from redraft.scenarios import get_scenario
 from redraft.services import current
@@ -78,10 +79,8 @@ class Drafter(ModelRole):
             assert request.revision is not None
             patched = apply_edits(request.revision.best_text, completion.text)
             text, applied, errors = patched.text, patched.applied, patched.errors
-        if not text.strip():
-            # Nothing to verify or revise: the model failed, the candidate is not merely wrong. The
-            # sample is dropped like a failed call; a round left with no sample ends the task.
-            raise ModelError(f"{completion.model} returned an empty draft (finish reason {completion.finish_reason!r})")
+        # An empty text is returned as it came, with what its call cost: the task loop drops it as a failed call
+        # (`redraft.engine._task_loop.empty_draft`), and keeps that cost, even when the task ends on it.
         return Draft(
             task_id=request.task.task_id,
             round=request.round,

@@ -16,8 +16,14 @@ by the ``judge`` entry of the ``redraft.graders`` entry-point group (`GRADERS`: 
 
 Grades run in worker threads (a grade may execute code in the sandbox), at most one per CPU at once, like
 checks. A scenario whose grade is instant (`Scenario.check_cost`) has no grader actors: the driver grades
-its tasks itself, on its own thread (`Grader.grade_here`). A grade function that raises does not fail the
-task: its `Grade` carries the ``error`` and no grades, so the task's grades are missing (null), not 0.
+its tasks itself, on its own thread (`Grader.grade_here`).
+
+Every task with something to grade against stays in the graded rate: a grade that cannot be made (a grade
+function that raised, a grade no frame can carry, a grader that hung or died on every try, a judge that
+answered nothing valid) is a graded failure of each candidate asked about (`failed_grade`), its cause typed in
+``Grade.error_type`` and the task's ``Result.grade_error``, which the run's tables count. The words a grade
+returns are made plain (`redraft.plaintext`) where they enter, here, so a candidate's text cannot make its
+own grade unencodable; a grade that still cannot be encoded is failed the same way, never dropped.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ from redraft.backends.pricing import PriceTable, default_prices
 from redraft.engine._workers import Workers
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts
-from redraft.errors import ProtocolError, describe
+from redraft.errors import ProtocolError, describe, error_type
+from redraft.plaintext import plain_text
 from redraft.plugins import Registry
 from redraft.protocols.messages import (
     CandidateGrade,
@@ -49,6 +56,7 @@ from redraft.protocols.messages import (
     Task,
     Usage,
     Verification,
+    encode,
 )
 from redraft.scenarios import Scenario, get_scenario
 
@@ -147,17 +155,37 @@ def candidates_of(trace: Sequence[Message]) -> list[CandidateText]:
 
 
 def with_grades(result: Result, grade: Grade) -> Result:
-    """``result`` with the grades of its final answer and of round 0's leader (null where not graded)."""
+    """``result`` with the grades of its final answer and of round 0's leader (null where not graded); when the
+    grade could not be made (``grade.error``), each is a failure, and ``grade_error`` says why."""
     by_candidate: dict[tuple[int | None, int | None], CandidateGrade] = {(g.round, g.sample): g for g in grade.grades}
     final = by_candidate.get((result.best_round, result.best_sample))
     initial = by_candidate.get((0, result.initial_sample))
+    if grade.error is not None:  # whatever a failed grade left out is failed too: no task leaves the graded rate
+        final = final or _FAILED
+        initial = initial or (_FAILED if result.initial_sample is not None else None)
     return msgspec.structs.replace(
         result,
         grade=final.score if final else None,
         graded_pass=final.passed if final else None,
         initial_grade=initial.score if initial else None,
         initial_graded_pass=initial.passed if initial else None,
+        grade_error=(grade.error_type or "GradeError") if grade.error is not None else None,
     )
+
+
+_FAILED = CandidateGrade(round=0, sample=0, score=0.0, passed=False)
+
+
+def failed_grade(request: GradeRequest, error: str, cause: str) -> Grade:
+    """The grade of a task whose grade could not be made: every candidate asked about failed, for ``error`` (in
+    words) whose cause is ``cause`` (typed: the exception's class, ``hung``...)."""
+    error = plain_text(error)
+    grades = [
+        CandidateGrade(round=c.round, sample=c.sample, score=0.0, passed=False, detail=f"not graded: {error}"[:500])
+        for c in request.candidates
+    ]
+    task = request.task
+    return Grade(task_id=task.task_id, gold=task.gold, grades=grades, error=error, error_type=cause)
 
 
 def graded(result: Result, grade: Grade, prices: PriceTable | None = None) -> tuple[list[Message], Result]:
@@ -199,7 +227,7 @@ class Grader:
         try:
             verdicts = await asyncio.gather(*(self._grade_one(request.task, text) for text in texts))
         except Exception as exc:
-            return _missing(request, exc)
+            return _failed(request, exc)
         return _reply(request, dict(zip(texts, verdicts, strict=True)))
 
     def grade_here(self, request: GradeRequest) -> Grade:
@@ -209,7 +237,7 @@ class Grader:
         try:
             verdicts = [_clamped(self._scenario.grade(request.task, text)) for text in texts]
         except Exception as exc:
-            return _missing(request, exc)
+            return _failed(request, exc)
         return _reply(request, dict(zip(texts, verdicts, strict=True)))
 
     async def _grade_one(self, task: Task, text: str) -> Marks | None:
@@ -227,18 +255,23 @@ def _distinct_texts(request: GradeRequest) -> list[str]:
 def _clamped(verdict: CheckResult | None) -> Marks | None:
     if verdict is None:
         return None
-    return min(max(verdict.score, 0.0), 1.0), verdict.passed, verdict.detail
+    return min(max(verdict.score, 0.0), 1.0), verdict.passed, verdict.plain().detail
 
 
 def _reply(request: GradeRequest, by_text: dict[str, Marks | None]) -> Grade:
     task = request.task
     grades = [_graded(c, by_text[c.text]) for c in request.candidates if by_text[c.text] is not None]
-    return Grade(task_id=task.task_id, gold=task.gold, grades=grades)
+    grade = Grade(task_id=task.task_id, gold=task.gold, grades=grades)
+    try:
+        encode(grade)  # what cannot travel as a frame fails here, as the grade of its task, not lost on the way
+    except ProtocolError as exc:
+        return _failed(request, exc)
+    return grade
 
 
-def _missing(request: GradeRequest, exc: BaseException) -> Grade:
-    """The reply when grading itself broke: no evidence about the candidates, so their grades are missing."""
-    return Grade(task_id=request.task.task_id, gold=request.task.gold, error=describe(exc))
+def _failed(request: GradeRequest, exc: BaseException) -> Grade:
+    """The reply when grading itself broke: each candidate failed, for that reason (`failed_grade`)."""
+    return failed_grade(request, describe(exc), error_type(exc))
 
 
 def _graded(candidate: CandidateText, verdict: Marks | None) -> CandidateGrade:

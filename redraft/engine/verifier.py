@@ -37,6 +37,7 @@ from redraft.engine._workers import Workers
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts, answer_messages, question_messages
 from redraft.errors import CheckError, ProtocolError, RedraftError
+from redraft.plaintext import plain_text
 from redraft.protocols.messages import (
     CheckResult,
     Observation,
@@ -92,6 +93,7 @@ class Verifier:
             checks, answer, observation = self._check(request)
         else:
             checks, answer, observation = await self._workers.run(self._check, request)
+        checks = [c.plain() for c in checks]  # any scenario's words, a user's check's too, enter the loop here
         questions, usage, model = await self._questions(request)
         return Verification(
             task_id=draft.task_id,
@@ -161,7 +163,7 @@ class Verifier:
             raise  # it names its own cause, e.g. SandboxError: the sandbox itself could not run
         except Exception as exc:  # a bug in the check is no evidence against the candidate: end the task
             raise CheckError.of(f"the check of {self._scenario.name}", exc) from exc
-        return checks, answer, None
+        return checks, answer if answer is None else plain_text(answer), None
 
     def _feedback(self, task: Task, text: str) -> list[CheckResult]:
         """The scenario's checks; in an oracle-feedback run, its held-out grade (the checks if it has none)."""

@@ -25,7 +25,7 @@ from redraft.backends import BackendSpec
 from redraft.engine.grader import GRADERS, JudgeAsk, JudgeSetup
 from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts
-from redraft.errors import ProtocolError, UserError, describe
+from redraft.errors import ProtocolError, UserError, describe, error_type
 from redraft.judging.judge import JUDGE_SETTINGS, Judge, Judgment, judge_prompts, rubric_text
 from redraft.judging.rubric import Rubric, load_rubric, scenario_rubric
 from redraft.protocols.messages import CandidateGrade, Grade, GradeRequest, Task, Usage
@@ -69,9 +69,10 @@ class JudgeGrader:
                 asyncio.gather(*(self._judged(task, text) for text in texts)), self._deadline_s
             )
         except TimeoutError:
-            return Grade(task_id=task.task_id, error=f"the judge did not answer within {self._deadline_s:g} s")
+            late = f"the judge did not answer within {self._deadline_s:g} s"
+            return Grade(task_id=task.task_id, error=late, error_type="hung")
         except Exception as exc:  # the backend failed for good (its retries spent): the grades are missing
-            return Grade(task_id=task.task_id, error=f"the judge failed: {describe(exc)}")
+            return Grade(task_id=task.task_id, error=f"the judge failed: {describe(exc)}", error_type=error_type(exc))
         by_text = dict(zip(texts, judged, strict=True))
         grades, errors, usage, model = [], [], Usage(), ""
         for candidate in request.candidates:
@@ -84,7 +85,10 @@ class JudgeGrader:
             usage = sum((j.usage for j in judgments), usage)
             model = model or next((j.model for j in judgments if j.model), "")
         error = f"the judge answered no valid grade: {errors[0]}" if errors and not grades else None
-        return Grade(task_id=task.task_id, grades=grades, error=error, judge=model or None, usage=usage)
+        cause = "ModelError" if error else None  # its judgments were all invalid: the judge misbehaved
+        return Grade(
+            task_id=task.task_id, grades=grades, error=error, error_type=cause, judge=model or None, usage=usage
+        )
 
     async def _judged(self, task: Task, text: str) -> list[Judgment]:
         return list(await asyncio.gather(*(self._judge.grade(task, text, seed=seed) for seed in range(self._repeats))))

@@ -254,6 +254,9 @@ class Result(_Frame, tag="result", frozen=True, kw_only=True):
     """With cause ``CheckError``: where it raised (``file.py:12 in fn``, the file's base name only)."""
     traceback: str | None = None
     """With cause ``CheckError``: the check's traceback, base names only."""
+    grade_error: str | None = None
+    """Set when the held-out grade could not be made (`Grade.error_type`: ``ProtocolError``, ``hung``...): the
+    task is graded as failed, with this reason counted, never left out of the graded rate."""
 
 
 class PlanVersion(_Frame, tag="plan", frozen=True, kw_only=True):
@@ -293,10 +296,13 @@ class Grade(_Frame, tag="grade", frozen=True, kw_only=True):
     gold: dict[str, Any] = {}
     grades: list[CandidateGrade] = []
     error: str | None = None
-    """Set when the grade itself failed (a broken grade function, a judge that answered nothing valid): the
-    grades are then missing, not 0."""
+    """Set when the grade itself could not be made (a grade function that raised, a grade no frame could carry, a
+    grader that hung, a judge that answered nothing valid): every candidate asked about is then graded as failed,
+    with this reason (`redraft.engine.grader.failed_grade`), so the task stays in the graded rate."""
     judge: str | None = None
     """The judge's model, as its backend named it (what its calls are priced by), when a model graded
     (``--judge``); None for the scenario's own grade."""
     usage: Usage = Usage()
     """What the judge's calls spent (0 USD as sent: the driver prices it, as the arbiter prices the loop's)."""
+    error_type: str | None = None
+    """With ``error``: its cause, typed (the exception's class, ``hung``...): what the run's tables count it by."""

@@ -11,6 +11,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from redraft.plaintext import plain_text
+
 RevisionMode = Literal["rewrite", "patch"]
 StopReason = Literal["threshold", "budget", "max_rounds", "stable", "no_improvement", "error"]
 StopLimit = Literal["tokens", "calls", "usd", "task_timeout", "run_deadline"]
@@ -128,6 +130,14 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     """In [0, 1]."""
     detail: str = ""
     """Why it failed (or what it saw); shown to the drafter on revision."""
+
+    def plain(self) -> CheckResult:
+        """This result with its text made plain (`redraft.plaintext.plain_text`): a check's words may quote a
+        candidate's, and a frame carries UTF-8 only."""
+        name, detail = plain_text(self.name), plain_text(self.detail)
+        if name == self.name and detail == self.detail:
+            return self
+        return msgspec.structs.replace(self, name=name, detail=detail)
 
 
 class Issue(msgspec.Struct, frozen=True, kw_only=True):

@@ -80,6 +80,9 @@ class Summary(msgspec.Struct, kw_only=True):
     """Those failed attempts, counted by cause (``ActorDiedError``, ``CallTimeoutError``...)."""
     check_errors: dict[str, int] = {}
     """Tasks a check's failure ended, counted by what it raised and where (``KeyError at check.py:5 in f``)."""
+    grade_errors: dict[str, int] = {}
+    """Tasks whose held-out grade could not be made, graded as failed (in ``graded``), counted by cause
+    (``Result.grade_error``: ``ProtocolError``, ``hung``...)."""
 
 
 def summarize(results: Iterable[Result], *, wall_s: float) -> Summary:
@@ -120,6 +123,7 @@ class Tally:
     retried_tasks: int = 0
     retries: Counter[str] = field(default_factory=Counter)
     check_errors: Counter[str] = field(default_factory=Counter)
+    grade_errors: Counter[str] = field(default_factory=Counter)
 
     def add(self, r: Result) -> None:
         self.tasks += 1
@@ -142,6 +146,8 @@ class Tally:
         for role, role_usage in r.usage_by_role.items():
             self.by_role[role] = self.by_role.get(role, Usage()) + role_usage
         self.unpriced.update(r.unpriced_models)
+        if r.grade_error is not None:
+            self.grade_errors[r.grade_error] += 1
         if r.graded_pass is not None:
             initial = bool(r.initial_graded_pass)
             self.graded += 1
@@ -187,4 +193,5 @@ class Tally:
             retried_tasks=self.retried_tasks,
             retries=dict(self.retries),
             check_errors=dict(self.check_errors),
+            grade_errors=dict(self.grade_errors),
         )

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from redraft.errors import CheckError
+from redraft.plaintext import plain_text
 from redraft.sandbox import _supervisor as supervisor
 from redraft.sandbox import plaindata
 from redraft.sandbox._limits import KillReason, SandboxLimits, SandboxResult
@@ -207,18 +208,18 @@ def _harness_result(
         detail = _unfinished(candidate, tests, limits)
         return HarnessResult(completed=False, loaded=False, cases=(), detail=detail, **sandboxes)
     if report.get("setup_error") is not None:
-        raise CheckError(f"the tests failed before calling the candidate: {report['setup_error']}")
+        raise CheckError(f"the tests failed before calling the candidate: {plain_text(str(report['setup_error']))}")
     load: LoadOutcome = report["load"]
     loaded = load == "ready"
-    load_detail = "" if loaded else _reason(load, str(report["load_detail"]), candidate, limits)
+    load_detail = "" if loaded else _reason(load, plain_text(str(report["load_detail"])), candidate, limits)
     cases: list[CaseResult] = []
     for case in report["cases"]:
         outcome: CaseOutcome = case["outcome"]
-        detail = _reason(outcome, str(case["detail"]), candidate, limits)
+        detail = _reason(outcome, plain_text(str(case["detail"])), candidate, limits)  # the candidate's own words
         if outcome == "not_run":  # after a broken rule: in the words of the case that broke it
             broken = next((c.detail for c in cases if c.outcome not in _JUDGED), "it broke the harness's rules")
             detail = f"not run after an earlier call: {broken}"
-        cases.append(CaseResult(name=str(case["name"]), outcome=outcome, detail=detail))
+        cases.append(CaseResult(name=plain_text(str(case["name"])), outcome=outcome, detail=detail))
     failures = [case.detail for case in cases if not case.passed]
     detail = load_detail or (failures[0] if failures else "")
     return HarnessResult(completed=True, loaded=loaded, cases=tuple(cases), detail=detail, **sandboxes)

@@ -51,6 +51,8 @@ def summary_rows(
             rows.append(("errors", _counts(s.errors)))
     if s.check_errors:
         rows.append(("check raised", _counts(s.check_errors) + " (tracebacks in results.jsonl and `redraft trace`)"))
+    if s.grade_errors:
+        rows.append(("grade not made (graded as fail)", _counts(s.grade_errors) + " (why in `redraft trace`)"))
     if s.retried_tasks:
         rows.append(("redone (machinery failed)", f"{s.retried_tasks} task(s): {_counts(s.retries)}"))
     rows.append(("tokens (in / out)", f"{s.usage.input_tokens:,} / {s.usage.output_tokens:,}"))

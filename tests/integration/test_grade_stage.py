@@ -1,5 +1,6 @@
 """The dispatch's grade stage on a real Ray: a grader that dies under a task's grade is asked again on another,
-and a task whose every grader died is written with its grade missing, never lost nor failed."""
+and a task whose every grader died is written graded as failed, with why: never lost, never out of the graded
+rate, and its loop's result (not an error) stands."""
 
 from __future__ import annotations
 
@@ -72,8 +73,10 @@ def test_a_grader_that_dies_is_replaced_by_another_and_the_task_is_graded() -> N
 
 
 @pytest.mark.usefixtures("ray_cluster")
-def test_a_task_whose_every_grader_died_is_written_ungraded_not_failed() -> None:
+def test_a_task_whose_every_grader_died_is_written_graded_as_failed_with_why() -> None:
     results, grades, tries = graded_through(grader_actors([True] * GRADE_TRIES))
     assert tries == GRADE_TRIES
-    assert len(grades) == 1 and grades[0].error is not None and grades[0].grades == []  # missing, not 0
+    assert len(grades) == 1 and grades[0].error is not None and grades[0].error_type is not None
+    assert [g.passed for g in grades[0].grades] == [False]  # in the graded rate, never silently out of it
+    assert results[0].graded_pass is False and results[0].grade_error == grades[0].error_type
     assert results[0].error is None and results[0].stop_reason == "threshold"  # the loop's result stands

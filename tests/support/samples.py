@@ -216,6 +216,7 @@ ALL: list[Message] = [
         error_raised="KeyError",
         error_where="check.py:5 in answer",
         traceback="Traceback (most recent call last):\n  check.py:5 in answer\nKeyError: 'answer'",
+        grade_error="ProtocolError",
     ),
     GradeRequest(task=GOLD_TASK, candidates=[CandidateText(round=1, sample=2, text="3 + 4 = 7\nAnswer: 7")]),
     Grade(
@@ -235,6 +236,7 @@ ALL: list[Message] = [
         error="the grade function raised",
         judge="openai:gpt-4o-mini",
         usage=Usage(input_tokens=300, output_tokens=40, calls=2),
+        error_type="ValueError",
     ),
     PlanVersion(
         task_id="t-1",

@@ -10,7 +10,9 @@ the views read the run directory and nothing that runs; ``serving`` (``redraft s
 request behind an HTTP app, and only its deployment module imports Ray (Ray Serve); telemetry reads it too, and
 prices what it reads, for the actor system (a run's spans as it goes) and the CLI (a run's afterwards);
 ``jsonlines``, the rule every journal is read by, imports nothing of redraft, so the backends, the run
-directory and the tune share it; only the CLI sees everything, and nothing imports the CLI.
+directory and the tune share it; ``plaintext``, the one rule for text no frame can carry, imports nothing of
+redraft either, so the rooms where text enters (errors, protocols, sandbox, backends, engine) share it; only the CLI
+sees everything, and nothing imports the CLI.
 """
 
 from __future__ import annotations
@@ -23,16 +25,17 @@ from tests.support.paths import REPO_ROOT
 PACKAGE = REPO_ROOT / "redraft"
 
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(),
+    "plaintext": set(),
+    "errors": {"plaintext"},
     "services": set(),
     "jsonlines": set(),
     "stats": set(),
     "plugins": {"errors"},
-    "protocols": {"errors"},
+    "protocols": {"errors", "plaintext"},
     "config": {"errors", "protocols"},
     "strategies": {"errors", "plugins", "protocols", "services"},
-    "sandbox": {"errors"},
-    "backends": {"errors", "plugins", "protocols", "services", "jsonlines"},
+    "sandbox": {"errors", "plaintext"},
+    "backends": {"errors", "plugins", "protocols", "services", "jsonlines", "plaintext"},
     "scenarios": {"errors", "plugins", "protocols", "sandbox"},
     "engine": {
         "errors",
@@ -45,6 +48,7 @@ ALLOWED: dict[str, set[str]] = {
         "scenarios",
         "sandbox",
         "rundir",
+        "plaintext",
     },
     "judging": {
         *("errors", "plugins", "protocols", "config", "services", "strategies", "backends", "scenarios", "sandbox"),

@@ -155,10 +155,11 @@ def test_a_judge_that_hangs_leaves_the_grade_missing_at_its_deadline() -> None:
     assert grade.grades == [] and grade.error == "the judge did not answer within 0.05 s"
 
 
-def test_a_task_whose_judge_failed_is_kept_with_its_grade_missing(rubric: str) -> None:
+def test_a_task_whose_judge_failed_is_kept_graded_as_failed_with_why(rubric: str) -> None:
     result = refined(rubric, "6 times 7 is 42. CORRECT", ScriptedSpec(script=judges.broken, spec="scripted:judge"))
     assert result.text == "6 times 7 is 42. CORRECT" and result.passed  # the loop's result stands
-    assert (result.grade, result.graded_pass) == (None, None)  # unknown, not 0
+    assert (result.grade, result.graded_pass) == (0.0, False)  # in the graded rate, never silently out of it
+    assert result.grade_error == "ModelError"  # and counted by why
 
 
 # ---------------------------------------------------------------- settings refused in one line
