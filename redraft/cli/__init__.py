@@ -27,7 +27,7 @@ from typer import Abort, Exit
 # them) derives from this public class: they are printed as one line.
 from typer.exceptions import TyperException
 
-from redraft.cli._estimate import show_estimate, warnings
+from redraft.cli._estimate import said_before, show_estimate, warnings
 from redraft.cli._judge import judge_app
 from redraft.cli._next_steps import next_steps
 from redraft.cli._options import compare_parameters, run_parameters, tune_parameters
@@ -39,7 +39,6 @@ from redraft.errors import Interrupted, RedraftError, UserError
 
 if TYPE_CHECKING:
     from redraft.config import RunConfig
-    from redraft.engine.estimate import Estimate
 
 app = typer.Typer(
     name="redraft",
@@ -116,8 +115,8 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
                 on_result=progress.advance,
                 stop=stop.event,
                 on_endpoints=progress.endpoints,
-                on_estimate=lambda estimate: _said_before(estimate, config),
-                on_in_flight=progress.in_flight,
+                on_estimate=lambda estimate: said_before(estimate, config, progress.expect),
+                on_live=progress.live,
             )
         except Interrupted as exc:
             _interrupted(exc, stop)
@@ -155,14 +154,6 @@ def _dry_run(config: RunConfig) -> None:
     for line in warnings(made, config):
         print(line, file=sys.stderr)
     print("dry run: no model was called and nothing was written; leave out --dry-run to run it", file=sys.stderr)
-
-
-def _said_before(made: Estimate, config: RunConfig) -> None:
-    """Before a run whose models cost money: the estimate in one line, and a warning per budget it is over."""
-    if made.tasks:
-        print(f"redraft: {made.summary()} (--dry-run shows how)", file=sys.stderr)
-    for line in warnings(made, config):
-        print(line, file=sys.stderr)
 
 
 def compare_command(

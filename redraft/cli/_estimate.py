@@ -3,6 +3,8 @@ before it starts, each with a warning for every run budget the worst case is ove
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -56,3 +58,15 @@ def _s(count: int) -> str:
 def warnings(estimate: Estimate, config: RunConfig) -> list[str]:
     """``redraft: warning: ...`` for each run budget the worst case is over."""
     return [f"redraft: warning: {line}" for line in estimate.over_budget(config.budgets)]
+
+
+def said_before(made: Estimate, config: RunConfig, expect: Callable[[Estimate], None]) -> None:
+    """Before a run: its estimate to ``expect`` (the progress line's ETA from calls); and where its models cost
+    money, the estimate in one line, and a warning per budget it is over."""
+    expect(made)
+    if made.free:
+        return
+    if made.tasks:
+        print(f"redraft: {made.summary()} (--dry-run shows how)", file=sys.stderr)
+    for line in warnings(made, config):
+        print(line, file=sys.stderr)
