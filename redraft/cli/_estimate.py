@@ -27,7 +27,7 @@ def show_estimate(estimate: Estimate, config: RunConfig, console: Console) -> No
     console.print(Text(title))
     table = Table()
     table.add_column("")
-    for heading in ("calls", "tokens in", "tokens out", *(() if estimate.free else ("USD",))):
+    for heading in ("wall time", "calls", "tokens in", "tokens out", *(() if estimate.free else ("USD",))):
         table.add_column(heading, justify="right")
     cases = (("all pass at once", estimate.first_pass), ("expected", estimate.expected))
     for label, spend in (*cases, ("worst case", estimate.worst)):
@@ -39,11 +39,13 @@ def show_estimate(estimate: Estimate, config: RunConfig, console: Console) -> No
 
 def _rows(table: Table, estimate: Estimate, label: str, spend: Spend, *, by_role: bool) -> None:
     """A case's total, then (``by_role``) each role's share, named with its model (a name is never markup)."""
-    table.add_row(Text(label, style="bold"), *_figures(estimate, spend.total))
+    from redraft.engine.estimate import duration
+
+    table.add_row(Text(label, style="bold"), duration(estimate.wall(spend)), *_figures(estimate, spend.total))
     roles = [*estimate.models, *(role for role in spend.by_role if role not in estimate.models)]
     for role in roles if by_role else ():
         usage, model = spend.by_role.get(role, Usage()), estimate.models.get(role, "")
-        table.add_row(Text(f"  {role} {model}"), *_figures(estimate, usage, role if model else None))
+        table.add_row(Text(f"  {role} {model}"), "", *_figures(estimate, usage, role if model else None))
 
 
 def _figures(estimate: Estimate, usage: Usage, role: str | None = None) -> list[str]:

@@ -300,7 +300,7 @@ def test_a_tune_dry_run_says_its_splits_and_estimate_and_calls_no_model(tmp_path
     # 20 tasks: 8 train, 6 validation, 6 test. One draft a task; the worst case: the start on validation (6),
     # 3 iterations of 2 x 2 minibatch tasks, 6 validation tasks and a proposal (33), both prompts on test (12).
     assert "8 train, 6 validation, 6 test tasks; up to 3 proposals, 2 at once" in said
-    assert "estimate: 51 calls expected, 51 at most (the models cost no USD)" in said
+    assert "estimate: about 0 s expected, 0 s at most; 51 calls expected, 51 at most (the models cost no USD)" in said
     assert "dry run: no model was called and nothing was written" in said
     assert not (tmp_path / "tune").exists()
 
