@@ -27,6 +27,7 @@ from typer import Abort, Exit
 # them) derives from this public class: they are printed as one line.
 from typer.exceptions import TyperException
 
+from redraft.cli._compare_estimate import estimate_comparison
 from redraft.cli._estimate import said_before, show_estimate, warnings
 from redraft.cli._judge import judge_app
 from redraft.cli._next_steps import next_steps
@@ -181,13 +182,14 @@ def compare_command(
         raise UserError("--fail-if-worse needs --baseline OLD/comparison.json: the comparison to hold this one against")
     given = {name: value for name, value in settings.items() if value is not None}
     grade = _judged_grade(grade, given)
-    if model is not None:
-        given.setdefault("drafter", model)
-        given.setdefault("critic", model)
+    given |= {role: model for role in ("drafter", "critic") if model is not None and role not in given}
+    name = _scenario_name(scenario, given.get("tasks"), check, grade)
+    if given.pop("dry_run", False):  # every lane estimated, nothing run
+        return estimate_comparison(name, given, arms, arms_file, baseline_samples, repeats, out)
     with stop_on_signals() as stop:
         try:
             done = compare(
-                scenario=_scenario_name(scenario, given.get("tasks"), check, grade),
+                scenario=name,
                 settings=given,
                 arms=arms,
                 arms_file=arms_file,

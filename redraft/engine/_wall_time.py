@@ -68,7 +68,8 @@ def basis(models: Mapping[str, str]) -> str:
         )
     if not said:
         return "time: the models are scripted and take none"
-    return "time: " + "; ".join(said) + "; Ray's start and the model's load not counted, nor a busier machine"
+    load = ", the model's first load" if "embedded" in paces else ""
+    return "time: " + "; ".join(said) + f"; not counted: Ray's start{load}, a busier machine"
 
 
 def duration(seconds: float) -> str:

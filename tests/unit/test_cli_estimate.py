@@ -133,3 +133,39 @@ def test_a_dry_run_on_the_embedded_model_says_its_time_from_the_model_s_recorded
     assert "- time: the embedded model at 116 tokens/s made and 935 read" in said and "2026-11-24" in said
     assert made.summary().startswith(f"estimate: 10 tasks, about {duration(made.wall(made.expected))} expected, ")
     assert worst.calls > 0
+
+
+def test_compare_dry_run_estimates_every_arm_and_the_baseline_in_one_table_and_runs_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, `compare` had no --dry-run: a comparison's time and money were known only by running it."""
+    from redraft.comparison import _runner
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a dry run started Ray")
+
+    monkeypatch.setattr(_runner, "ensure_ray", refuse)
+    out = tmp_path / "cmp"
+    args = ["compare", "arithmetic", "--arms", "adversarial,none", "--limit", "4", "--model", "openai:gpt-4o-mini"]
+    assert in_process(*args, "--out", str(out), "--dry-run", "--budget-calls", "30") == 0
+    shown = capsys.readouterr()
+    assert not out.exists()
+    assert shown.out.splitlines()[0] == "estimate: compare arithmetic, 3 lanes (the arms, the baseline)"
+    rows = {row[0]: row[1:] for row in table_rows(shown.out)}
+    assert list(rows) == ["arms/adversarial", "arms/none", "baseline", "all lanes"]
+    per_lane = _runner.DEFAULT_IN_FLIGHT // 3  # the lanes share the comparison's tasks in flight
+    base = RunConfig.build(scenario="arithmetic", model="openai:gpt-4o-mini", limit=4, max_tasks_in_flight=per_lane)
+    arm = redraft.estimate(base.replace(strategy="adversarial"))
+    baseline = redraft.estimate(base.replace(strategy="self_consistency", samples=16, max_rounds=1))
+    assert rows["arms/adversarial"][:5] == [
+        "4", duration(arm.wall(arm.expected)), duration(arm.wall(arm.worst)),
+        f"{arm.expected.total.calls:,}", f"{arm.worst.total.calls:,}",
+    ]  # fmt: skip
+    assert rows["baseline"][3:5] == [f"{baseline.expected.total.calls:,}", f"{baseline.worst.total.calls:,}"]
+    assert rows["arms/adversarial"][5].startswith("$") and rows["all lanes"][6].startswith("$")
+    calls = sum(int(row[3].replace(",", "")) for name, row in rows.items() if name != "all lanes")
+    assert rows["all lanes"][3] == f"{calls:,}"
+    said = " ".join(shown.out.split())
+    assert "baseline: worst case: every answer at its max tokens" in said and "- time: a provider's call at 1 s" in said
+    assert "redraft: warning: baseline: the worst case, 64 calls, is over --budget-calls 30" in shown.err
+    assert "dry run: no model was called and nothing was written" in shown.err
