@@ -67,7 +67,6 @@ class RunProgress:
     def __init__(self, starting: str = "starting Ray and the run's actors") -> None:
         self._plain = not err.is_terminal
         self._starting = starting
-        self._live: Live | None = None
         self._expected_calls: int | None = None
         self._started = self._last_log = 0.0
         self._total = 0
@@ -126,7 +125,6 @@ class RunProgress:
     def live(self, live: Live) -> None:
         """Told on every turn of the dispatch loop: the run's life beside the bar, and the heartbeat, when nothing
         else was said for a while."""
-        self._live = live
         if self._id is None:
             return
         now = time.monotonic()
@@ -149,10 +147,9 @@ class RunProgress:
             self._last_log = now
             rate = self._done / max(now - self._started, 1e-9)
             eta = (self._total - self._done) / rate
-            life = "" if self._live is None else f", {life_text(self._live, now - self._started, None)}"
             print(
                 f"refining: {self._done}/{self._total} tasks, {self.rates()}, "
-                f"{rate:.2f} tasks/s, ETA {eta:.0f} s{life}" + (f", {self._endpoints}" if self._endpoints else ""),
+                f"{rate:.2f} tasks/s, ETA {eta:.0f} s" + (f", {self._endpoints}" if self._endpoints else ""),
                 file=sys.stderr,
                 flush=True,
             )
