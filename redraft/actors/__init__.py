@@ -11,7 +11,9 @@ started or joined in one place (`_startup`, with `_reaper` ending what a killed 
 """
 
 from redraft.actors._endpoints import EndpointHook, EndpointState
+from redraft.actors._hosts import HostState
 from redraft.actors._leases import Fleets
+from redraft.actors._live import Live
 from redraft.actors._proposer import RayProposer
 from redraft.actors._running import RunHooks
 from redraft.actors._served import FleetArbiters
@@ -23,6 +25,8 @@ __all__ = [
     "EndpointState",
     "FleetArbiters",
     "Fleets",
+    "HostState",
+    "Live",
     "RayProposer",
     "RunHooks",
     "RunOutcome",

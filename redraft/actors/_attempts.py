@@ -276,6 +276,8 @@ class Pending:
     grading: GradeRequest | None = None
     """Set once its loop finished: what its grader is asked."""
     grade_tries: int = 0
+    round: int = 0
+    """The round its loop is in: one past the last round that landed (for the progress line)."""
 
 
 def failed_result(task: Task, exc: BaseException) -> Result:

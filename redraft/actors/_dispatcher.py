@@ -43,6 +43,7 @@ import heapq
 import itertools
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,7 +62,9 @@ from redraft.actors._attempts import (
 from redraft.actors._clock import RunClock
 from redraft.actors._endpoints import EndpointWatch
 from redraft.actors._grading import GRADE_WATCHDOG_S, GradeStage
+from redraft.actors._hosts import HostWatch
 from redraft.actors._leases import Lease
+from redraft.actors._live import Live, LiveTally
 from redraft.actors._metrics import RunMetrics
 from redraft.backends.pricing import PriceTable, default_prices
 from redraft.engine.grader import grade_request
@@ -78,6 +81,8 @@ from redraft.rundir import RunStore
 from redraft.scenarios import Scenario
 
 ProgressHook = Callable[[Result], None]
+LiveHook = Callable[[Live], None]
+"""Told the run as it goes (`redraft.actors._live.Live`) on every turn of the dispatch loop."""
 BudgetCheck = Callable[[Usage, float], str | None]
 """Why the run's budget is spent by this usage after this many seconds, or None."""
 
@@ -132,6 +137,8 @@ class Dispatcher:
         metrics: RunMetrics | None = None,
         stop: threading.Event | None = None,
         endpoints: EndpointWatch | None = None,
+        hosts: HostWatch | None = None,
+        on_live: LiveHook | None = None,
     ) -> None:
         self.fleet = fleet
         self.store = store
@@ -142,6 +149,10 @@ class Dispatcher:
         self.metrics = metrics or RunMetrics()
         self.endpoints = endpoints
         """Asked once a turn for the endpoints' limiters (it asks them every few seconds)."""
+        self.hosts = hosts
+        """Asked once a turn for the model hosts' vitals (it asks them every few seconds)."""
+        self.on_live = on_live
+        self.tally = LiveTally()
         self.in_flight: dict[Any, Pending] = {}
         """Each task out, by its arbiter's stream (or its grader call's reference)."""
         self.retries: list[tuple[float, int, Task, TaskAttempts]] = []
@@ -186,6 +197,7 @@ class Dispatcher:
                 self.metrics.in_flight(len(self.in_flight))  # once a turn: each change cost a record
                 if self.endpoints is not None:
                     self.endpoints.poll()
+                self._tell_live()
                 if not self.in_flight and not self.retries:
                     break
                 self._turn()
@@ -199,6 +211,15 @@ class Dispatcher:
             )
             stopped_by += f"; {self.cut} task(s) in flight stopped at the deadline"
         return stopped_by
+
+    def _tell_live(self) -> None:
+        """The hosts polled, and the run as it goes told to ``on_live``."""
+        if self.hosts is not None:
+            self.hosts.poll()
+        if self.on_live is not None:
+            rounds = Counter(p.round for p in self.in_flight.values() if p.grading is None)
+            grading = len(self.in_flight) - rounds.total()
+            self.on_live(self.tally.live(rounds, grading, self.hosts.states() if self.hosts else []))
 
     # ------------------------------------------------------------ sending
 
@@ -275,6 +296,8 @@ class Dispatcher:
             return
         pending.frames += frames
         pending.pairs += pairs
+        if (next_round := self.tally.landed(frames)) >= 0:
+            pending.round = next_round
         if not last:
             self.in_flight[key] = pending  # a finished round: wait for the next
             return

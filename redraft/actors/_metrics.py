@@ -26,7 +26,6 @@ counted again). Outside Ray nothing is recorded.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 from redraft.backends import EndpointState
@@ -54,11 +53,9 @@ def _enabled() -> bool:
 class RunMetrics:
     """The driver's figures: tasks done, in flight, retried."""
 
-    def __init__(self, run: str = "", on_in_flight: Callable[[int], None] | None = None) -> None:
+    def __init__(self, run: str = "") -> None:
         self.run = run
         self._on = bool(run) and _enabled()
-        self._on_in_flight = on_in_flight
-        """Told the tasks in flight on every turn of the dispatch loop (the command line's heartbeat)."""
 
     def done(self, result: Result) -> None:
         if self._on:
@@ -67,8 +64,6 @@ class RunMetrics:
             counter.inc(1, tags={"run": self.run, "outcome": outcome})
 
     def in_flight(self, count: int) -> None:
-        if self._on_in_flight is not None:
-            self._on_in_flight(count)
         if self._on:
             _metric("gauge", "redraft_tasks_in_flight", "Tasks out on arbiters and graders.", ()).set(
                 count, tags={"run": self.run}

@@ -18,8 +18,9 @@ from typing import Any
 from redraft.actors._attempts import Breaker
 from redraft.actors._batches import Batches, start_batches, stop_batches
 from redraft.actors._clock import RunClock
-from redraft.actors._dispatcher import Dispatcher, DispatchRules, ProgressHook
+from redraft.actors._dispatcher import Dispatcher, DispatchRules, LiveHook, ProgressHook
 from redraft.actors._endpoints import EndpointHook, EndpointWatch
+from redraft.actors._hosts import HostWatch
 from redraft.actors._leases import Fleets, Lease
 from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
 from redraft.actors._metrics import RunMetrics
@@ -57,7 +58,7 @@ class RunHooks:
     on_result: ProgressHook | None = None
     on_endpoints: EndpointHook | None = None
     on_estimate: Callable[[Estimate], None] | None = None
-    on_in_flight: Callable[[int], None] | None = None
+    on_live: LiveHook | None = None
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -81,7 +82,7 @@ def start_running(
         stop_ledger(ledger)
         raise
     clock = RunClock(started=started, before_s=store.wall_before, budget_s=run.budgets.budget_seconds)
-    metrics = RunMetrics(store.root.name, hooks.on_in_flight)
+    metrics = RunMetrics(store.root.name)
     dispatcher = _dispatcher(run, fleet, store, clock, metrics, hooks, batches)
     spans = _live_spans(run, manifest, store)
     return Running(dispatcher, fleets, fleet, batches, ledger, spans)
@@ -130,6 +131,8 @@ def _dispatcher(
         metrics=metrics,
         stop=hooks.stop,
         endpoints=EndpointWatch(metrics, hooks.on_endpoints),
+        hosts=HostWatch(),
+        on_live=hooks.on_live,
     )
 
 

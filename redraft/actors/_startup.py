@@ -18,6 +18,13 @@ If it fails again, `ClusterError` says in one line what to do. Ray is pinned to
 
 A local Ray started here is watched (`redraft.actors._reaper`): when this process
 ends, however it ends, what is left of that Ray is killed at once.
+
+A local Ray started here runs its workers at this process's priority (`worker_niceness`): Ray's own default
+starts every worker 15 steps nicer than its raylet (``RAY_worker_niceness``, applied by each worker as it
+starts), which left the embedded model's host, itself a worker, with 4 to 6 % of a core beside three
+ordinary busy processes, and a run that finished nothing in 15 minutes (measured). ``REDRAFT_WORKER_NICENESS``
+sets another (a batch job that should yield to a desk's work: 10, say). A cluster joined with ``--address``
+is left as its operator started it: its workers' niceness is its raylets' setting, not a driver's.
 """
 
 from __future__ import annotations
@@ -39,6 +46,9 @@ from redraft.errors import ClusterError, UserError, describe
 
 RETRY_WAIT_S = 120.0
 """How long the second start of a local Ray waits for each of its steps."""
+NICENESS_ENV = "REDRAFT_WORKER_NICENESS"
+"""The niceness a local Ray's workers run at, when set; else this process's own (`worker_niceness`)."""
+_RAY_NICENESS = "RAY_worker_niceness"
 
 log = logging.getLogger(__name__)
 
@@ -90,12 +100,13 @@ def _init(**kwargs: Any) -> None:
 
 def _start_local(kwargs: dict[str, Any]) -> None:
     """Start a local Ray; once more with longer waits if it failed to start; `ClusterError` if it failed twice."""
-    failure = _started(kwargs)
+    niceness = worker_niceness()
+    failure = _started(kwargs, niceness)
     if failure is None:
         return
     said = describe(failure)
     log.warning("redraft: Ray did not start (%s); starting it once more, waiting up to %g s", said, RETRY_WAIT_S)
-    failure = _started(kwargs, wait_s=RETRY_WAIT_S)
+    failure = _started(kwargs, niceness, wait_s=RETRY_WAIT_S)
     if failure is not None:
         raise ClusterError(
             f"Ray did not start within {RETRY_WAIT_S:g} s, on the second try ({describe(failure)}); the machine may "
@@ -103,14 +114,14 @@ def _start_local(kwargs: dict[str, Any]) -> None:
         )
 
 
-def _started(kwargs: dict[str, Any], *, wait_s: float | None = None) -> BaseException | None:
-    """One start of a local Ray (each of its waits ``wait_s`` when given): None once it runs, watched; else why it
-    did not, with what it left killed. A wrong call raises."""
+def _started(kwargs: dict[str, Any], niceness: int, *, wait_s: float | None = None) -> BaseException | None:
+    """One start of a local Ray, its workers at ``niceness`` (each of its waits ``wait_s`` when given): None once it
+    runs, watched; else why it did not, with what it left killed. A wrong call raises."""
     import ray
 
     before = set(_reaper.children(os.getpid()))
     try:
-        with _waiting(wait_s) if wait_s else contextlib.nullcontext():
+        with _niceness(niceness), _waiting(wait_s) if wait_s else contextlib.nullcontext():
             _init(address="local", **kwargs)
     except Exception as exc:
         if not _failed_to_start(exc):
@@ -130,6 +141,41 @@ def _failed_to_start(exc: BaseException) -> bool:
     or `ValueError` is a wrong call, and goes on as it is.
     """
     return type(exc) is Exception or isinstance(exc, (RuntimeError, TimeoutError, ConnectionError))
+
+
+def worker_niceness() -> int:
+    """The niceness a local Ray started here runs its workers at: ``REDRAFT_WORKER_NICENESS``, else this
+    process's own. `UserError` for a value that is not a niceness, or one below this process's (a raised
+    priority only root may give)."""
+    own = os.nice(0)
+    text = os.environ.get(NICENESS_ENV, "").strip()
+    if not text:
+        return own
+    try:
+        value = int(text)
+    except ValueError:
+        raise UserError(f"{NICENESS_ENV}={text!r} is not a niceness (a whole number, {own} to 19)") from None
+    if not own <= value <= 19:
+        raise UserError(
+            f"{NICENESS_ENV}={value} is outside {own} to 19: a worker may run at this process's priority "
+            "(its niceness) or below it, not above (start redraft itself under `nice` to run everything lower)"
+        )
+    return value
+
+
+@contextlib.contextmanager
+def _niceness(niceness: int) -> Iterator[None]:
+    """Ray started in the block runs its workers at ``niceness``: each worker makes itself ``RAY_worker_niceness``
+    nicer than the raylet it is started by, which inherits this process's niceness."""
+    saved = os.environ.get(_RAY_NICENESS)
+    os.environ[_RAY_NICENESS] = str(niceness - os.nice(0))
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(_RAY_NICENESS, None)
+        else:
+            os.environ[_RAY_NICENESS] = saved
 
 
 @contextlib.contextmanager

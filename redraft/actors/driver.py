@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from redraft.actors._dispatcher import ProgressHook
+from redraft.actors._dispatcher import LiveHook, ProgressHook
 from redraft.actors._endpoints import EndpointHook
 from redraft.actors._leases import Fleets
 from redraft.actors._preflight import estimate_left
@@ -34,7 +34,7 @@ from redraft.actors._running import RunHooks, start_running
 from redraft.actors._startup import check_address, ensure_ray
 from redraft.config import RunConfig
 from redraft.engine import check_out
-from redraft.engine.estimate import Estimate, paid
+from redraft.engine.estimate import Estimate
 from redraft.engine.resolved import ResolvedRun, resolve_run
 from redraft.engine.setup import BackendOverrides
 from redraft.errors import Interrupted, UserError
@@ -69,7 +69,7 @@ def run(
     on_endpoints: EndpointHook | None = None,
     cpu_share: float = 1.0,
     on_estimate: Callable[[Estimate], None] | None = None,
-    on_in_flight: Callable[[int], None] | None = None,
+    on_live: LiveHook | None = None,
     fleets: Fleets | None = None,
 ) -> RunOutcome:
     """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray), writing its run
@@ -82,9 +82,11 @@ def run(
     done, with the tasks in flight cancelled and not recorded. ``check`` and ``grade`` steer and grade a task
     file's tasks (``config.experiment.tasks``), as `redraft.refine`'s do. ``cpu_share``: the share of a CPU
     each actor that runs candidates reserves, when other runs share the nodes (a comparison's lanes).
-    ``on_estimate`` is told the estimate of the tasks left (`estimate`) before anything starts, when a role's
-    model costs money or may (one not local nor scripted); ``on_in_flight`` the tasks in flight on every turn
-    of the dispatch loop; ``fleets``, those of the command the run is one of (see `run_resolved`). A config
+    ``on_estimate`` is told the estimate of the tasks left (`estimate`) before anything starts (the command
+    line says it where a role's model costs money or may, and takes its expected calls for the ETA);
+    ``on_live`` the run as it goes on every turn of the dispatch loop (`redraft.actors.Live`: tasks in flight
+    by round, calls and tokens so far, the model hosts' decode rate and share of a core); ``fleets``, those of
+    the command the run is one of (see `run_resolved`). A config
     with ``dry_run`` set is refused: call `estimate`.
 
         >>> import tempfile
@@ -97,7 +99,7 @@ def run(
         (2, 2)
     """
     resolved = resolve_run(config, check=check, grade=grade, backends=backends).with_setup(cpu_share=cpu_share)
-    hooks = RunHooks(on_start, on_result, on_endpoints, on_estimate, on_in_flight, stop or threading.Event())
+    hooks = RunHooks(on_start, on_result, on_endpoints, on_estimate, on_live, stop or threading.Event())
     return run_resolved(resolved, hooks, fleets)
 
 
@@ -113,7 +115,7 @@ def run_resolved(run: ResolvedRun, hooks: RunHooks, fleets: Fleets | None = None
         traces_url(run.runtime.otel)
         sdk()
     manifest = run.manifest()
-    if hooks.on_estimate is not None and paid(run):
+    if hooks.on_estimate is not None:
         hooks.on_estimate(estimate_left(run, manifest))
     check_address(run.runtime.address)
     store = _opened(run, manifest)

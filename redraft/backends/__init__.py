@@ -4,11 +4,13 @@ from redraft.backends._batch import MAX_WAITING, BatchCollector, BatchedSpec, Ba
 from redraft.backends._batch_apis import batchable
 from redraft.backends._batch_journal import JOURNAL, BatchRun, recover_journal
 from redraft.backends._ratelimit import LIMITER_PREFIX, EndpointState
+from redraft.backends._vitals import HOST_PREFIX, HostVitals
 from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
 from redraft.backends.registry import backend, resolve
 from redraft.backends.scripted import ScriptedBackend, ScriptedSpec
 
 __all__ = [
+    "HOST_PREFIX",
     "JOURNAL",
     "LIMITER_PREFIX",
     "MAX_WAITING",
@@ -21,6 +23,7 @@ __all__ = [
     "ChatRequest",
     "Completion",
     "EndpointState",
+    "HostVitals",
     "ScriptedBackend",
     "ScriptedSpec",
     "backend",

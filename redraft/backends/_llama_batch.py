@@ -102,6 +102,8 @@ class BatchScheduler:
         self.prefix_tokens_reused = 0
         """Prompt tokens not evaluated because a slot's stream held them (`Slots.reuse_prefix`; read by benchmarks)."""
         self.step_graphs: Counter[tuple[int, int]] = Counter()
+        self.generated = 0
+        """Tokens generated so far, as completions count them (read by the host's vitals)."""
         self.steps = 0
         """Decodes so far (a token of every generating sequence, or a prompt): the host's progress."""
         """Generation steps by (sequences, graphs llama.cpp decoded them in): see `_step` (read by tests and
@@ -322,6 +324,7 @@ class BatchScheduler:
         """Record a sampled token; the finish reason if the sequence is done ('stop' or 'length')."""
         if self._lib.llama_vocab_is_eog(self.model.vocab, token):
             return "stop"
+        self.generated += 1
         return sequence.add(token, token_piece(self._lib, self.model.vocab, token))
 
     def _release(self, sequence: Sequence, error: BackendError | None) -> None:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from redraft.backends._progress import await_progressing
+from redraft.backends._vitals import HOST_PREFIX, BusyClock, HostVitals
 from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
 from redraft.backends.cache import cache_dir
 from redraft.backends.registry import backend
@@ -158,6 +159,9 @@ class LocalModelHost:
         self._lock = threading.Lock()
         self._engine_lock = threading.Lock()
         self._finished = 0
+        self._busy = BusyClock()
+        self._calls = self._tokens = 0
+        """Calls finished, and the tokens of those the sequential path made (the batched path counts its own)."""
 
     def _resolve(self) -> str:
         """The file to load (called under the engine or the sequential lock, once loading starts)."""
@@ -220,6 +224,20 @@ class LocalModelHost:
         here is alive while this grows, however slowly (`await_progressing`)."""
         return (self._engine[0].steps if self._engine is not None else 0) + self._finished
 
+    def vitals(self) -> HostVitals:
+        """Its counters now (`redraft.backends._vitals`): the driver's progress line reads the decode rate and the
+        share of a core the host gets from two of them."""
+        generated = self._engine[0].generated if self._engine is not None else 0
+        return HostVitals(
+            model=Path(self._path).name if self._path else EMBEDDED_MODEL_FILE,
+            threads=self._threads,
+            calls=self._calls,
+            tokens=self._tokens + generated,
+            busy_s=self._busy.seconds(),
+            cpu_s=time.process_time(),
+            at=time.monotonic(),
+        )
+
     def close(self) -> None:
         with self._engine_lock:
             if self._engine is not None:
@@ -231,6 +249,15 @@ class LocalModelHost:
                 self._llama = None
 
     async def complete(self, request: ChatRequest) -> Completion:
+        self._busy.enter()
+        try:
+            completion = await self._complete(request)
+        finally:
+            self._busy.leave()
+        self._calls += 1
+        return completion
+
+    async def _complete(self, request: ChatRequest) -> Completion:
         engine = self._engine or (await asyncio.to_thread(self._load_engine) if self._batched else None)
         if engine is None:
             return await asyncio.to_thread(self._run, request)
@@ -249,6 +276,7 @@ class LocalModelHost:
         with self._lock:
             done = self._run_locked(request)
             self._finished += 1
+            self._tokens += done.usage.output_tokens
             return done
 
     def _run_locked(self, request: ChatRequest) -> Completion:
@@ -306,7 +334,7 @@ class LocalClient:
         self._services = current()
         self._host = self._services.shared(
             LocalModelHost,
-            f"redraft-model-host-{digest}",
+            f"{HOST_PREFIX}{digest}",
             model_path,
             per_node=True,
             num_cpus=0,

@@ -27,7 +27,8 @@ from typer import Abort, Exit
 # them) derives from this public class: they are printed as one line.
 from typer.exceptions import TyperException
 
-from redraft.cli._estimate import show_estimate, warnings
+from redraft.cli._compare_estimate import estimate_comparison
+from redraft.cli._estimate import said_before, show_estimate, warnings
 from redraft.cli._judge import judge_app
 from redraft.cli._next_steps import next_steps
 from redraft.cli._options import compare_parameters, run_parameters, tune_parameters
@@ -40,7 +41,6 @@ from redraft.errors import Interrupted, RedraftError, UserError
 
 if TYPE_CHECKING:
     from redraft.config import RunConfig
-    from redraft.engine.estimate import Estimate
 
 app = typer.Typer(
     name="redraft",
@@ -117,8 +117,8 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
                 on_result=progress.advance,
                 stop=stop.event,
                 on_endpoints=progress.endpoints,
-                on_estimate=lambda estimate: _said_before(estimate, config),
-                on_in_flight=progress.in_flight,
+                on_estimate=lambda estimate: said_before(estimate, config, progress.expect),
+                on_live=progress.live,
             )
         except Interrupted as exc:
             _interrupted(exc, stop)
@@ -158,14 +158,6 @@ def _dry_run(config: RunConfig) -> None:
     print("dry run: no model was called and nothing was written; leave out --dry-run to run it", file=sys.stderr)
 
 
-def _said_before(made: Estimate, config: RunConfig) -> None:
-    """Before a run whose models cost money: the estimate in one line, and a warning per budget it is over."""
-    if made.tasks:
-        print(f"redraft: {made.summary()} (--dry-run shows how)", file=sys.stderr)
-    for line in warnings(made, config):
-        print(line, file=sys.stderr)
-
-
 def compare_command(
     scenario: str | None,
     check: str | None,
@@ -191,13 +183,14 @@ def compare_command(
         raise UserError("--fail-if-worse needs --baseline OLD/comparison.json: the comparison to hold this one against")
     given = {name: value for name, value in settings.items() if value is not None}
     grade = _judged_grade(grade, given)
-    if model is not None:
-        given.setdefault("drafter", model)
-        given.setdefault("critic", model)
+    given |= {role: model for role in ("drafter", "critic") if model is not None and role not in given}
+    name = _scenario_name(scenario, given.get("tasks"), check, grade)
+    if given.pop("dry_run", False):  # every lane estimated, nothing run
+        return estimate_comparison(name, given, arms, arms_file, baseline_samples, repeats, out)
     with stop_on_signals() as stop:
         try:
             done = compare(
-                scenario=_scenario_name(scenario, given.get("tasks"), check, grade),
+                scenario=name,
                 settings=given,
                 arms=arms,
                 arms_file=arms_file,

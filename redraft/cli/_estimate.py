@@ -3,6 +3,8 @@ before it starts, each with a warning for every run budget the worst case is ove
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -25,7 +27,7 @@ def show_estimate(estimate: Estimate, config: RunConfig, console: Console) -> No
     console.print(Text(title))
     table = Table()
     table.add_column("")
-    for heading in ("calls", "tokens in", "tokens out", *(() if estimate.free else ("USD",))):
+    for heading in ("wall time", "calls", "tokens in", "tokens out", *(() if estimate.free else ("USD",))):
         table.add_column(heading, justify="right")
     cases = (("all pass at once", estimate.first_pass), ("expected", estimate.expected))
     for label, spend in (*cases, ("worst case", estimate.worst)):
@@ -37,11 +39,13 @@ def show_estimate(estimate: Estimate, config: RunConfig, console: Console) -> No
 
 def _rows(table: Table, estimate: Estimate, label: str, spend: Spend, *, by_role: bool) -> None:
     """A case's total, then (``by_role``) each role's share, named with its model (a name is never markup)."""
-    table.add_row(Text(label, style="bold"), *_figures(estimate, spend.total))
+    from redraft.engine.estimate import duration
+
+    table.add_row(Text(label, style="bold"), duration(estimate.wall(spend)), *_figures(estimate, spend.total))
     roles = [*estimate.models, *(role for role in spend.by_role if role not in estimate.models)]
     for role in roles if by_role else ():
         usage, model = spend.by_role.get(role, Usage()), estimate.models.get(role, "")
-        table.add_row(Text(f"  {role} {model}"), *_figures(estimate, usage, role if model else None))
+        table.add_row(Text(f"  {role} {model}"), "", *_figures(estimate, usage, role if model else None))
 
 
 def _figures(estimate: Estimate, usage: Usage, role: str | None = None) -> list[str]:
@@ -56,3 +60,15 @@ def _s(count: int) -> str:
 def warnings(estimate: Estimate, config: RunConfig) -> list[str]:
     """``redraft: warning: ...`` for each run budget the worst case is over."""
     return [f"redraft: warning: {line}" for line in estimate.over_budget(config.budgets)]
+
+
+def said_before(made: Estimate, config: RunConfig, expect: Callable[[Estimate], None]) -> None:
+    """Before a run: its estimate to ``expect`` (the progress line's ETA from calls); and where its models cost
+    money, the estimate in one line, and a warning per budget it is over."""
+    expect(made)
+    if made.free:
+        return
+    if made.tasks:
+        print(f"redraft: {made.summary()} (--dry-run shows how)", file=sys.stderr)
+    for line in warnings(made, config):
+        print(line, file=sys.stderr)

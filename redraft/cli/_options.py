@@ -45,9 +45,8 @@ def run_parameters() -> list[inspect.Parameter]:
     return [_scenario(), *_in_panel_order(_run_options(), PANELS)]
 
 
-RUN_ONLY = frozenset({"strategy", "dry_run"})
-"""``redraft run``'s options that ``redraft compare`` has not: the arms choose the strategies, and a comparison
-has no estimate to print."""
+RUN_ONLY = frozenset({"strategy"})
+"""``redraft run``'s options that ``redraft compare`` has not: the arms choose the strategies."""
 
 
 def compare_parameters() -> list[inspect.Parameter]:

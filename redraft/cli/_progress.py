@@ -1,5 +1,6 @@
 """The live progress of a run or a comparison: tasks done of total, pass rates so far (each named by its basis:
-the held-out grade's once a task has one, and the feedback's), rate, ETA."""
+the held-out grade's once a task has one, and the feedback's), rate, ETA, and, before tasks finish, the run's
+life (`redraft.cli._life`: elapsed, calls and tokens so far, the model's decode rate, tasks by round)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
+from redraft.cli._life import calls_eta, elapsed, life_text
+
 if TYPE_CHECKING:  # the actor system is loaded by the command that runs, not by `redraft --help`
-    from redraft.actors import EndpointState
+    from redraft.actors import EndpointState, Live
+    from redraft.engine.estimate import Estimate
     from redraft.protocols.messages import Result
 
 err = Console(stderr=True)
@@ -28,13 +32,31 @@ class _RateColumn(ProgressColumn):
         return Text("" if speed is None else f"{speed:.2f} {self._unit}/s")
 
 
+class _EtaColumn(ProgressColumn):
+    """The ETA from calls when there is one (``task.fields["calls_eta"]``), else rich's from the tasks done."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tasks = TimeRemainingColumn()
+
+    def render(self, task: Task) -> Text:
+        seconds = task.fields.get("calls_eta")
+        if seconds is None or task.finished:
+            return self._tasks.render(task)
+        return Text(elapsed(seconds), style="progress.remaining")
+
+
 class RunProgress:
     """The live bar: tasks done of total, pass rate so far, rate, ETA, and each throttled or adaptive endpoint's
     calls in flight (of what its limiter allows now) and throttles.
 
+    Beside the bar, the run's life as the dispatch loop tells it (`live`): elapsed, calls and tokens so far, the
+    model's decode rate, the tasks in flight by round, a model host starved of CPU; the ETA is the calls' (from
+    the estimate's expected calls, `expect`) once a call has ended, the tasks' before that if any finished.
+
     When stderr is not a terminal (``ray job submit`` logs, CI), the same figures
     are printed as a plain line at most every `LOG_EVERY_S` seconds, and at the end; and while no task
-    finishes, a heartbeat every `HEARTBEAT_S` seconds (tasks done, in flight, calls, elapsed), so a slow
+    finishes, a heartbeat every `HEARTBEAT_S` seconds (tasks done, and the run's life), so a slow
     run is never silent. What the run does before its first task (resuming, starting Ray and its actors)
     is said at once, in both modes.
     """
@@ -45,7 +67,7 @@ class RunProgress:
     def __init__(self, starting: str = "starting Ray and the run's actors") -> None:
         self._plain = not err.is_terminal
         self._starting = starting
-        self._in_flight = self._calls = 0
+        self._expected_calls: int | None = None
         self._started = self._last_log = 0.0
         self._total = 0
         self._bar = Progress(
@@ -55,7 +77,8 @@ class RunProgress:
             TextColumn("{task.fields[pass_rate]}"),
             _RateColumn(),
             TextColumn("ETA"),
-            TimeRemainingColumn(),
+            _EtaColumn(),
+            TextColumn("{task.fields[life]}", markup=False),
             TextColumn("{task.fields[endpoints]}", markup=False),
             console=err,
         )
@@ -84,7 +107,9 @@ class RunProgress:
             return
         if not self._plain:
             self._bar.start()
-        self._id = self._bar.add_task("run", total=self._total, pass_rate="pass -", endpoints=self._endpoints)
+        self._id = self._bar.add_task(
+            "run", total=self._total, pass_rate="pass -", endpoints=self._endpoints, life="", calls_eta=None
+        )
         self._started = self._last_log = time.monotonic()
 
     def endpoints(self, states: list[EndpointState]) -> None:
@@ -93,22 +118,24 @@ class RunProgress:
         if self._id is not None:
             self._bar.update(self._id, endpoints=self._endpoints)
 
-    def in_flight(self, count: int) -> None:
-        """Told on every turn of the dispatch loop: the heartbeat, when nothing else was said for a while."""
-        self._in_flight = count
+    def expect(self, estimate: Estimate) -> None:
+        """The run's estimate, told before it starts: its expected calls give the ETA from calls."""
+        self._expected_calls = estimate.expected.total.calls or None
+
+    def live(self, live: Live) -> None:
+        """Told on every turn of the dispatch loop: the run's life beside the bar, and the heartbeat, when nothing
+        else was said for a while."""
+        if self._id is None:
+            return
         now = time.monotonic()
-        if self._plain and self._id is not None and now - self._last_log >= self.HEARTBEAT_S:
+        text = life_text(live, now - self._started, self._expected_calls)
+        self._bar.update(self._id, life=text, calls_eta=calls_eta(live, now - self._started, self._expected_calls))
+        if self._plain and now - self._last_log >= self.HEARTBEAT_S:
             self._last_log = now
-            print(
-                f"refining: {self._done}/{self._total} tasks done, {count} in flight, {self._calls} model calls "
-                f"by the tasks done, {elapsed(now - self._started)} elapsed",
-                file=sys.stderr,
-                flush=True,
-            )
+            print(f"refining: {self._done}/{self._total} tasks done, {text}", file=sys.stderr, flush=True)
 
     def advance(self, result: Result) -> None:
         self.first_task = self.first_task or result.task_id
-        self._calls += result.usage.calls
         self._done += 1
         self._passed += result.passed
         if result.graded_pass is not None:
@@ -133,16 +160,6 @@ class RunProgress:
         if not self._graded:
             return feedback
         return f"graded pass {self._graded_passed / self._graded:.0%}, {feedback}"
-
-
-def elapsed(seconds: float) -> str:
-    """``12m05s``, ``1h02m``, ``45s``: a heartbeat's elapsed time, at a glance."""
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def endpoints_text(states: list[EndpointState]) -> str:

@@ -46,6 +46,8 @@ from redraft.engine._costing import CostingSpec, CostingVerifier, Course, Prompt
 from redraft.engine._judge_cost import judge_assumption, judge_models, judged
 from redraft.engine._money import model_of as model_of  # the tune prices its proposer by it too
 from redraft.engine._refine import run_blocking
+from redraft.engine._wall_time import basis, wall_seconds
+from redraft.engine._wall_time import duration as duration  # the command line says its times by it too
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.pools import LocalMember, Roles
 from redraft.engine.resolved import ResolvedRun
@@ -130,15 +132,22 @@ class Estimate:
     """How the figures were made, one sentence each, for people."""
     samples: int = 1
     """Drafts a round: ``--samples``, or 1 for a strategy that drafts one candidate (``plan_execute``)."""
+    in_flight: int | None = None
+    """Tasks at once (``--max-tasks-in-flight``; None: the dispatcher's default), for the wall time."""
+
+    def wall(self, spend: Spend) -> float:
+        """``spend``'s wall time in seconds at each model's speed (`redraft.engine._wall_time`)."""
+        return wall_seconds(spend.by_role, self.models, self.in_flight)
 
     def summary(self) -> str:
-        """The estimate in one line."""
+        """The estimate in one line: time first, then money (or calls and tokens where the models cost none)."""
         worst, expected = self.worst.total, self.expected.total
         calls = f"{expected.calls:,} calls expected, {worst.calls:,} at most"
         head = f"estimate: {self.tasks:,} task{'s' if self.tasks != 1 else ''}"
+        head += f", about {duration(self.wall(self.expected))} expected, {duration(self.wall(self.worst))} at most"
         if self.free:
-            return f"{head}, {calls}, {worst.total_tokens:,} tokens at most (the models cost no USD)"
-        return f"{head}, expected {self.usd(expected)}, worst case {self.usd(worst)}; {calls}"
+            return f"{head}; {calls}, {worst.total_tokens:,} tokens at most (the models cost no USD)"
+        return f"{head}; expected {self.usd(expected)}, worst case {self.usd(worst)}; {calls}"
 
     def usd(self, usage: Usage, role: str | None = None) -> str:
         """USD as the estimate shows it: ``unpriced`` for what the price table cannot price, never a made-up $0."""
@@ -231,6 +240,7 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
         said += (f"unpriced: {', '.join(unpriced)}, not in the price table: counted, not priced (--prices FILE)",)
     if free:
         said += ("USD: the models are local or scripted, and cost nothing",)
+    said += (basis(models),)
     return Estimate(
         tasks=total,
         simulated=len(picked),
@@ -244,6 +254,7 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
         spent=done.spend.total,
         assumptions=said,
         samples=1 if run.strategy.single_sample else config.experiment.samples,
+        in_flight=config.runtime.max_tasks_in_flight,
     )
 
 

@@ -16,7 +16,7 @@ from redraft.actors.driver import estimate
 from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import PriceTable, load_prices
 from redraft.config import RunConfig
-from redraft.engine.estimate import model_of
+from redraft.engine.estimate import Estimate, Spend, duration, model_of
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
 from redraft.engine.setup import BackendOverrides
 from redraft.protocols.messages import Task, Usage
@@ -39,6 +39,9 @@ class TuneCosts:
     expected: Costs
     free: bool
     """Every model is local or scripted."""
+    seconds_per_call: tuple[float, float] = (0.0, 0.0)
+    """Wall seconds a call of the loop takes, expected and at worst: the run's estimate's wall time over its calls
+    (`redraft.engine.estimate.Estimate.wall`), so each model's speed and the tasks in flight are its."""
 
     def summary(self, settings: TuneSettings, splits: Splits, journal: TuneJournal) -> str:
         """The estimate in one line: of the whole tune, or on a resume of what is left, beside what was spent."""
@@ -54,9 +57,14 @@ class TuneCosts:
             spent = "" if self.free else f", ${journal.spent().spent_usd:,.4f} spent"
             head += f"; resuming: {done} of {settings.max_proposals} iterations done{spent}; of what is left"
         calls = f"{expected.calls:,} calls expected, {worst.calls:,} at most"
+        time = (
+            f"about {duration(expected.calls * self.seconds_per_call[0])} expected, "
+            f"{duration(worst.calls * self.seconds_per_call[1])} at most"
+        )
         if self.free:
-            return f"{head}; estimate: {calls} (the models cost no USD)"
-        return f"{head}; estimate: expected ${expected.cost_usd:,.4f}, worst case ${worst.cost_usd:,.4f}; {calls}"
+            return f"{head}; estimate: {time}; {calls} (the models cost no USD)"
+        usd = f"expected ${expected.cost_usd:,.4f}, worst case ${worst.cost_usd:,.4f}"
+        return f"{head}; estimate: {time}; {usd}; {calls}"
 
     def warnings(self, settings: TuneSettings, splits: Splits, budget: TuneBudget, journal: TuneJournal) -> list[str]:
         """A line per budget that what was spent and the worst case of what is left are over."""
@@ -97,7 +105,12 @@ def estimate_costs(
         worst=Costs(task=scaled(made.worst.total, per), proposal=proposal),
         expected=Costs(task=scaled(made.expected.total, per), proposal=scaled(proposal, 0.5)),
         free=made.free and prices.free(model),
+        seconds_per_call=(_per_call(made, made.expected), _per_call(made, made.worst)),
     )
+
+
+def _per_call(made: Estimate, spend: Spend) -> float:
+    return made.wall(spend) / max(1, spend.total.calls)
 
 
 def priced_proposals(propose: Propose, prices: PriceTable, model: str) -> Propose:

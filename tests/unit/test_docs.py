@@ -308,3 +308,27 @@ def check_end_table(printed: list[str], workspace: Path) -> None:
         summary = RunReader(workspace / "runs" / "demo").saved_summary()
         assert summary is not None
         assert labels == [label for label, _ in summary_rows(summary, breakdowns=True)]
+
+
+def test_the_readme_s_own_tasks_example_is_graded_on_a_reference_its_check_does_not_read(in_workspace: Path) -> None:
+    """Before, the README's own-tasks example named no grade, and its table said "graded: none" under a README
+    whose headline is the held-out grade. Its command, through the real parser, run on the first task of its
+    task file with a model answering in a well-formed line: right, and wrong."""
+    from redraft.cli import _scenario_name
+    from redraft.engine.resolved import resolve_run
+
+    readme = [b for b in ALL_BLOCKS if b.where.startswith("README.md") and b.language == "bash"]
+    [words] = [w for b in readme for w in commands(b.text) if w[:3] == ["redraft", "run", "--tasks"]][:1]
+    params = COMMAND.commands["run"].make_context("run", words[2:]).params
+    assert params["grade"] is not None, "the README's own tasks have no held-out grade"
+    scenario = _scenario_name(None, params["tasks"], params["check"], params["grade"])
+    config = RunConfig.build(scenario=scenario, tasks=params["tasks"], samples=1, max_rounds=1)
+    task = next(resolve_run(config).tasks())
+    answers = {}
+    for said in ("Answer: Paris", "Answer: Lyon"):
+        model = ScriptedSpec(script=lambda request, said=said: said)
+        answers[said] = redraft.refine(task, config, backends={"drafter": model, "critic": model}).result
+    assert {said: (r.passed, r.graded_pass) for said, r in answers.items()} == {
+        "Answer: Paris": (True, True),
+        "Answer: Lyon": (True, False),  # the check, without the answer, passes it; the held-out grade does not
+    }

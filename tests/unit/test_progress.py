@@ -3,11 +3,18 @@ flight of what its limiter allows now, and the plain line (logs, CI) carries the
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from redraft.actors import HostState, Live
 from redraft.actors._endpoints import EndpointState
 from redraft.cli._progress import RunProgress, endpoints_text
 from redraft.protocols.messages import Result, Usage
+
+
+def live(rounds: dict[int, int], calls: int = 0, tokens: int = 0, hosts: list[HostState] | None = None) -> Live:
+    return Live(rounds=rounds, grading=0, calls=calls, tokens=tokens, hosts=hosts or [])
 
 
 def state(endpoint: str, in_flight: int, window: float | None, throttled: int) -> EndpointState:
@@ -84,13 +91,13 @@ def test_a_run_that_finishes_nothing_for_a_while_still_says_it_is_alive(
             "redraft: starting Ray and the run's actors; the model loads on each node with its first call",
         ]
         now[0] += 20.0
-        progress.in_flight(8)
+        progress.live(live({0: 8}))
         assert capsys.readouterr().err == ""  # not yet: a heartbeat every 30 s
         now[0] += 11.0 * 60 + 15.0
-        progress.in_flight(7)
+        progress.live(live({0: 7}))
         beat = capsys.readouterr().err.strip()
-        assert beat == "refining: 0/8 tasks done, 7 in flight, 0 model calls by the tasks done, 11m35s elapsed"
-        progress.in_flight(7)
+        assert beat == "refining: 0/8 tasks done, 11m35s, 0 calls and 0 tokens so far, in flight: 7 in round 1"
+        progress.live(live({0: 7}))
         assert capsys.readouterr().err == ""  # once per 30 s
 
 
@@ -99,3 +106,75 @@ def test_a_finished_run_resumed_starts_nothing_and_says_so_only(capsys: pytest.C
     with progress:
         progress.start(total=3, already_done=3)
     assert [line for line in capsys.readouterr().err.splitlines() if line] == ["resuming: 3 of 3 tasks already done"]
+
+
+def host(calls: int, tokens: int, tokens_per_s: float | None, cores: float | None) -> HostState:
+    return HostState(model="m.gguf", calls=calls, tokens=tokens, tokens_per_s=tokens_per_s, cores=cores)
+
+
+def test_the_heartbeat_shows_calls_tokens_decode_rate_rounds_and_an_eta_from_calls_before_any_task_ends(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, it read "0 model calls by the tasks done" for 14 minutes while the model worked."""
+    import redraft.cli._progress as module
+
+    now = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    progress = RunProgress()
+    progress._plain = True
+    with progress:
+        progress.start(total=10, already_done=0)
+        progress.expect(estimate_of(calls=120))
+        now[0] += 100.0
+        # The rounds landed say 6 calls; the model host has finished 30 and made 4,100 tokens: the larger counts.
+        progress.live(Live(rounds={0: 6, 1: 3}, grading=1, calls=6, tokens=500, hosts=[host(30, 4_100, 41.4, 1.7)]))
+    beat = capsys.readouterr().err.strip().splitlines()[-1]
+    assert beat == (
+        "refining: 0/10 tasks done, 1m40s, 30 calls and 4,100 tokens so far, model 41 tokens/s, "
+        "in flight: 6 in round 1, 3 in round 2, 1 grading, ETA 5m00s from calls"
+    )  # 90 calls left at 0.3 calls/s
+
+
+def test_a_starved_model_host_is_named_as_such(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import redraft.cli._progress as module
+
+    now = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    progress = RunProgress()
+    progress._plain = True
+    with progress:
+        progress.start(total=2, already_done=0)
+        now[0] += 40.0
+        progress.live(live({0: 2}, hosts=[host(1, 90, 2.5, 0.05)]))
+        now[0] += 40.0
+        progress.live(live({0: 2}, hosts=[host(1, 90, 30.0, 0.9)]))  # the load went away
+    first, second = capsys.readouterr().err.strip().splitlines()[-2:]
+    assert first.endswith("; the model is getting 5 % of a core: other work on this machine")
+    assert "of a core" not in second and "model 30 tokens/s" in second
+
+
+def test_the_terminal_bar_carries_the_same_life_and_the_eta_from_calls() -> None:
+    from rich.console import Console
+
+    progress = RunProgress()
+    progress._plain = True  # the bar's columns rendered here, not started on the test's stderr
+    console = Console(record=True, width=300)
+    with progress:
+        progress.start(total=4, already_done=0)
+        progress.expect(estimate_of(calls=40))
+        progress.live(live({1: 4}, calls=8, tokens=640))
+        console.print(progress._bar.make_tasks_table(progress._bar.tasks))
+    shown = console.export_text()
+    assert "0/4" in shown and "8 calls and 640 tokens so far" in shown and "in flight: 4 in round 2" in shown
+    assert "from calls" in shown and "-:--:--" not in shown  # the ETA column is the calls', not blank
+
+
+def estimate_of(calls: int) -> Any:
+    from redraft.engine.estimate import Estimate, Spend
+
+    return Estimate(
+        tasks=1, simulated=1, first_pass=Spend(), expected=Spend({"drafter": Usage(calls=calls)}), worst=Spend(),
+        models={},
+    )  # fmt: skip

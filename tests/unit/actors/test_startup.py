@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from redraft.actors import _startup
-from redraft.errors import ClusterError
+from redraft.errors import ClusterError, UserError
 from tests.unit.test_cli import in_process
 
 TIMED_OUT = (
@@ -19,6 +19,7 @@ TIMED_OUT = (
     "or the GCS has become overloaded."
 )
 WAITS = ("RAY_gcs_server_port_wait_time_s", "RAY_raylet_start_wait_time_s")
+NICENESS = "RAY_worker_niceness"
 
 
 class FakeInit:
@@ -32,7 +33,8 @@ class FakeInit:
         import ray._private.services as services
 
         waits = {name: os.environ.get(name) for name in WAITS}
-        self.calls.append({"kwargs": kwargs, "waits": waits, "get_node": services.get_node})
+        niceness = os.environ.get(NICENESS)
+        self.calls.append({"kwargs": kwargs, "waits": waits, "get_node": services.get_node, "niceness": niceness})
         if self.failures:
             raise self.failures.pop(0)
 
@@ -42,7 +44,7 @@ def init(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeInit]:
     """Install a `FakeInit` as ``ray.init`` (Ray never initialized, its shutdown a no-op)."""
     import ray
 
-    for name in WAITS:
+    for name in (*WAITS, NICENESS, _startup.NICENESS_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "shutdown", lambda: None)
@@ -97,6 +99,35 @@ def test_joining_a_cluster_is_not_retried(init: Callable[..., FakeInit]) -> None
     with pytest.raises(Exception, match="timed out during startup"):
         _startup.ensure_ray("auto")
     assert len(fake.calls) == 1
+
+
+def test_a_local_ray_runs_its_workers_at_this_process_s_priority_and_a_joined_cluster_is_left_alone(
+    init: Callable[..., FakeInit],
+) -> None:
+    """Before, Ray's default made every worker 15 steps nicer than the driver: the model host starved beside any
+    busy process. Ray applies the setting as each worker's step up from its raylet, which inherits ours."""
+    fake = init(Exception(TIMED_OUT))
+    _startup.ensure_ray(None)
+    assert [call["niceness"] for call in fake.calls] == ["0", "0"]  # the second start too
+    assert NICENESS not in os.environ  # put back
+    joined = init()
+    _startup.ensure_ray("auto")
+    assert joined.calls[0]["niceness"] is None  # its raylets' own setting stands
+
+
+def test_the_user_sets_the_workers_niceness_at_or_below_this_process_s_priority(
+    init: Callable[..., FakeInit], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = os.nice(0)
+    fake = init()
+    monkeypatch.setenv(_startup.NICENESS_ENV, str(min(own + 10, 19)))
+    _startup.ensure_ray(None)
+    assert fake.calls[0]["niceness"] == str(min(own + 10, 19) - own)
+    for wrong in ("high", str(own - 1), "20"):
+        monkeypatch.setenv(_startup.NICENESS_ENV, wrong)
+        with pytest.raises(UserError, match=_startup.NICENESS_ENV):
+            _startup.ensure_ray(None)
+    assert len(fake.calls) == 1  # refused before Ray was started
 
 
 def test_the_lengthened_node_lookup_asks_until_the_node_is_there_then_gives_up() -> None:

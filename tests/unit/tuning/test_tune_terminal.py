@@ -122,9 +122,9 @@ def test_a_dry_run_writes_nothing_and_a_resumes_estimate_counts_what_is_left(
     [line] = [line for line in capsys.readouterr().err.splitlines() if "estimate:" in line]
     # A call a task (one draft, one round): what is left is iteration 3, (2 x 4 + 9) tasks and a proposal, and
     # the verdict, 2 x 9 test tasks; the whole tune adds the start on 9 validation tasks and iterations 1 and 2.
-    assert line.endswith("resuming: 2 of 3 iterations done; of what is left; estimate: 36 calls expected, 36 at most "
-                         "(the models cost no USD)")  # fmt: skip
-    assert "estimate: 81 calls expected, 81 at most" in first
+    assert line.endswith("resuming: 2 of 3 iterations done; of what is left; estimate: about 0 s expected, 0 s at "
+                         "most; 36 calls expected, 36 at most (the models cost no USD)")  # fmt: skip
+    assert "estimate: about 0 s expected, 0 s at most; 81 calls expected, 81 at most" in first
 
 
 def test_a_tune_with_one_scored_candidate_says_so_instead_of_plotting_a_dot(
