@@ -63,6 +63,7 @@ from redraft.actors._endpoints import EndpointWatch
 from redraft.actors._grading import GRADE_WATCHDOG_S, GradeStage
 from redraft.actors._leases import Lease
 from redraft.actors._metrics import RunMetrics
+from redraft.actors._stall import StallWatch
 from redraft.backends.pricing import PriceTable, default_prices
 from redraft.engine.grader import grade_request
 from redraft.errors import (
@@ -115,6 +116,9 @@ class DispatchRules:
     """What a judge's calls are priced by, as the arbiters price the loop's."""
     grade_watchdog: float = GRADE_WATCHDOG_S
     """How long a grader may take on a task (`redraft.actors._batches.Batches.grade_watchdog_s`)."""
+    stall_window: float | None = None
+    """How long nothing may succeed while the machinery fails before the run stops (`redraft.actors._stall`);
+    None: it follows the run's measured speed."""
 
 
 class Dispatcher:
@@ -150,9 +154,9 @@ class Dispatcher:
         self.cut = 0
         """Tasks the run's deadline stopped while in flight."""
         self.retried = 0
-        self.finished = 0
-        """Tasks whose loop finished in this run: the evidence that the machinery works for others."""
         """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
+        self.stall = StallWatch(rules.stall_window, now=clock.now)
+        """What succeeded (the evidence that the machinery works for others) and what failed since."""
         self.check_guard = CheckGuard()
         self.grading = GradeStage(
             fleet, clock, self.in_flight, self._write, rules.prices, rules.grade_watchdog, self.metrics
@@ -222,7 +226,13 @@ class Dispatcher:
             encode(seen), timeout, limit, replay, self.fleet.key
         )
         self.in_flight[stream] = Pending(
-            task, slot, arbiter, self._deadline(timeout), attempts, disturbances=self.fleet.disturbances
+            task,
+            slot,
+            arbiter,
+            self._deadline(timeout),
+            attempts,
+            disturbances=self.fleet.disturbances,
+            since=self.clock.now(),
         )
 
     def _deadline(self, timeout: float | None) -> float:
@@ -248,6 +258,7 @@ class Dispatcher:
             time.sleep(max(0.0, min(TICK_S, self.retries[0][0] - self.clock.now())))
         self.fleet.check()
         self._watchdog()
+        self.stall.check()
 
     def _land(self, key: Any) -> None:
         import ray
@@ -273,6 +284,8 @@ class Dispatcher:
             died = not isinstance(cause_of(exc), InfrastructureError)  # not raised by a live arbiter: it died
             self._failed(pending, failure, arbiter_died=died)
             return
+        self.stall.succeeded(self.clock.now() - pending.since)  # a round finished: its calls answered
+        pending.since = self.clock.now()
         pending.frames += frames
         pending.pairs += pairs
         if not last:
@@ -286,16 +299,19 @@ class Dispatcher:
             self.fleet.arbiter_lost(pending.slot, pending.arbiter)
         self.fleet.release(pending.arbiter)
         self.breaker.failed(pending.task.task_id, failure)
+        self.stall.failed(failure)
         attempts = pending.attempts
+        successes = self.stall.successes
         attempts.failed(
-            failure, arbiter_died=arbiter_died, frames=pending.frames, pairs=pending.pairs, finished=self.finished
+            failure, arbiter_died=arbiter_died, frames=pending.frames, pairs=pending.pairs, successes=successes
         )
         self.retried += 1
         self.metrics.retried(failure.cause)
-        if attempts.number > self.rules.policy.max_attempts:
-            record = given_up(pending.task, attempts, failure, self.breaker, self.finished)
-            self._write([encode(pending.task.without_gold()), encode(record)], record)
-            return
+        if attempts.fruitless >= self.rules.policy.max_attempts:
+            record = given_up(pending.task, attempts, failure, self.breaker, successes)
+            if record is not None:
+                self._write([encode(pending.task.without_gold()), encode(record)], record)
+                return
         ready_at = self.clock.now() + self.rules.policy.backoff_s(len(attempts.causes), failure)
         heapq.heappush(self.retries, (ready_at, next(self._seq), pending.task, attempts))
 
@@ -315,7 +331,6 @@ class Dispatcher:
         if attempts.causes:
             result = msgspec.structs.replace(result, attempts=attempts.number, retried_for=attempts.causes)
             frames = [*frames[:-1], encode(result)]
-        self.finished += 1
         self.breaker.answered(result.usage_by_role)
         request = grade_request(
             self.rules.scenario,

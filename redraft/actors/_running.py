@@ -119,6 +119,7 @@ def _dispatcher(
         judge_every_sample=run.experiment.max_rounds == 1,
         prices=run.settings.prices,
         grade_watchdog=batches.grade_watchdog_s,
+        stall_window=budgets.stall_window,
     )
     return Dispatcher(
         fleet,
