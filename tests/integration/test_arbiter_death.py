@@ -55,8 +55,9 @@ class HeldServer(FakeLLMServer):
         prompt = body["messages"][-1]["content"].split("\n\n")[0]
         return f"Step by step.\n{worked(prompt, 1 + round_)}"  # wrong, and differently each round
 
-    def drafts(self, round_: int) -> int:
-        return sum(round_of(r.body) == round_ for r in self.requests)
+    def drafts(self, round_: int, prompt: str) -> int:
+        """The draft requests of ``round_`` for the task of ``prompt``."""
+        return sum(round_of(r.body) == round_ and prompt in r.body["messages"][-1]["content"] for r in self.requests)
 
 
 @pytest.fixture
@@ -66,15 +67,17 @@ def server() -> Iterator[HeldServer]:
         yield fake
 
 
-def test_an_arbiter_killed_mid_task_costs_only_its_round_in_flight(
+def test_an_arbiter_killed_mid_task_costs_only_its_own_tasks_round_in_flight(
     ray_cluster: Any, server: HeldServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Four tasks, one per arbiter (two on each node); the arbiter of one is SIGKILLed during its round 1."""
     import ray
 
     from redraft.actors import _dispatcher, _leases
     from redraft.actors._fleet import Fleet
 
     fleets: list[Fleet] = []
+    out_now: list[dict[Any, Any]] = []
     checkpointed = threading.Event()
 
     class Watched(Fleet):
@@ -86,33 +89,39 @@ def test_an_arbiter_killed_mid_task_costs_only_its_round_in_flight(
 
     def landed(self: _dispatcher.Dispatcher, key: Any) -> None:
         land(self, key)
+        out_now[:] = [self.in_flight]
         if any(pending.pairs for pending in self.in_flight.values()):  # a finished round reached the driver
             checkpointed.set()
 
     monkeypatch.setattr(_leases, "Fleet", Watched)
     monkeypatch.setattr(_dispatcher.Dispatcher, "_land", landed)
-    out = tmp_path / "arbiter-killed"
-    settings = run_settings(server, out, 1, 1, samples=SAMPLES, max_rounds=ROUNDS)
+    out, tasks = tmp_path / "arbiter-killed", 4
+    settings = run_settings(server, out, tasks, tasks, samples=SAMPLES, max_rounds=ROUNDS)
     box: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: box.setdefault("outcome", run(RunConfig.build(**settings))))
     thread.start()
     try:
-        assert server.in_round_one.wait(300) and checkpointed.wait(300)  # round 0 done and kept; round 1 out
-        (fleet,) = fleets
-        for arbiter in list(fleet.arbiters):  # the one running the task among them
-            pid = ray.get(arbiter.__ray_call__.remote(lambda _self: os.getpid()))
-            os.kill(pid, signal.SIGKILL)
+        assert server.in_round_one.wait(300) and checkpointed.wait(300)  # a round done and kept; round 1 out
+        victim = next(pending for pending in list(out_now[0].values()) if pending.pairs)
+        pid = ray.get(victim.arbiter.__ray_call__.remote(lambda _self: os.getpid()))
+        os.kill(pid, signal.SIGKILL)
     finally:
         server.go_on.set()
         thread.join(timeout=600)
     assert not thread.is_alive() and "outcome" in box
-    (record,) = records(out).values()
-    assert (record["attempts"], record["retried_for"]) == (2, ["ActorDiedError"])
-    assert record["rounds"] == ROUNDS
-    assert server.drafts(0) == SAMPLES  # the round finished before the kill was not paid again
-    assert server.drafts(1) == 2 * SAMPLES  # the round in flight was: once before the kill, once after
-    assert server.drafts(2) == SAMPLES
-    assert record["usage"]["calls"] == len(server.requests) - SAMPLES  # each call counted once, as paid once
+    (fleet,) = fleets
+    assert len(fleet.arbiters) == Fleet.arbiters_per_node * len(ray_cluster.list_all_nodes())
+    recs = records(out)
+    assert {task_id: r["attempts"] for task_id, r in recs.items()} == {
+        task_id: 2 if task_id == victim.task.task_id else 1 for task_id in recs
+    }  # the tasks on the other arbiters went on
+    record = recs[victim.task.task_id]
+    assert record["retried_for"] == ["ActorDiedError"] and record["rounds"] == ROUNDS
+    prompt = victim.task.prompt
+    assert server.drafts(0, prompt) == SAMPLES  # the round finished before the kill was not paid again
+    assert server.drafts(1, prompt) == 2 * SAMPLES  # the round in flight was: once before the kill, once after
+    assert server.drafts(2, prompt) == SAMPLES
+    assert sum(r["usage"]["calls"] for r in recs.values()) == len(server.requests) - SAMPLES  # one paid twice
 
 
 def test_a_run_whose_every_attempt_hangs_stops_after_its_stall_window_naming_what_failed(
