@@ -10,8 +10,8 @@ a run first needs that role; a run is opened on every arbiter (`open`) and close
 - **Start.** Every actor starts at once and the fleet waits until each has answered once. One that dies meanwhile
   is handled as during the run (`_died`): Ray restarts a killed member in place, a member dead for good is rebuilt,
   a dead arbiter is replaced, and the member deaths count as disturbances. An actor slot that died more than
-  `Fleet.start_deaths` times while starting stops the run up front, as does a fleet not started within
-  `Fleet.start_timeout_s` (whatever started is killed).
+  `Fleet.start_deaths` times with no actor answering in between (under a storm of kills others answer meanwhile)
+  stops the run up front, as does a fleet not started within `Fleet.start_timeout_s` (whatever started is killed).
 - **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``, answered by its event loop).
   One that has not answered after `Fleet.hung_after_s` (stretched by the machine's load, `patience`: a busy machine
   answers late, and is not hung) while the cluster holds it ``ALIVE`` and it has not restarted meanwhile is frozen
@@ -95,7 +95,8 @@ class Fleet:
     """Replacements of one member slot that may die before they first answer, in a row, before it is given up."""
     start_timeout_s = 300.0
     start_deaths = 3
-    """Deaths of one actor slot while the fleet starts (each restarted, rebuilt or replaced) before the run stops."""
+    """Deaths of one actor slot while the fleet starts (each restarted, rebuilt or replaced), with no actor answering
+    in between, before the run stops."""
     arbiters_per_node = 2
     """Arbiter actors on each node: no one of them is a single point of failure for the node's tasks."""
 
@@ -192,6 +193,7 @@ class Fleet:
                     self._died_starting(ping, exc, deaths)
                 else:
                     answered[id(ping.handle)] = ping.handle
+                    deaths.clear()  # the start moves on: deaths so far were a storm's, not a slot's own
                     self._placing_deaths.pop((ping.kind, ping.index), None)
 
     def _ping_unanswered(self, answered: dict[int, Any]) -> bool:
