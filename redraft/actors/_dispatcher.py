@@ -219,7 +219,8 @@ class Dispatcher:
         if attempts.arbiter_deaths >= self.rules.policy.quarantine_after:
             slot, arbiter = None, self.fleet.quarantine()
         else:
-            slot = next(self._seq) % len(self.fleet.arbiters)
+            serving = self.fleet.serving() or range(len(self.fleet.arbiters))  # not one still starting
+            slot = serving[next(self._seq) % len(serving)]
             arbiter = self.fleet.arbiters[slot]
         replay = list(attempts.replay.items()) or None
         stream = arbiter.stream.options(num_returns="streaming").remote(

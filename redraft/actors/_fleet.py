@@ -22,20 +22,18 @@ a run first needs that role; a run is opened on every arbiter (`open`) and close
   rebuilt on a live node, once per death, and every arbiter is told
   (`redraft.engine.arbiter.Arbiter.replace_member`); until then the arbiters route its calls to the next member. An
   arbiter that died is replaced when the first of its tasks reports it (the handle is compared, so a death is
-  replaced once, however many tasks it took). A replacement that dies before it first answers is rebuilt again, up
+  replaced once, however many tasks it took), at once, and gets tasks once it answers (`serving`). A replacement that dies before it first answers is rebuilt again, up
   to `Fleet.place_tries` times in a row; one that cannot start within `Fleet.place_timeout_s`, or the last of those
   tries, leaves its slot empty; a role with no member left anywhere stops the run (`ClusterError`, exit 1).
-- **Quarantine.** A task suspected of killing its arbiter runs alone on an arbiter of its own (`quarantine`, its
-  run alone open on it), so a death there is its own doing.
+- **Quarantine.** A task suspected of killing its arbiter runs alone on one of its own (`quarantine`).
 - **Disturbances.** `disturbances` counts what happened to role members: kills, deaths, replacements, restarts Ray
   did in place and heartbeats at which a member was not serving (read from the control store on each heartbeat: Ray
   re-sends a restarted member's calls unseen and queues new ones until it is back). A task whose time ran out while
   that count moved may have spent it waiting on the machinery; the dispatcher redoes it
   (`redraft.actors._dispatcher`).
 
-Once started, nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with
-no timeout) and is called from each run's dispatch loop; a lock keeps the runs that share a fleet (each
-dispatched from a thread of its own) from handling one death twice.
+Once started, nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with no timeout) and is
+called from each run's dispatch loop; a lock keeps the runs sharing a fleet from handling one death twice.
 """
 
 from __future__ import annotations
@@ -130,8 +128,7 @@ class Fleet:
         """Replacements of each member slot that died before they first answered, since one last did."""
 
     @property
-    def nodes(self) -> int:
-        """The nodes the fleet was placed on."""
+    def nodes(self) -> int:  # the nodes the fleet was placed on
         return len(self._nodes)
 
     def fits(self, roles: dict[RoleName, float]) -> bool:
@@ -229,8 +226,13 @@ class Fleet:
         with self.lock:
             if slot is not None and self.arbiters[slot] is handle:
                 node = self._live_node(self._nodes[slot % len(self._nodes)])  # slot i is on node i mod n
-                self.arbiters[slot] = factory.arbiter(self.members, list(self.runs.values()), node)
+                self.arbiters[slot] = new = factory.arbiter(self.members, list(self.runs.values()), node)
+                self._pings[new.__ray_ready__.remote()] = _Ping("arbiter", slot, new, self.clock(), placing=True)
                 self.replaced += 1
+
+    def serving(self) -> list[int]:
+        """The arbiter slots whose actor has answered (a replacement starting takes seconds: tasks go elsewhere)."""
+        return [slot for slot, handle in enumerate(self.arbiters) if id(handle) in self._answered]
 
     def quarantine(self, key: str) -> Any:
         """A fresh arbiter for one suspect task of run ``key`` alone; `release` it when that task is done."""
@@ -266,6 +268,7 @@ class Fleet:
                 except Exception as exc:
                     self._died(ping, exc)
                 else:
+                    self._answered[id(ping.handle)] = ping.handle
                     self._placing_deaths.pop((ping.kind, ping.index), None)
             for ref, ping in list(self._pings.items()):
                 wait = patience(self.place_timeout_s if ping.placing else self.hung_after_s, *machine_load())
