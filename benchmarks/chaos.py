@@ -6,7 +6,8 @@ arithmetic tasks, 32 in flight, K=2, 3 rounds, no response cache (so every call
 the faults made the run repeat is paid and counted). Each disturbed run is
 compared task by task with an undisturbed run of the same seed.
 
-    .venv/bin/python benchmarks/chaos.py [--tasks 320] [--in-flight 32] [--only damage] [--batch-tasks 40]
+    .venv/bin/python benchmarks/chaos.py [--tasks 320] [--in-flight 32] [--only damage|journal|storm]
+        [--batch-tasks 40] [--storm-every 1.5]
 
 Columns: tasks recorded (and whether each exactly once), tasks recorded with the
 machinery's failure as their result (must be 0), tasks redone, paid replays
@@ -16,6 +17,12 @@ that kills goes on only while the run does (the wall time is the run's own, from
 its start to its return), and the row says how many kills it made. After each kill
 of the command's own driver, it says how long the processes of its local Ray lived on.
 undisturbed one, and wall time.
+
+The storm row SIGKILLs a role actor (arbiters, drafters, critics, verifiers in turn, a random process of the
+role each time) every ``--storm-every`` seconds from the run's first written task to its end (the row
+"while the fleet starts" hits the start): every task must be done once,
+none failed for infrastructure, within 3x the undisturbed time. ``--only storm`` runs the undisturbed run and
+this row only.
 
 Then a damaged run directory: a copy of the undisturbed run's, damaged as a crashed
 machine or a careless operator would (tests/support/damage.py), resumed: the tasks
@@ -120,13 +127,15 @@ def disturbed(cluster: Any, server: Any, settings: dict[str, Any], fault: Fault,
     return ended[0] - started, len(server.requests) - before, did
 
 
-def killing(cluster: Any, roles: tuple[str, ...], most: int, every_s: float = 2.0, until: Any = None) -> Fault:
+def killing(
+    cluster: Any, roles: tuple[str, ...], most: int, every_s: float = 2.0, until: Any = None, for_s: float = 600
+) -> Fault:
     """SIGKILL ``most`` processes of ``roles`` (in turn, every ``every_s``) while the run goes on and ``until()``
-    is not yet true; the processes of earlier runs are spared."""
+    is not yet true (``for_s`` at most); the processes of earlier runs are spared."""
 
     def fault(running: Callable[[], bool], spared: set[int]) -> str:
         with Killer(cluster, every_s=every_s, roles=roles, most=most, spared=spared) as killer:
-            wait_for(lambda: len(killer.kills) >= most or not running() or (until is not None and until()), 600)
+            wait_for(lambda: len(killer.kills) >= most or not running() or (until is not None and until()), for_s)
         counted = ", ".join(f"{n} {role}" for role in roles if (n := killer.kills.count(role)))
         return f"{len(killer.kills)} kills ({counted})"
 
@@ -139,10 +148,11 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=32)
     parser.add_argument(
         "--only",
-        choices=("all", "damage", "journal"),
+        choices=("all", "damage", "journal", "storm"),
         default="all",
-        help="all rows, the damaged run directory's and batch journal's, or the batch journal's alone",
+        help="all rows, the damaged run directory's and batch journal's, the batch journal's alone, or the storm's",
     )
+    parser.add_argument("--storm-every", type=float, default=1.5, help="seconds between the storm's kills")
     parser.add_argument("--batch-tasks", type=int, default=40, help="tasks of the damaged batch journal's runs")
     args = parser.parse_args()
     if args.only == "journal":  # no cluster: these runs are the CLI's, each on its own local Ray
@@ -177,12 +187,18 @@ def main() -> None:
             f"{reference['wall']:.1f} s\n\n| fault | after the change |\n|---|---|"
         )
 
+        if args.only in ("all", "storm"):
+            kill = killing(cluster, ROLES, 10**6, every_s=args.storm_every, for_s=3600)
+            wall, req, did = disturbed(cluster, server, settings("storm"), kill, at=1)
+            storm = f"role actors SIGKILLed every {args.storm_every:g} s, from the first task written to the end"
+            row(storm, judge(root / "storm", reference, req, wall, n, did))
         if args.only == "all":
             cluster_faults(cluster, worker, server, root, settings, reference, n)
-        for how in DAMAGES:
-            row(f"{how}, then resumed", damaged_directory(root, how, server, settings, reference, n))
-        for fault, outcome in damaged_journals(root, args.batch_tasks):
-            row(fault, outcome)
+        if args.only != "storm":
+            for how in DAMAGES:
+                row(f"{how}, then resumed", damaged_directory(root, how, server, settings, reference, n))
+            for fault, outcome in damaged_journals(root, args.batch_tasks):
+                row(fault, outcome)
     ray.shutdown()
     cluster.shutdown()
     print("\n" + "\n".join(f"| {f} | {o} |" for f, o in ROWS))

@@ -6,17 +6,23 @@ the queue for another attempt, after a short backoff, with the replies of its
 finished rounds (`redraft.engine.arbiter`). The attempts and their causes end up
 in its `Result` (``attempts``, ``retried_for``) and in the summary.
 
-Bounds, so nothing loops forever:
+Bounds, so nothing loops forever. Only a *fruitless* attempt counts against a
+task: one that failed before it finished a round more than the attempts before it
+(a redone task resumes from its last finished round, so an attempt that finished
+one moved the task on, however it ended). Under a storm of kills a task fails now
+and then but keeps moving; a task that kills whatever runs it never does.
 
-- A task whose arbiter died under it `AttemptPolicy.quarantine_after` times runs
-  alone on an arbiter of its own from then on: other tasks stop dying with it,
-  and a death there is its own doing.
-- After `AttemptPolicy.max_attempts` attempts that all failed this way, the task
-  is stopped as a poison task, if other tasks finished meanwhile (it fails where
-  they do not): recorded with stop reason ``error`` and its own cause,
-  ``PoisonTaskError``, naming the causes of its attempts. If none did, the
-  machinery is failing every task alike: the run stops (`ClusterError`, exit 1),
-  recording nothing for it, and a rerun with the same ``--out`` resumes it.
+- A task whose arbiter died under it in `AttemptPolicy.quarantine_after` fruitless
+  attempts in a row runs alone on an arbiter of its own from then on: other tasks
+  stop dying with it, and a death there is its own doing.
+- After `AttemptPolicy.max_attempts` fruitless attempts in a row, the task is
+  stopped as a poison task if anything else succeeded meanwhile (a round, a task,
+  a grade: it fails where others do not): recorded with stop reason ``error`` and
+  its own cause, ``PoisonTaskError``, naming the causes of its attempts. If
+  nothing did, the machinery is failing every task alike: the task is redone
+  again, and the run stops only when nothing at all has succeeded for the stall
+  window (`redraft.actors._stall`), recording nothing for the tasks in flight, so
+  a rerun with the same ``--out`` resumes them.
 - `Breaker`: a backend endpoint that failed whole calls (every retry) for several
   tasks, with no answer to any task in between, is down, not refusing one
   request. The run stops (`ClusterError`, exit 1) with one line naming it; the
@@ -66,11 +72,16 @@ class TaskAttempts:
     """The infrastructure cause of each failed attempt."""
     faults: list[MachineryFault] = field(default_factory=list)
     """How the machinery failed, for each failed attempt."""
+    fruitless: int = 0
+    """Failed attempts in a row that finished no round beyond what earlier attempts had (see the module
+    docstring)."""
     arbiter_deaths: int = 0
+    """Of the `fruitless` attempts, those whose arbiter died under them."""
     replay: dict[bytes, bytes] = field(default_factory=dict)
     """Replies of finished rounds, by request frame, kept across attempts."""
-    finished_before: int | None = None
-    """How many tasks of the run had finished when this one first failed (None: it has not)."""
+    successes_before: int | None = None
+    """How many things had succeeded in the run (`redraft.actors._stall.StallWatch.successes`) when the task's
+    fruitless attempts began (None: its last attempt moved it on, or it has not failed)."""
 
     def failed(
         self,
@@ -79,17 +90,22 @@ class TaskAttempts:
         arbiter_died: bool,
         frames: list[bytes],
         pairs: list[tuple[int, int]],
-        finished: int = 0,
+        successes: int = 0,
     ) -> None:
-        """Count a failed attempt (``finished``: tasks of the run finished so far); keep the replies its finished
-        rounds received."""
-        if self.finished_before is None:
-            self.finished_before = finished
+        """Count a failed attempt (``successes``: things that succeeded in the run so far); keep the replies its
+        finished rounds received."""
+        kept = len(self.replay)
+        self.replay.update((frames[q], frames[a]) for q, a in pairs if a < len(frames))
         self.causes.append(failure.cause)
         self.faults.append(failure.fault)
-        self.arbiter_deaths += arbiter_died
-        self.replay.update((frames[q], frames[a]) for q, a in pairs if a < len(frames))
         self.number += 1
+        if len(self.replay) > kept:  # it finished a round more: it moves on, whatever ended it
+            self.fruitless, self.arbiter_deaths, self.successes_before = 0, 0, None
+            return
+        if self.successes_before is None:
+            self.successes_before = successes
+        self.fruitless += 1
+        self.arbiter_deaths += arbiter_died
 
 
 def error_result(task: Task, error: str, error_type: str) -> Result:
@@ -133,27 +149,25 @@ def poison_result(task: Task, attempts: TaskAttempts) -> Result:
 
 
 def given_up(
-    task: Task, attempts: TaskAttempts, failure: InfrastructureError, breaker: Breaker, finished: int
-) -> Result:
-    """The record of ``task``, every attempt of which the machinery failed (the last with ``failure``), when the
-    evidence makes it the task's fault; ``finished``: the run's tasks finished so far.
+    task: Task, attempts: TaskAttempts, failure: InfrastructureError, breaker: Breaker, successes: int
+) -> Result | None:
+    """The record of ``task``, whose last `AttemptPolicy.max_attempts` attempts the machinery failed (the last
+    with ``failure``) with no round finished, when the evidence makes it the task's fault; None when it does
+    not (the task is redone); ``successes``: what succeeded in the run so far.
 
     When every attempt found one endpoint unreachable, the task is the cause only if that endpoint answered
     other tasks meanwhile (`TaskRefusedError`); otherwise the endpoint is down and the run stops (`ClusterError`),
-    with nothing recorded for the task. Any other mix of deaths and hangs makes it a poison task if other tasks
-    finished since it first failed; if none did, the machinery fails every task alike and the run stops.
+    with nothing recorded for the task. Any other mix of deaths and hangs makes it a poison task if anything
+    else succeeded since its fruitless attempts began; if nothing did, the machinery fails every task alike,
+    and the stall window (`redraft.actors._stall`) decides whether the run goes on.
     """
     endpoint = failure.endpoint
     if endpoint is not None and all(fault == "unreachable" for fault in attempts.faults):
         if not breaker.answered_since_failing(task.task_id, endpoint):
             raise breaker.down(endpoint)
         return refused_result(task, attempts, endpoint)
-    if finished == attempts.finished_before:
-        raise ClusterError(
-            f"the machinery failed under every attempt of task {task.task_id} ({', '.join(attempts.causes)}) and "
-            "no task finished meanwhile: it is failing every task alike, not this one; nothing was recorded "
-            "for it, and a rerun with the same --out resumes it"
-        )
+    if successes == attempts.successes_before:
+        return None
     return poison_result(task, attempts)
 
 
@@ -278,6 +292,8 @@ class Pending:
     grade_tries: int = 0
     round: int = 0
     """The round its loop is in: one past the last round that landed (for the progress line)."""
+    since: float = 0.0
+    """When the task was sent or its last round landed (how long its rounds take is the run's speed)."""
 
 
 def failed_result(task: Task, exc: BaseException) -> Result:

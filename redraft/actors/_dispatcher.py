@@ -16,25 +16,13 @@ backend stayed unreachable), the task is not written but redone
 (`redraft.actors._attempts`): with the replies of its finished rounds, on a live
 arbiter, within a bounded number of attempts. The loop streams a checkpoint per
 finished round (`redraft.actors._arbiter.ArbiterActor.stream`) to keep those replies.
-A task whose own timeout stopped it while a role member was killed, died or
-restarted (`redraft.actors._fleet.Fleet.disturbances`) may have spent its time
-waiting on that member: it is redone too, while it has attempts left (the last
-one is written as it ended), so a timeout in the record is the task's own time.
+A timeout that overlapped a member's death (`redraft.actors._fleet.Fleet.disturbances`) is
+redone too while attempts are left, so a timeout in the record is the task's own time.
 
-Every wait is bounded. Each task out has a watchdog deadline (its timeout plus
-`WATCHDOG_GRACE_S`, or the run's ``task_watchdog``, or `DEFAULT_WATCHDOG_S`):
-past it, the task's call is cancelled and the task redone as hung. The fleet's
-heartbeat (`redraft.actors._fleet`), checked on every turn of the loop, kills frozen
-actors and replaces dead ones. Refused credentials, an endpoint down for good
-(`redraft.actors._attempts.Breaker`) and a role no node can host stop the run: the
-tasks in flight are cancelled and not written, so a rerun resumes them.
-
-Run budgets (tokens, calls, USD, seconds) are checked before each dispatch
-against everything the run directory records, earlier invocations included;
-once one is spent nothing more is dispatched. Tasks in flight then finish,
-except under the time budget, which is a deadline: each task is dispatched with
-the time left as its timeout (`RunClock.task_limit`), so it stops there with the
-best of its finished rounds and says so (``stop_limit == "run_deadline"``).
+Every wait is bounded (a watchdog per task, `WATCHDOG_GRACE_S` past its timeout, or `DEFAULT_WATCHDOG_S`;
+the fleet's heartbeat on every turn), and run budgets are checked before each dispatch against everything the
+run directory records; the time budget is a deadline each task is dispatched with (``stop_limit ==
+"run_deadline"``). What stops a run is in docs/architecture.md, "Faults".
 """
 
 from __future__ import annotations
@@ -66,6 +54,7 @@ from redraft.actors._hosts import HostWatch
 from redraft.actors._leases import Lease
 from redraft.actors._live import Live, LiveTally
 from redraft.actors._metrics import RunMetrics
+from redraft.actors._stall import StallWatch
 from redraft.backends.pricing import PriceTable, default_prices
 from redraft.engine.grader import grade_request
 from redraft.errors import (
@@ -120,6 +109,9 @@ class DispatchRules:
     """What a judge's calls are priced by, as the arbiters price the loop's."""
     grade_watchdog: float = GRADE_WATCHDOG_S
     """How long a grader may take on a task (`redraft.actors._batches.Batches.grade_watchdog_s`)."""
+    stall_window: float | None = None
+    """How long nothing may succeed while the machinery fails before the run stops (`redraft.actors._stall`);
+    None: it follows the run's measured speed."""
 
 
 class Dispatcher:
@@ -161,9 +153,9 @@ class Dispatcher:
         self.cut = 0
         """Tasks the run's deadline stopped while in flight."""
         self.retried = 0
-        self.finished = 0
-        """Tasks whose loop finished in this run: the evidence that the machinery works for others."""
         """Attempts that the machinery's failure ended (each redone, or its task stopped as poison)."""
+        self.stall = StallWatch(rules.stall_window, now=clock.now)
+        """What succeeded (the evidence that the machinery works for others) and what failed since."""
         self.check_guard = CheckGuard()
         self.grading = GradeStage(
             fleet, clock, self.in_flight, self._write, rules.prices, rules.grade_watchdog, self.metrics
@@ -236,14 +228,21 @@ class Dispatcher:
         if attempts.arbiter_deaths >= self.rules.policy.quarantine_after:
             slot, arbiter = None, self.fleet.quarantine()
         else:
-            slot = next(self._seq) % len(self.fleet.arbiters)
+            serving = self.fleet.serving() or range(len(self.fleet.arbiters))  # not one still starting
+            slot = serving[next(self._seq) % len(serving)]
             arbiter = self.fleet.arbiters[slot]
         replay = list(attempts.replay.items()) or None
         stream = arbiter.stream.options(num_returns="streaming").remote(
             encode(seen), timeout, limit, replay, self.fleet.key
         )
         self.in_flight[stream] = Pending(
-            task, slot, arbiter, self._deadline(timeout), attempts, disturbances=self.fleet.disturbances
+            task,
+            slot,
+            arbiter,
+            self._deadline(timeout),
+            attempts,
+            disturbances=self.fleet.disturbances,
+            since=self.clock.now(),
         )
 
     def _deadline(self, timeout: float | None) -> float:
@@ -269,6 +268,7 @@ class Dispatcher:
             time.sleep(max(0.0, min(TICK_S, self.retries[0][0] - self.clock.now())))
         self.fleet.check()
         self._watchdog()
+        self.stall.check()
 
     def _land(self, key: Any) -> None:
         import ray
@@ -294,6 +294,8 @@ class Dispatcher:
             died = not isinstance(cause_of(exc), InfrastructureError)  # not raised by a live arbiter: it died
             self._failed(pending, failure, arbiter_died=died)
             return
+        self.stall.succeeded(self.clock.now() - pending.since)  # a round finished: its calls answered
+        pending.since = self.clock.now()
         pending.frames += frames
         pending.pairs += pairs
         if (next_round := self.tally.landed(frames)) >= 0:
@@ -309,16 +311,19 @@ class Dispatcher:
             self.fleet.arbiter_lost(pending.slot, pending.arbiter)
         self.fleet.release(pending.arbiter)
         self.breaker.failed(pending.task.task_id, failure)
+        self.stall.failed(failure)
         attempts = pending.attempts
+        successes = self.stall.successes
         attempts.failed(
-            failure, arbiter_died=arbiter_died, frames=pending.frames, pairs=pending.pairs, finished=self.finished
+            failure, arbiter_died=arbiter_died, frames=pending.frames, pairs=pending.pairs, successes=successes
         )
         self.retried += 1
         self.metrics.retried(failure.cause)
-        if attempts.number > self.rules.policy.max_attempts:
-            record = given_up(pending.task, attempts, failure, self.breaker, self.finished)
-            self._write([encode(pending.task.without_gold()), encode(record)], record)
-            return
+        if attempts.fruitless >= self.rules.policy.max_attempts:
+            record = given_up(pending.task, attempts, failure, self.breaker, successes)
+            if record is not None:
+                self._write([encode(pending.task.without_gold()), encode(record)], record)
+                return
         ready_at = self.clock.now() + self.rules.policy.backoff_s(len(attempts.causes), failure)
         heapq.heappush(self.retries, (ready_at, next(self._seq), pending.task, attempts))
 
@@ -338,7 +343,6 @@ class Dispatcher:
         if attempts.causes:
             result = msgspec.structs.replace(result, attempts=attempts.number, retried_for=attempts.causes)
             frames = [*frames[:-1], encode(result)]
-        self.finished += 1
         self.breaker.answered(result.usage_by_role)
         request = grade_request(
             self.rules.scenario,

@@ -2,47 +2,38 @@
 
 A `Fleet` serves one run or many (every evaluation of a tune, every lane of a comparison: see
 `redraft.actors._leases`): its actors take each run's prompts and settings with its calls, so what a fleet is
-made for is only what its actors reserve (`Fleet.fits`). It starts one arbiter per live node with its first
-run, and one member of each role a run needs, the grader included, per node when a run first needs that
-role; a run is opened on every arbiter (`open`) and closed when it ends. Then it keeps them so:
+made for is only what its actors reserve (`Fleet.fits`). It starts `Fleet.arbiters_per_node` arbiters per live
+node with its first run (tasks go to each in turn: an arbiter's death redoes the rounds in flight of a share of
+its node's tasks, the others go on), and one member of each role a run needs, the grader included, per node when
+a run first needs that role; a run is opened on every arbiter (`open`) and closed when it ends. Then it keeps them so:
 
-- **Start.** Every actor starts at once and the fleet waits until each has
-  answered once. One that dies meanwhile is handled as during the run (`_died`):
-  Ray restarts a killed member in place, a member dead for good is rebuilt, a dead
-  arbiter is replaced, and the member deaths count as disturbances. An actor slot
-  that died more than `Fleet.start_deaths` times while starting stops the run up
-  front, as does a fleet not started within `Fleet.start_timeout_s` (whatever
-  started is killed).
+- **Start.** Every actor starts at once and the fleet waits until each has answered once. One that dies meanwhile
+  is handled as during the run (`_died`): Ray restarts a killed member in place, a member dead for good is rebuilt,
+  a dead arbiter is replaced, and the member deaths count as disturbances. An actor slot that died more than
+  `Fleet.start_deaths` times with no actor answering in between (under a storm of kills others answer meanwhile)
+  stops the run up front, as does a fleet not started within `Fleet.start_timeout_s` (whatever started is killed).
+- **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``, answered by its event loop).
+  One that has not answered after `Fleet.hung_after_s` (stretched by the machine's load, `patience`: a busy machine
+  answers late, and is not hung) while the cluster holds it ``ALIVE`` and it has not restarted meanwhile is frozen
+  or deadlocked: it is killed, once. (One still starting or restarting is not: on a loaded node that takes seconds,
+  and killing it would only start it again.) Ray restarts a role member or a grader in place and re-sends the calls
+  it held; a killed arbiter's tasks fail and the driver redoes them.
+- **Replacement.** A member that died for good (its node is gone, so its hard node affinity cannot be met) is
+  rebuilt on a live node, once per death, and every arbiter is told
+  (`redraft.engine.arbiter.Arbiter.replace_member`); until then the arbiters route its calls to the next member. An
+  arbiter that died is replaced when the first of its tasks reports it (the handle is compared, so a death is
+  replaced once, however many tasks it took), at once, and gets tasks once it answers (`serving`). A replacement that dies before it first answers is rebuilt again, up
+  to `Fleet.place_tries` times in a row; one that cannot start within `Fleet.place_timeout_s`, or the last of those
+  tries, leaves its slot empty; a role with no member left anywhere stops the run (`ClusterError`, exit 1).
+- **Quarantine.** A task suspected of killing its arbiter runs alone on one of its own (`quarantine`).
+- **Disturbances.** `disturbances` counts what happened to role members: kills, deaths, replacements, restarts Ray
+  did in place and heartbeats at which a member was not serving (read from the control store on each heartbeat: Ray
+  re-sends a restarted member's calls unseen and queues new ones until it is back). A task whose time ran out while
+  that count moved may have spent it waiting on the machinery; the dispatcher redoes it
+  (`redraft.actors._dispatcher`).
 
-- **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``,
-  answered by its event loop). One that has not answered after `Fleet.hung_after_s`
-  (stretched by the machine's load, `patience`: a busy machine answers late, and is not hung)
-  while the cluster holds it ``ALIVE`` and it has not restarted meanwhile is frozen
-  or deadlocked: it is killed, once. (One still starting or restarting is not: on
-  a loaded node that takes seconds, and killing it would only start it again.)
-  Ray restarts a role member or a grader in place and re-sends the calls it held;
-  a killed arbiter's tasks fail and the driver redoes them.
-- **Replacement.** A member that died for good (its node is gone, so its hard
-  node affinity cannot be met) is rebuilt on a live node, once per death, and
-  every arbiter is told (`redraft.engine.arbiter.Arbiter.replace_member`); until
-  then the arbiters route its calls to the next member. An arbiter that died is
-  replaced when the first of its tasks reports it (the handle is compared, so a
-  death is replaced once, however many tasks it took). A replacement that dies
-  before it first answers is rebuilt again, up to `Fleet.place_tries` times in a
-  row; one that cannot start within `Fleet.place_timeout_s`, or the last of those
-  tries, leaves its slot empty; a role with no member left anywhere stops the run
-  (`ClusterError`, exit 1).
-- **Quarantine.** A task suspected of killing its arbiter runs alone on an arbiter
-  of its own (`quarantine`, its run alone open on it), so a death there is its own doing.
-- **Disturbances.** `disturbances` counts what happened to role members: kills, deaths, replacements,
-  restarts Ray did in place and heartbeats at which a member was not serving (read from the control store on
-  each heartbeat: Ray re-sends a restarted member's calls unseen and queues new ones until it is back). A task
-  whose time ran out while that count moved may have spent it waiting on the machinery; the dispatcher redoes
-  it (`redraft.actors._dispatcher`).
-
-Once started, nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with
-no timeout) and is called from each run's dispatch loop; a lock keeps the runs that share a fleet (each
-dispatched from a thread of its own) from handling one death twice.
+Once started, nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with no timeout) and is
+called from each run's dispatch loop; a lock keeps the runs sharing a fleet from handling one death twice.
 """
 
 from __future__ import annotations
@@ -102,7 +93,10 @@ class Fleet:
     """Replacements of one member slot that may die before they first answer, in a row, before it is given up."""
     start_timeout_s = 300.0
     start_deaths = 3
-    """Deaths of one actor slot while the fleet starts (each restarted, rebuilt or replaced) before the run stops."""
+    """Deaths of one actor slot while the fleet starts (each restarted, rebuilt or replaced), with no actor answering
+    in between, before the run stops."""
+    arbiters_per_node = 2
+    """Arbiter actors on each node: no one of them is a single point of failure for the node's tasks."""
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
@@ -133,6 +127,10 @@ class Fleet:
         self._placing_deaths: Counter[tuple[Kind, int]] = Counter()
         """Replacements of each member slot that died before they first answered, since one last did."""
 
+    @property
+    def nodes(self) -> int:  # the nodes the fleet was placed on
+        return len(self._nodes)
+
     def fits(self, roles: dict[RoleName, float]) -> bool:
         """Whether runs needing ``roles`` (each with the CPUs its actors reserve) can be served here."""
         return all(self.cpus.get(role, cpus) == cpus for role, cpus in roles.items())
@@ -146,7 +144,8 @@ class Fleet:
                     self.cpus[role] = cpus
                     self.members[role] = [factory.member(role, node, cpus) for node in self._nodes]
             if not self.arbiters:
-                self.arbiters = [factory.arbiter({}, [], node) for node in self._nodes]
+                per_node = range(self.arbiters_per_node)
+                self.arbiters = [factory.arbiter({}, [], node) for _ in per_node for node in self._nodes]
             try:
                 self._await_started()
             except BaseException:
@@ -191,6 +190,7 @@ class Fleet:
                     self._died_starting(ping, exc, deaths)
                 else:
                     answered[id(ping.handle)] = ping.handle
+                    deaths.clear()  # the start moves on: deaths so far were a storm's, not a slot's own
                     self._placing_deaths.pop((ping.kind, ping.index), None)
 
     def _ping_unanswered(self, answered: dict[int, Any]) -> bool:
@@ -225,9 +225,14 @@ class Fleet:
         quarantine arbiter, in no slot, is not replaced)."""
         with self.lock:
             if slot is not None and self.arbiters[slot] is handle:
-                node = self._live_node(self._nodes[slot])
-                self.arbiters[slot] = factory.arbiter(self.members, list(self.runs.values()), node)
+                node = self._live_node(self._nodes[slot % len(self._nodes)])  # slot i is on node i mod n
+                self.arbiters[slot] = new = factory.arbiter(self.members, list(self.runs.values()), node)
+                self._pings[new.__ray_ready__.remote()] = _Ping("arbiter", slot, new, self.clock(), placing=True)
                 self.replaced += 1
+
+    def serving(self) -> list[int]:
+        """The arbiter slots whose actor has answered (a replacement starting takes seconds: tasks go elsewhere)."""
+        return [slot for slot, handle in enumerate(self.arbiters) if id(handle) in self._answered]
 
     def quarantine(self, key: str) -> Any:
         """A fresh arbiter for one suspect task of run ``key`` alone; `release` it when that task is done."""
@@ -263,6 +268,7 @@ class Fleet:
                 except Exception as exc:
                     self._died(ping, exc)
                 else:
+                    self._answered[id(ping.handle)] = ping.handle
                     self._placing_deaths.pop((ping.kind, ping.index), None)
             for ref, ping in list(self._pings.items()):
                 wait = patience(self.place_timeout_s if ping.placing else self.hung_after_s, *machine_load())

@@ -93,6 +93,13 @@ class Lease:
         return self.fleet.arbiters
 
     @property
+    def nodes(self) -> int:
+        return self.fleet.nodes
+
+    def serving(self) -> list[int]:
+        return self.fleet.serving()
+
+    @property
     def graders(self) -> list[Any]:
         """The grader actors the run asks (`ask_grader`), or its one plain `Grader` for instant grades."""
         if isinstance(self.grader, RunRole):

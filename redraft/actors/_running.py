@@ -110,8 +110,7 @@ def _dispatcher(
     budgets, runtime = run.budgets, run.runtime
     rules = DispatchRules(
         run.scenario,
-        max_in_flight=runtime.max_tasks_in_flight
-        or _default_in_flight(run.setup, len(fleet.arbiters), batch=runtime.batch),
+        max_in_flight=runtime.max_tasks_in_flight or _default_in_flight(run.setup, fleet.nodes, batch=runtime.batch),
         oracle=run.experiment.oracle_feedback,
         task_timeout=budgets.task_timeout,
         task_watchdog=budgets.task_watchdog or (math.inf if runtime.batch else None),
@@ -120,6 +119,7 @@ def _dispatcher(
         judge_every_sample=run.experiment.max_rounds == 1,
         prices=run.settings.prices,
         grade_watchdog=batches.grade_watchdog_s,
+        stall_window=budgets.stall_window,
     )
     return Dispatcher(
         fleet,

@@ -160,6 +160,14 @@ class Budgets(msgspec.Struct, frozen=True, kw_only=True):
             panel="Budgets",
         ),
     ] = None
+    stall_window: Annotated[
+        PositiveSeconds | None,
+        _help(
+            "Stop the run when nothing (no model call, no check, no task) has succeeded for this many seconds "
+            "while the machinery kept failing (default: 10 times the slowest round seen, at least 120).",
+            panel="Budgets",
+        ),
+    ] = None
     budget_usd: Annotated[Money | None, _help("Run budget: dispatch no task once spent.", panel="Budgets")] = None
     budget_tokens: Annotated[Tokens | None, _help("Run budget in tokens.", panel="Budgets")] = None
     budget_calls: Annotated[Count | None, _help("Run budget in model calls.", panel="Budgets")] = None

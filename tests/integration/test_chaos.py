@@ -85,15 +85,18 @@ def check_like_reference(out: Path, reference: dict[str, Any]) -> dict[str, dict
     return recs
 
 
-def test_random_kills_of_every_role_leave_results_as_if_undisturbed(
+def test_a_storm_of_kills_of_every_role_leaves_results_as_if_undisturbed(
     ray_cluster: Any, server: FakeLLMServer, reference: dict[str, Any], tmp_path: Path
 ) -> None:
+    """A role actor SIGKILLed every 1.5 s, the storm rate (arbiters among them: before, a task's 4 attempts
+    failing with no task finished meanwhile stopped the run), 8 times: on this 2-core machine a killed actor's
+    restart can take longer than the storm leaves it, and the test must end."""
     out = tmp_path / "killed"
     before = len(server.requests)
     thread, box = in_thread(lambda: run(RunConfig.build(**run_settings(server, out, TASKS, IN_FLIGHT))))
     assert wait_for(lambda: lines(out / "results.jsonl") >= 3, 120)
-    with Killer(ray_cluster, every_s=2.0, most=8) as killer:  # bounded, so a slow machine ends
-        thread.join(timeout=300)
+    with Killer(ray_cluster, every_s=1.5, most=8) as killer:
+        thread.join(timeout=900)
     assert not thread.is_alive() and "error" not in box, box
     assert killer.kills[:1] == ["ArbiterActor"], killer.kills  # then each role that has a process, in turn
     recs = check_like_reference(out, reference)

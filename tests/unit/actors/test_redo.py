@@ -127,6 +127,7 @@ def test_attempts_are_bounded_and_a_poison_task_says_why() -> None:
     died = InfrastructureError("the arbiter died", cause="ActorDiedError")
     for _ in range(AttemptPolicy().max_attempts):
         attempts.failed(died, arbiter_died=True, frames=[], pairs=[])
+    assert attempts.fruitless == AttemptPolicy().max_attempts
     assert attempts.arbiter_deaths >= AttemptPolicy().quarantine_after
     poison = poison_result(TASKS[0], attempts)
     assert poison.stop_reason == "error" and poison.error_type == "PoisonTaskError"
@@ -235,12 +236,14 @@ def test_a_timeout_while_a_member_was_restarted_is_redone_until_the_last_attempt
 # ---------------------------------------------------------------- whose fault, by evidence
 
 
-def a_dispatcher(store: Written) -> Dispatcher:
+def a_dispatcher(store: Written, now: list[float] | None = None, stall_window: float | None = None) -> Dispatcher:
+    """A dispatcher over a stub fleet; its clock reads ``now[0]`` when given."""
+    clock = RunClock(started=0.0) if now is None else RunClock(started=0.0, now=lambda: now[0])
     return Dispatcher(
         StubFleet(),  # type: ignore[arg-type]
         store,  # type: ignore[arg-type]
-        DispatchRules(get_scenario("arithmetic"), max_in_flight=2),
-        clock=RunClock(started=0.0),
+        DispatchRules(get_scenario("arithmetic"), max_in_flight=2, stall_window=stall_window),
+        clock=clock,
         breaker=Breaker({"drafter": "openai-compatible:m@http://127.0.0.1:9/v1"}),
     )
 
@@ -283,23 +286,71 @@ def test_a_task_the_endpoint_fails_while_it_answers_others_is_the_tasks_own_erro
     assert "while it answered other tasks" in (record.error or "")
 
 
-def fail_died(dispatcher: Dispatcher, task: Any, attempts: TaskAttempts) -> None:
-    """One attempt of ``task`` ends with an actor under it dead."""
-    died = InfrastructureError("the drafter's model host died", cause="ActorDiedError")
-    dispatcher._failed(Pending(task, 0, None, deadline=1e9, attempts=attempts), died)
+def fail_died(dispatcher: Dispatcher, task: Any, attempts: TaskAttempts, rounds: int = 0) -> None:
+    """One attempt of ``task`` ends with an actor under it dead, after ``rounds`` finished rounds (of the task's
+    trace: each a request and its reply)."""
+    died = InfrastructureError("the drafter's model host died", cause="ActorDiedError", role="drafter")
+    frames = [encode(TASKS[0].without_gold())] + [
+        b"request %d" % k if k % 2 == 0 else b"reply" for k in range(2 * rounds)
+    ]
+    pairs = [(1 + 2 * k, 2 + 2 * k) for k in range(rounds)]
+    pending = Pending(task, 0, None, deadline=1e9, attempts=attempts, frames=frames, pairs=pairs)
+    dispatcher._failed(pending, died)
 
 
-def test_a_task_dying_while_no_task_finishes_stops_the_run_and_is_not_recorded() -> None:
-    """A shared actor every task needs died for good: before, each task in turn was written as a poison task
-    after 4 attempts (111 of one comparison lane's 150), and a rerun skipped them."""
+def test_tasks_dying_while_nothing_succeeds_are_redone_until_the_stall_window_then_the_run_stops() -> None:
+    """A shared actor every task needs died for good: before, the run stopped once one task's 4 attempts failed
+    with no task finished meanwhile, which a storm of kills also does to a healthy run (0 of 300 tasks). Now
+    nothing is recorded and the tasks are redone until nothing has succeeded for the stall window."""
+    store, now = Written(), [0.0]
+    dispatcher = a_dispatcher(store, now, stall_window=30.0)
+    attempts = {task.task_id: TaskAttempts() for task in TASKS}
+    for _ in range(3 * AttemptPolicy().max_attempts):  # far past the attempts of one task
+        for task in TASKS:
+            fail_died(dispatcher, task, attempts[task.task_id])
+        now[0] += 2.0
+        dispatcher.stall.check()  # 24 s in: within the window
+    assert store.results == [] and len(dispatcher.retries) == 3 * AttemptPolicy().max_attempts * len(TASKS)
+    now[0] = 30.5
+    with pytest.raises(ClusterError, match=r"nothing succeeded for 30 s .* ActorDiedError \(drafter\) x24;") as raised:
+        dispatcher.stall.check()
+    assert "\n" not in str(raised.value) and "rerun with the same --out" in str(raised.value)
+    assert store.results == []
+
+
+def test_the_stall_window_follows_the_slowest_round_and_starts_again_at_each_success() -> None:
+    store, now = Written(), [0.0]
+    dispatcher = a_dispatcher(store, now)
+    stall = dispatcher.stall
+    assert stall.window() == stall.floor_s  # nothing measured yet
+    stall.succeeded(round_s=40.0)
+    assert stall.window() == 400.0  # 10 slowest rounds
+    fail_died(dispatcher, TASKS[0], TaskAttempts())
+    now[0] = 399.0
+    stall.check()  # within the window
+    stall.succeeded()  # a task finished: the clock starts again
+    now[0] = 900.0
+    stall.check()  # nothing failed since: a slow run, not a stalled one
+    fail_died(dispatcher, TASKS[0], TaskAttempts())
+    with pytest.raises(ClusterError, match=r"nothing succeeded for 501 s \(.*stall window 400 s\)"):
+        stall.check()
+
+
+def test_a_task_that_finishes_a_round_between_deaths_is_never_a_poison_task() -> None:
+    """Under a storm of kills a task dies again and again, but resumes from its last finished round each time:
+    each attempt that finished one more round does not count against it."""
     store = Written()
     dispatcher = a_dispatcher(store)
-    attempts = {task.task_id: TaskAttempts() for task in TASKS}
-    with pytest.raises(ClusterError, match=r"no task finished meanwhile: it is failing every task alike"):
-        for _ in range(AttemptPolicy().max_attempts):
-            for task in TASKS:
-                fail_died(dispatcher, task, attempts[task.task_id])
-    assert store.results == []
+    attempts = TaskAttempts()
+    for rounds in range(1, 3 * AttemptPolicy().max_attempts):
+        fail_died(dispatcher, TASKS[0], attempts, rounds=rounds)
+        dispatcher.stall.succeeded()  # others finish meanwhile
+    assert store.results == [] and attempts.fruitless == 0 and attempts.arbiter_deaths == 0
+    for _ in range(AttemptPolicy().max_attempts):  # then it kills whatever runs it, with no round more
+        fail_died(dispatcher, TASKS[0], attempts, rounds=3 * AttemptPolicy().max_attempts - 1)
+        dispatcher.stall.succeeded()
+    [record] = store.results
+    assert record.error_type == "PoisonTaskError"
 
 
 def test_a_task_dying_where_others_finish_is_a_poison_task() -> None:
@@ -307,7 +358,7 @@ def test_a_task_dying_where_others_finish_is_a_poison_task() -> None:
     dispatcher = a_dispatcher(store)
     attempts = TaskAttempts()
     fail_died(dispatcher, TASKS[0], attempts)
-    dispatcher.finished += 1  # another task finished meanwhile
+    dispatcher.stall.succeeded()  # another task finished meanwhile
     for _ in range(AttemptPolicy().max_attempts - 1):
         fail_died(dispatcher, TASKS[0], attempts)
     [record] = store.results
