@@ -92,3 +92,20 @@ def _outside_docs(root: Path, what: str) -> None:
                     f"{what} {root} is inside {docs}, the docs {config} publishes: a run's files would be on the "
                     "site; give a directory outside the docs"
                 )
+
+
+def check_run(root: Path) -> None:
+    """`UserError` (one line) unless ``root`` is a run's directory: what writes a run's files beside it (a report)
+    writes only there, never into a comparison's, a tune's or anyone's folder."""
+    try:
+        entries = {e.name for e in root.iterdir()}
+    except FileNotFoundError:
+        raise UserError(f"{root} does not exist: give a run directory (the --out of `redraft run`)") from None
+    except NotADirectoryError:
+        raise UserError(f"{root} is not a directory: give a run directory (the --out of `redraft run`)") from None
+    if any(mark in entries for mark in RUN.marks):
+        return
+    other = next((kind for kind in KINDS if any(mark in entries for mark in kind.marks)), None)
+    what = f"a {other.name}'s directory" if other is not None else f"not a run directory (no {MANIFEST})"
+    lanes = "; its lanes' runs are its arms/NAME and baseline directories" if other is COMPARISON else ""
+    raise UserError(f"{root} is {what}{lanes}: give a run directory (the --out of `redraft run`)")

@@ -15,6 +15,7 @@ has loaded (for a headless browser to check); nothing is fetched from the networ
 
 from __future__ import annotations
 
+import errno
 import heapq
 import itertools
 from collections import Counter
@@ -23,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from redraft.errors import RunDirWriteError
 from redraft.protocols.messages import Result, Usage
-from redraft.rundir import RunReader, Summary, TaskHistory, build_history, safe_name
+from redraft.rundir import RunReader, Summary, TaskHistory, build_history, check_run, safe_name
 from redraft.rundir.layout import PAGES_DIR, REPORT
 from redraft.rundir.spending import Spent, spending
 from redraft.rundir.summary import Tally
@@ -204,7 +206,27 @@ def write_report(root: Path, *, max_pages: int | None = None) -> Path:
 
 
 def report(root: Path, *, max_pages: int | None = None) -> Report:
-    """`write_report`, also returning what the one pass over the run found of how its calls were spent."""
+    """`write_report`, also returning what the one pass over the run found of how its calls were spent.
+
+    Written only into a run's directory (`UserError` otherwise); one that takes no writes (read-only, full) is
+    said in one `RunDirWriteError` line, with where to write it instead."""
+    check_run(root)
+    try:
+        return _written(root, max_pages)
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE:
+            raise
+        raise RunDirWriteError(
+            f"cannot write the report in {root} ({exc.strerror or exc}): the run directory takes no writes; copy it "
+            f"somewhere writable (cp -r {root} COPY) and run `redraft report COPY`"
+        ) from None
+
+
+UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+"""What a directory that takes no writes answers: read-only, not ours to write, full."""
+
+
+def _written(root: Path, max_pages: int | None) -> Report:
     reader = RunReader(root)
     manifest = reader.manifest()
     pages = root / PAGES_DIR
