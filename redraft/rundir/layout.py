@@ -10,6 +10,7 @@ batches.jsonl   with ``--batch``: the provider batches sent (`redraft.backends._
 summary.json    the end table's figures (`redraft.rundir.summary.Summary`)
 report.html     written by ``redraft report``, with one page per task under report/ (`safe_name`)
 ray.log         Ray's own messages, when the run started Ray (its warnings, what it relays from the cluster)
+writer.lock     while a writer holds the directory: who it is (`redraft.rundir.lock`)
 ```
 
 JSON files are replaced atomically (written aside, then renamed), so a reader

@@ -60,11 +60,11 @@ def test_a_folder_of_photos_is_refused_naming_what_is_there(
 def test_a_run_refuses_a_comparison_s_directory_and_a_comparison_a_run_s(tmp_path: Path) -> None:
     comparison = tmp_path / "comparison"
     (comparison / "arms" / "self_refine").mkdir(parents=True)
-    with pytest.raises(UserError, match="is a comparison's directory \\(it holds arms\\), not a run's"):
+    with pytest.raises(UserError, match=r"is a comparison's directory \(it holds arms\), not a run's"):
         RunStore.open(comparison, manifest())
     assert not (comparison / LOCK).exists() and not (comparison / "manifest.json").exists()
     run = make_run(tmp_path / "run")
-    with pytest.raises(UserError, match="is a run's directory \\(it holds manifest.json\\), not a comparison's"):
+    with pytest.raises(UserError, match=r"is a run's directory \(it holds manifest\.json\), not a comparison's"):
         check_kind(run, COMPARISON)
     with pytest.raises(UserError, match="is a run's directory"):
         check_kind(run, TUNE)
@@ -86,7 +86,7 @@ def test_a_new_an_empty_or_an_own_kind_s_directory_is_taken(tmp_path: Path) -> N
 
 
 def test_nothing_lands_in_a_docs_tree(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="the docs .*mkdocs.yml publishes"):
+    with pytest.raises(UserError, match=r"the docs .*mkdocs\.yml publishes"):
         check_kind(REPO_ROOT / "docs", RUN)  # this repository's own
     site = tmp_path / "site"
     (site / "pages").mkdir(parents=True)
