@@ -123,3 +123,18 @@ def test_a_lock_file_its_maker_left_empty_is_taken_over(tmp_path: Path) -> None:
     with hold(tmp_path) as lock:
         now = read_holder(tmp_path / LOCK)
         assert lock.took_over is None and now is not None and now.pid == os.getpid()
+
+
+def test_a_served_replica_holds_its_day_directory_while_it_writes(tmp_path: Path) -> None:
+    from redraft.protocols.messages import Task
+    from redraft.serving._journal import Journal
+    from tests.unit.rundir.test_damaged_rundir import result
+
+    journal = Journal(tmp_path, lambda name: manifest(), clock=lambda: 86_400.0 * 20_000)
+    where = journal.write(Task(task_id="r1", scenario="arithmetic", prompt="?"), [], result(1))
+    held = read_holder(tmp_path / where / LOCK)
+    assert held is not None and held.pid == os.getpid()
+    with pytest.raises(DirectoryBusy):
+        RunStore.open(tmp_path / where, manifest())
+    journal.close()
+    assert not (tmp_path / where / LOCK).exists()
