@@ -2,8 +2,8 @@
 directory of something else (a repository's docs, a folder of photos, another kind's directory).
 
 A kind is told by the files it makes (`DirKind.marks`): a run by its ``manifest.json`` (or its journals),
-a comparison by its ``comparison.json`` or its lanes' folders, a tune by ``tune-manifest.json`` or
-``splits.json``, a judge card by ``judge-card.json``. A directory holding only what a run may leave before
+a comparison by its ``comparison.json`` or its lanes' folders, a tune by ``tune-manifest.json``, ``splits.json`` or
+its ``evaluations``, a judge card by ``judge-card.json``. A directory holding only what a run may leave before
 its first mark (`LEFTOVERS`: the lock, Ray's log) counts as empty. Nothing lands in a docs tree either: a
 directory inside the ``docs_dir`` of an ``mkdocs.yml`` above it is refused, empty or not, since the site would
 publish it.
@@ -31,7 +31,7 @@ class DirKind:
 
 RUN = DirKind("run", (MANIFEST, RESULTS, TRACE))
 COMPARISON = DirKind("comparison", ("comparison.json", "arms", "baseline"))
-TUNE = DirKind("tune", ("tune-manifest.json", "splits.json"))
+TUNE = DirKind("tune", ("tune-manifest.json", "splits.json", "evaluations"))
 JUDGE_CARD = DirKind("judge card", ("judge-card.json",))
 KINDS = (RUN, COMPARISON, TUNE, JUDGE_CARD)
 
@@ -95,17 +95,16 @@ def _outside_docs(root: Path, what: str) -> None:
 
 
 def check_run(root: Path) -> None:
-    """`UserError` (one line) unless ``root`` is a run's directory: what writes a run's files beside it (a report)
-    writes only there, never into a comparison's, a tune's or anyone's folder."""
+    """`UserError` (one line) when ``root`` is another kind's directory and no run's: what writes beside a run's
+    files (a report) writes only into a run's directory, never into a comparison's (whose lanes are its runs), a
+    tune's or a judge card's. A directory of no kind is left to `redraft.rundir.RunReader` to refuse."""
     try:
         entries = {e.name for e in root.iterdir()}
-    except FileNotFoundError:
-        raise UserError(f"{root} does not exist: give a run directory (the --out of `redraft run`)") from None
-    except NotADirectoryError:
-        raise UserError(f"{root} is not a directory: give a run directory (the --out of `redraft run`)") from None
+    except OSError:
+        return
     if any(mark in entries for mark in RUN.marks):
         return
     other = next((kind for kind in KINDS if any(mark in entries for mark in kind.marks)), None)
-    what = f"a {other.name}'s directory" if other is not None else f"not a run directory (no {MANIFEST})"
-    lanes = "; its lanes' runs are its arms/NAME and baseline directories" if other is COMPARISON else ""
-    raise UserError(f"{root} is {what}{lanes}: give a run directory (the --out of `redraft run`)")
+    if other is not None:
+        lanes = "; its lanes' runs are its arms/NAME and baseline directories" if other is COMPARISON else ""
+        raise UserError(f"{root} is a {other.name}'s directory, not a run's{lanes}: give a run directory")

@@ -27,6 +27,7 @@ still names the file it holds, and starts over otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -112,6 +113,8 @@ class WriterLock:
     fd: int
     took_over: Holder | None
     """The holder whose stale lock this one took over (its process had ended), if any."""
+    made: bool = False
+    """Whether holding it made the directory: released empty (a command refused), it is removed again."""
 
     def release(self) -> None:
         if self.fd < 0:
@@ -123,6 +126,7 @@ class WriterLock:
             pass  # gone already, or a read-only directory now: the flock below is what guards
         os.close(self.fd)
         self.fd = -1
+        _unmade(self.path.parent, self.made)
 
     def __enter__(self) -> WriterLock:
         return self
@@ -134,6 +138,7 @@ class WriterLock:
 def hold(root: Path, what: str = "--out") -> WriterLock:
     """Hold ``root`` (made if missing) for writing; `DirectoryBusy` (one line, naming the holder) if another
     writer holds it. ``what`` names the directory in that line (``--out``, the option that gave it)."""
+    made = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK
     here = this_process()
@@ -156,9 +161,17 @@ def hold(root: Path, what: str = "--out") -> WriterLock:
             _write(fd, here)
         except BaseException:
             os.close(fd)
+            _unmade(root, made)
             raise
-        return WriterLock(path, fd, took)
+        return WriterLock(path, fd, took, made)
     raise DirectoryBusy(f"{what} {root}: its lock file kept changing hands; try again")
+
+
+def _unmade(root: Path, made: bool) -> None:
+    """A directory holding made, left as it was found: removed when nothing was written in it."""
+    if made:
+        with contextlib.suppress(OSError):  # something was written: it stays
+            root.rmdir()
 
 
 def _locked_or_refused(fd: int, path: Path, what: str) -> None:

@@ -112,10 +112,10 @@ def test_report_writes_only_into_a_run_directory(tmp_path: Path) -> None:
     (comparison / "comparison.json").write_text("{}")
     done = redraft("report", str(comparison))
     assert done.returncode == 2 and done.stderr.count("\n") == 1
-    assert "is a comparison's directory; its lanes' runs are its arms/NAME and baseline directories" in done.stderr
+    assert "is a comparison's directory, not a run's; its lanes' runs are its arms/NAME and baseline" in done.stderr
     assert sorted(p.name for p in comparison.iterdir()) == ["arms", "comparison.json"]
     done = redraft("report", str(photos(tmp_path / "photos")))
-    assert done.returncode == 2 and "is not a run directory (no manifest.json)" in done.stderr
+    assert done.returncode == 2 and "is not a run directory (no results.jsonl)" in done.stderr
 
 
 def test_report_on_a_read_only_run_says_so_in_one_line(tmp_path: Path) -> None:
