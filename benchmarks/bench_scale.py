@@ -166,7 +166,7 @@ def engine_figures(sizes: list[int]) -> dict[int, dict[str, float]]:
     figures: dict[int, dict[str, float]] = {}
     with TemporaryDirectory() as tmp:
         for n in sizes:
-            tasks, spec = reference_tasks(n)
+            _, spec = reference_tasks(n)
             started = time.perf_counter()
             outcome = run(
                 RunConfig.build(**REFERENCE, limit=n, out=f"{tmp}/run-{n}", max_tasks_in_flight=64),

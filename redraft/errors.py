@@ -11,6 +11,8 @@
 - `SandboxError`: the sandbox for untrusted code could not be set up on this machine.
 - `InfrastructureError`: the machinery failed, not the task (an actor, a worker or a node died, a call
   hung, a backend stayed unreachable): the driver redoes the task elsewhere; it is never a task's result.
+- `RunDirWriteError`: the run directory stopped taking writes (a full disk, a read-only filesystem); the CLI
+  prints it as one line, exit 1, and a rerun resumes.
 - `ClusterError`: the run cannot go on on this cluster (a role that no live node can host, a backend
   that is down for good); the CLI prints it as one line, exit 1, and a rerun resumes.
 
@@ -48,6 +50,12 @@ class UserError(RedraftError):
 class RunDirVersionError(UserError):
     """A run directory written at a wire version this one does not read (the code before 0.1.0): never read or
     resumed, refused in one line before anything else is done with it."""
+
+
+class RunDirWriteError(RedraftError):
+    """A directory redraft writes stopped taking writes (the disk is full, the filesystem read-only, a quota
+    met): what was recorded stays, and a rerun with the same settings resumes once it takes writes again.
+    The CLI prints it as one line, exit 1."""
 
 
 class RedraftWarning(UserWarning):

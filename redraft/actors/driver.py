@@ -119,15 +119,19 @@ def run_resolved(run: ResolvedRun, hooks: RunHooks, fleets: Fleets | None = None
         hooks.on_estimate(estimate_left(run, manifest))
     check_address(run.runtime.address)
     store = _opened(run, manifest)
-    total, skipped = _counted(run.tasks(), store.done)
-    if hooks.on_start is not None:
-        hooks.on_start(total, skipped)
-    started = time.monotonic()
-    if skipped == total:  # a finished run, resumed (a comparison's finished lane): no actor to start
-        return RunOutcome(out=run.out, summary=store.finish(0.0, None), total=total, skipped=skipped)
-    pending = (t for t in run.tasks() if t.task_id not in store.done)
-    ensure_ray(run.runtime.address, log=run.out / RAY_LOG, verbose=run.runtime.verbose)
-    running = start_running(run, store, manifest, started, hooks, fleets or Fleets(shared=False))
+    try:  # the directory is held from here: released however the run ends
+        total, skipped = _counted(run.tasks(), store.done)
+        if hooks.on_start is not None:
+            hooks.on_start(total, skipped)
+        started = time.monotonic()
+        if skipped == total:  # a finished run, resumed (a comparison's finished lane): no actor to start
+            return RunOutcome(out=run.out, summary=store.finish(0.0, None), total=total, skipped=skipped)
+        pending = (t for t in run.tasks() if t.task_id not in store.done)
+        ensure_ray(run.runtime.address, log=run.out / RAY_LOG, verbose=run.runtime.verbose)
+        running = start_running(run, store, manifest, started, hooks, fleets or Fleets(shared=False))
+    except BaseException:
+        store.close()
+        raise
     stopped_by: str | None = None
     try:
         stopped_by = running.dispatcher.run(pending)

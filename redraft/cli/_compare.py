@@ -83,15 +83,16 @@ def compare(
     refusal = untrusted(None if judged is None else judge_note(*judged, []))
     if gated and refusal is not None:
         raise UserError(refusal)
-    with progress:
-        run_comparison(
-            plan,
-            on_start=lambda label, total, done: progress.start(total, done, label),
-            on_result=lambda _label, result: progress.advance(result),
-            stop=stop,
-            on_endpoints=progress.endpoints,
-        )
-    done = write(plan, match, previous, judged, pairwise=pairwise)
+    with plan.held():
+        with progress:
+            run_comparison(
+                plan,
+                on_start=lambda label, total, done: progress.start(total, done, label),
+                on_result=lambda _label, result: progress.advance(result),
+                stop=stop,
+                on_endpoints=progress.endpoints,
+            )
+        done = write(plan, match, previous, judged, pairwise=pairwise)
     print_table(done.comparison, console)
     console.print(Text(f"comparison: {done.json} and {done.html}"))
     return done.comparison

@@ -74,7 +74,7 @@ def calibrate_command(
 ) -> None:
     """Measure a judge on labelled answers (a file's, or a finished run's) and write its card: agreement, kappa,
     position and length bias, rubric stability and repeatability, each with its interval and a pass."""
-    from redraft.judging import Thresholds, judge_of, write_card
+    from redraft.judging import Thresholds, held_card, judge_of
 
     given = {
         "agreement": agreement,
@@ -85,15 +85,23 @@ def calibrate_command(
         "repeatability": repeatability,
     }
     thresholds = Thresholds(**{name: value for name, value in given.items() if value is not None})
-    chosen, answers = _inputs(tasks, run, labels, _one_scenario(named, scenario), rubric)
-    words = _rewordings(chosen, rewordings, reword_model or judge, reword_count)
-    card = _measured(judge_of(judge, chosen), answers, words, thresholds, seed)
+    with held_card(out):
+        chosen, answers = _inputs(tasks, run, labels, _one_scenario(named, scenario), rubric)
+        words = _rewordings(chosen, rewordings, reword_model or judge, reword_count)
+        card = _measured(judge_of(judge, chosen), answers, words, thresholds, seed)
+        _reported(card, out)
+    if not card.passed:
+        sys.exit(EXIT_CARD_FAILED)
+
+
+def _reported(card: JudgeCard, out: Path) -> None:
+    """The card written under ``out``, its figures and where it went said."""
+    from redraft.judging import write_card
+
     json_path, html_path = write_card(card, out)
     for line in card_lines(card):
         print(line)
     print(f"wrote {json_path} and {html_path}")
-    if not card.passed:
-        sys.exit(EXIT_CARD_FAILED)
 
 
 def _one_scenario(named: str | None, option: str | None) -> str | None:

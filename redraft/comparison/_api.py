@@ -84,8 +84,9 @@ def compare(
     if baseline is not None:
         read_json(baseline)  # a bad baseline fails before anything runs
     judged = judged_by(plan, judge_card, backends, pairwise=pairwise)  # a card that cannot be read, too
-    run_comparison(plan, backends=backends, on_result=on_result, stop=stop)
-    return write(plan, match, baseline, judged, pairwise=pairwise)
+    with plan.held():
+        run_comparison(plan, backends=backends, on_result=on_result, stop=stop)
+        return write(plan, match, baseline, judged, pairwise=pairwise)
 
 
 def _plan(config: RunConfig, arms: Sequence[str] | Path, baseline_samples: int | None, repeats: int) -> ComparePlan:

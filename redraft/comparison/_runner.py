@@ -33,7 +33,7 @@ from redraft.engine.resolved import ResolvedRun, resolve_run, shares_batch
 from redraft.engine.setup import BackendOverrides
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
-from redraft.rundir import RunSecret, check_wire
+from redraft.rundir import COMPARISON, RunSecret, WriterLock, check_kind, check_wire, hold
 from redraft.rundir.layout import RAY_LOG
 
 BASELINE = "baseline"
@@ -62,6 +62,12 @@ class ComparePlan:
     out: Path
     baseline_samples: int = DEFAULT_BASELINE_SAMPLES
     repeats: int = 1
+
+    def held(self) -> WriterLock:
+        """The comparison's directory held for writing while its lanes run and its files are written (release it,
+        or use it as a context manager): a new, empty or comparison's directory only, one comparison at a time."""
+        check_kind(self.out, COMPARISON)
+        return hold(self.out)
 
     def lanes(self) -> list[Lane]:
         """Every run, interleaved arm by arm within each repeat; the baseline last."""
@@ -98,7 +104,10 @@ class ComparePlan:
         scenario, the backend specs ``backends`` does not replace, prompts file), so an arm that would fail
         does not wait for the others to run. Every lane's generated tasks are seeded with the one secret the
         comparison's directory keeps, so its arms see the same tasks.
+        The comparison's directory is a new, empty or comparison's one (`redraft.rundir.check_kind`), checked
+        before anything is made in it.
         """
+        check_kind(self.out, COMPARISON)
         if self.repeats < 1:
             raise UserError(f"--repeats must be at least 1, got {self.repeats}")
         if not 2 <= self.baseline_samples <= 256:

@@ -16,7 +16,7 @@ from redraft.judging.calibration import (
     calibrate,
     calibrate_async,
 )
-from redraft.judging.card import CARD_HTML, CARD_JSON, read_card, write_card
+from redraft.judging.card import CARD_HTML, CARD_JSON, held_card, read_card, write_card
 from redraft.judging.judge import (
     JUDGE_SETTINGS,
     CriterionGrade,
@@ -58,6 +58,7 @@ __all__ = [
     "Thresholds",
     "calibrate",
     "calibrate_async",
+    "held_card",
     "judge_of",
     "judge_prompts",
     "layout_rewordings",

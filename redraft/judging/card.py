@@ -13,9 +13,17 @@ from redraft.errors import UserError
 from redraft.judging.calibration import JudgeCard
 from redraft.judging.rewording import REWORDINGS_FILE, rewordings_json
 from redraft.protocols.bounds import bounded
+from redraft.rundir import JUDGE_CARD, WriterLock, check_kind, hold
 from redraft.views.templating import render
 
 CARD_JSON, CARD_HTML = "judge-card.json", "judge-card.html"
+
+
+def held_card(out: Path) -> WriterLock:
+    """``out`` held while a card is measured and written there: a new, empty or judge card's directory (checked
+    before a judgment is paid), one writer at a time (`redraft.rundir.hold`)."""
+    check_kind(out, JUDGE_CARD)
+    return hold(out)
 
 
 def write_card(card: JudgeCard, out: Path) -> tuple[Path, Path]:

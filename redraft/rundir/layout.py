@@ -12,6 +12,7 @@ report.html     written by ``redraft report``, with one page per task under repo
 secret          random bytes that seed the hidden parts of generated tasks (`redraft.rundir.secret`); a
                 comparison's or a tune's directory keeps the one its runs share
 ray.log         Ray's own messages, when the run started Ray (its warnings, what it relays from the cluster)
+writer.lock     while a writer holds the directory: who it is (`redraft.rundir.lock`)
 ```
 
 JSON files are replaced atomically (written aside, then renamed), so a reader

@@ -29,6 +29,14 @@ The store keeps no per-task state for tasks written now (only the ids finished
 by earlier invocations, to skip them), and the summary is made by streaming the
 results: a run's memory does not grow with its length.
 
+One writer: the store holds the directory's lock (`redraft.rundir.lock`) from open to `RunStore.finish` (or
+`RunStore.close`), so a second writer is refused in one line naming the holder; and it opens only a new or empty
+directory or a run's (`redraft.rundir.kinds`).
+
+A directory that stops taking writes (a full disk, a read-only filesystem, a quota) ends the run with one
+`RunDirWriteError` line naming it: what was written stays (a torn tail is cut on resume, as after a kill),
+nothing more is written, and the same command resumes once it takes writes again.
+
 A listener (`RunStore.listen`) is told each task once both its frames and its line are written: what
 reads a run as it goes (the span export) sees only what a reader of the directory would.
 """
@@ -45,14 +53,17 @@ from typing import IO, Any
 
 import msgspec
 
-from redraft.errors import UserError
+from redraft.errors import RunDirWriteError, UserError
 from redraft.jsonlines import records
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir._blocks import BlockWriter, is_compressed
 from redraft.rundir._recovery import recover
 from redraft.rundir._results import RUN, latest_results, result_line
 from redraft.rundir._wire import check_wire
+from redraft.rundir.kinds import RUN as RUN_DIR
+from redraft.rundir.kinds import check_kind
 from redraft.rundir.layout import MANIFEST, RESULTS, RUN_UID, SUMMARY, TRACE, read_object, write_json
+from redraft.rundir.lock import WriterLock, hold
 from redraft.rundir.summary import Summary, summarize
 
 Listener = Callable[[list[bytes], Result], None]
@@ -81,14 +92,31 @@ class RunStore:
         self.said: list[str] = []
         """What opening the directory set aside, one line per file (none for an undamaged directory)."""
         self._listeners: list[Listener] = []
+        self._lock: WriterLock | None = None
+        self._written = 0
+        self._unwritable: OSError | None = None
+        """The write that failed, once one has: nothing more is written (see the module docstring)."""
 
     @classmethod
     def open(cls, root: Path, manifest: dict[str, Any], *, redo_untraced: bool = False) -> RunStore:
         """Create ``root`` or resume it; `UserError` if it holds a different configuration. ``redo_untraced``:
         the tasks whose frames are lost are redone (by default their results stand)."""
         store = cls(root)
+        check_kind(root, RUN_DIR)  # before the lock file is made in someone else's directory
+        try:
+            store._lock = hold(root)
+            store._opening(manifest, redo_untraced)
+        except OSError as exc:
+            store.close()
+            raise store._stopped(exc) from None
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _opening(self, manifest: dict[str, Any], redo_untraced: bool) -> None:
+        store, root = self, self.root
         existing = resumable(root, manifest)
-        root.mkdir(parents=True, exist_ok=True)
         if existing is not None:
             store._wall_before = float(existing.get("wall_s", 0.0))
         kept = dict(existing if existing is not None else manifest)
@@ -99,24 +127,32 @@ class RunStore:
         store.started = _seconds(kept.get("started_at")) or store.started
         recovered = recover(root, redo_untraced)
         store.done, store.spent, store.said = recovered.done, recovered.spent, recovered.said
+        if self._lock is not None and (stale := self._lock.took_over) is not None:
+            store.said.insert(0, f"took over the lock of {stale.said()}, which has ended")
         store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
         with open(root / TRACE, "rb") as trace:
             store._blocks = BlockWriter(root) if is_compressed(trace.read(4)) else None
         store._results = open(root / RESULTS, "ab")  # noqa: SIM115
-        return store
 
     def append(self, frames: list[bytes], result: Result) -> None:
         """Write one finished task: its frames, then its result line."""
         assert self._trace is not None and self._results is not None
-        start = self._trace.tell()
-        if self._blocks is not None:
-            self._trace.write(self._blocks.compress(frames))
-        else:
-            for frame in frames:
-                self._trace.write(frame)
-        self._trace.flush()
-        self._results.write(result_line(result, start, self._trace.tell(), self.run_uid))
-        self._results.flush()
+        if self._unwritable is not None:
+            raise self._stopped(self._unwritable)
+        try:
+            start = self._trace.tell()
+            if self._blocks is not None:
+                self._trace.write(self._blocks.compress(frames))
+            else:
+                for frame in frames:
+                    self._trace.write(frame)
+            self._trace.flush()
+            self._results.write(result_line(result, start, self._trace.tell(), self.run_uid))
+            self._results.flush()
+        except OSError as exc:
+            self._unwritable = exc
+            raise self._stopped(exc) from None
+        self._written += 1
         self.spent = self.spent + result.usage
         for listener in self._listeners:
             listener(frames, result)
@@ -146,19 +182,45 @@ class RunStore:
         return self._wall_before
 
     def finish(self, wall_s: float, stopped_by: str | None = None) -> Summary:
-        """Close the files, write ``summary.json`` from every result line, and return it."""
-        for handle in (self._trace, self._results):
-            if handle is not None:
-                handle.close()
+        """Close the files, write ``summary.json`` from every result line, and return it; release the directory.
+
+        After a write failed, nothing more is written (the summary is returned, not written): the failure is
+        the one line the run ends with."""
+        failed_before = self._unwritable is not None
+        self.close()
         total_wall = self._wall_before + wall_s
-        manifest_path = self.root / MANIFEST
-        manifest = read_object(manifest_path)
-        manifest["wall_s"] = total_wall
-        write_json(manifest_path, manifest)
         summary = summarize((e.result for e in latest_results(self.root)), wall_s=total_wall)
         summary.stopped_by = stopped_by
-        write_json(self.root / SUMMARY, msgspec.to_builtins(summary))
+        if failed_before:
+            return summary
+        try:
+            manifest_path = self.root / MANIFEST
+            write_json(manifest_path, read_object(manifest_path) | {"wall_s": total_wall})
+            write_json(self.root / SUMMARY, msgspec.to_builtins(summary))
+        except OSError as exc:
+            raise self._stopped(exc) from None
         return summary
+
+    def close(self) -> None:
+        """Close the files and release the directory, writing nothing more (a run that ends before its summary)."""
+        for handle in (self._trace, self._results):
+            if handle is not None:
+                try:
+                    handle.close()
+                except OSError as exc:  # what was buffered met the same full disk: the resume cuts the torn tail
+                    self._unwritable = self._unwritable or exc
+        self._trace = self._results = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def _stopped(self, exc: OSError) -> RunDirWriteError:
+        """The one line a run ends with when its directory stops taking writes."""
+        recorded = len(self.done) + self._written
+        return RunDirWriteError(
+            f"cannot write in the run directory {self.root} ({exc.strerror or exc}): {recorded} task(s) are "
+            "recorded there; free space or make it writable, then rerun the same command to resume"
+        )
 
 
 BATCHED = "batched"
@@ -190,7 +252,9 @@ def resumable(root: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     another wire version's.
 
     Writes nothing: a dry run asks it too. A directory a pre-release redraft wrote is refused first, in one
-    line (`redraft.rundir._wire`), whatever its configuration."""
+    line (`redraft.rundir._wire`), whatever its configuration; so is a directory that is not a run's
+    (`redraft.rundir.kinds`)."""
+    check_kind(root, RUN_DIR)
     check_wire(root)
     manifest_path = root / MANIFEST
     if not manifest_path.exists():

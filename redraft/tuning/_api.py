@@ -34,7 +34,7 @@ from redraft.engine.resolved import ResolvedRun, resolve_run
 from redraft.engine.setup import BackendOverrides, with_check
 from redraft.errors import Interrupted, UserError, unknown_name
 from redraft.protocols.messages import Result
-from redraft.rundir import RunSecret, check_wire
+from redraft.rundir import TUNE, RunSecret, check_kind, check_wire, hold
 from redraft.rundir.layout import RAY_LOG
 from redraft.scenarios.user_check import CheckFunction
 from redraft.tuning._budget import Costs, TuneBudget
@@ -105,9 +105,33 @@ def tune(
     out = Path(config.runtime.out) if config.runtime.out else default_out()
     dry = config.runtime.dry_run
     run = _checked(config, settings, backends, RunSecret(out, keep=not dry))  # the tasks every evaluation splits
-    setup = run.setup
     check_out(out)
+    check_kind(out, TUNE)
     _check_evaluations(out)
+    lock = None if dry else hold(out)  # one tune at a time in a directory: a dry run writes nothing
+    try:
+        return _tuned(config, settings, run, out, backends, proposer, on_start, on_result, on_status, say, stop)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _tuned(
+    config: RunConfig,
+    settings: TuneSettings,
+    run: ResolvedRun,
+    out: Path,
+    backends: BackendOverrides | None,
+    proposer: BackendSpec | Propose | None,
+    on_start: Callable[[str, int, int], None] | None,
+    on_result: Callable[[str, Result], None] | None,
+    on_status: Callable[[TuneStatus], None] | None,
+    say: Say,
+    stop: threading.Event | None,
+) -> TuneOutcome:
+    """`tune`'s work, in its directory held (`tune`'s arguments, checked)."""
+    setup = run.setup
+    dry = config.runtime.dry_run
     tasks = {task.task_id: task for task in run.tasks()}
     splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry)
     payer = read_manifest(out, config, settings, write=not dry)  # the tune's own id: its journal's records carry it

@@ -95,7 +95,9 @@ def estimate_costs(
     with tempfile.TemporaryDirectory(prefix="redraft-tune-estimate-") as scratch:  # nothing lands under --out
         train = write_tasks([tasks[i] for i in splits.train], Path(scratch) / "train.jsonl")
         # The split is written as JSON lines with the fields' own names: the user's --columns mapped the source.
-        made = estimate(config.replace(tasks=str(train), columns=None, limit=None), backends=backends)
+        # Its out, the scratch: a run's estimate asks what its --out holds, and the tune's is no run's.
+        scratch_run = config.replace(tasks=str(train), columns=None, limit=None, out=str(Path(scratch) / "run"))
+        made = estimate(scratch_run, backends=backends)
     per = 1 / max(1, made.tasks)
     prices = load_prices(config.runtime.prices)
     proposal = Usage(input_tokens=PROPOSAL_INPUT_TOKENS, output_tokens=PROPOSAL_MAX_TOKENS, calls=1)

@@ -18,21 +18,22 @@ has loaded (for a headless browser to check); nothing is fetched from the networ
 
 from __future__ import annotations
 
-import heapq
+import errno
 import itertools
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from redraft.errors import RunDirWriteError
 from redraft.protocols.messages import Result, Usage
-from redraft.rundir import RunReader, Summary, TaskHistory, build_history, safe_name
+from redraft.rundir import RunReader, Summary, TaskHistory, build_history, check_run, safe_name
 from redraft.rundir.layout import PAGES_DIR, REPORT
 from redraft.rundir.spending import Spent, spending
 from redraft.rundir.summary import Tally
 from redraft.views import plots
 from redraft.views._fields import TRACE_LOST, is_empty
+from redraft.views._figures import RoundCurve, Top
 from redraft.views._spending import PARTS_HEADER, TABLE_HEADER, SpendingView, spending_view
 from redraft.views.summary_table import graded_by, summary_rows
 from redraft.views.templating import render, template
@@ -90,63 +91,6 @@ def task_row(index: int, result: Result, *, linked: bool = True) -> TaskRow:
 
 
 @dataclass
-class _Top:
-    """The ``n`` largest rows by key, kept in a bounded heap while streaming."""
-
-    n: int
-    heap: list[tuple[Any, int, TaskRow]] = field(default_factory=list)
-    seq: itertools.count[int] = field(default_factory=itertools.count)
-
-    def push(self, key: Any, row: TaskRow) -> None:
-        item = (key, -next(self.seq), row)  # ties: the earlier task wins (rows themselves are never compared)
-        if len(self.heap) < self.n:
-            heapq.heappush(self.heap, item)
-        elif item > self.heap[0]:
-            heapq.heapreplace(self.heap, item)
-
-    def rows(self) -> list[TaskRow]:
-        return [row for _, _, row in sorted(self.heap, reverse=True)]
-
-
-@dataclass
-class RoundCurve:
-    """Per round, the share of tasks whose best so far passes; a task that stopped keeps its final state."""
-
-    tasks: int = 0
-    direct: Counter[int] = field(default_factory=Counter)
-    """Round r: tasks decided at r whose best so far passed."""
-    final: Counter[int] = field(default_factory=Counter)
-    """Length L: tasks decided for L rounds whose final state passed (carried to later rounds)."""
-    lengths: Counter[int] = field(default_factory=Counter)
-
-    def add(self, passed_by_round: list[bool]) -> None:
-        """One task: whether its best so far passed after each decided round (none: it counts as failed)."""
-        self.tasks += 1
-        for r, passed in enumerate(passed_by_round):
-            self.direct[r] += passed
-        self.lengths[len(passed_by_round)] += 1
-        if passed_by_round and passed_by_round[-1]:
-            self.final[len(passed_by_round)] += 1
-
-    def depth(self) -> int:
-        return max((n for n in self.lengths if self.lengths[n]), default=0)
-
-    def rates(self, depth: int) -> list[float]:
-        """The pass rate after each of ``depth`` rounds, over every task added."""
-        rates, carried = [], 0
-        for r in range(depth):
-            carried += self.final[r]  # tasks that stopped after r rounds keep their final state
-            rates.append((self.direct[r] + carried) / self.tasks if self.tasks else 0.0)
-        return rates
-
-    def still_refining(self, depth: int) -> list[float]:
-        """The share of tasks decided in each of ``depth`` rounds."""
-        return [
-            sum(v for n, v in self.lengths.items() if n > r) / self.tasks if self.tasks else 0.0 for r in range(depth)
-        ]
-
-
-@dataclass
 class RunFigures:
     """Everything report.html shows beyond the summary, aggregated in one pass over the run."""
 
@@ -157,8 +101,8 @@ class RunFigures:
     """Every task, by the loop's own feedback."""
     graded: RoundCurve = field(default_factory=RoundCurve)
     """The tasks with a held-out grade, by it."""
-    slowest: _Top = field(default_factory=lambda: _Top(TOP_N))
-    costliest: _Top = field(default_factory=lambda: _Top(TOP_N))
+    slowest: Top[TaskRow] = field(default_factory=lambda: Top[TaskRow](TOP_N))
+    costliest: Top[TaskRow] = field(default_factory=lambda: Top[TaskRow](TOP_N))
     preview: list[TaskRow] = field(default_factory=list)
     """The first `INDEX_ROWS` tasks."""
     totals: Tally = field(default_factory=Tally)
@@ -215,7 +159,27 @@ def write_report(root: Path, *, max_pages: int | None = MAX_PAGES) -> Path:
 
 
 def report(root: Path, *, max_pages: int | None = MAX_PAGES) -> Report:
-    """`write_report`, also returning what the one pass over the run found of how its calls were spent."""
+    """`write_report`, also returning what the one pass over the run found of how its calls were spent.
+
+    Written only into a run's directory (`UserError` otherwise); one that takes no writes (read-only, full) is
+    said in one `RunDirWriteError` line, with where to write it instead."""
+    check_run(root)
+    try:
+        return _written(root, max_pages)
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE:
+            raise
+        raise RunDirWriteError(
+            f"cannot write the report in {root} ({exc.strerror or exc}): the run directory takes no writes; copy it "
+            f"somewhere writable (cp -r {root} COPY) and run `redraft report COPY`"
+        ) from None
+
+
+UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+"""What a directory that takes no writes answers: read-only, not ours to write, full."""
+
+
+def _written(root: Path, max_pages: int | None) -> Report:
     reader = RunReader(root)
     manifest = reader.manifest()
     pages = root / PAGES_DIR
