@@ -23,8 +23,8 @@ a run first needs that role; a run is opened on every arbiter (`open`) and close
   (`redraft.engine.arbiter.Arbiter.replace_member`); until then the arbiters route its calls to the next member. An
   arbiter that died is replaced when the first of its tasks reports it (the handle is compared, so a death is
   replaced once, however many tasks it took), at once, and gets tasks once it answers (`serving`). A replacement
-  that dies before it first answers is rebuilt again, up to `Fleet.place_tries` times in a row; one that cannot start within `Fleet.place_timeout_s`, or the last of those
-  tries, leaves its slot empty; a role with no member left anywhere stops the run (`ClusterError`, exit 1).
+  that dies before it first answers is rebuilt again, up to `Fleet.place_tries` times in a row; one that cannot
+  start within `Fleet.place_timeout_s`, or the last of those tries, leaves its slot empty; a role with no member left anywhere stops the run (`ClusterError`, exit 1).
 - **Quarantine.** A task suspected of killing its arbiter runs alone on one of its own (`quarantine`).
 - **Disturbances.** `disturbances` counts what happened to role members: kills, deaths, replacements, restarts Ray
   did in place and heartbeats at which a member was not serving (read from the control store on each heartbeat: Ray
