@@ -15,16 +15,16 @@ a run first needs that role; a run is opened on every arbiter (`open`) and close
 - **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``, answered by its event loop).
   One that has not answered after `Fleet.hung_after_s` (stretched by the machine's load, `patience`: a busy machine
   answers late, and is not hung) while the cluster holds it ``ALIVE`` and it has not restarted meanwhile is frozen
-  or deadlocked: it is killed, once. (One still starting or restarting is not: on a loaded node that takes seconds,
-  and killing it would only start it again.) Ray restarts a role member or a grader in place and re-sends the calls
-  it held; a killed arbiter's tasks fail and the driver redoes them.
+  or deadlocked: it is killed, once (one still starting or restarting is not). Ray restarts a role member or a
+  grader in place and re-sends the calls it held; a killed arbiter's tasks fail and the driver redoes them.
 - **Replacement.** A member that died for good (its node is gone, so its hard node affinity cannot be met) is
   rebuilt on a live node, once per death, and every arbiter is told
   (`redraft.engine.arbiter.Arbiter.replace_member`); until then the arbiters route its calls to the next member. An
   arbiter that died is replaced when the first of its tasks reports it (the handle is compared, so a death is
   replaced once, however many tasks it took), at once, and gets tasks once it answers (`serving`). A replacement
   that dies before it first answers is rebuilt again, up to `Fleet.place_tries` times in a row; one that cannot
-  start within `Fleet.place_timeout_s`, or the last of those tries, leaves its slot empty; a role with no member left anywhere stops the run (`ClusterError`, exit 1).
+  start within `Fleet.place_timeout_s`, or the last of those tries, leaves its slot empty; a role with no member
+  left anywhere stops the run (`ClusterError`, exit 1).
 - **Quarantine.** A task suspected of killing its arbiter runs alone on one of its own (`quarantine`).
 - **Disturbances.** `disturbances` counts what happened to role members: kills, deaths, replacements, restarts Ray
   did in place and heartbeats at which a member was not serving (read from the control store on each heartbeat: Ray
