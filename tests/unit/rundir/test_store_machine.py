@@ -264,22 +264,43 @@ class RunStoreMachine(RuleBasedStateMachine):
         for other in self.groups:
             other.hit = other.hit or (other.start < group.start + span and other.end > group.start)
 
+    @rule(data=st.data(), where=st.sampled_from(["task id", "prompt"]))
+    def text_in_the_frames_is_damaged(self, data: st.DataObject, where: str) -> None:
+        """One byte of a frame's text made not UTF-8: in its task's id (its frames then lost), or in its prompt
+        (the frame then reads as a generic one, nothing lost: there is no checksum to tell)."""
+        self._close()
+        trace = bytearray((self.root / TRACE).read_bytes())
+        whole = [g for g in self.groups if g.end - g.start == g.size and not g.hit]
+        if not whole:
+            return
+        group = data.draw(st.sampled_from(whole))
+        if where == "task id":
+            trace[trace.index(b"task_id", group.start) + len("task_id") + 1] = 0xFF
+            group.hit = True
+        elif (at := trace.find(b"pp", group.start, group.end)) >= 0:
+            trace[at] = 0xFF
+        (self.root / TRACE).write_bytes(bytes(trace))
+
     # ------------------------------------------------------------ the resume, and what it must say
 
     @precondition(lambda self: self.store is None)
-    @rule()
-    def resume(self) -> None:
-        expected = self.expected_recovery()
-        self.store = RunStore.open(self.root, manifest())
+    @rule(redo=st.booleans())
+    def resume(self, redo: bool) -> None:
+        """Reopen the directory (``redo``: with ``--redo-untraced``) and check what it kept and set aside."""
+        expected = self.expected_recovery(redo)
+        self.store = RunStore.open(self.root, manifest(), redo_untraced=redo)
         for name, moved in expected.aside.items():
             self.aside[name] += moved
             assert self.damaged(name) == self.aside[name], name
         self.said_names(expected)
-        records = self.recorded()
+        records = [task for task in self.recorded() if task not in expected.redone]
         assert self.store.done == set(records)
         assert self.store.spent == sum((result(int(t[1:])).usage for t in records), Usage())
         assert self.trace_size() == expected.traced_end
-        self.lost |= expected.newly_lost
+        self.lost = (self.lost | expected.newly_lost) - expected.redone
+        for line in self.lines:
+            if line.task in expected.redone:
+                self._unrecord(line)
         self.lines = [line for line in self.lines if line.valid]
         self.groups = [g for g in self.groups if g.end <= expected.traced_end]
         self.reads_the_records()
@@ -293,35 +314,37 @@ class RunStoreMachine(RuleBasedStateMachine):
             assert RESULTS not in said
         else:
             sizes = [len(line) for line in expected.results_lines]
-            head = f"{RESULTS}: kept {len(self.lines) - len(bad)}, set aside {len(bad)} line"
+            kept = len(self.lines) - len(bad) - len(expected.redone)
+            head = f"{RESULTS}: kept {kept}, set aside {len(bad)} line"
             assert said[RESULTS].startswith(head)
             for i in bad[:3]:
                 assert f"line {i + 1} (byte {sum(sizes[:i])})" in said[RESULTS]
         assert bytes_said(said.get(TRACE, ""), f"{TRACE}.damaged") == len(expected.aside[TRACE])
 
-    def expected_recovery(self) -> Expected:
+    def expected_recovery(self, redo: bool) -> Expected:
         """What the resume must keep and set aside, from the model and the files as they are."""
         lines, trace = self.results_lines(), (self.root / TRACE).read_bytes()
         assert len(lines) == len(self.lines)
-        moved_lines = b"".join(data for data, line in zip(lines, self.lines, strict=True) if not line.valid)
         expected = Expected(results_lines=lines)
         spoilt: list[tuple[int, int]] = []
         for data, line in zip(lines, self.lines, strict=True):
-            if not line.valid:
+            if not line.valid or line.task in self.lost:
                 continue
             record = json.loads(data)
             start, end = record["trace_start"], record["trace_end"]
             hit = any(g.hit and g.start < end and g.end > start for g in self.groups)
-            if line.task in self.lost:
-                continue
             if end > len(trace) or hit:
                 expected.newly_lost.add(line.task)
                 if hit and end <= len(trace) and start < end:
                     spoilt.append((start, end))
                 continue
             expected.traced_end = end
+        if redo:
+            expected.redone = (self.lost & set(self.recorded())) | expected.newly_lost
+        pairs = zip(lines, self.lines, strict=True)
+        moved_lines = b"".join(data for data, line in pairs if not line.valid or line.task in expected.redone)
         cut = expected.traced_end
-        damaged = bool(moved_lines) or bool(expected.newly_lost)
+        damaged = any(not line.valid for line in self.lines) or bool(expected.newly_lost)
         tail = trace[cut:] if damaged or self.orphans(cut, len(trace)) > 1 else b""
         expected.aside = {
             RESULTS: moved_lines,
@@ -347,7 +370,8 @@ class RunStoreMachine(RuleBasedStateMachine):
         assert {entry.task_id for entry, _ in read if entry.lost} == self.lost & set(self.recorded())
         for entry, found in read:
             if not entry.lost:
-                assert found[-1].kind == "result" and found[-1].message.task_id == entry.task_id  # type: ignore[union-attr]
+                assert [frame.kind for frame in found] == ["task", "draft", "result"]
+                assert found[-1].message.task_id == entry.task_id  # type: ignore[union-attr]
 
     @invariant()
     def no_task_is_paid_twice_but_for_a_kill_a_crash_or_damage(self) -> None:
@@ -380,6 +404,8 @@ class Expected:
     traced_end: int = 0
     """Just past the last record whose frames are whole: where the trace is cut."""
     newly_lost: set[str] = field(default_factory=set)
+    redone: set[str] = field(default_factory=set)
+    """Tasks whose frames are lost, their lines moved aside (``--redo-untraced``)."""
     aside: dict[str, bytes] = field(default_factory=dict)
     """By file: the bytes its ``.damaged`` gains."""
 
