@@ -83,7 +83,10 @@ def decode_frame(data: bytes) -> Frame:
         return _generic(_untyped(data))
     if _ENCODER.encode(message) == data:  # the bytes of exactly the Struct's fields: nothing unknown
         return KnownFrame(message)
-    fields = _FIELDS.decode(data)  # its keys were text, or it would not have decoded as a Struct
+    try:
+        fields = _FIELDS.decode(data)
+    except UnicodeDecodeError:  # a key the Struct skipped, damaged out of UTF-8
+        return _generic(_untyped(data))
     unknown = fields.keys() - _KNOWN_FIELDS[type(message)]
     if not unknown:
         return KnownFrame(message)

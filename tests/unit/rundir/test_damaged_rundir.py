@@ -392,3 +392,15 @@ def test_a_prompt_in_the_trace_no_longer_utf8_reads_as_a_generic_frame_with_the_
     assert [frame.kind for frame in read["t5"]] == ["task", "draft", "result"]
     assert RunStore.open(tmp_path, manifest()).said == []  # the frames are whole, their task named: nothing lost
     whole(tmp_path, ids(*EVERY))
+
+
+def test_a_field_name_in_the_trace_no_longer_utf8_never_stops_a_reader(tmp_path: Path) -> None:
+    made(tmp_path)
+    start, end = ranges(tmp_path)[5]
+    trace = bytearray((tmp_path / TRACE).read_bytes())
+    key = trace.index(b"\xadedits_applied", start, end)  # a field of the Result with a default
+    trace[key + 1] = 0xFF
+    (tmp_path / TRACE).write_bytes(bytes(trace))
+    read = {entry.task_id: frames for entry, frames in RunReader(tmp_path).tasks()}
+    assert [frame.kind for frame in read["t5"]] == ["task", "draft", "result"]
+    assert RunStore.open(tmp_path, manifest()).said == []  # whole frames naming their task: nothing lost
