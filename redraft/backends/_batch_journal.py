@@ -11,7 +11,8 @@ it without writing, skipping what is not a record.
 
 A resume follows the batches the journal holds open. A journal that was damaged or
 deleted cannot vouch for itself (`BatchRun.journal_lost`, or a line that does not read
-when a collector that Ray restarted reads it again): the batch of a torn line
+when a collector that Ray restarted reads it again, or a line already moved to
+``batches.jsonl.damaged``, which a journal found lost leaves too, `BatchJournal.intact`): the batch of a torn line
 is still out at the provider, and sending its calls again would pay for them twice.
 So the provider's own list is read too (`BatchAPI.listed`, newest first, back to the
 run's start), and every batch there of this run that the journal does not record as
@@ -41,7 +42,7 @@ import msgspec
 
 from redraft.backends._batch_apis import BatchAPI
 from redraft.errors import BackendError
-from redraft.jsonlines import Recovery, Refused, SetAside, append, records, recover, scan
+from redraft.jsonlines import Recovery, Refused, SetAside, append, damaged_path, records, recover, scan
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +118,19 @@ class BatchJournal:
         return opened
 
     def intact(self) -> bool:
-        """Whether every line is a record: a collector that Ray restarted after it died mid-line finds its last
-        line torn, and the batch of that line may be out at the provider."""
+        """Whether every line is a record and none was ever set aside: a collector that Ray restarted after it died
+        mid-line finds its last line torn, and the batch of that line may be out at the provider. Once another
+        endpoint's collector has appended, the torn line is in ``batches.jsonl.damaged`` instead, and the journal
+        reads whole: only that file says a batch's line was lost."""
+        if damaged_path(self._path).exists():
+            return False
         return not any(isinstance(item, SetAside) for item in scan(self._path, self._decode))
+
+    def found_lost(self) -> None:
+        """Remember that the journal was found lost (deleted, emptied, lines set aside): ``batches.jsonl.damaged``
+        is made if missing, so that every later resume looks in the provider's list too (`intact`). A batch found
+        only there is journaled when it ends; a run killed again before that would otherwise pay for it twice."""
+        damaged_path(self._path).touch()
 
     def named(self) -> set[str]:
         """Every batch of the endpoint the journal names, open or ended."""
@@ -167,11 +178,15 @@ async def left_open(journal: BatchJournal | None, api: BatchAPI, run: BatchRun |
     does not read: a collector restarted mid-line), those of the provider's list that may be this run's and that
     the journal does not name. A list that does not read leaves the journal's alone, said in a warning."""
     found = [LeftOpen(b, keys, at, owned=True) for b, (keys, at) in (journal.open_batches() if journal else {}).items()]
+    if run is not None and run.journal_lost and journal is not None:
+        journal.found_lost()
     torn = run is not None and not run.journal_lost and journal is not None and not journal.intact()
     if run is None or not (run.journal_lost or torn):
         return found
     if torn:
-        log.warning("%s: a line of the batch journal does not read: looking in the provider's list", endpoint)
+        log.warning(
+            "%s: a line of the batch journal does not read or was set aside: looking in the provider's list", endpoint
+        )
     try:
         listed = await api.listed(run.since)
     except BackendError as exc:

@@ -8,15 +8,16 @@ Struct itself (``__struct_fields__``), never from a table kept by hand. Fields
 of the Struct that a frame lacks take their defaults, so older frames read too.
 
 Anything else (a kind this version does not know, a frame that does not
-validate as its kind, a value that is not a map) becomes a `GenericFrame`: its
-kind and its fields as decoded. No frame is ever dropped, except the bytes after
-a torn or corrupt point of the trace (`unpack_frames`).
+validate as its kind, a value that is not a map, text damaged out of UTF-8, read
+with U+FFFD where it does not decode) becomes a `GenericFrame`: its kind and its
+fields as decoded. No frame is ever dropped, except the bytes after a torn or
+corrupt point of the trace (`unpack_frames`); no frame makes a reader raise.
 
 A task's byte range holds its frames when it splits into whole frames, at least one
-of which names the task (its ``task_id``) and none another task: `task_span` checks
-it, reading only each frame's kind and task, and `task_frames` decodes the frames it
-vouches for. A range that does not is another run's bytes, or damage, and its frames
-are taken as lost.
+of which names the task (its ``task_id``), none another task, and none a kind or task
+in text that is not UTF-8: `task_span` checks it, reading only each frame's kind and
+task, and `task_frames` decodes the frames it vouches for. A range that does not is
+another run's bytes, or damage, and its frames are taken as lost.
 
 Frames are decoded from their bytes by msgspec (each frame's extent found by
 skipping over it), not unpacked into dicts first: a trace is read at the speed
@@ -78,11 +79,14 @@ def decode_frame(data: bytes) -> Frame:
     """One MessagePack frame as a typed or a generic frame; never raises on a whole frame."""
     try:
         message: Message = _MESSAGE.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):  # an unknown kind, or not valid as its kind
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):  # unknown, invalid, damaged text
         return _generic(_untyped(data))
     if _ENCODER.encode(message) == data:  # the bytes of exactly the Struct's fields: nothing unknown
         return KnownFrame(message)
-    fields = _FIELDS.decode(data)  # its keys were text, or it would not have decoded as a Struct
+    try:
+        fields = _FIELDS.decode(data)
+    except UnicodeDecodeError:  # a key the Struct skipped, damaged out of UTF-8
+        return _generic(_untyped(data))
     unknown = fields.keys() - _KNOWN_FIELDS[type(message)]
     if not unknown:
         return KnownFrame(message)
@@ -103,7 +107,10 @@ def task_span(data: bytes, task_id: str, *, trim: bool = False) -> int | None:
         return None
     begin, named = 0, False
     for start, end in spans:
-        named_now = _names(data[start:end]).task_id
+        names = _names(data[start:end])
+        if names is None:
+            return None
+        named_now = names.task_id
         if named_now is None:
             continue
         if named_now != task_id:
@@ -131,9 +138,13 @@ class _Names(msgspec.Struct):
 _NAMES = msgspec.msgpack.Decoder(_Names)
 
 
-def _names(frame: bytes) -> _Names:
+def _names(frame: bytes) -> _Names | None:
+    """What the frame is and whose; None when its kind or task is text that is not UTF-8 (damage: MessagePack's
+    text always is), so its range is taken as lost rather than kept naming no task."""
     try:
         return _NAMES.decode(frame)
+    except UnicodeDecodeError:
+        return None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # not a map, a kind or task not text
         return _Names()
 
@@ -154,10 +165,12 @@ def _spans(data: bytes) -> Iterator[tuple[int, int]]:
 
 
 def _untyped(data: bytes) -> Any:
+    """A whole frame as plain values: its text that is not UTF-8 (damage) read with U+FFFD for what does not
+    decode, so a reader shows the frame rather than fail on it."""
     try:
         return msgspec.msgpack.decode(data)
-    except msgspec.DecodeError:  # what msgpack accepts and msgspec does not (e.g. a map key that is a map)
-        return msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except (msgspec.DecodeError, UnicodeDecodeError):  # what msgspec does not take (a map key that is a map)
+        return msgpack.unpackb(data, raw=False, strict_map_key=False, unicode_errors="replace")
 
 
 def _generic(obj: Any) -> GenericFrame:

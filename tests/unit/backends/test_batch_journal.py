@@ -218,3 +218,41 @@ async def test_a_list_that_does_not_read_leaves_the_journals_batches_and_says_so
     api.listed = down  # type: ignore[method-assign]
     assert await BatchCollector(SPEC, str(tmp_path / "batches.jsonl"), FAST, LOST, api=api).resume() == 0
     assert "could not list the provider's batches: openai:gpt-4o-mini: HTTP 503; calls may be sent again" in caplog.text
+
+
+async def test_a_torn_line_another_endpoint_cut_aside_still_sends_the_restarted_collector_to_the_list(
+    tmp_path: Path,
+) -> None:
+    """Found by test_journal_machine.py: the collector of another endpoint appended first, which moved the torn line
+    aside; the journal then reads whole, but the batch of that line is still out at the provider."""
+    api = MemoryBatches()
+    api.ends = lambda batch_id: False
+    path = tmp_path / "batches.jsonl"
+    await killed_after_sending(api, str(path), ["task 0", "task 1"], RUN)
+    damage_journal(path, "torn")
+    BatchJournal(path, OTHER, RUN.uid).submitted("msgbatch_1", ["a"], 1.5)  # cuts the torn line aside first
+    assert BatchJournal(path, SPEC.spec, RUN.uid).open_batches() == {}
+    restarted = BatchCollector(SPEC, str(path), FAST, RUN, api=api)
+    assert await restarted.resume() == 1  # batch_0, found in the provider's list: its calls not sent again
+
+
+async def test_a_journal_found_lost_still_sends_a_later_resume_to_the_list(tmp_path: Path) -> None:
+    """Found by test_journal_machine.py: a batch found only in the provider's list is journaled once it ends; a run
+    killed again before that, its journal since written anew, must look in the list again."""
+    from redraft.actors._batches import batch_run
+    from redraft.rundir import RunStore
+    from tests.unit.rundir.test_damaged_rundir import manifest
+
+    store = RunStore.open(tmp_path / "run", manifest())
+    store.sends_batches()
+    api = MemoryBatches()
+    api.ends = lambda batch_id: False
+    path = store.root / "batches.jsonl"
+    run = BatchRun(uid=store.run_uid, since=0.0)
+    await killed_after_sending(api, str(path), ["task 0"], run)
+    path.unlink()
+    assert await BatchCollector(SPEC, str(path), FAST, batch_run(store), api=api).resume() == 1
+    BatchJournal(path, OTHER, store.run_uid).submitted("msgbatch_1", ["a"], 1.5)  # the resumed run goes on, killed
+    again = BatchCollector(SPEC, str(path), FAST, batch_run(store), api=api)
+    assert await again.resume() == 1  # batch_0 still out: followed, its call not sent again
+    store.finish(0.0)

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from redraft.protocols.messages import Draft, Result, Task, Usage, encode
-from redraft.rundir import RunReader, RunStore, fingerprint
+from redraft.rundir import GenericFrame, RunReader, RunStore, fingerprint
 from redraft.rundir.layout import RESULTS, TRACE
 from redraft.views._fields import TRACE_LOST
 from redraft.views.export import export
@@ -358,3 +358,52 @@ def test_an_undamaged_directory_is_left_byte_for_byte_as_it_was(tmp_path: Path) 
     assert store.said == [] and store.done == set(ids(*EVERY))
     assert {name: (tmp_path / name).read_bytes() for name in (RESULTS, TRACE)} == before
     assert not list(tmp_path.glob("*.damaged"))
+
+
+# ---------------------------------------------- text damaged out of UTF-8 (found by test_store_machine.py)
+
+
+def test_a_task_id_in_the_trace_no_longer_utf8_costs_that_tasks_trace_and_the_resume_goes_on(tmp_path: Path) -> None:
+    made(tmp_path)
+    start, end = ranges(tmp_path)[5]
+    trace = bytearray((tmp_path / TRACE).read_bytes())
+    trace[trace.index(b"t5", start)] = 0xFF  # one byte of the Task frame's id
+    (tmp_path / TRACE).write_bytes(bytes(trace))
+    assert [e.task_id for e, frames in RunReader(tmp_path).tasks() if e.lost] == ["t5"]
+    store = RunStore.open(tmp_path, manifest())
+    assert store.done == set(ids(*EVERY)) and store.said == [
+        "trace.msgpack: the frames of 1 task(s) are lost (the bytes there are not theirs: 1); their results "
+        f"stand (--redo-untraced redoes them); {end - start} bytes set aside in trace.msgpack.damaged"
+    ]
+    assert (tmp_path / DAMAGED_TRACE).read_bytes() == bytes(trace[start:end])
+    write(store, range(TASKS, TASKS + 1))
+    store.finish(1.0)
+    whole(tmp_path, ids(*EVERY, TASKS), lost={"t5"})
+
+
+def test_a_prompt_in_the_trace_no_longer_utf8_reads_as_a_generic_frame_with_the_damage_replaced(
+    tmp_path: Path,
+) -> None:
+    made(tmp_path)
+    start, _ = ranges(tmp_path)[5]
+    trace = bytearray((tmp_path / TRACE).read_bytes())
+    trace[trace.index(b"ppp", start) + 1] = 0xFF
+    (tmp_path / TRACE).write_bytes(bytes(trace))
+    read = {entry.task_id: frames for entry, frames in RunReader(tmp_path).tasks()}
+    task = read["t5"][0]
+    assert isinstance(task, GenericFrame) and task.kind == "task" and task.fields["prompt"][:3] == "p\ufffdp"
+    assert [frame.kind for frame in read["t5"]] == ["task", "draft", "result"]
+    assert RunStore.open(tmp_path, manifest()).said == []  # the frames are whole, their task named: nothing lost
+    whole(tmp_path, ids(*EVERY))
+
+
+def test_a_field_name_in_the_trace_no_longer_utf8_never_stops_a_reader(tmp_path: Path) -> None:
+    made(tmp_path)
+    start, end = ranges(tmp_path)[5]
+    trace = bytearray((tmp_path / TRACE).read_bytes())
+    key = trace.index(b"\xadedits_applied", start, end)  # a field of the Result with a default
+    trace[key + 1] = 0xFF
+    (tmp_path / TRACE).write_bytes(bytes(trace))
+    read = {entry.task_id: frames for entry, frames in RunReader(tmp_path).tasks()}
+    assert [frame.kind for frame in read["t5"]] == ["task", "draft", "result"]
+    assert RunStore.open(tmp_path, manifest()).said == []  # whole frames naming their task: nothing lost
