@@ -83,15 +83,17 @@ class BlockReader:
 
     def decode(self, data: bytes) -> bytes | None:
         """A range's frames: ``data`` itself when written raw, else its zstd frame decompressed; None when it does
-        not decode."""
+        not decode, or is not exactly one whole zstd frame (another run's trace, a range that spans two)."""
         if not data.startswith(MAGIC):
             return data
+        frame = self.stream(data)
+        if frame is None:
+            return None
         try:
-            wanted = zstandard.get_frame_parameters(data).dict_id
-            decompressor = self._dictionary(wanted) if wanted else self._plain
-            return None if decompressor is None else decompressor.decompress(data)
+            out = frame.decompress(data)
         except zstandard.ZstdError:
             return None
+        return out if frame.eof and not frame.unused_data else None
 
     def stream(self, head: bytes) -> zstandard.ZstdDecompressionObj | None:
         """A decompressor for the zstd frame ``head`` begins (with the dictionary it names), or None."""

@@ -55,9 +55,12 @@ def write(store: RunStore, ids: range, prompt: str = "p") -> None:
         store.append([encode(task), encode(draft), encode(result(i))], result(i))
 
 
-def made(root: Path, prompt: str = "p") -> RunStore:
-    """A finished run of `TASKS` tasks at ``root``."""
+def made(root: Path, prompt: str = "p", *, raw: bool = False) -> RunStore:
+    """A finished run of `TASKS` tasks at ``root`` (``raw``: its trace written as redraft 0.1 wrote it, the frames
+    uncompressed, so that a test can damage the bytes of one field)."""
     store = RunStore.open(root, manifest())
+    if raw:
+        store._blocks = None  # the writer of a trace that began raw
     write(store, range(TASKS), prompt)
     store.finish(1.0)
     return store
@@ -364,7 +367,7 @@ def test_an_undamaged_directory_is_left_byte_for_byte_as_it_was(tmp_path: Path) 
 
 
 def test_a_task_id_in_the_trace_no_longer_utf8_costs_that_tasks_trace_and_the_resume_goes_on(tmp_path: Path) -> None:
-    made(tmp_path)
+    made(tmp_path, raw=True)
     start, end = ranges(tmp_path)[5]
     trace = bytearray((tmp_path / TRACE).read_bytes())
     trace[trace.index(b"t5", start)] = 0xFF  # one byte of the Task frame's id
@@ -384,7 +387,7 @@ def test_a_task_id_in_the_trace_no_longer_utf8_costs_that_tasks_trace_and_the_re
 def test_a_prompt_in_the_trace_no_longer_utf8_reads_as_a_generic_frame_with_the_damage_replaced(
     tmp_path: Path,
 ) -> None:
-    made(tmp_path)
+    made(tmp_path, raw=True)
     start, _ = ranges(tmp_path)[5]
     trace = bytearray((tmp_path / TRACE).read_bytes())
     trace[trace.index(b"ppp", start) + 1] = 0xFF
@@ -398,7 +401,7 @@ def test_a_prompt_in_the_trace_no_longer_utf8_reads_as_a_generic_frame_with_the_
 
 
 def test_a_field_name_in_the_trace_no_longer_utf8_never_stops_a_reader(tmp_path: Path) -> None:
-    made(tmp_path)
+    made(tmp_path, raw=True)
     start, end = ranges(tmp_path)[5]
     trace = bytearray((tmp_path / TRACE).read_bytes())
     key = trace.index(b"\xadedits_applied", start, end)  # a field of the Result with a default

@@ -202,6 +202,8 @@ class RunStoreMachine(RuleBasedStateMachine):
             for handle in (self.store._trace, self.store._results):
                 if handle is not None:
                     handle.close()
+            if self.store._lock is not None:  # the directory's lock is not what this machine studies (its own tests)
+                self.store._lock.release()
             self.store = None
 
     def _unrecord(self, line: Line) -> None:
