@@ -17,7 +17,7 @@ import pytest
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import DraftRequest, iter_frames
-from redraft.rundir import trace_bytes
+from redraft.rundir import result_records, trace_bytes
 from redraft.scenarios import get_scenario
 from tests.support.replies import CRITIQUE, is_critique, task_of, worked
 
@@ -40,8 +40,7 @@ class EasyOrNever:
 
 
 def records(out: Path) -> dict[str, dict[str, Any]]:
-    lines = (out / "results.jsonl").read_text().splitlines()
-    return {r["task_id"]: r for r in map(json.loads, lines)}
+    return {r["task_id"]: r for r in result_records(out)}
 
 
 @pytest.mark.ray

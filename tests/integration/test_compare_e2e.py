@@ -30,6 +30,7 @@ from redraft.comparison._analysis import Comparison
 from redraft.comparison._arms import arms_from_names
 from redraft.comparison._result import build
 from redraft.comparison._runner import BASELINE, ComparePlan, run_comparison
+from redraft.rundir import result_records
 from tests.support.replies import coin
 
 pytestmark = pytest.mark.ray
@@ -114,7 +115,7 @@ def test_the_matched_budget_is_the_arm_s_measured_calls_and_the_difference_holds
 ) -> None:
     result, out = comparison
     [arm] = result.arms
-    records = [json.loads(line) for line in (out / "arms/adversarial/results.jsonl").read_text().splitlines()]
+    records = result_records(out / "arms" / "adversarial")
     measured = sum(r["usage"]["calls"] for r in records) / len(records)
     assert len(records) == TASKS
     assert arm.mean_calls == pytest.approx(measured)

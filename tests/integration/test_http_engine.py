@@ -10,7 +10,7 @@ import pytest
 
 from redraft import RunConfig, run
 from redraft.protocols.messages import Critique, Draft, iter_frames
-from redraft.rundir import trace_bytes
+from redraft.rundir import result_records, trace_bytes
 from tests.conftest import SESSION_API_KEY
 from tests.support.fake_llm_servers import FakeLLMServer
 
@@ -71,7 +71,7 @@ def test_a_resumed_run_sends_no_second_request_for_answered_calls(ray_cluster: A
         resumed = run(config)
         assert len(server.requests) == answered  # every redone call came from the cache
     assert resumed.skipped == 2 and resumed.summary.tasks == 4
-    again = [json.loads(line) for line in results.read_text().splitlines()]
+    again = result_records(tmp_path / "run")
     assert sum(r["usage"]["cache_hits"] for r in again) == sum(r["usage"]["calls"] for r in again[2:])
     assert resumed.summary.usage.input_tokens == first.summary.usage.input_tokens
     # The resumed run paid for those calls itself, before it was cut: spent, as if it had never stopped.

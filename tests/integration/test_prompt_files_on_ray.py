@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from redraft.rundir import result_records
 from tests.unit.engine.test_prompt_files import OVERRIDE, arms_with
 
 
@@ -31,9 +32,7 @@ def test_an_arm_s_prompts_reach_its_drafters_on_ray(ray_cluster: Any, tmp_path: 
     run_comparison(plan)
     passed = {}
     for arm in ("plain", "nice"):
-        records = [
-            json.loads(line) for line in (tmp_path / "c" / "arms" / arm / "results.jsonl").read_text().splitlines()
-        ]
+        records = result_records(tmp_path / "c" / "arms" / arm)
         passed[arm] = [r["graded_pass"] for r in records]
     assert passed == {"plain": [False] * 3, "nice": [True] * 3}
     manifests = {a: json.loads((tmp_path / "c" / "arms" / a / "manifest.json").read_text()) for a in ("plain", "nice")}

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from redraft.protocols.messages import Result, iter_frames
-from redraft.rundir import trace_bytes
+from redraft.rundir import result_records, trace_bytes
 from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.ray
@@ -74,8 +74,8 @@ def complete_lines(path: Path) -> list[bytes]:
 
 
 def records(out: Path) -> dict[str, dict[str, Any]]:
-    lines = (out / "results.jsonl").read_text().splitlines()
-    by_id = {r["task_id"]: r for r in map(json.loads, lines)}
+    lines = result_records(out)
+    by_id = {r["task_id"]: r for r in lines}
     assert len(by_id) == len(lines), "a task was recorded twice"
     return by_id
 

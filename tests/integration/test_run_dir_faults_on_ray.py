@@ -4,7 +4,6 @@ writes."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from redraft.cli import main
+from redraft.rundir import result_records
 from tests.support.disks import remount, small_disk
 from tests.support.paths import REPO_ROOT
 
@@ -30,7 +30,7 @@ def exit_code(argv: list[str]) -> int:
 
 
 def results(out: Path) -> dict[str, Any]:
-    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    lines = result_records(out)
     assert len(lines) == len({r["task_id"] for r in lines})  # each task once
     return {r["task_id"]: (r["answer"], r["passed"], r["usage"]["calls"]) for r in lines}
 
@@ -58,6 +58,7 @@ def test_a_full_disk_ends_the_run_in_one_line_and_the_rerun_resumes_it(
 HOLDER = """
 import sys
 from pathlib import Path
+from redraft.rundir import result_records
 from redraft.rundir.lock import hold
 hold(Path(sys.argv[1]))
 print("held", flush=True)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from redraft.cli import main
+from redraft.rundir import result_records
 
 pytestmark = pytest.mark.ray
 
@@ -25,7 +26,7 @@ HUMANEVAL = "scripted:tests.support.unencodable:humaneval_half_raising"
 
 
 def records(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return result_records(out)
 
 
 @pytest.mark.timeout(600)

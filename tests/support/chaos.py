@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redraft.rundir import result_records
 from tests.support.fake_llm_servers import FakeLLMServer
 from tests.support.replies import CRITIQUE, worked
 
@@ -68,8 +69,8 @@ def run_settings(server: FakeLLMServer, out: Path, tasks: int, in_flight: int, *
 
 def records(out: Path) -> dict[str, dict[str, Any]]:
     """The run's records by task; fails if a task was recorded twice."""
-    lines = (out / "results.jsonl").read_text().splitlines()
-    by_id = {r["task_id"]: r for r in map(json.loads, lines)}
+    lines = result_records(out)
+    by_id = {r["task_id"]: r for r in lines}
     assert len(by_id) == len(lines), "a task was recorded twice"
     return by_id
 
