@@ -18,6 +18,7 @@ dictionary lost) is lost like any range that does not hold its task's frames.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,8 +79,6 @@ class BlockReader:
     def __init__(self, root: Path) -> None:
         self._root = root
         self._plain = zstandard.ZstdDecompressor()
-        self._with: zstandard.ZstdDecompressor | None = None
-        self._loaded = False
 
     def decode(self, data: bytes) -> bytes | None:
         """A range's frames: ``data`` itself when written raw, else its zstd frame decompressed; None when it does
@@ -105,12 +104,15 @@ class BlockReader:
         return None if decompressor is None else decompressor.decompressobj()
 
     def _dictionary(self, wanted: int) -> zstandard.ZstdDecompressor | None:
-        if not self._loaded:
-            self._loaded = True
-            dictionary = load_dictionary(self._root)
-            self._with = None if dictionary is None else zstandard.ZstdDecompressor(dict_data=dictionary)
-            self._id = 0 if dictionary is None else dictionary.dict_id()
-        return self._with if self._with is not None and self._id == wanted else None
+        """The decompressor of the run's dictionary, if that is the one ``wanted`` (by id)."""
+        found = self._loaded
+        return found[1] if found is not None and found[0] == wanted else None
+
+    @functools.cached_property
+    def _loaded(self) -> tuple[int, zstandard.ZstdDecompressor] | None:
+        """The run's dictionary's id and decompressor, read once (None: the run has none)."""
+        dictionary = load_dictionary(self._root)
+        return None if dictionary is None else (dictionary.dict_id(), zstandard.ZstdDecompressor(dict_data=dictionary))
 
 
 def load_dictionary(root: Path) -> zstandard.ZstdCompressionDict | None:
