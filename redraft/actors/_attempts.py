@@ -16,13 +16,17 @@ and then but keeps moving; a task that kills whatever runs it never does.
   attempts in a row runs alone on an arbiter of its own from then on: other tasks
   stop dying with it, and a death there is its own doing.
 - After `AttemptPolicy.max_attempts` fruitless attempts in a row, the task is
-  stopped as a poison task if anything else succeeded meanwhile (a round, a task,
-  a grade: it fails where others do not): recorded with stop reason ``error`` and
-  its own cause, ``PoisonTaskError``, naming the causes of its attempts. If
-  nothing did, the machinery is failing every task alike: the task is redone
-  again, and the run stops only when nothing at all has succeeded for the stall
-  window (`redraft.actors._stall`), recording nothing for the tasks in flight, so
-  a rerun with the same ``--out`` resumes them.
+  stopped as a poison task if it fails where others do not: something else
+  succeeded meanwhile (a round, a task, a grade), and so many failures in a row
+  are not bad luck at the rate the machinery fails the other tasks (fewer than
+  `AttemptPolicy.luck` tasks of the run would see them by chance; `by_chance`).
+  Under a storm of kills a task can die four times running by chance; then it is
+  redone, up to `AttemptPolicy.most_attempts`. A poison task is recorded with stop
+  reason ``error`` and its own cause, ``PoisonTaskError``, naming the causes of its
+  attempts. If nothing else succeeded, the machinery is failing every task alike:
+  the task is redone again, and the run stops only when nothing at all has
+  succeeded for the stall window (`redraft.actors._stall`), recording nothing for
+  the tasks in flight, so a rerun with the same ``--out`` resumes them.
 - `Breaker`: a backend endpoint that failed whole calls (every retry) for several
   tasks, with no answer to any task in between, is down, not refusing one
   request. The run stops (`ClusterError`, exit 1) with one line naming it; the
@@ -39,6 +43,7 @@ from typing import Any
 
 import msgspec
 
+from redraft.actors._stall import StallWatch
 from redraft.errors import CheckBrokenError, ClusterError, InfrastructureError, MachineryFault, describe, error_type
 from redraft.protocols.messages import GradeRequest, Result, Task, Usage
 
@@ -49,6 +54,11 @@ class AttemptPolicy:
 
     max_attempts: int = 4
     """Attempts in all, the first included; then the task is a poison task."""
+    most_attempts: int = 20
+    """Fruitless attempts in a row after which a task that fails where others succeed is a poison task, however
+    often the machinery fails the others (see `luck`)."""
+    luck: float = 0.01
+    """How many of the run's tasks may, by chance, fail as often in a row as a task stopped as poison."""
     quarantine_after: int = 2
     """Arbiter deaths under a task before it runs alone."""
     base_backoff_s: float = 0.5
@@ -148,25 +158,43 @@ def poison_result(task: Task, attempts: TaskAttempts) -> Result:
     )
 
 
+def by_chance(attempts: TaskAttempts, stall: StallWatch, tasks: int) -> float:
+    """How many of ``tasks`` would fail as many attempts in a row as ``attempts`` by chance, at the rate the
+    machinery failed the other tasks' attempts against what succeeded (``stall``'s counts)."""
+    failures = stall.failures - len(attempts.causes)
+    tried = failures + stall.successes
+    return tasks * (failures / tried) ** attempts.fruitless if tried else float(tasks)
+
+
 def given_up(
-    task: Task, attempts: TaskAttempts, failure: InfrastructureError, breaker: Breaker, successes: int
+    task: Task,
+    attempts: TaskAttempts,
+    failure: InfrastructureError,
+    breaker: Breaker,
+    stall: StallWatch,
+    *,
+    tasks: int,
+    policy: AttemptPolicy,
 ) -> Result | None:
     """The record of ``task``, whose last `AttemptPolicy.max_attempts` attempts the machinery failed (the last
     with ``failure``) with no round finished, when the evidence makes it the task's fault; None when it does
-    not (the task is redone); ``successes``: what succeeded in the run so far.
+    not (the task is redone); ``stall``: what succeeded and failed in the run so far, over ``tasks`` tasks.
 
     When every attempt found one endpoint unreachable, the task is the cause only if that endpoint answered
     other tasks meanwhile (`TaskRefusedError`); otherwise the endpoint is down and the run stops (`ClusterError`),
     with nothing recorded for the task. Any other mix of deaths and hangs makes it a poison task if anything
-    else succeeded since its fruitless attempts began; if nothing did, the machinery fails every task alike,
-    and the stall window (`redraft.actors._stall`) decides whether the run goes on.
+    else succeeded since its fruitless attempts began and so many are not bad luck (`by_chance`, below
+    `AttemptPolicy.luck`, or `AttemptPolicy.most_attempts` of them); if nothing did, the machinery fails every
+    task alike, and the stall window (`redraft.actors._stall`) decides whether the run goes on.
     """
     endpoint = failure.endpoint
     if endpoint is not None and all(fault == "unreachable" for fault in attempts.faults):
         if not breaker.answered_since_failing(task.task_id, endpoint):
             raise breaker.down(endpoint)
         return refused_result(task, attempts, endpoint)
-    if successes == attempts.successes_before:
+    if stall.successes == attempts.successes_before:
+        return None
+    if attempts.fruitless < policy.most_attempts and by_chance(attempts, stall, tasks) >= policy.luck:
         return None
     return poison_result(task, attempts)
 

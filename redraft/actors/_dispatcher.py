@@ -313,14 +313,18 @@ class Dispatcher:
         self.breaker.failed(pending.task.task_id, failure)
         self.stall.failed(failure)
         attempts = pending.attempts
-        successes = self.stall.successes
         attempts.failed(
-            failure, arbiter_died=arbiter_died, frames=pending.frames, pairs=pending.pairs, successes=successes
+            failure,
+            arbiter_died=arbiter_died,
+            frames=pending.frames,
+            pairs=pending.pairs,
+            successes=self.stall.successes,
         )
         self.retried += 1
         self.metrics.retried(failure.cause)
-        if attempts.fruitless >= self.rules.policy.max_attempts:
-            record = given_up(pending.task, attempts, failure, self.breaker, successes)
+        if attempts.fruitless >= (policy := self.rules.policy).max_attempts:
+            tasks = self.written + len(self.in_flight) + len(self.retries) + 1
+            record = given_up(pending.task, attempts, failure, self.breaker, self.stall, tasks=tasks, policy=policy)
             if record is not None:
                 self._write([encode(pending.task.without_gold()), encode(record)], record)
                 return

@@ -35,6 +35,8 @@ class StallWatch:
     """The window, in slowest rounds seen."""
     successes: int = 0
     """Rounds, tasks and grades that succeeded so far: the evidence that the machinery works for someone."""
+    failures: int = 0
+    """Attempts the machinery failed under so far, every task's."""
     slowest_s: float = 0.0
     """The slowest round seen so far."""
     failing: Counter[str] = field(default_factory=Counter)
@@ -60,6 +62,7 @@ class StallWatch:
 
     def failed(self, failure: InfrastructureError) -> None:
         """The machinery failed under a task."""
+        self.failures += 1
         self.failing[failure.cause if failure.role is None else f"{failure.cause} ({failure.role})"] += 1
 
     def check(self) -> None:

@@ -17,6 +17,7 @@ from redraft.actors._attempts import (
     Breaker,
     Pending,
     TaskAttempts,
+    by_chance,
     error_result,
     failed_result,
     poison_result,
@@ -364,6 +365,49 @@ def test_a_task_dying_where_others_finish_is_a_poison_task() -> None:
     [record] = store.results
     assert (record.stop_reason, record.error_type) == ("error", "PoisonTaskError")
     assert record.retried_for == ["ActorDiedError"] * AttemptPolicy().max_attempts
+
+
+def storm_elsewhere(dispatcher: Dispatcher, *, tasks: int, failures: int, successes: int) -> None:
+    """The rest of a run of ``tasks`` tasks: the machinery failed ``failures`` attempts of the others and
+    ``successes`` rounds, tasks and grades succeeded."""
+    dispatcher.written = tasks - 1
+    dispatcher.stall.failures += failures
+    dispatcher.stall.successes += successes
+
+
+def test_a_task_dying_four_times_in_a_storm_that_kills_a_quarter_of_attempts_is_redone_not_poison() -> None:
+    """Under a storm of kills a task can die four times in a row by chance (at one attempt in four failing,
+    about one task in 256): before, it was recorded as a poison task after four, an error the task did not
+    cause. Now it is redone until so many deaths in a row are no longer chance for any task of the run."""
+    store = Written()
+    dispatcher = a_dispatcher(store)
+    storm_elsewhere(dispatcher, tasks=300, failures=100, successes=300)
+    attempts = TaskAttempts()
+    for _ in range(AttemptPolicy().max_attempts):
+        fail_died(dispatcher, TASKS[0], attempts)
+        dispatcher.stall.succeeded()  # others finish meanwhile
+    assert store.results == [] and attempts.fruitless == AttemptPolicy().max_attempts
+    assert by_chance(attempts, dispatcher.stall, 300) > AttemptPolicy().luck  # ~1.2 tasks of 300 by chance
+    while not store.results:
+        dispatcher.retries.clear()
+        fail_died(dispatcher, TASKS[0], attempts)
+        dispatcher.stall.succeeded()
+    [record] = store.results
+    assert record.error_type == "PoisonTaskError"
+    # 300 x (100/404)^k < 0.01 first at k = 8: then it dies where others do not, beyond chance
+    assert attempts.fruitless == 8 and len(record.retried_for) == 8
+
+
+def test_a_task_that_keeps_dying_in_a_storm_that_kills_most_attempts_is_poison_at_the_most_attempts() -> None:
+    store = Written()
+    dispatcher = a_dispatcher(store)
+    storm_elsewhere(dispatcher, tasks=300, failures=9_000, successes=1_000)
+    attempts = TaskAttempts()
+    while not store.results:
+        dispatcher.retries.clear()
+        fail_died(dispatcher, TASKS[0], attempts)
+        dispatcher.stall.succeeded()
+    assert attempts.fruitless == AttemptPolicy().most_attempts  # the bound on what one task may cost
 
 
 def test_a_poison_record_written_by_count_for_an_unreachable_endpoint_is_redone_on_resume(tmp_path: Path) -> None:
