@@ -218,14 +218,15 @@ def _copy_aside(trace: IO[bytes], spans: list[tuple[int, int]], aside: Path) -> 
 
 def _results_in(chunks: Iterator[bytes]) -> int:
     """How many `Result` frames follow in the decoded trace (the frames of how many whole tasks), up to bytes
-    that are not frames."""
+    that are not frames. Text is left undecoded, so a frame whose text was damaged out of UTF-8 is still counted:
+    what follows is still whole tasks' frames."""
     found = 0
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker = msgpack.Unpacker(raw=True, strict_map_key=False)
     try:
         for chunk in chunks:
             unpacker.feed(chunk)
             for frame in unpacker:
-                found += isinstance(frame, dict) and frame.get("kind") == "result"
+                found += isinstance(frame, dict) and frame.get(b"kind") == b"result"
     except (msgpack.UnpackException, ValueError):
         pass
     return found

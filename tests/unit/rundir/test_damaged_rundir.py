@@ -410,3 +410,19 @@ def test_a_field_name_in_the_trace_no_longer_utf8_never_stops_a_reader(tmp_path:
     read = {entry.task_id: frames for entry, frames in RunReader(tmp_path).tasks()}
     assert [frame.kind for frame in read["t5"]] == ["task", "draft", "result"]
     assert RunStore.open(tmp_path, manifest()).said == []  # whole frames naming their task: nothing lost
+
+
+def test_lost_results_over_a_raw_trace_with_a_prompt_no_longer_utf8_set_its_tasks_frames_aside(tmp_path: Path) -> None:
+    """Found by the run store's state machine: the count of whole tasks past the last record stopped at text
+    damaged out of UTF-8, so the frames of every task there were dropped instead of set aside."""
+    made(tmp_path, raw=True)
+    (tmp_path / RESULTS).write_bytes(b"")
+    trace = bytearray((tmp_path / TRACE).read_bytes())
+    trace[trace.index(b"ppp") + 1] = 0xFF  # t0's prompt
+    (tmp_path / TRACE).write_bytes(bytes(trace))
+    store = RunStore.open(tmp_path, manifest())
+    assert store.done == set() and store.said == [
+        f"trace.msgpack: the frames of {TASKS} tasks past the last record (their results are not in results.jsonl); "
+        f"{len(trace)} bytes set aside in trace.msgpack.damaged"
+    ]
+    assert (tmp_path / DAMAGED_TRACE).read_bytes() == bytes(trace)
