@@ -204,15 +204,13 @@ def test_a_frozen_arbiter_and_a_frozen_drafter_are_killed_and_their_tasks_redone
     # A timeout the undisturbed tasks never reach (a loaded machine slows them all), so that any cut in this run
     # is the frozen actors' doing; on a quiet machine it is shorter than the heartbeat's kill plus a restart.
     timeout = max(20.0, 2 * reference["slowest_s"])
-    started = time.monotonic()
     try:
-        outcome = disturbed(server, out, freeze, task_timeout=timeout)
+        outcome = disturbed(server, out, freeze, task_timeout=timeout)  # it returns: no stall stopped it
     finally:
         for pid in frozen:  # if the fleet did not kill it, do not leave it stopped
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     recs = check_like_reference(out, reference)  # a task cut while it waited on the frozen drafter was redone
-    assert time.monotonic() - started < 2 * reference["elapsed_s"] + 120  # not stalled for long: the run went on
     assert outcome.summary.retries, "the frozen arbiter's tasks were redone"
     assert {c for r in recs.values() for c in r["retried_for"]} <= {"ActorDiedError", "CallTimeoutError"}
 
@@ -243,13 +241,11 @@ def test_a_server_down_for_good_stops_the_run_in_one_line_and_a_rerun_resumes(
     out = tmp_path / "down"
     settings = run_settings(server, out, 20, 8)
     server.fail_status = 500
-    started = time.monotonic()
-    try:
+    try:  # stopped by the breaker ("is down"), not by the stall window ("nothing succeeded for")
         with pytest.raises(ClusterError, match=r"openai-compatible:fake-model@http://127\.0\.0\.1:\d+/v1 is down"):
             run(RunConfig.build(**settings))
     finally:
         server.fail_status = None
-    assert time.monotonic() - started < 60
     assert lines(out / "results.jsonl") == 0  # no task was charged with the outage
     run(RunConfig.build(**settings))
     recs = records(out)
