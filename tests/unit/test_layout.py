@@ -153,7 +153,7 @@ def test_no_module_reaches_into_another_package_s_private_modules() -> None:
 
 
 NAMES_RESOLVED_IN = {
-    "engine/resolved.py",  # a run's config, once (`resolve_run`)
+    "engine/resolution/_run.py",  # a run's config, once (`resolve_run`)
     *("engine/arbiter.py", "engine/drafter.py", "engine/verifier.py", "engine/grader.py"),  # each constructor, once
     "cli/__init__.py",  # `redraft strategies` lists each strategy's documentation
     "cli/_judge.py",  # `redraft judge calibrate`'s --scenario, once, where the command starts
