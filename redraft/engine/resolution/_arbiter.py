@@ -9,14 +9,10 @@ from redraft.engine.resolution._money import Money, share
 from redraft.protocols.messages import RoleName
 
 
-def arbiter_settings(
-    config: RunConfig, money: Money | None = None, paced: frozenset[RoleName] = frozenset()
-) -> ArbiterSettings:
-    """The strategy, K, the seed, convergence, revision mode, the run's ``money`` (its prices, share and
-    escalation; without it, the price table ``--prices`` names, the share, and no escalation) and the roles whose
-    calls pace themselves (``paced``: its `Cast`'s)."""
+def settings_of(config: RunConfig, money: Money, paced: frozenset[RoleName]) -> ArbiterSettings:
+    """The strategy, K, the seed, convergence and revision mode of ``config``, the run's resolved ``money`` (its
+    prices, share and escalation) and the roles whose calls pace themselves (``paced``: its `Cast`'s)."""
     experiment = config.experiment
-    money = money or Money(prices=load_prices(config.runtime.prices), share=share(experiment), escalation=None)
     return ArbiterSettings(
         paced_roles=paced,
         strategy=experiment.strategy,
@@ -29,3 +25,10 @@ def arbiter_settings(
         share=money.share,
         escalation=money.escalation,
     )
+
+
+def arbiter_settings(config: RunConfig) -> ArbiterSettings:
+    """The settings of an arbiter of ``config`` without its roles resolved (a loop of scripted roles, in tests and
+    benchmarks): the price table ``--prices`` names and the batch's share, no escalation, no paced role."""
+    money = Money(prices=load_prices(config.runtime.prices), share=share(config.experiment), escalation=None)
+    return settings_of(config, money, frozenset())

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from redraft.backends.base import BackendSpec
-from redraft.backends.pricing import PriceTable, load_prices
+from redraft.backends.pricing import Price, PriceTable, load_prices
 from redraft.config import Experiment, RunConfig
 from redraft.engine.resolution._roles import RoleSetup
 from redraft.errors import UserError
@@ -32,16 +32,34 @@ class Money:
     """The stronger model (``--escalate``), with both models' prices."""
 
 
+@dataclass(frozen=True)
+class Quote:
+    """What the price table says of one model a run calls: its price (None: not in the table) and whether its
+    calls cost nothing (a local or scripted model)."""
+
+    model: str
+    price: Price | None
+    free: bool
+
+    @property
+    def known(self) -> bool:
+        return self.free or self.price is not None
+
+
 def resolve_money(config: RunConfig, strategy: Strategy, setup: RoleSetup) -> Money:
-    """The money of the run whose roles ``setup`` resolved; `UserError` on the first bad budget, price file or
-    unpriced model."""
+    """The money of the run whose roles ``setup`` resolved: the price table read once and each of its models
+    quoted from it; `UserError` on the first bad budget, price file or unpriced model."""
     experiment = config.experiment
     check_share(experiment, strategy)
     check_escalation(experiment, strategy)
-    prices = load_prices(config.runtime.prices)
     critic = setup.critic if strategy.critic_role == "critic" else None
-    check_priced(prices, {"drafter": setup.drafter, "critic": critic}, experiment.usd_per_task is not None)
-    return Money(prices=prices, share=share(experiment), escalation=escalation(prices, setup.drafter, setup.escalate))
+    named = {"drafter": setup.drafter, "critic": critic, "escalation": setup.escalate}
+    models = {role: model_of(spec) for role, spec in named.items() if spec is not None}
+    prices = load_prices(config.runtime.prices)
+    quotes = {role: Quote(model, prices.price_of(model), prices.free(model)) for role, model in models.items()}
+    money = experiment.usd_per_task is not None
+    check_priced({role: quotes[role] for role in ("drafter", "critic") if role in quotes}, money)
+    return Money(prices=prices, share=share(experiment), escalation=escalation(quotes))
 
 
 def model_of(spec: BackendSpec) -> str:
@@ -107,29 +125,30 @@ def check_escalation(experiment: Experiment, strategy: Strategy) -> None:
         )
 
 
-def check_priced(prices: PriceTable, models: dict[str, BackendSpec | None], money: bool) -> None:
+def check_priced(quotes: dict[str, Quote], money: bool) -> None:
     """`UserError` for a model with no price when the budget is in money (``money``), naming the first one."""
     if not money:
         return
-    for role, spec in models.items():
-        if spec is not None and not prices.known(model := model_of(spec)):
+    for role, quote in quotes.items():
+        if not quote.known:
             raise UserError(
                 f"--usd-per-task spends what the price table says each call costs, and the {role}'s model "
-                f"{model} has no price there: add it with --prices FILE"
+                f"{quote.model} has no price there: add it with --prices FILE"
             )
 
 
-def escalation(prices: PriceTable, drafter: BackendSpec, escalate: BackendSpec | None) -> Escalation | None:
-    """The run's escalation, priced; `UserError` for a model with no price, or a drafter that costs nothing."""
-    if escalate is None:
+def escalation(quotes: dict[str, Quote]) -> Escalation | None:
+    """The run's escalation (the ``escalation`` quote beside the ``drafter``'s), priced; `UserError` for a model
+    with no price, or a drafter that costs nothing."""
+    strong = quotes.get("escalation")
+    if strong is None:
         return None
-    cheap, strong = model_of(drafter), model_of(escalate)
-    check_priced(prices, {"drafter": drafter, "escalation": escalate}, True)
-    drafter_price, strong_price = prices.price_of(cheap), prices.price_of(strong)
-    if drafter_price is None or prices.free(cheap) or not (drafter_price.input or drafter_price.output):
+    cheap = quotes["drafter"]
+    check_priced({"drafter": cheap, "escalation": strong}, True)
+    if cheap.price is None or cheap.free or not (cheap.price.input or cheap.price.output):
         raise UserError(
-            f"--escalate weighs {strong}'s price against the drafter's, and the drafter's model {cheap} costs "
-            "nothing: give it a price with --prices FILE"
+            f"--escalate weighs {strong.model}'s price against the drafter's, and the drafter's model {cheap.model} "
+            "costs nothing: give it a price with --prices FILE"
         )
-    strong_usd = (0.0, 0.0) if strong_price is None else (strong_price.input, strong_price.output)
-    return Escalation(model=strong, drafter_usd=(drafter_price.input, drafter_price.output), escalated_usd=strong_usd)
+    strong_usd = (0.0, 0.0) if strong.price is None else (strong.price.input, strong.price.output)
+    return Escalation(model=strong.model, drafter_usd=(cheap.price.input, cheap.price.output), escalated_usd=strong_usd)

@@ -64,12 +64,9 @@ def role_setup(config: RunConfig, scenario: Scenario, backends: BackendOverrides
     """The roles' backends (``backends``' objects over the config's spec strings, resolved), the judge and the
     prompts (its prompts file read once); `UserError` on the first bad spec, file or combination."""
     experiment = config.experiment
-    backends = backends or {}
-    drafter = backends.get("drafter") or resolve(experiment.drafter)
-    critic = backends.get("critic") or resolve(experiment.critic)
-    verifier = backends.get("verifier") or (resolve(experiment.verifier) if experiment.verifier else None)
-    escalate = (backends.get("escalate") or resolve(experiment.escalate)) if experiment.escalate else None
-    judge = judge_setup(experiment, scenario, drafter, backends.get("judge"))
+    made = _backends(experiment, backends or {})
+    drafter, critic, verifier, escalate = made["drafter"], made["critic"], made.get("verifier"), made.get("escalate")
+    judge = judge_setup(experiment, scenario, drafter, made.get("judge"))
     # a bad prompts file fails here, before any role starts; it may hold the judge's entries when there is one
     prompts = load_prompts(experiment.prompts, judge.templates if judge else None)
     judged_by = judge.backend if judge else None
@@ -95,16 +92,30 @@ def role_setup(config: RunConfig, scenario: Scenario, backends: BackendOverrides
     )
 
 
+def _backends(experiment: Experiment, given: BackendOverrides) -> BackendOverrides:
+    """Each role's backend, the API's object (``given``) or the config's spec resolved: the drafter's and the
+    critic's always, a verifier's and a judge's where one is given or named, an escalation's where ``--escalate``
+    names one (it decides the strategy's actions)."""
+    named: dict[RoleName | Literal["escalate"], str | None] = {
+        "drafter": experiment.drafter,
+        "critic": experiment.critic,
+        "verifier": experiment.verifier,
+        "judge": experiment.judge,
+        "escalate": experiment.escalate,
+    }
+    wanted = [role for role, spec in named.items() if spec is not None or (role in given and role != "escalate")]
+    return {role: given.get(role) or resolve(named[role] or "") for role in wanted}
+
+
 def judge_setup(
-    experiment: Experiment, scenario: Scenario, drafter: BackendSpec, given: BackendSpec | None = None
+    experiment: Experiment, scenario: Scenario, drafter: BackendSpec, backend: BackendSpec | None
 ) -> JudgeSetup | None:
-    """The run's judge (``--judge``, or ``given``, the API's backend object), or None; `UserError` for a rubric
-    without a judge or one that cannot be read (`GRADERS`' ``judge`` reads it)."""
-    if experiment.judge is None and given is None:
+    """The run's judge, of its model ``backend`` (``--judge``, or the API's object), or None without one;
+    `UserError` for a rubric without a judge or one that cannot be read (`GRADERS`' ``judge`` reads it)."""
+    if backend is None:
         if experiment.rubric is not None:
             raise UserError("--rubric is the judge's: give --judge MODEL to grade by it")
         return None
-    backend = given or resolve(experiment.judge or "")
     ask = JudgeAsk(backend=backend, rubric=experiment.rubric, scenario=scenario, repeats=experiment.judge_repeats)
     made = GRADERS.get("judge")(ask)
     return dataclasses.replace(made, self_judged=made.spec == drafter.spec)

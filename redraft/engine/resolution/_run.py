@@ -11,7 +11,7 @@ import msgspec
 
 from redraft.config import Budgets, Experiment, RunConfig, Runtime
 from redraft.engine._rules import ArbiterSettings
-from redraft.engine.resolution._arbiter import arbiter_settings
+from redraft.engine.resolution._arbiter import settings_of
 from redraft.engine.resolution._cast import Cast
 from redraft.engine.resolution._fit import check_fit
 from redraft.engine.resolution._identity import identity, manifest, out_of
@@ -101,7 +101,7 @@ def resolve_run(
         scenario=scenario,
         strategy=strategy,
         setup=setup,
-        settings=arbiter_settings(config, money, cast.paced),
+        settings=settings_of(config, money, cast.paced),
         out=out,
         tasks=tasks,
         identity=identity(config, setup.prompts, setup.judge.templates if setup.judge else None),
