@@ -103,7 +103,8 @@ def run(
 
 
 def run_resolved(run: ResolvedRun, hooks: RunHooks, fleets: Fleets | None = None) -> RunOutcome:
-    """`run`, of a run resolved once (`redraft.engine.resolution.resolve`): a comparison's lane, a tune's evaluation.
+    """`run`, of a run resolved once (`redraft.engine.resolution.resolve_run`): a comparison's lane, a tune's
+    evaluation.
 
     ``fleets``: the fleets of the command the run is one of, whose actors it is served by; None: a fleet of its
     own, stopped as it ends."""
