@@ -71,7 +71,7 @@ from redraft.backends.pricing import Price, PriceTable, default_prices
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
-from redraft.engine.setup import RoleSetup
+from redraft.engine.resolution import Cast, RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Action, CheckResult, DraftRequest, FeedbackState, Message, Result, Task
 from redraft.scenarios import scenario
@@ -217,7 +217,8 @@ def run_policy(policy: str, tasks: list[Task], budget: int, samples: int, in_fli
     )
     model = ScriptedSpec(script=simulated_model)
     arbiter = Arbiter(
-        local_roles(RoleSetup(scenario="simulated", drafter=model, critic=model), get_strategy(policy)), settings
+        local_roles(Cast.of(RoleSetup(scenario="simulated", drafter=model, critic=model), get_strategy(policy))),
+        settings,
     )
     gate = asyncio.Semaphore(in_flight)
 
@@ -404,7 +405,7 @@ def run_money(
         batch=f"bench-{policy}-{time.monotonic_ns()}",
     )
     setup = RoleSetup(scenario="simulated", drafter=drafter, critic=CHEAP, escalate=STRONG if escalate else None)
-    arbiter = Arbiter(local_roles(setup, get_strategy(policy)), settings)
+    arbiter = Arbiter(local_roles(Cast.of(setup, get_strategy(policy))), settings)
     gate = asyncio.Semaphore(in_flight)
 
     async def one(task: Task) -> list[Message]:

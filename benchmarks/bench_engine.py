@@ -29,11 +29,9 @@ from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import arbiter_settings, resolve_run
 from redraft.protocols.messages import ChatMessage
 from redraft.scenarios import get_scenario
-from redraft.strategies import get_strategy
 from tests.support.replies import LateLearner
 
 TASKS = 200
@@ -52,8 +50,8 @@ def bare_calls(spec: ScriptedSpec, calls: int, prompts: list[str]) -> float:
 
 
 def in_process(config: RunConfig, spec: ScriptedSpec) -> float:
-    setup = resolve_run(config, backends={"drafter": spec, "critic": spec}).setup
-    arbiter = Arbiter(local_roles(setup, get_strategy(config.experiment.strategy)), arbiter_settings(config))
+    run = resolve_run(config, backends={"drafter": spec, "critic": spec})
+    arbiter = Arbiter(local_roles(run.cast), arbiter_settings(config))
     tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), TASKS))
 
     async def go() -> int:

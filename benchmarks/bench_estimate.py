@@ -53,12 +53,10 @@ from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.estimate import Estimate
 from redraft.engine.prompts import fenced
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import arbiter_settings, resolve_run
 from redraft.protocols.messages import Result, Task, Usage, decode_as, encode
 from redraft.rundir import RunStore
 from redraft.scenarios import get_scenario
-from redraft.strategies import get_strategy
 from tests.support.replies import request_kind, round_of, worked
 from tests.support.resolved import manifest_for
 
@@ -194,8 +192,8 @@ def constrained(task: Task, r: int | None) -> str:
 
 def real_run(config: RunConfig, tasks: list[Task], model: Plausible) -> list[tuple[list[Any], Result]]:
     """Each task's trace and result through the real loop in this process."""
-    setup = resolve_run(config, backends={"drafter": PlausibleSpec(model), "critic": PlausibleSpec(model)}).setup
-    arbiter = Arbiter(local_roles(setup, get_strategy(config.experiment.strategy)), arbiter_settings(config))
+    run = resolve_run(config, backends={"drafter": PlausibleSpec(model), "critic": PlausibleSpec(model)})
+    arbiter = Arbiter(local_roles(run.cast), arbiter_settings(config))
 
     async def go() -> list[list[Any]]:
         slots = asyncio.Semaphore(16)

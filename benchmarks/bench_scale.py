@@ -42,12 +42,10 @@ from redraft import RunConfig
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import arbiter_settings, resolve_run
 from redraft.protocols.messages import Result, decode_as, encode
 from redraft.rundir import RunStore, fingerprint
 from redraft.scenarios import get_scenario
-from redraft.strategies import get_strategy
 from tests.support.replies import LateLearner
 
 BASE = 500
@@ -64,8 +62,8 @@ def base_frames() -> list[list[Any]]:
     """Each base task's frames as MessagePack builtins (its `Result` last), made by the engine in this process."""
     tasks, spec = reference_tasks(BASE)
     config = RunConfig.build(**REFERENCE, limit=BASE)
-    setup = resolve_run(config, backends={"drafter": spec, "critic": spec}).setup
-    arbiter = Arbiter(local_roles(setup, get_strategy(config.experiment.strategy)), arbiter_settings(config))
+    run = resolve_run(config, backends={"drafter": spec, "critic": spec})
+    arbiter = Arbiter(local_roles(run.cast), arbiter_settings(config))
 
     async def go() -> list[list[Any]]:
         traces = await asyncio.gather(*(arbiter.run(t) for t in tasks))

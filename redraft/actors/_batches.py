@@ -38,7 +38,7 @@ from redraft.backends.anthropic import AnthropicSpec
 from redraft.backends.openai import OpenAISpec
 from redraft.config import Runtime
 from redraft.engine.pools import ROLE_CALL_DEADLINE_S
-from redraft.engine.setup import RoleSetup
+from redraft.engine.resolution import RoleSetup
 from redraft.rundir import RunStore
 
 log = logging.getLogger(__name__)

@@ -31,46 +31,42 @@ from redraft.actors._members import ACTOR_CLASSES, RunRole
 from redraft.actors._placement import cpus_of, grades_on_driver, verifies_in_arbiter
 from redraft.actors._ray import on_node
 from redraft.engine.grader import Grader
-from redraft.engine.setup import RoleSetup, grader_constructor, role_constructors
+from redraft.engine.resolution import Cast
 from redraft.protocols.messages import RoleName
 from redraft.scenarios import provided
-from redraft.strategies import Strategy
 
 _ROLE_OPTIONS: dict[str, Any] = {"max_restarts": -1, "max_task_retries": 3, "max_concurrency": 1000}
 
 
-def actor_roles(setup: RoleSetup, strategy: Strategy) -> dict[RoleName, float]:
+def actor_roles(cast: Cast) -> dict[RoleName, float]:
     """The roles a run needs actors of (the grader's included), with the CPUs each of its actors reserves."""
-    names: list[RoleName] = [n for n in role_constructors(setup, strategy) if not _in_arbiter(setup, strategy, n)]
+    setup = cast.setup
+    names: list[RoleName] = [n for n in cast.roles if not _in_arbiter(cast, n)]
     if setup.judge is not None or not grades_on_driver(setup):
         names.append("grader")
     return {name: cpus_of(setup, name) for name in names}
 
 
-def run_roles(
-    key: str, setup: RoleSetup, strategy: Strategy
-) -> tuple[dict[RoleName, RunRole], dict[RoleName, RunRole]]:
+def run_roles(key: str, cast: Cast) -> tuple[dict[RoleName, RunRole], dict[RoleName, RunRole]]:
     """Each role of the run as its actors play it, and the roles its arbiters run themselves, under ``key``."""
     made = provided()
-    roles = {
-        name: RunRole(f"{key}/{name}", constructor, made)
-        for name, constructor in role_constructors(setup, strategy).items()
-    }
-    local = {name: role for name, role in roles.items() if _in_arbiter(setup, strategy, name)}
+    roles = {name: RunRole(f"{key}/{name}", constructor, made) for name, constructor in cast.roles.items()}
+    local = {name: role for name, role in roles.items() if _in_arbiter(cast, name)}
     return {name: role for name, role in roles.items() if name not in local}, local
 
 
-def grader_role(key: str, setup: RoleSetup) -> Any:
+def grader_role(key: str, cast: Cast) -> Any:
     """The run's grader as its actors play it (the judge's, when the run has one); for a scenario whose grade is
     instant, a plain `Grader` the driver runs itself (`Grader.grade_here`): a grade of microseconds is not worth an
     actor and a hop."""
+    setup = cast.setup
     if setup.judge is None and grades_on_driver(setup):
         return Grader(setup.scenario)
-    return RunRole(f"{key}/grader", grader_constructor(setup), provided())
+    return RunRole(f"{key}/grader", cast.grader, provided())
 
 
-def _in_arbiter(setup: RoleSetup, strategy: Strategy, role: RoleName) -> bool:
-    return role == "verifier" and verifies_in_arbiter(setup, strategy)
+def _in_arbiter(cast: Cast, role: RoleName) -> bool:
+    return role == "verifier" and verifies_in_arbiter(cast)
 
 
 def member(role: RoleName, node: str, cpus: float) -> Any:

@@ -32,10 +32,9 @@ from redraft.actors._arbiter import ArbiterRun
 from redraft.actors._fleet import Fleet
 from redraft.actors._members import RunRole
 from redraft.engine.arbiter import ArbiterSettings
-from redraft.engine.setup import RoleSetup
+from redraft.engine.resolution import Cast
 from redraft.errors import BackendError, UserError, describe, member_failure
 from redraft.protocols.messages import RoleName
-from redraft.strategies import Strategy
 
 FLEET_ENV = "REDRAFT_FLEET"
 MODES = ("shared", "per-run")
@@ -54,13 +53,13 @@ class Lease:
     """One run's share of a fleet: the run opened on its arbiters and made in its members (see the module
     docstring); the fleet's arbiters, heartbeat and replacements, as the run's dispatcher and grading ask."""
 
-    def __init__(self, fleet: Fleet, setup: RoleSetup, strategy: Strategy, settings: ArbiterSettings) -> None:
+    def __init__(self, fleet: Fleet, cast: Cast, settings: ArbiterSettings) -> None:
         self.fleet = fleet
         self.key = uuid.uuid4().hex
         """Names the run on every actor of the fleet."""
-        roles, local = factory.run_roles(self.key, setup, strategy)
+        roles, local = factory.run_roles(self.key, cast)
         self.run = ArbiterRun(self.key, settings, roles, local)
-        self.grader = factory.grader_role(self.key, setup)
+        self.grader = factory.grader_role(self.key, cast)
         """The run's grader as the grader actors play it; a plain `Grader` the driver runs (an instant grade)."""
         self._open()
 
@@ -155,9 +154,9 @@ class Fleets:
         self._timers: dict[Fleet, threading.Timer] = {}
         """The idle timer of each fleet that has one running."""
 
-    def lease(self, setup: RoleSetup, strategy: Strategy, settings: ArbiterSettings) -> Lease:
-        """A run's share of a fleet that fits it, started or grown for it first."""
-        roles = factory.actor_roles(setup, strategy)
+    def lease(self, cast: Cast, settings: ArbiterSettings) -> Lease:
+        """A share of a fleet that fits the run of ``cast``, started or grown for it first."""
+        roles = factory.actor_roles(cast)
         with self._lock:
             fits = [f for f in self._fleets if f.fits(roles)] if self.shared else []
             fleet = fits[0] if fits else Fleet()
@@ -174,7 +173,7 @@ class Fleets:
             self._drop(fleet)
             raise
         try:
-            return Lease(fleet, setup, strategy, settings)
+            return Lease(fleet, cast, settings)
         except BaseException:
             left = self._unhold(fleet)
             if not self.shared:

@@ -33,7 +33,7 @@ from typing import Any
 
 from redraft.actors._ray import answers, set_up_actor_process
 from redraft.engine.pools import Member, Outcome, Reply, Request, Role
-from redraft.engine.setup import Constructor
+from redraft.engine.resolution import Constructor
 from redraft.errors import ProtocolError, describe
 from redraft.protocols.messages import RoleName, decode, encode
 from redraft.scenarios import Scenario, provide

@@ -15,14 +15,13 @@
 
 from __future__ import annotations
 
-from redraft.engine.setup import RoleSetup, verifier_backend
+from redraft.engine.resolution import Cast, RoleSetup
 from redraft.protocols.messages import RoleName
-from redraft.strategies import Strategy
 
 
-def verifies_in_arbiter(setup: RoleSetup, strategy: Strategy) -> bool:
+def verifies_in_arbiter(cast: Cast) -> bool:
     """Whether the arbiters verify drafts themselves: instant checks, and no verifier model asked questions."""
-    return setup.check_cost == "instant" and verifier_backend(setup, strategy) is None
+    return cast.setup.check_cost == "instant" and cast.verifier_model is None
 
 
 def grades_on_driver(setup: RoleSetup) -> bool:

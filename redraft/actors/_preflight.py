@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from redraft.engine.estimate import SAMPLE, Done, Estimate, estimate_tasks
-from redraft.engine.resolved import ResolvedRun
+from redraft.engine.resolution import ResolvedRun
 from redraft.rundir import RunReader
 from redraft.rundir.layout import RESULTS
 from redraft.rundir.store import resumable

@@ -25,8 +25,7 @@ from redraft.actors._leases import Fleets, Lease
 from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
 from redraft.actors._metrics import RunMetrics
 from redraft.engine.estimate import Estimate
-from redraft.engine.resolved import ResolvedRun
-from redraft.engine.setup import RoleSetup, endpoints_by_role
+from redraft.engine.resolution import ResolvedRun, RoleSetup
 from redraft.rundir import RunStore
 from redraft.telemetry import LiveExport
 
@@ -76,7 +75,7 @@ def start_running(
     )
     ledger = start_ledger(run.strategy, batch, out, store.done, run.settings.share)
     try:
-        fleet = fleets.lease(run.setup, run.strategy, run.settings)
+        fleet = fleets.lease(run.cast, run.settings)
     except BaseException:
         stop_batches(batches)
         stop_ledger(ledger)
@@ -92,7 +91,7 @@ def _live_spans(run: ResolvedRun, manifest: dict[str, Any], store: RunStore) -> 
     """With ``--otel``, the export that sends each task's spans as the store writes it; else None."""
     if run.runtime.otel is None:
         return None
-    specs = endpoints_by_role(run.setup, run.strategy)  # as resolved: the Python API's objects too
+    specs = run.cast.endpoints  # as resolved: the Python API's objects too
     spans = LiveExport(run.runtime.otel, manifest, specs, run.settings.prices)
     store.listen(spans.task_written)
     return spans
@@ -127,7 +126,7 @@ def _dispatcher(
         rules,
         clock=clock,
         on_result=hooks.on_result,
-        breaker=Breaker(endpoints_by_role(run.setup, run.strategy)),
+        breaker=Breaker(run.cast.endpoints),
         metrics=metrics,
         stop=hooks.stop,
         endpoints=EndpointWatch(metrics, hooks.on_endpoints),

@@ -28,7 +28,7 @@ from typing import Any
 from redraft.actors._fleet import Fleet
 from redraft.actors._leases import Fleets, Lease
 from redraft.engine import Checkpoint
-from redraft.engine.resolved import ResolvedRun
+from redraft.engine.resolution import ResolvedRun
 from redraft.errors import InfrastructureError, cause_of, machinery_failure
 from redraft.protocols.messages import Task, decode, encode
 
@@ -50,7 +50,7 @@ class FleetArbiter:
         async with self._leasing:
             if self._lease is None:
                 run = self._run
-                self._lease = await asyncio.to_thread(self._fleets.lease, run.setup, run.strategy, run.settings)
+                self._lease = await asyncio.to_thread(self._fleets.lease, run.cast, run.settings)
                 self._beating = asyncio.ensure_future(self._tend(self._lease))
             return self._lease
 

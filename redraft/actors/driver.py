@@ -35,8 +35,7 @@ from redraft.actors._startup import check_address, ensure_ray
 from redraft.config import RunConfig
 from redraft.engine import check_out
 from redraft.engine.estimate import Estimate
-from redraft.engine.resolved import ResolvedRun, resolve_run
-from redraft.engine.setup import BackendOverrides
+from redraft.engine.resolution import BackendOverrides, ResolvedRun, resolve_run
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Task
 from redraft.rundir import RunSecret, RunStore, Summary
@@ -104,7 +103,8 @@ def run(
 
 
 def run_resolved(run: ResolvedRun, hooks: RunHooks, fleets: Fleets | None = None) -> RunOutcome:
-    """`run`, of a run resolved once (`redraft.engine.resolved.resolve`): a comparison's lane, a tune's evaluation.
+    """`run`, of a run resolved once (`redraft.engine.resolution.resolve_run`): a comparison's lane, a tune's
+    evaluation.
 
     ``fleets``: the fleets of the command the run is one of, whose actors it is served by; None: a fleet of its
     own, stopped as it ends."""

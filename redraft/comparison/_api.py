@@ -16,7 +16,7 @@ from redraft.comparison._pairwise import pairwise as judged_pairs
 from redraft.comparison._result import build, held_against, read_json, write_json
 from redraft.comparison._runner import ComparePlan, run_comparison
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
-from redraft.engine.setup import BackendOverrides, with_check
+from redraft.engine.resolution import BackendOverrides, with_check
 from redraft.errors import UserError, unknown_name
 from redraft.judging import read_card
 from redraft.protocols.messages import Result, Usage

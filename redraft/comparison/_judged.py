@@ -23,8 +23,7 @@ import msgspec
 
 from redraft.comparison._runner import ComparePlan
 from redraft.engine.grader import JudgeSetup
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import BackendOverrides
+from redraft.engine.resolution import BackendOverrides, resolve_run
 from redraft.judging import Figure, JudgeCard, judge_prompts
 from redraft.protocols.messages import Grade
 from redraft.rundir.frames import KnownFrame

@@ -29,8 +29,7 @@ from typing import Any
 from redraft.actors import EndpointHook, EndpointState, Fleets, RunHooks, RunOutcome, ensure_ray, run_resolved
 from redraft.comparison._arms import Arm
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
-from redraft.engine.resolved import ResolvedRun, resolve_run, shares_batch
-from redraft.engine.setup import BackendOverrides
+from redraft.engine.resolution import BackendOverrides, ResolvedRun, resolve_run, shares_batch
 from redraft.errors import Interrupted, UserError
 from redraft.protocols.messages import Result
 from redraft.rundir import COMPARISON, RunSecret, WriterLock, check_kind, check_wire, hold

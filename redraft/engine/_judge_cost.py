@@ -15,9 +15,8 @@ import math
 from redraft.backends import batchable
 from redraft.backends.pricing import PriceTable
 from redraft.engine._costing import Course
-from redraft.engine._money import model_of
 from redraft.engine.grader import JudgeSetup
-from redraft.engine.resolved import ResolvedRun
+from redraft.engine.resolution import ResolvedRun, model_of
 from redraft.protocols.messages import Result, Task, Usage
 
 CHARS_PER_TOKEN = 4

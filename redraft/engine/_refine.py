@@ -21,11 +21,9 @@ from redraft.config import RunConfig
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.grader import Grader, GradeRole, grade_request, graded
 from redraft.engine.pools import LocalMember, Roles
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import BackendOverrides, RoleSetup, grader_constructor, role_constructors, with_check
+from redraft.engine.resolution import BackendOverrides, Cast, resolve_run, with_check
 from redraft.protocols.messages import Grade, Message, Result, Task
 from redraft.scenarios.user_check import CheckFunction
-from redraft.strategies import Strategy
 
 T = TypeVar("T")
 
@@ -103,10 +101,10 @@ async def refine_async(
     if check is not None:
         task = msgspec.structs.replace(task, scenario=config.experiment.scenario)
     run = resolve_run(config.replace(scenario=task.scenario), backends=backends, task=task)
-    arbiter = Arbiter(local_roles(run.setup, run.strategy, run.settings), run.settings)
+    arbiter = Arbiter(local_roles(run.cast, run.settings), run.settings)
     judge: GradeRole | None = None
     if run.setup.judge is not None:
-        cls, args, kwargs = grader_constructor(run.setup)
+        cls, args, kwargs = run.cast.grader
         judge = cls(*args, **kwargs)
     trace = await refine_trace(
         arbiter,
@@ -123,9 +121,9 @@ async def refine_async(
     return Refinement(result=result, trace=trace)
 
 
-def local_roles(setup: RoleSetup, strategy: Strategy, settings: ArbiterSettings | None = None) -> Roles:
-    """The roles as plain objects of this process, their calls bounded as ``settings`` say."""
-    made = role_constructors(setup, strategy).items()
+def local_roles(cast: Cast, settings: ArbiterSettings | None = None) -> Roles:
+    """The roles of ``cast`` as plain objects of this process, their calls bounded as ``settings`` say."""
+    made = cast.roles.items()
     settings = settings or ArbiterSettings()
     return Roles.of(
         {name: [LocalMember(cls(*args, **kwargs))] for name, (cls, args, kwargs) in made},

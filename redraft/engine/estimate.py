@@ -29,7 +29,6 @@ input tokens over input tokens, expected) is stated with the estimate.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 import uuid
 from collections.abc import Iterable
@@ -44,16 +43,15 @@ from redraft.backends.base import BackendSpec
 from redraft.config import Budgets, RunConfig
 from redraft.engine._costing import CostingSpec, CostingVerifier, Course, PromptCaching
 from redraft.engine._judge_cost import judge_assumption, judge_models, judged
-from redraft.engine._money import model_of as model_of  # the tune prices its proposer by it too
 from redraft.engine._refine import run_blocking
 from redraft.engine._wall_time import basis, wall_seconds
 from redraft.engine._wall_time import duration as duration  # the command line says its times by it too
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.pools import LocalMember, Roles
-from redraft.engine.resolved import ResolvedRun
-from redraft.engine.setup import RoleSetup, role_constructors, verifier_backend
+from redraft.engine.resolution import Cast, ResolvedRun
+from redraft.engine.resolution import model_of as model_of  # the tune prices its proposer by it too
 from redraft.protocols.messages import Result, Task, Usage
-from redraft.strategies import Strategy, ledger_name
+from redraft.strategies import ledger_name
 
 SAMPLE = 200
 """Tasks simulated at most; a larger run is estimated from a seeded sample of this many."""
@@ -217,7 +215,7 @@ def _dollars(usd: float) -> str:
 def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done(), sample: int = SAMPLE) -> Estimate:
     """The estimate for ``tasks`` (those the run has left) of the resolved ``run``; ``done``: what the tasks the
     run directory already holds spent."""
-    config, setup = run.config, run.setup
+    config = run.config
     total, picked = _sample(tasks, sample, config.experiment.seed)
     results = run_blocking(_simulate_all(run, picked), "redraft-estimate")
     worst, failing, passing = (
@@ -230,7 +228,7 @@ def estimate_tasks(run: ResolvedRun, tasks: Iterable[Task], *, done: Done = Done
     expected = (_sum(passing) + _sum(failing)).scaled(factor / 2)
     if done.tasks:
         expected = done.spend.scaled(total / done.tasks)
-    models = _models(setup, run.strategy) | judge_models(run)
+    models = _models(run.cast) | judge_models(run)
     prices = run.settings.prices
     unpriced = tuple(sorted({m for m in models.values() if not prices.free(m) and prices.price_of(m) is None}))
     free = all(prices.free(m) for m in models.values())
@@ -309,14 +307,13 @@ def costing_roles(run: ResolvedRun, course: Course) -> Roles:
         caching = PromptCaching.of(spec, cold=course is WORST)
         return CostingSpec(model=model_of(spec), fill=course.fill, batch=batch, caching=caching)
 
-    costing = dataclasses.replace(
-        setup,
+    costing = run.with_setup(
         drafter=double(setup.drafter),
         critic=double(setup.critic),
         verifier=double(setup.verifier) if setup.verifier is not None else None,
         cache=False,
     )
-    made = role_constructors(costing, run.strategy)
+    made = dict(costing.cast.roles)
     convergence = run.settings.convergence
     _, args, kwargs = made["verifier"]
     verdicts = {"course": course, "rounds": convergence.max_rounds, "threshold": convergence.threshold}
@@ -324,16 +321,16 @@ def costing_roles(run: ResolvedRun, course: Course) -> Roles:
     return Roles.of({name: [LocalMember(cls(*a, **k))] for name, (cls, a, k) in made.items()})
 
 
-def _models(setup: RoleSetup, strategy: Strategy) -> dict[str, str]:
-    """Each role's model, for the roles ``strategy`` starts that call one."""
-    made = role_constructors(setup, strategy)
+def _models(cast: Cast) -> dict[str, str]:
+    """Each role's model, for the roles the cast's strategy starts that call one."""
+    setup = cast.setup
     specs: dict[str, BackendSpec | None] = {
         "drafter": setup.drafter,
         "critic": setup.critic,
         "self_critic": setup.drafter,
-        "verifier": verifier_backend(setup, strategy),
+        "verifier": cast.verifier_model,
     }
-    return {role: model_of(spec) for role, spec in specs.items() if role in made and spec is not None}
+    return {role: model_of(spec) for role, spec in specs.items() if role in cast.roles and spec is not None}
 
 
 def _assumptions(
@@ -394,4 +391,4 @@ def _sooner(config: RunConfig) -> str:
 
 def paid(run: ResolvedRun) -> bool:
     """Whether a role ``run``'s strategy starts calls a model that costs money, or might (an unpriced one)."""
-    return not all(run.settings.prices.free(model) for model in _models(run.setup, run.strategy).values())
+    return not all(run.settings.prices.free(model) for model in _models(run.cast).values())

@@ -9,7 +9,7 @@ with every run; in one process (``--in-process``, tests), an `Arbiter` over role
 (`LocalArbiters`, as `redraft.refine` does). Both give the same answers.
 
 A request's settings are the server's run options (`ServeSettings.run`) with what the request changes, resolved
-by `redraft.engine.resolved.resolve_run` like any run's: a bad name or value is a `UserError`, which the app
+by `redraft.engine.resolution.resolve_run` like any run's: a bad name or value is a `UserError`, which the app
 answers as a 400.
 """
 
@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 from redraft.config import RunConfig
 from redraft.engine import Arbiter, Checkpoint, local_roles
-from redraft.engine.resolved import ResolvedRun, resolve_run
+from redraft.engine.resolution import ResolvedRun, resolve_run
 from redraft.errors import UserError
 from redraft.protocols.messages import Result, Task
 from redraft.scenarios import provide, scenario_names
@@ -59,7 +59,7 @@ class LocalArbiters:
     """`Engines` in this process: an `Arbiter` over roles of the process per configuration (``--in-process``)."""
 
     def make(self, run: ResolvedRun) -> Arbiter:
-        return Arbiter(local_roles(run.setup, run.strategy, run.settings), run.settings)
+        return Arbiter(local_roles(run.cast, run.settings), run.settings)
 
     def release(self, engine: Any) -> None:
         pass

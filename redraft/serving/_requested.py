@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from redraft.engine.resolved import ResolvedRun
+from redraft.engine.resolution import ResolvedRun
 from redraft.errors import UserError
 from redraft.serving._openai import APIError
 

@@ -38,7 +38,7 @@ RUN = "redraft.run"
 
 def specs_by_role(config: dict[str, Any]) -> dict[str, str]:
     """Each role's spec as a run's config names them: the self-critic is the drafter's model, and so is the
-    verifier's unless ``--verifier`` names one (`redraft.engine.setup.endpoints_by_role`'s rule)."""
+    verifier's unless ``--verifier`` names one (`redraft.engine.resolution.Cast.endpoints`'s rule)."""
     drafter = str(config.get("drafter") or "")
     return {
         "drafter": drafter,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from redraft.actors import ensure_ray
 from redraft.backends.base import BackendSpec
-from redraft.backends.pricing import PriceTable, load_prices
+from redraft.backends.pricing import PriceTable
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
 from redraft.engine import CallSettings, check_out
@@ -30,8 +30,7 @@ from redraft.engine.estimate import model_of
 from redraft.engine.prompt_files import about
 from redraft.engine.prompts import built_in
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
-from redraft.engine.resolved import ResolvedRun, resolve_run
-from redraft.engine.setup import BackendOverrides, with_check
+from redraft.engine.resolution import BackendOverrides, ResolvedRun, resolve_run, with_check
 from redraft.errors import Interrupted, UserError, unknown_name
 from redraft.protocols.messages import Result
 from redraft.rundir import TUNE, RunSecret, check_kind, check_wire, hold
@@ -150,7 +149,7 @@ def _tuned(
     evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, parallel=settings.parallel)
     start_candidate(out, journal, config.experiment.prompts)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
-    propose, close = _proposer(proposer, model, setup.cache, payer, load_prices(config.runtime.prices))
+    propose, close = _proposer(proposer, model, setup.cache, payer, run.settings.prices)
     search = Search(
         out, splits, tasks, journal, evaluate, propose, _search_settings(config, settings), budget, costs.worst, say
     )

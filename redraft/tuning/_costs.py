@@ -18,7 +18,7 @@ from redraft.backends.pricing import PriceTable, load_prices
 from redraft.config import RunConfig
 from redraft.engine.estimate import Estimate, Spend, duration, model_of
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
-from redraft.engine.setup import BackendOverrides
+from redraft.engine.resolution import BackendOverrides
 from redraft.protocols.messages import Task, Usage
 from redraft.protocols.tuning import Proposal, ProposeRequest
 from redraft.tuning._budget import Costs, TuneBudget, Work, scaled

@@ -21,7 +21,7 @@ from typing import Protocol
 from redraft.actors import Fleets
 from redraft.actors.driver import run
 from redraft.config import RunConfig
-from redraft.engine.setup import BackendOverrides
+from redraft.engine.resolution import BackendOverrides
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir.reader import RunReader
 from redraft.tuning._journal import Evaluation

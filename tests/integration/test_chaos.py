@@ -262,14 +262,14 @@ def test_a_member_restarted_in_place_unseen_by_its_callers_moves_the_fleets_dist
     from redraft.actors._fleet import Fleet
     from redraft.actors._ray import actor_state
     from redraft.backends.scripted import ScriptedSpec
-    from redraft.engine.setup import RoleSetup
+    from redraft.engine.resolution import Cast, RoleSetup
 
     spec = ScriptedSpec(script=["Answer: 1"])
     setup = RoleSetup(scenario="arithmetic", drafter=spec, critic=spec)
     fleet = Fleet()
     fleet.heartbeat_s = 0.0  # every check is a heartbeat
     try:
-        fleet.grow(actor_roles(setup, get_strategy("adversarial")))
+        fleet.grow(actor_roles(Cast.of(setup, get_strategy("adversarial"))))
         fleet.check()
         fleet.check()
         assert fleet.disturbances == 0  # a quiet fleet

@@ -107,7 +107,7 @@ def test_a_served_configuration_lets_its_lease_go_when_idle_and_the_next_request
     import asyncio
 
     from redraft.actors import FleetArbiters, Fleets
-    from redraft.engine.resolved import resolve_run
+    from redraft.engine.resolution import resolve_run
 
     made = watched_fleets(monkeypatch)
     idle = threading.Event()

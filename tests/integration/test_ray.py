@@ -13,7 +13,7 @@ from redraft import RunConfig, run
 from redraft.actors._factory import member, run_roles
 from redraft.actors._ray import alive_nodes
 from redraft.backends.scripted import ScriptedSpec
-from redraft.engine.setup import RoleSetup
+from redraft.engine.resolution import Cast, RoleSetup
 from redraft.protocols import ProtocolError
 from redraft.protocols.messages import Draft, DraftRequest, Grade, Result, Verification, decode, encode, iter_frames
 from redraft.rundir import result_records, trace_bytes
@@ -31,7 +31,7 @@ def test_roles_exchange_validated_bytes_across_actor_boundaries(ray_cluster: Any
 
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
     setup = RoleSetup(scenario="arithmetic", drafter=spec, critic=spec)
-    role = run_roles("run", setup, get_strategy("adversarial"))[0]["drafter"]
+    role = run_roles("run", Cast.of(setup, get_strategy("adversarial")))[0]["drafter"]
     drafter = member("drafter", alive_nodes()[0], 0.0)
     request = DraftRequest(task=TASKS[0], round=0, sample=0, seed=1)
     assert ray.get(drafter.serve.remote(role.key, encode(request))) is None  # a run it does not know yet: ask again

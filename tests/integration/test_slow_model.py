@@ -20,7 +20,7 @@ from redraft.config import RunConfig
 from redraft.engine._refine import local_roles, refine_trace
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader
-from redraft.engine.resolved import resolve_run
+from redraft.engine.resolution import resolve_run
 from redraft.protocols.messages import Result, Task
 
 paced = {PACED}
@@ -31,7 +31,7 @@ run = resolve_run(config)
 setup, settings = run.setup, run.settings
 paced_roles = settings.paced_roles if paced else frozenset()
 settings = msgspec.structs.replace(settings, call_deadline_s=1.0, paced_roles=paced_roles)
-roles = local_roles(setup, run.strategy, settings)
+roles = local_roles(run.cast, settings)
 task = Task(task_id="slow", scenario="arithmetic", prompt="Ann has 9 pens. Then Ann gets 4 more. How many now?",
             gold={{"answer": 13}})
 try:

@@ -15,7 +15,7 @@ from typing import Any
 from redraft.backends.scripted import Reply, ScriptedSpec
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
-from redraft.engine.setup import RoleSetup
+from redraft.engine.resolution import Cast, RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Message, Task, encode, iter_frames
 from redraft.strategies import Share, get_strategy
@@ -37,7 +37,7 @@ def scripted_arbiter(
     spec = ScriptedSpec(script=script, model=model, delay_s=delay_s)
     verifier_spec = None if verifier is None else ScriptedSpec(script=verifier)
     setup = RoleSetup(scenario=scenario, drafter=spec, critic=spec, verifier=verifier_spec)
-    return Arbiter(local_roles(setup, get_strategy(settings.strategy)), settings, clock=clock)
+    return Arbiter(local_roles(Cast.of(setup, get_strategy(settings.strategy))), settings, clock=clock)
 
 
 def run_task(

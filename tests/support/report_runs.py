@@ -25,7 +25,7 @@ from redraft.actors._attempts import failed_result
 from redraft.backends.base import ChatRequest
 from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import arbiter_settings
 from redraft.protocols.messages import Result, Task, decode_as, encode
 from redraft.rundir import RunStore, result_records
 from tests.support.harness import scripted_arbiter

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from redraft.config import RunConfig
-from redraft.engine import _identity
 from redraft.engine.prompt_files import load_prompts
+from redraft.engine.resolution import _identity
 
 
 def identity(config: RunConfig) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from redraft.backends.base import ChatRequest
 from redraft.backends.registry import BACKENDS
 from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import arbiter_settings
 from redraft.protocols.messages import Result, decode_as, encode
 from redraft.rundir import RunReader, RunStore
 from redraft.scenarios import get_scenario
@@ -315,7 +315,7 @@ def test_the_readme_s_own_tasks_example_is_graded_on_a_reference_its_check_does_
     whose headline is the held-out grade. Its command, through the real parser, run on the first task of its
     task file with a model answering in a well-formed line: right, and wrong."""
     from redraft.cli import _scenario_name
-    from redraft.engine.resolved import resolve_run
+    from redraft.engine.resolution import resolve_run
 
     readme = [b for b in ALL_BLOCKS if b.where.startswith("README.md") and b.language == "bash"]
     [words] = [w for b in readme for w in commands(b.text) if w[:3] == ["redraft", "run", "--tasks"]][:1]

@@ -153,7 +153,7 @@ def test_no_module_reaches_into_another_package_s_private_modules() -> None:
 
 
 NAMES_RESOLVED_IN = {
-    "engine/resolved.py",  # a run's config, once (`resolve_run`)
+    "engine/resolution/_run.py",  # a run's config, once (`resolve_run`)
     *("engine/arbiter.py", "engine/drafter.py", "engine/verifier.py", "engine/grader.py"),  # each constructor, once
     "cli/__init__.py",  # `redraft strategies` lists each strategy's documentation
     "cli/_judge.py",  # `redraft judge calibrate`'s --scenario, once, where the command starts
@@ -170,6 +170,43 @@ def test_a_scenario_or_a_strategy_is_looked_up_by_name_only_where_a_run_is_resol
             if name in ("get_scenario", "get_strategy") and str(path.relative_to(PACKAGE)) not in NAMES_RESOLVED_IN:
                 lookups.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {name}")
     assert lookups == []
+
+
+MADE_ONLY_IN = {
+    "load_prices": {
+        "engine/resolution/_money.py",  # a run's price table, once (`resolve_money`)
+        "engine/resolution/_arbiter.py",  # `arbiter_settings` of a config whose roles are not resolved (tests)
+        "judging/judge.py",  # a comparison's or a calibration's verdicts, priced after the runs
+        "telemetry/_export.py",  # a finished run's spans, read back from its directory
+        "tuning/_costs.py",  # the tune's proposals, priced in its estimate
+    },
+    "Cast.of": {"engine/resolution/_run.py"},  # a run's cast, once (and anew with its setup)
+}
+"""Where a price table is read and a run's cast made: every other reader takes the resolved run's."""
+
+
+def called_names(node: ast.AST) -> str | None:
+    """``f`` for a call ``f(...)``, ``A.f`` for ``A.f(...)``; None for any other node."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return None
+
+
+def test_a_price_table_is_read_and_a_cast_made_only_where_a_run_is_resolved() -> None:
+    made = []
+    for path in MODULES:
+        where = str(path.relative_to(PACKAGE))
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = called_names(node)
+            if name in MADE_ONLY_IN and where not in MADE_ONLY_IN[name]:
+                made.append(f"{where}:{getattr(node, 'lineno', 0)} {name}")
+    assert made == []
+    assert called_names(ast.parse("Cast.of(setup, strategy)").body[0].value) == "Cast.of"  # type: ignore[attr-defined]
 
 
 def test_the_rule_can_fail() -> None:

@@ -11,7 +11,7 @@ from redraft.actors import _factory as factory
 from redraft.actors._placement import cpus_of, grades_on_driver, verifies_in_arbiter
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.grader import Grader
-from redraft.engine.setup import RoleSetup
+from redraft.engine.resolution import Cast, RoleSetup
 from redraft.engine.verifier import Verifier
 from redraft.protocols.messages import CandidateText, GradeRequest
 from redraft.scenarios import get_scenario
@@ -41,14 +41,14 @@ def test_scenarios_declare_what_their_checks_cost(scenario: str, cost: str) -> N
 
 
 def test_instant_checks_are_run_by_the_arbiter_unless_a_verifier_model_is_asked() -> None:
-    assert verifies_in_arbiter(setup("arithmetic"), get_strategy("adversarial"))
+    assert verifies_in_arbiter(Cast.of(setup("arithmetic"), get_strategy("adversarial")))
     assert not verifies_in_arbiter(
-        setup("arithmetic"), get_strategy("cove")
+        Cast.of(setup("arithmetic"), get_strategy("cove"))
     )  # its questions go to the verifier's model
-    assert not verifies_in_arbiter(setup("sql"), get_strategy("adversarial"))
+    assert not verifies_in_arbiter(Cast.of(setup("sql"), get_strategy("adversarial")))
     adversarial = get_strategy("adversarial")
-    assert "verifier" not in factory.actor_roles(setup("arithmetic"), adversarial)  # no actor of its own
-    actors, local = factory.run_roles("run", setup("arithmetic"), adversarial)  # Ray is not asked
+    assert "verifier" not in factory.actor_roles(Cast.of(setup("arithmetic"), adversarial))  # no actor of its own
+    actors, local = factory.run_roles("run", Cast.of(setup("arithmetic"), adversarial))  # Ray is not asked
     assert list(local) == ["verifier"] and "verifier" not in actors
     assert isinstance(local["verifier"].make(), Verifier)  # made by each arbiter, from the run's settings
 
@@ -62,8 +62,8 @@ def test_only_a_verifier_that_executes_candidates_reserves_a_cpu() -> None:
 @pytest.mark.parametrize("scenario", ["arithmetic", "json_extract", "constrained_writing", "incident"])
 def test_an_instant_grade_is_the_driver_s_own_and_equals_the_grader_actor_s(scenario: str) -> None:
     assert grades_on_driver(setup(scenario))
-    assert "grader" not in factory.actor_roles(setup(scenario), get_strategy("adversarial"))
-    grader = factory.grader_role("run", setup(scenario))  # Ray is not asked
+    assert "grader" not in factory.actor_roles(Cast.of(setup(scenario), get_strategy("adversarial")))
+    grader = factory.grader_role("run", Cast.of(setup(scenario), get_strategy("adversarial")))  # Ray is not asked
     assert isinstance(grader, Grader)
     task = next(get_scenario(scenario).tasks(seed=0))
     texts = ["Answer: 5", '{"name": "x"}', "Answer: 5", "Some words here."]

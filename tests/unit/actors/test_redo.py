@@ -29,7 +29,7 @@ from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
 from redraft.engine.grader import Grader
 from redraft.engine.pools import Outcome, Request, RolePool
-from redraft.engine.setup import RoleSetup
+from redraft.engine.resolution import Cast, RoleSetup
 from redraft.errors import BackendUnavailableError, CheckBrokenError, ClusterError, InfrastructureError
 from redraft.protocols.messages import Draft, DraftRequest, Message, Result, Task, Usage, encode
 from redraft.rundir import RunReader, RunStore
@@ -107,13 +107,19 @@ def test_a_redone_task_replays_its_finished_rounds_without_calling_a_model() -> 
         return trace
 
     first = asyncio.run(
-        stream(Arbiter(local_roles(RoleSetup("arithmetic", spec, spec), get_strategy("adversarial")), settings), [])
+        stream(
+            Arbiter(local_roles(Cast.of(RoleSetup("arithmetic", spec, spec), get_strategy("adversarial"))), settings),
+            [],
+        )
     )
     replay = stream.replay  # type: ignore[attr-defined]
     silent = ScriptedSpec(script=[])  # any call raises: nothing may be paid twice
     again = asyncio.run(
         stream(
-            Arbiter(local_roles(RoleSetup("arithmetic", silent, silent), get_strategy("adversarial")), settings), replay
+            Arbiter(
+                local_roles(Cast.of(RoleSetup("arithmetic", silent, silent), get_strategy("adversarial"))), settings
+            ),
+            replay,
         )
     )
     assert again[:-1] == first[:-1]  # the same trace from the replay alone...

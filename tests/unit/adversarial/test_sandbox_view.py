@@ -17,7 +17,7 @@ import pytest
 
 import redraft
 from redraft.config import RunConfig
-from redraft.engine.resolved import resolve_run
+from redraft.engine.resolution import resolve_run
 from redraft.errors import SandboxError, UserError
 from redraft.sandbox import SandboxLimits, SandboxResult, _isolation, view
 from redraft.sandbox import _supervisor as supervisor

@@ -252,7 +252,7 @@ async def test_a_batch_the_provider_no_longer_knows_is_sent_again_and_a_refused_
 
 def test_batch_is_refused_when_no_model_of_the_run_has_a_batch_api() -> None:
     from redraft import RunConfig
-    from redraft.engine.resolved import resolve_run
+    from redraft.engine.resolution import resolve_run
     from redraft.errors import UserError
 
     with pytest.raises(UserError, match=r"this run's models \(local\) have none: run it without --batch"):

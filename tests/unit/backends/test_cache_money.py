@@ -18,7 +18,7 @@ from redraft.backends.pricing import default_prices
 from redraft.backends.scripted import ScriptedBackend, ScriptedSpec
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
-from redraft.engine.setup import RoleSetup
+from redraft.engine.resolution import Cast, RoleSetup
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import ChatMessage, Result, Usage
 from redraft.rundir.summary import summarize
@@ -41,7 +41,9 @@ def refined(payer: str) -> Result:
     """The task refined by a run whose calls are ``payer``'s, through the real arbiter and roles."""
     setup = RoleSetup(scenario="arithmetic", drafter=PRICED, critic=PRICED, payer=payer)
     settings = ArbiterSettings(samples=2, convergence=ConvergenceConfig(max_rounds=3))
-    trace = asyncio.run(Arbiter(local_roles(setup, get_strategy(settings.strategy)), settings).run(TASK.without_gold()))
+    trace = asyncio.run(
+        Arbiter(local_roles(Cast.of(setup, get_strategy(settings.strategy))), settings).run(TASK.without_gold())
+    )
     result = trace[-1]
     assert isinstance(result, Result)
     return result

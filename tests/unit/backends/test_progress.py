@@ -10,7 +10,7 @@ import pytest
 from redraft.backends._progress import await_progressing
 from redraft.backends.registry import resolve
 from redraft.engine.pools import ROLE_CALL_DEADLINE_S, LocalMember, Roles
-from redraft.engine.setup import RoleSetup, paced_roles
+from redraft.engine.resolution import RoleSetup, paced_roles
 from redraft.errors import BackendUnavailableError, machinery_failure
 
 

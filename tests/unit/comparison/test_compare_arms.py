@@ -115,7 +115,7 @@ def test_lanes_side_by_side_split_each_nodes_cpu_between_their_checking_actors(
     from redraft.actors import Fleets
     from redraft.actors._placement import cpus_of
     from redraft.comparison import _runner
-    from redraft.engine.resolved import ResolvedRun, resolve_run
+    from redraft.engine.resolution import ResolvedRun, resolve_run
 
     shares: list[tuple[float, bool]] = []
 

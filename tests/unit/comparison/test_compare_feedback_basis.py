@@ -20,7 +20,7 @@ from redraft.comparison._result import build, read_json, regressions, write_json
 from redraft.comparison._runner import BASELINE, ComparePlan
 from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import arbiter_settings
 from redraft.errors import UserError
 from redraft.protocols.messages import Result, encode
 from redraft.rundir import RunStore

@@ -27,8 +27,7 @@ from redraft.comparison._runner import ComparePlan
 from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
 from redraft.engine.prompts import fenced
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import arbiter_settings, grader_constructor
+from redraft.engine.resolution import arbiter_settings, grader_constructor, resolve_run
 from redraft.judging import Figure, JudgeCard, Thresholds, judge_prompts, write_card
 from redraft.protocols.messages import Result, Usage, encode
 from redraft.rundir import RunStore

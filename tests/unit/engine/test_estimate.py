@@ -21,7 +21,7 @@ from redraft.engine._costing import CHARS_PER_TOKEN, MESSAGE_TOKENS, CostingBack
 from redraft.engine._refine import refine_trace
 from redraft.engine.estimate import Estimate, Spend
 from redraft.engine.grader import Grader
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import arbiter_settings
 from redraft.errors import UserError
 from redraft.protocols.messages import ChatMessage, Result, Usage, decode_as, encode
 from redraft.rundir import RunStore
@@ -170,7 +170,7 @@ def test_a_large_run_is_estimated_from_a_seeded_sample_scaled_up() -> None:
     config = RunConfig.build(scenario="arithmetic", limit=30, samples=1, max_rounds=2)
     whole = redraft.estimate(config, backends={"drafter": model, "critic": model})
     from redraft.engine.estimate import estimate_tasks
-    from redraft.engine.resolved import resolve_run
+    from redraft.engine.resolution import resolve_run
 
     run = resolve_run(config, backends={"drafter": model, "critic": model})
     tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), 30))

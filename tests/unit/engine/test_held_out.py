@@ -18,8 +18,7 @@ from redraft.engine._refine import local_roles, refine_trace
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader
 from redraft.engine.pools import Member, Outcome, Request, Roles
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import Cast, arbiter_settings, resolve_run
 from redraft.protocols.messages import Decision, Grade, Result, Task, Verification, decode, encode
 from redraft.scenarios import get_scenario
 from redraft.scenarios.builtin.arithmetic import Arithmetic, check_steps
@@ -186,7 +185,7 @@ def run_recorded(task: Task, strategy: str, oracle: bool) -> tuple[list[bytes], 
     config = RunConfig.build(scenario=task.scenario, strategy=strategy, samples=2, max_rounds=2, oracle_feedback=oracle)
     setup = resolve_run(config, backends={"drafter": spec, "critic": spec, "verifier": spec}).setup
     received: list[bytes] = []
-    roles = local_roles(setup, get_strategy(strategy))
+    roles = local_roles(Cast.of(setup, get_strategy(strategy)))
     recorded = Roles.of(
         {pool.role: [Recording(m, received) for m in pool.members if m is not None] for pool in roles.pools()}
     )

@@ -6,7 +6,7 @@ import pytest
 
 from redraft.cli import main
 from redraft.config import RunConfig
-from redraft.engine.setup import shortfalls
+from redraft.engine.resolution import shortfalls
 from redraft.scenarios import get_scenario
 from redraft.strategies import get_strategy
 

@@ -24,8 +24,7 @@ from redraft.engine._refine import local_roles, refine_trace
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader
 from redraft.engine.prompts import fenced, task_cache_key
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import Cast, arbiter_settings, resolve_run
 from redraft.protocols.messages import Result, Task
 from redraft.scenarios import get_scenario
 from redraft.strategies import get_strategy
@@ -51,7 +50,7 @@ def run_recording(task: Task, strategy: str) -> Recorded:
     config = RunConfig.build(scenario=task.scenario, strategy=strategy, samples=2, max_rounds=3, patience=5)
     backends = {role: model_of(role) for role in ("drafter", "critic", "verifier")}
     setup = resolve_run(config, backends=backends).setup
-    arbiter = Arbiter(local_roles(setup, get_strategy(strategy)), arbiter_settings(config))
+    arbiter = Arbiter(local_roles(Cast.of(setup, get_strategy(strategy))), arbiter_settings(config))
     trace = asyncio.run(refine_trace(arbiter, Grader(setup.scenario), task, oracle=False))
     assert isinstance(trace[-1], Result)
     return requests
@@ -115,7 +114,7 @@ def test_plan_execute_s_asks_share_a_prefix_per_kind_of_ask() -> None:
 
     config = RunConfig.build(scenario="pipeline", strategy="plan_execute", max_rounds=12)
     setup = resolve_run(config, backends={"drafter": ScriptedSpec(script=model)}).setup
-    arbiter = Arbiter(local_roles(setup, get_strategy("plan_execute")), arbiter_settings(config))
+    arbiter = Arbiter(local_roles(Cast.of(setup, get_strategy("plan_execute"))), arbiter_settings(config))
     asyncio.run(refine_trace(arbiter, Grader(setup.scenario), task, oracle=False))
     by_system: dict[str, set[tuple[object, ...]]] = defaultdict(set)
     for request in requests:

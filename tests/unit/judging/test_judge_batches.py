@@ -19,8 +19,7 @@ from redraft.actors._batches import Batches
 from redraft.actors._grading import GRADE_WATCHDOG_S
 from redraft.backends import ChatRequest, Completion, ScriptedSpec
 from redraft.backends.base import Backend
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import grader_constructor
+from redraft.engine.resolution import grader_constructor, resolve_run
 from redraft.errors import UserError
 from redraft.judging.grading import JUDGE_DEADLINE_S, JudgeGrader
 from redraft.judging.rubric import rubric_of

@@ -18,8 +18,7 @@ from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader, grade_request
 from redraft.engine.pools import Member, Outcome, Request, Roles
 from redraft.engine.prompts import fenced
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import grader_constructor, with_check
+from redraft.engine.resolution import resolve_run, with_check
 from redraft.errors import UserError
 from redraft.judging.grading import JudgeGrader
 from redraft.judging.rubric import rubric_of
@@ -243,9 +242,9 @@ def test_nothing_the_judge_writes_reaches_a_role_of_the_loop(rubric: str) -> Non
     task = Task(task_id="q1", scenario=config.experiment.scenario, prompt="What is 6 times 7?")
     run = resolve_run(config, backends={"drafter": spec, "critic": spec, "judge": judge}, task=task)
     received: list[bytes] = []
-    roles = local_roles(run.setup, run.strategy)
+    roles = local_roles(run.cast)
     recorded = Roles.of({p.role: [Recording(m, received) for m in p.members if m is not None] for p in roles.pools()})
-    cls, args, kwargs = grader_constructor(run.setup)
+    cls, args, kwargs = run.cast.grader
     trace = asyncio.run(
         refine_trace(Arbiter(recorded, run.settings), Grader(run.setup.scenario), task, judge=cls(*args, **kwargs))
     )

@@ -16,7 +16,7 @@ import pytest
 
 from redraft import RunConfig
 from redraft.comparison import ComparePlan, arms_from_names
-from redraft.engine.resolved import resolve_run
+from redraft.engine.resolution import resolve_run
 from redraft.errors import UserError
 from redraft.protocols.messages import Task
 from redraft.rundir import RunSecret

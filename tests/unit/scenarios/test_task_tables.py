@@ -15,7 +15,7 @@ import pytest
 
 from redraft import RunConfig
 from redraft.cli import main
-from redraft.engine.resolved import resolve_run
+from redraft.engine.resolution import resolve_run
 from redraft.errors import UserError
 from redraft.scenarios import get_scenario
 from redraft.scenarios.taskfile import file_format, iter_tasks, validate_task_file

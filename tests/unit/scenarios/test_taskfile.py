@@ -15,7 +15,7 @@ import pytest
 
 from redraft import RunConfig
 from redraft.cli import main
-from redraft.engine.resolved import resolve_run
+from redraft.engine.resolution import resolve_run
 from redraft.errors import CheckError, UserError
 from redraft.protocols.messages import Task
 from redraft.scenarios import get_scenario

@@ -21,7 +21,7 @@ from redraft.comparison._arms import Arm
 from redraft.comparison._runner import ComparePlan
 from redraft.config import RunConfig
 from redraft.engine.arbiter import ArbiterSettings
-from redraft.engine.resolved import resolve_run
+from redraft.engine.resolution import resolve_run
 from redraft.errors import UserError
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import (

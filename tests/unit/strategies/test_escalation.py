@@ -17,8 +17,7 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.config import RunConfig
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
-from redraft.engine.resolved import resolve_run
-from redraft.engine.setup import RoleSetup
+from redraft.engine.resolution import Cast, RoleSetup, resolve_run
 from redraft.errors import ProtocolError, UserError
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import Draft, DraftRequest, Intent, Message, Task, Usage
@@ -76,7 +75,7 @@ def run_batch(
         batch=batch,
         escalation=ESCALATION,
     )
-    arbiter = Arbiter(local_roles(setup, get_strategy("adaptive")), settings)
+    arbiter = Arbiter(local_roles(Cast.of(setup, get_strategy("adaptive"))), settings)
 
     async def every() -> list[list[Message]]:
         return [wire(await arbiter.run(t)) for t in tasks]

@@ -12,7 +12,7 @@ import pytest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter, ArbiterSettings
-from redraft.engine.setup import RoleSetup, check_plans
+from redraft.engine.resolution import Cast, RoleSetup, check_plans
 from redraft.errors import UserError
 from redraft.protocols.convergence import ConvergenceConfig
 from redraft.protocols.messages import (
@@ -123,7 +123,7 @@ def test_a_task_cut_after_a_verified_step_resumes_from_it_and_pays_only_for_the_
 
     def arbiter(script: Discovering) -> Arbiter:
         setup = RoleSetup(scenario="pipeline", drafter=ScriptedSpec(script=script), critic=ScriptedSpec(script=script))
-        return Arbiter(local_roles(setup, get_strategy("plan_execute")), settings)
+        return Arbiter(local_roles(Cast.of(setup, get_strategy("plan_execute"))), settings)
 
     async def cut_after_step_2() -> tuple[list[Message], list[tuple[int, int]]]:
         messages: list[Message] = []

@@ -25,7 +25,7 @@ from redraft.cli._export import export_run as export_options
 from redraft.engine._refine import local_roles, refine_trace
 from redraft.engine.arbiter import Arbiter
 from redraft.engine.grader import Grader
-from redraft.engine.setup import RoleSetup, arbiter_settings
+from redraft.engine.resolution import Cast, RoleSetup, arbiter_settings
 from redraft.errors import UserError
 from redraft.protocols.messages import Critique, Decision, Draft, Result, Usage, Verification, decode_as, encode
 from redraft.rundir import KnownFrame, RunStore
@@ -63,7 +63,7 @@ def make_run(root: Path, strategy: str = "adversarial", tasks: int = 3) -> Path:
     store = RunStore.open(root, manifest_for(config, root.name))
     drafter = ScriptedSpec(script=answers, model=DRAFTER, delay_s=0.002)
     setup = RoleSetup(scenario="arithmetic", drafter=drafter, critic=ScriptedSpec(script=answers, model=CRITIC))
-    arbiter = Arbiter(local_roles(setup, get_strategy(strategy)), arbiter_settings(config))
+    arbiter = Arbiter(local_roles(Cast.of(setup, get_strategy(strategy))), arbiter_settings(config))
     for task in list(get_scenario("arithmetic").tasks(seed=0))[:tasks]:
         trace = asyncio.run(refine_trace(arbiter, Grader("arithmetic"), task))
         store.append([encode(m) for m in trace], decode_as(encode(trace[-1]), Result))
@@ -137,7 +137,9 @@ def test_a_judge_s_calls_are_spans_of_their_own_under_the_task(tmp_path: Path) -
     store = RunStore.open(root, manifest_for(config, root.name))
     model = ScriptedSpec(script=answers, model=DRAFTER)
     arbiter = Arbiter(
-        local_roles(RoleSetup(scenario="arithmetic", drafter=model, critic=model), get_strategy("adversarial")),
+        local_roles(
+            Cast.of(RoleSetup(scenario="arithmetic", drafter=model, critic=model), get_strategy("adversarial"))
+        ),
         arbiter_settings(config),
     )
     judge = JudgeGrader(ScriptedSpec(script=judges.faithful, model="gpt-4o-2024-08-06"), rubric_of(judges.RUBRIC))

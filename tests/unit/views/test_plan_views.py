@@ -13,7 +13,7 @@ from redraft import RunConfig
 from redraft.cli import main
 from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import arbiter_settings
 from redraft.protocols.messages import Result, decode_as, encode
 from redraft.rundir import RunReader, RunStore, build_history
 from redraft.scenarios import get_scenario
