@@ -313,12 +313,9 @@ class Dispatcher:
         self.breaker.failed(pending.task.task_id, failure)
         self.stall.failed(failure)
         attempts = pending.attempts
+        successes = self.stall.successes
         attempts.failed(
-            failure,
-            arbiter_died=arbiter_died,
-            frames=pending.frames,
-            pairs=pending.pairs,
-            successes=self.stall.successes,
+            failure, arbiter_died=arbiter_died, frames=pending.frames, pairs=pending.pairs, successes=successes
         )
         self.retried += 1
         self.metrics.retried(failure.cause)
