@@ -35,6 +35,8 @@ from redraft.rundir.labels import (
     answer_digest,
     append_label,
     append_preference,
+    current_labels,
+    final_answers,
     read_judgements,
 )
 from redraft.rundir.layout import fingerprint, safe_name
@@ -74,7 +76,9 @@ __all__ = [
     "check_kind",
     "check_run",
     "check_wire",
+    "current_labels",
     "decode_frame",
+    "final_answers",
     "fingerprint",
     "hold",
     "read_judgements",

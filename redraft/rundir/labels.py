@@ -44,6 +44,7 @@ import msgspec
 from redraft.errors import JudgementError
 from redraft.jsonlines import Line, Refused, scan
 from redraft.plaintext import plain_text
+from redraft.rundir.reader import RunReader
 
 LABELS = "labels.jsonl"
 """The judgements' file, in the directory whose answers they judge."""
@@ -298,3 +299,15 @@ def read_judgements(directory: Path) -> Judgements:
         else:
             found.preferences.append(item.record)
     return found
+
+
+def final_answers(run: Path) -> dict[str, str]:
+    """Each finished task's final answer in the run at ``run`` (its `Result.text`), for the tasks that ended with
+    one (a final round, or a text where the record names no round): what a label on the task judges now."""
+    finished = RunReader(run).finished()
+    return {result.task_id: result.text for result in finished if result.best_round is not None or result.text}
+
+
+def current_labels(run: Path) -> dict[str, Label]:
+    """The people's labels of the run at ``run`` that stand: per task, the latest on the answer it holds now."""
+    return read_judgements(run).current(final_answers(run))

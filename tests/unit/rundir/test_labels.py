@@ -21,6 +21,8 @@ from redraft.rundir import (
     answer_digest,
     append_label,
     append_preference,
+    current_labels,
+    final_answers,
     read_judgements,
 )
 from redraft.rundir.lock import LOCK
@@ -204,3 +206,14 @@ def test_two_processes_appending_at_once_never_cut_each_other_s_lines(tmp_path: 
     for who in ("ana", "bo"):
         assert [made.task_id for made in found.labels if made.reviewer == who] == [f"t{i}" for i in range(60)]
     assert os.listdir(tmp_path) == [LABELS]
+
+
+def test_a_run_s_current_labels_are_those_on_the_answers_it_holds_now(tmp_path: Path) -> None:
+    store = RunStore.open(tmp_path, manifest())
+    write(store, range(3))
+    store.finish(0.0)
+    finals = final_answers(tmp_path)
+    assert finals == {f"t{i}": f"Answer: {i}" for i in range(3)}
+    append_label(tmp_path, Label("t0", "ana", "pass", answer_digest("Answer: 0")))
+    append_label(tmp_path, Label("t1", "ana", "fail", answer_digest("Answer: 7")))  # an answer t1 no longer holds
+    assert {task: made.verdict for task, made in current_labels(tmp_path).items()} == {"t0": "pass"}
