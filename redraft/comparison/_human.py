@@ -106,7 +106,7 @@ def human_judgements(comparison: Path) -> HumanJudgements | None:
     read = [(arm, read_judgements(folder)) for arm, folders in lanes.items() for folder in folders]
     if not (own.labels or own.preferences or own.set_aside) and not any(j.labels or j.set_aside for _, j in read):
         return None
-    finals = {arm: [final_answers(folder) for folder in folders] for arm, folders in lanes.items()}
+    finals = {arm: [_answers(folder) for folder in folders] for arm, folders in lanes.items()}
     by_arm: dict[str, list[Judgements]] = {}
     for arm, judgements in read:
         by_arm.setdefault(arm, []).append(judgements)
@@ -114,6 +114,14 @@ def human_judgements(comparison: Path) -> HumanJudgements | None:
     preferences, stale = _preferences(own, finals)
     set_aside = own.set_aside + sum(judgements.set_aside for _, judgements in read)
     return HumanJudgements(rates=rates, preferences=preferences, stale=stale, set_aside=set_aside)
+
+
+def _answers(lane: Path) -> dict[str, str]:
+    """The lane's final answers; none for a lane that is not a run yet (a comparison just starting it)."""
+    try:
+        return final_answers(lane)
+    except UserError:
+        return {}
 
 
 def _rate(arm: str, lanes: list[Judgements], finals: list[dict[str, str]], own: Judgements) -> HumanRate | None:

@@ -127,3 +127,12 @@ def test_the_comparison_records_and_shows_them_beside_its_other_figures(out: Pat
     assert "people's judgements: 1 damaged line(s) of labels.jsonl skipped" in notes
     page = done.html.read_text()
     assert "people&#39;s labels: self_refine passes 100.0%" in page
+
+
+def test_a_lane_not_yet_begun_has_no_answer_to_judge_and_costs_nothing_else(out: Path) -> None:
+    (out / "arms" / "debate").mkdir()  # a comparison starting its lanes: the folder before the run
+    answers = final_answers(out / "arms" / "adversarial")
+    label(out, "t0", answers["t0"], "pass")
+    judged = human_judgements(out)
+    assert judged is not None and "debate" not in {rate.arm for rate in judged.rates}
+    assert {rate.arm for rate in judged.rates} >= {"adversarial"}
