@@ -217,3 +217,37 @@ def test_a_run_s_current_labels_are_those_on_the_answers_it_holds_now(tmp_path: 
     append_label(tmp_path, Label("t0", "ana", "pass", answer_digest("Answer: 0")))
     append_label(tmp_path, Label("t1", "ana", "fail", answer_digest("Answer: 7")))  # an answer t1 no longer holds
     assert {task: made.verdict for task, made in current_labels(tmp_path).items()} == {"t0": "pass"}
+
+
+SAVED_V1 = (
+    b'{"kind":"label","v":1,"task_id":"HumanEval/0","reviewer":"ana","at":1800000000.0,"verdict":"fail",'
+    b'"answer_digest":"73475cb40a568e8da8a045ced110137e159f890ac4da883b6b17dc651b3a8049","score":0.25,'
+    b'"comment":"off by one","shown":{"page":"queue","seed":"7"}}\n'
+    b'{"kind":"preference","v":1,"task_id":"HumanEval/0","reviewer":"bo","at":1800000001.0,'
+    b'"shown":["greedy","refine"],"digests":["73475cb40a568e8da8a045ced110137e159f890ac4da883b6b17dc651b3a8049",'
+    b'"44cb730c420480a0477b505ae68af508fb90f96cf0ec54c6ad16949dd427f13a"],"choice":"B"}\n'
+)
+
+
+def test_lines_written_at_version_1_read_as_written(tmp_path: Path) -> None:
+    """The format's saved lines: a later version must still read them (the module docstring's evolution rules)."""
+    (tmp_path / LABELS).write_bytes(SAVED_V1)
+    found = read_judgements(tmp_path)
+    [made] = found.labels
+    assert made == Label(
+        "HumanEval/0",
+        "ana",
+        "fail",
+        answer_digest("42"),
+        score=0.25,
+        comment="off by one",
+        shown={"page": "queue", "seed": "7"},
+        at=1_800_000_000.0,
+    )
+    [chose] = found.preferences
+    assert chose.shown == ("greedy", "refine") and chose.winner == "refine" and chose.digests[1] == answer_digest("43")
+    again = tmp_path / "again"
+    again.mkdir()
+    append_label(again, made)
+    append_preference(again, chose)
+    assert (again / LABELS).read_bytes() == SAVED_V1  # and this version writes them byte for byte
