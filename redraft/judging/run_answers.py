@@ -15,16 +15,17 @@ not have.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
 from redraft.engine.grader import candidates_of
-from redraft.errors import UserError
+from redraft.errors import RedraftWarning, UserError
 from redraft.judging.calibration import LabelledAnswer
 from redraft.protocols.messages import Grade, Message, Result, Task
-from redraft.rundir import KnownFrame, RunReader, read_judgements
+from redraft.rundir import LABELS, KnownFrame, Label, RunReader, read_judgements
 
 
 class _Label(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -58,7 +59,7 @@ def read_run_answers(run: Path, labels: Path | None = None) -> tuple[list[Labell
         finished += _finished(entry.result, messages)
     if unknown := sorted(set(given) - seen):
         raise UserError(f"{labels}: no task {unknown[0]!r} in the run {run} ({len(unknown)} such label(s))")
-    current = read_judgements(run).current({f.task.task_id: f.final for f in finished})
+    current = _people_s(run, {f.task.task_id: f.final for f in finished})
     people = {task_id: label.verdict == "pass" for task_id, label in current.items()} | given
     answers = [answer for f in finished for answer in _answers(f, people.get(f.task.task_id))]
     if not answers:
@@ -70,6 +71,18 @@ def read_run_answers(run: Path, labels: Path | None = None) -> tuple[list[Labell
             "or label its answers in its labels.jsonl"
         )
     return answers, finished[0].task.scenario
+
+
+def _people_s(run: Path, finals: dict[str, str]) -> dict[str, Label]:
+    """The run's people's labels on the answers it holds now; a damaged line of their file said (a warning)."""
+    judgements = read_judgements(run)
+    if judgements.set_aside:
+        warnings.warn(
+            f"{run / LABELS}: {judgements.set_aside} line(s) that are no judgement skipped (torn or damaged)",
+            RedraftWarning,
+            stacklevel=1,
+        )
+    return judgements.current(finals)
 
 
 def _finished(result: Result, messages: list[Message]) -> list[_Finished]:

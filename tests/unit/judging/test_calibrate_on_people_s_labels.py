@@ -13,6 +13,7 @@ import pytest
 
 from redraft.backends import ScriptedSpec
 from redraft.cli import main
+from redraft.errors import RedraftWarning
 from redraft.judging import HUMAN_LABELS_TRUSTED, Judge, calibrate, read_answers, read_run_answers, rubric_of
 from redraft.judging.calibration import JudgeCard
 from redraft.rundir import Label, answer_digest, append_label
@@ -114,3 +115,14 @@ def test_a_tasks_file_s_labels_are_people_s_and_a_scenario_s_grades_the_program_
     path.write_text(json.dumps(line | {"answers": [{"text": "Answer: 2", "label": False}, {"text": "Answer: 2"}]}))
     first, second = read_answers(path, get_scenario("arithmetic"))
     assert (first.label, first.source) == (False, "human") and (second.label, second.source) == (True, "program")
+
+
+def test_a_damaged_line_of_the_labels_is_said_and_the_rest_are_taken(run_dir: Path) -> None:
+    final = finals(run_dir)
+    label(run_dir, "suite/never#0", final["suite/never#0"][0], "pass")
+    with open(run_dir / "labels.jsonl", "ab") as out:
+        out.write(b"not a judgement\n")
+    label(run_dir, "suite/never#1", final["suite/never#1"][0], "pass")
+    with pytest.warns(RedraftWarning, match=r"labels.jsonl: 1 line\(s\) that are no judgement skipped"):
+        answers, _ = read_run_answers(run_dir)
+    assert sum(a.source == "human" for a in answers) == 2
