@@ -227,6 +227,7 @@ def tune_command(
     max_proposals: int,
     parallel: int,
     examples: int,
+    train_labels: Path | None,
     **settings: Any,
 ) -> None:
     """Tune the prompts on train tasks; adopt the best only if it wins on a test split read once. Rerun to resume."""
@@ -245,6 +246,7 @@ def tune_command(
         parallel=parallel,
         examples=examples,
         proposer=proposer,
+        train_labels=train_labels,
     )
     progress = TuneProgress()
     with stop_on_signals() as stop, progress:

@@ -35,7 +35,10 @@ def _threshold(name: str, side: str) -> Any:
 
 
 _NAMED = typer.Argument(metavar="SCENARIO", help="The scenario, as `redraft run` takes it (or --scenario).")
-_RUN = typer.Option("--run", help="A finished run directory: its answers, labelled by its program grades.")
+_RUN = typer.Option(
+    "--run",
+    help="A finished run directory: its answers, labelled by people (its labels.jsonl), else its program grades.",
+)
 _LABELS = typer.Option("--labels", help="With --run: JSON lines, a `label` per `task_id` (yours first).")
 _REWORDINGS = typer.Option("--rewordings", help="Your rewordings of the rubric (JSON or TOML); no model is then asked.")
 _REWORD_MODEL = typer.Option("--reword-model", help="The model that rewords the rubric (default: the judge's).")
@@ -204,5 +207,6 @@ def card_lines(card: JudgeCard) -> list[str]:
         must = ">=" if figure.side == "at_least" else "<="
         verdict = {"pass": "pass", "fail": "FAIL"}.get(figure.verdict, f"too few (needs about {figure.needs})")
         lines.append(f"{name:<19} {value}{interval}  {must} {figure.threshold:g}  n={figure.n}  {verdict}")
+    lines += card.labels_said()
     lines.append(f"judge {card.judge}: card {card.said()}")
     return lines

@@ -139,6 +139,13 @@ def _tune_options() -> list[Placed]:
         _option(TUNE, "max_proposals", "--max-proposals", "Edits to propose at most.", default=8),
         _option(TUNE, "parallel", "--parallel", "Iterations (proposals and evaluations) at once.", default=2),
         _option(TUNE, "examples", "--examples", "Train tasks the proposer reads per proposal.", default=4),
+        _option(
+            TUNE,
+            "train_labels",
+            "--train-labels",
+            "A run whose people's labels are the train evidence: its labelled tasks are train.",
+            kind=Path,
+        ),
     ]
 
 

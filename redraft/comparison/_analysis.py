@@ -26,6 +26,8 @@ from typing import Literal
 import msgspec
 
 from redraft.comparison._gate import Gate
+from redraft.comparison._human import HumanJudgements
+from redraft.comparison._interval import Interval
 from redraft.comparison._judged import JudgeNote
 from redraft.comparison._lane_figures import Basis, Behaviour, TaskFigures
 from redraft.protocols.messages import Usage
@@ -44,11 +46,6 @@ from redraft.stats import (
 
 Match = Literal["calls", "tokens", "usd"]
 BASELINES: dict[str, Selector] = {"best_of_n": best_of_n, "self_consistency": majority_vote}
-
-
-class Interval(msgspec.Struct, frozen=True):
-    low: float
-    high: float
 
 
 class Difference(msgspec.Struct, frozen=True, kw_only=True):
@@ -203,6 +200,9 @@ class Comparison(msgspec.Struct, kw_only=True):
     """Who graded every lane when a judge did (``--judge``), and its card (None: the scenario's grade)."""
     pairwise: list[PairwiseFigures] = []
     """Each pair of arms' final answers judged against each other (``--pairwise``; `redraft.comparison._pairwise`)."""
+    human: HumanJudgements | None = None
+    """People's labels of the arms' answers and their preferences between arms (`redraft.comparison._human`;
+    None: nobody has judged them)."""
     grading: Usage = Usage()
     """What grading spent: the judge's grades of every lane's tasks, and its pairwise judgments, priced. Apart
     from every arm's and baseline's cost, which it never enters: each is matched on its method's own spend."""

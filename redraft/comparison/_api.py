@@ -11,6 +11,7 @@ from pathlib import Path
 
 from redraft.comparison._analysis import Comparison, Match
 from redraft.comparison._arms import Arm, arms_from_file, arms_from_names
+from redraft.comparison._human import human_judgements
 from redraft.comparison._judged import Judged, judge_of
 from redraft.comparison._pairwise import pairwise as judged_pairs
 from redraft.comparison._result import build, held_against, read_json, write_json
@@ -152,6 +153,8 @@ def write(
         comparison.pairwise = judged_pairs(plan, judged[0])
         comparison.grading += sum((figures.usage for figures in comparison.pairwise), Usage())
         comparison.notes += [figures.said() for figures in comparison.pairwise]
+    comparison.human = human_judgements(plan.out)
+    comparison.notes += comparison.human.notes() if comparison.human is not None else []
     comparison.notes += [said] if (said := comparison.grading_said()) is not None else []
     if baseline is not None:
         comparison.gate = held_against(comparison, read_json(baseline), str(baseline))

@@ -51,6 +51,21 @@ class Lane:
     config: RunConfig
 
 
+def lanes_in(out: Path) -> dict[str, list[Path]]:
+    """The run directories under a comparison's directory ``out``, by arm (repeats in order; the baseline's as
+    `BASELINE`): read from the folders, so a comparison is read without its plan."""
+    found: dict[str, list[tuple[int, Path]]] = {}
+    for folder in sorted((out / "arms").glob("*")):
+        name, _, repeat = folder.name.rpartition("@r")
+        if not (name and repeat.isdigit()):
+            name, repeat = folder.name, "0"
+        if folder.is_dir():
+            found.setdefault(name, []).append((int(repeat), folder))
+    if (out / BASELINE).is_dir():
+        found[BASELINE] = [(0, out / BASELINE)]
+    return {arm: [folder for _, folder in sorted(lanes)] for arm, lanes in found.items()}
+
+
 @dataclass(frozen=True)
 class ComparePlan:
     """Everything a comparison runs."""

@@ -31,7 +31,7 @@ from redraft.engine.prompts import MAX_FEEDBACK_CHARS, built_in, cut
 from redraft.errors import ContextTooLong
 from redraft.protocols.bounds import MAX_REPLY_BYTES, json_too_deep
 from redraft.protocols.messages import ChatMessage
-from redraft.protocols.tuning import Edit, Example, Proposal, ProposeRequest
+from redraft.protocols.tuning import Edit, Example, Judged, Proposal, ProposeRequest
 
 GROWTH_CHARS = 1_500
 """How many characters a section may grow by in one edit."""
@@ -105,12 +105,22 @@ def shorter(request: ProposeRequest) -> ProposeRequest:
     a model whose context the whole request overflows can still be asked."""
     examples = [
         msgspec.structs.replace(
-            e, prompt=cut(e.prompt, max(200, len(e.prompt) // 2)), answer=cut(e.answer, max(200, len(e.answer) // 2))
+            e,
+            prompt=cut(e.prompt, max(200, len(e.prompt) // 2)),
+            answer=cut(e.answer, max(200, len(e.answer) // 2)),
+            judged=None if e.judged is None else _halved(e.judged),
         )
         for e in request.examples[: max(1, len(request.examples) // 2)]
     ]
     history = [msgspec.structs.replace(h, text=cut(h.text, max(200, len(h.text) // 2))) for h in request.history[-2:]]
     return msgspec.structs.replace(request, examples=examples, history=history)
+
+
+def _halved(judged: Judged) -> Judged:
+    answer, comment = judged.answer, judged.comment
+    return msgspec.structs.replace(
+        judged, answer=cut(answer, max(200, len(answer) // 2)), comment=cut(comment, max(200, len(comment) // 2))
+    )
 
 
 def proposer_messages(request: ProposeRequest) -> list[ChatMessage]:
@@ -138,6 +148,14 @@ def _example_lines(number: int, example: Example) -> str:
     lines = [f"Task {number} (feedback {example.feedback:.2f}):", example.prompt, "Answer:", example.answer]
     lines += [f"- check {f.check} failed: {f.detail}" for f in example.failures]
     lines += [f"- reviewer: {issue}" for issue in example.issues]
+    if (judged := example.judged) is not None:
+        score = "" if judged.score is None else f", score {judged.score:.2f}"
+        said = f": {judged.comment}" if judged.comment else ""
+        lines += [
+            f"A person judged an earlier answer to this task {judged.verdict.upper()}{score}{said}",
+            "That answer:",
+        ]
+        lines.append(judged.answer)
     return "\n".join(lines)
 
 

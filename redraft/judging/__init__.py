@@ -9,9 +9,11 @@ a scenario's own; `calibrate` makes a judge's card (`JudgeCard`, written by `wri
 from redraft.judging._figures import Figure
 from redraft.judging.answer_file import read_answers
 from redraft.judging.calibration import (
+    HUMAN_LABELS_TRUSTED,
     PADDING,
     JudgeCard,
     LabelledAnswer,
+    LabelSource,
     Thresholds,
     calibrate,
     calibrate_async,
@@ -41,6 +43,7 @@ from redraft.judging.run_answers import read_labels, read_run_answers
 __all__ = [
     "CARD_HTML",
     "CARD_JSON",
+    "HUMAN_LABELS_TRUSTED",
     "JUDGE_SETTINGS",
     "PADDING",
     "REWORDINGS_FILE",
@@ -50,6 +53,7 @@ __all__ = [
     "Judge",
     "JudgeCard",
     "Judgment",
+    "LabelSource",
     "LabelledAnswer",
     "Level",
     "PairVerdict",

@@ -80,7 +80,7 @@ def _answers_of(line: _Line, known: dict[str, Task], scenario: Scenario | None, 
     given = [*line.answers, *([_Answer(line.answer, line.label)] if line.answer is not None else [])]
     if not given:
         raise UserError(f"{where}: no answers (give `answers` or `answer`)")
-    return [LabelledAnswer(task=task, text=a.text, label=_label(a, task, scenario)) for a in given]
+    return [_labelled(a, task, scenario) for a in given]
 
 
 def _task(line: _Line, known: dict[str, Task], scenario: Scenario | None, where: str) -> Task:
@@ -92,8 +92,11 @@ def _task(line: _Line, known: dict[str, Task], scenario: Scenario | None, where:
     return known[line.task_id]
 
 
-def _label(answer: _Answer, task: Task, scenario: Scenario | None) -> bool | None:
-    if answer.label is not None or scenario is None:
-        return answer.label
-    verdict = scenario.grade(task, answer.text)
-    return None if verdict is None else verdict.passed
+def _labelled(answer: _Answer, task: Task, scenario: Scenario | None) -> LabelledAnswer:
+    """The answer with its label: the file's (a person's), else its scenario's program grade, else none."""
+    if answer.label is not None:
+        return LabelledAnswer(task=task, text=answer.text, label=answer.label, source="human")
+    verdict = scenario.grade(task, answer.text) if scenario is not None else None
+    if verdict is None:
+        return LabelledAnswer(task=task, text=answer.text)
+    return LabelledAnswer(task=task, text=answer.text, label=verdict.passed, source="program")

@@ -26,7 +26,7 @@ import itertools
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import msgspec
 
@@ -44,6 +44,12 @@ PADDING = (
 )
 """What pads an answer for the length-bias figure: neutral, and longer than a short answer."""
 MAX_PAIRS_PER_TASK = 4
+HUMAN_LABELS_TRUSTED = 50
+"""Human labels a card needs before it is said to measure the judge against people's judgement: under it, the
+card says so (its figures stand, measured against what labelled the answers)."""
+LabelSource = Literal["human", "program"]
+"""Who labelled an answer: a person (a reviewer's label in a run's ``labels.jsonl``, the user's labels file, a
+``--tasks`` file's ``label``) or a program (the scenario's grade)."""
 
 
 class Thresholds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -69,6 +75,8 @@ class LabelledAnswer(msgspec.Struct, frozen=True, kw_only=True):
     task: Task
     text: str
     label: bool | None = None
+    source: LabelSource | None = None
+    """Who gave ``label`` (None: no label, or not said)."""
 
 
 class JudgeCard(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,6 +98,27 @@ class JudgeCard(msgspec.Struct, frozen=True, kw_only=True):
     seed: int
     rewordings: list[Rewording] = []
     """The rubric as the rubric stability figure reworded it (its layout's, the user's or a model's words)."""
+    human_labels: int | None = None
+    """Labels given by people among ``labelled`` (None: a card written before cards counted them)."""
+    program_labels: int | None = None
+    """Labels that are a scenario's program grade among ``labelled``."""
+
+    def labels_said(self) -> list[str]:
+        """Who labelled the answers, in words, and, under `HUMAN_LABELS_TRUSTED` human labels, what that means."""
+        if self.human_labels is None or self.program_labels is None:
+            return []
+        human, program = self.human_labels, self.program_labels
+        unsaid = self.labelled - human - program
+        said = [
+            f"labels: {human} human {_plural(human, 'label')}, {program} program {_plural(program, 'grade')}"
+            + (f", {unsaid} not said whose" if unsaid else "")
+        ]
+        if human < HUMAN_LABELS_TRUSTED:
+            said.append(
+                f"a judge's card needs {HUMAN_LABELS_TRUSTED} human labels to be trusted on people's judgement; "
+                f"this one has {human}" + (": its agreement is with the scenario's program grade" if program else "")
+            )
+        return said
 
     @property
     def verdict(self) -> Verdict:
@@ -258,7 +287,13 @@ def card_of(
         thresholds=thresholds,
         seed=seed,
         rewordings=asked.rewordings,
+        human_labels=sum(a.label is not None and a.source == "human" for a in answers),
+        program_labels=sum(a.label is not None and a.source == "program" for a in answers),
     )
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
 
 
 def _kept(first: Sequence[Judgment], again: Sequence[Judgment]) -> list[bool]:

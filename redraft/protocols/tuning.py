@@ -6,10 +6,15 @@ a run never carries them, and a tune's journal never carries a run's frames.
 Invariant, by construction: a `ProposeRequest` holds what the loop saw on *train* tasks (their prompts,
 the answers, the feedback checks that failed, the critics' issues, feedback scores) and the section's
 own history. It has no field for a grade, a gold value or a task of another split; `redraft.tuning`
-builds it from a train evaluation's feedback frames only (`redraft.tuning._examples`).
+builds it from a train evaluation's feedback frames only (`redraft.tuning._examples`). The one judgement
+beyond the loop's it may hold is a person's label of a train task's earlier answer (`Judged`), given as the
+tune's train evidence (``--train-labels``): train is where the proposer learns, and a label is never read
+from validation or test.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import msgspec
 
@@ -31,6 +36,17 @@ class Failure(msgspec.Struct, frozen=True, kw_only=True):
     detail: str
 
 
+class Judged(msgspec.Struct, frozen=True, kw_only=True):
+    """A person's label of an earlier answer to a train task (``redraft tune --train-labels``)."""
+
+    verdict: Literal["pass", "fail"]
+    score: float | None = None
+    comment: str = ""
+    """What the person wrote of it (cut)."""
+    answer: str
+    """The answer they judged (cut): an earlier run's, not necessarily the one in `Example.answer`."""
+
+
 class Example(msgspec.Struct, frozen=True, kw_only=True):
     """One train task as the proposer sees it: the loop's view, never its grade."""
 
@@ -44,6 +60,8 @@ class Example(msgspec.Struct, frozen=True, kw_only=True):
     failures: list[Failure] = []
     issues: list[str] = []
     """What the critics said of it, one line each."""
+    judged: Judged | None = None
+    """A person's label of an earlier answer to the task, when the tune's train evidence is people's labels."""
 
 
 class Edit(msgspec.Struct, frozen=True, kw_only=True):

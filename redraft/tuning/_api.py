@@ -41,6 +41,7 @@ from redraft.tuning._costs import estimate_costs, priced_proposals
 from redraft.tuning._directory import default_out, read_manifest, read_splits, start_candidate
 from redraft.tuning._evaluate import RunEvaluator
 from redraft.tuning._journal import PromptCandidate, TuneJournal
+from redraft.tuning._labelled import labelled_train
 from redraft.tuning._report import write_report
 from redraft.tuning._search import START, Propose, Search, SearchSettings
 from redraft.tuning._splits import DEFAULT_FRACTIONS, Splits
@@ -62,6 +63,9 @@ class TuneSettings:
     examples: int = 4
     proposer: str | None = None
     """The proposer's backend spec; None: the drafter's."""
+    train_labels: Path | None = None
+    """A run whose people's labels are the train evidence (`redraft.tuning._labelled`): its labelled tasks are the
+    train split, the others validation and test; None: the tasks are split by seed and ``split``."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,8 @@ def _tuned(
     setup = run.setup
     dry = config.runtime.dry_run
     tasks = {task.task_id: task for task in run.tasks()}
-    splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry)
+    judged = labelled_train(settings.train_labels, tasks) if settings.train_labels is not None else {}
+    splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry, labelled=judged)
     payer = read_manifest(out, config, settings, write=not dry)  # the tune's own id: its journal's records carry it
     status = StatusTracker(of=settings.max_proposals, tell=on_status)
     journal = status.journal = _opened(out, payer if not dry else None, status, say)
@@ -150,9 +155,8 @@ def _tuned(
     start_candidate(out, journal, config.experiment.prompts)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     propose, close = _proposer(proposer, model, setup.cache, payer, run.settings.prices)
-    search = Search(
-        out, splits, tasks, journal, evaluate, propose, _search_settings(config, settings), budget, costs.worst, say
-    )
+    chosen = _search_settings(config, settings)
+    search = Search(out, splits, tasks, journal, evaluate, propose, chosen, budget, costs.worst, say, judged=judged)
     try:
         verdict = _searched(search, budget, status, config.experiment.prompts)
     finally:

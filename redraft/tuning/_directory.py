@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from redraft.protocols.messages import Task
 from redraft.tuning._edits import entries_of, prompts_file
 from redraft.tuning._journal import PromptCandidate, TuneJournal
 from redraft.tuning._search import START
-from redraft.tuning._splits import Splits, check_disjoint, split_tasks
+from redraft.tuning._splits import Splits, check_disjoint, labelled_splits, split_tasks
 
 if TYPE_CHECKING:
     from redraft.tuning._api import TuneSettings
@@ -43,9 +44,13 @@ def default_out() -> Path:
     return Path("runs") / f"tune-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
-def read_splits(out: Path, tasks: list[Task], settings: TuneSettings, seed: int, *, write: bool) -> Splits:
-    """The splits of the tasks; on a resume the recorded ones, which must be what the tasks give now."""
-    made = split_tasks(tasks, settings.split, seed)
+def read_splits(
+    out: Path, tasks: list[Task], settings: TuneSettings, seed: int, *, write: bool, labelled: Iterable[str] = ()
+) -> Splits:
+    """The splits of the tasks (``labelled``: the tasks people labelled, which are train, with ``--train-labels``);
+    on a resume the recorded ones, which must be what the tasks and labels give now."""
+    chosen = list(labelled)
+    made = labelled_splits(tasks, chosen, settings.split, seed) if chosen else split_tasks(tasks, settings.split, seed)
     path = out / SPLITS_FILE
     if path.exists():
         try:
@@ -54,7 +59,10 @@ def read_splits(out: Path, tasks: list[Task], settings: TuneSettings, seed: int,
             raise UserError(f"{path}: not the splits of a tune ({exc})") from None
         check_disjoint(recorded, tasks)
         if recorded != made:
-            raise UserError(f"{path}: the tasks, --split or --seed changed since this tune began; use another --out")
+            raise UserError(
+                f"{path}: the tasks, --split, --seed or the labelled tasks (--train-labels) changed since this tune "
+                "began; use another --out"
+            )
         return recorded
     check_disjoint(made, tasks)
     if write:
@@ -72,6 +80,7 @@ def read_manifest(out: Path, config: RunConfig, settings: TuneSettings, *, write
         "split": list(settings.split),
         "examples": settings.examples,
         "proposer": settings.proposer,
+        "train_labels": None if settings.train_labels is None else str(settings.train_labels),
     }
     decides = json.loads(json.dumps(decides, default=str))
     path = out / MANIFEST

@@ -87,6 +87,8 @@ class TuneReport(msgspec.Struct, kw_only=True):
     iterations: list[IterationRow]
     refused: dict[str, int]
     spend: TuneSpend
+    train_labels: str | None = None
+    """The run whose people's labels were the train evidence (``--train-labels``); None: train was split by seed."""
 
 
 def build(
@@ -122,6 +124,7 @@ def build(
         sections=list(settings.sections),
         splits={name: len(splits.of(name)) for name in SPLITS},
         split_seed=splits.seed,
+        train_labels=None if settings.train_labels is None else str(settings.train_labels),
         verdict=verdict,
         candidates=_candidates(journal),
         iterations=rows,

@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from msgspec.structs import replace
+
 from redraft.engine.proposer import limit_of, placeholders_of
 from redraft.errors import RedraftError
 from redraft.protocols.messages import Task
-from redraft.protocols.tuning import Edit, Example, Proposal, ProposeRequest
+from redraft.protocols.tuning import Edit, Example, Judged, Proposal, ProposeRequest
 from redraft.tuning._budget import Costs, TuneBudget
 from redraft.tuning._edits import prompts_file, text_of
 from redraft.tuning._evaluate import Evaluator
@@ -67,6 +69,8 @@ class Search:
     say: Callable[[str], None] = lambda line: None
     read_examples: Callable[[Path, Mapping[str, str], int], list[Example]] = examples_of
     """The proposer's examples from a train evaluation's run directory (`redraft.tuning._examples`)."""
+    judged: Mapping[str, Judged] = field(default_factory=dict)
+    """What people said of earlier answers to train tasks (``--train-labels``), told the proposer with each example."""
     _ended: dict[int, threading.Event] = field(default_factory=dict)
     _halted: threading.Event = field(default_factory=threading.Event)
 
@@ -190,13 +194,18 @@ class Search:
             placeholders=placeholders_of(text),
             limit=limit_of(text),
             history=lineage(self.journal, parent.id, section),
-            examples=self.read_examples(self.root / before.run, prompts, self.settings.examples),
+            examples=self._examples(before, prompts),
             feedback=before.feedback_mean,
             seed=self.settings.seed * 1_000_003 + k,
         )
         proposal = self.propose(request)
         self.journal.add(Proposed(iteration=k, parent=parent.id, proposal=proposal))
         return proposal
+
+    def _examples(self, before: Evaluation, prompts: Mapping[str, str]) -> list[Example]:
+        """The parent's train tasks as the proposer sees them, each with what a person said of it, if anyone did."""
+        found = self.read_examples(self.root / before.run, prompts, self.settings.examples)
+        return [replace(e, judged=self.judged.get(e.task_id)) for e in found] if self.judged else found
 
     def _child(self, k: int, parent: PromptCandidate, section: str, proposal: Proposal) -> PromptCandidate:
         identity = f"c{k + 1}"

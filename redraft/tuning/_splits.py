@@ -59,24 +59,58 @@ def parse_fractions(text: str) -> tuple[float, float, float]:
 
 def split_tasks(tasks: Iterable[Task], fractions: Sequence[float] = DEFAULT_FRACTIONS, seed: int = 0) -> Splits:
     """The tasks' ids in three splits; `UserError` if a split would be empty."""
+    tasks = list(tasks)
+    train, validation, test = _divided(tasks, fractions, seed)
+    splits = Splits(
+        seed=seed, fractions=(fractions[0], fractions[1], fractions[2]), train=train, validation=validation, test=test
+    )
+    return _checked(splits, tasks)
+
+
+def labelled_splits(
+    tasks: Sequence[Task], labelled: Iterable[str], fractions: Sequence[float] = DEFAULT_FRACTIONS, seed: int = 0
+) -> Splits:
+    """The splits of a tune whose train evidence is people's labels (``--train-labels``): train is the labelled
+    tasks, and the others are split into validation and test by seed, in the shares the fractions give those two.
+    A task that asks what a labelled one asks is in no split (train would be learnt into validation or test)."""
+    chosen = set(labelled)
+    asked = {_same(task.prompt) for task in tasks if task.task_id in chosen}
+    rest = [task for task in tasks if task.task_id not in chosen and _same(task.prompt) not in asked]
+    held = fractions[1] + fractions[2]
+    validation, test = _divided(rest, (fractions[1] / held, fractions[2] / held), seed)
+    splits = Splits(
+        seed=seed,
+        fractions=(fractions[0], fractions[1], fractions[2]),
+        train=[task.task_id for task in tasks if task.task_id in chosen],
+        validation=validation,
+        test=test,
+    )
+    return _checked(splits, tasks)
+
+
+def _divided(tasks: Sequence[Task], fractions: Sequence[float], seed: int) -> list[list[str]]:
+    """The tasks' ids in as many parts as ``fractions`` (shares summing to 1), whole prompt groups each, by
+    seed; the last part takes what the others leave."""
     groups: dict[str, list[str]] = {}
     for task in tasks:
         groups.setdefault(_same(task.prompt), []).append(task.task_id)
     order = sorted(groups, key=lambda key: _place(key, seed))
-    cut_train = round(len(order) * fractions[0])
-    cut_validation = cut_train + round(len(order) * fractions[1])
-    parts = (order[:cut_train], order[cut_train:cut_validation], order[cut_validation:])
-    splits = Splits(
-        seed=seed,
-        fractions=(fractions[0], fractions[1], fractions[2]),
-        train=[i for key in parts[0] for i in groups[key]],
-        validation=[i for key in parts[1] for i in groups[key]],
-        test=[i for key in parts[2] for i in groups[key]],
-    )
+    parts, start = [], 0
+    for share in fractions[:-1]:
+        end = start + round(len(order) * share)
+        parts.append(order[start:end])
+        start = end
+    parts.append(order[start:])
+    return [[i for key in part for i in groups[key]] for part in parts]
+
+
+def _checked(splits: Splits, tasks: Sequence[Task]) -> Splits:
+    """``splits``, or `UserError` naming the first split left empty."""
     empty = [name for name in SPLITS if not splits.of(name)]
     if empty:
+        distinct = len({_same(task.prompt) for task in tasks})
         raise UserError(
-            f"{len(order)} distinct tasks leave the {empty[0]} split empty; give more tasks (--limit) or other --split"
+            f"{distinct} distinct tasks leave the {empty[0]} split empty; give more tasks (--limit) or other --split"
         )
     return splits
 

@@ -78,7 +78,9 @@ def test_a_run_without_program_grades_or_labels_is_refused_in_one_line(run_dir: 
         record.update(graded_pass=None, initial_graded_pass=None, grade=None, initial_grade=None)
         ungraded.append(json.dumps(record))
     (bare / "results.jsonl").write_text("\n".join(ungraded) + "\n")
-    with pytest.raises(UserError, match=r"no answer has a label .*give --labels FILE$"):
+    with pytest.raises(
+        UserError, match=r"no answer has a label .*give --labels FILE, or label its answers in its labels.jsonl$"
+    ):
         read_run_answers(bare)
     with pytest.raises(UserError, match="is not a run directory"):
         read_run_answers(tmp_path / "nowhere")
