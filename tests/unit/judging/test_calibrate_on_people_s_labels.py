@@ -94,6 +94,9 @@ def test_the_card_counts_and_says_its_human_labels_and_program_grades(
     out = capsys.readouterr().out
     assert f"labels: {len(never)} human labels, {programs} program grades" in out
     assert f"a judge's card needs 50 human labels to be trusted on people's judgement; this one has {len(never)}" in out
+    page = (tmp_path / "card" / "judge-card.html").read_text()
+    assert f"labels: {len(never)} human labels, {programs} program grades" in page  # the card's page says it too
+    assert "needs 50 human labels" in page
 
 
 def test_a_card_with_enough_human_labels_says_only_how_many(made: Path) -> None:
