@@ -61,6 +61,7 @@ ALLOWED: dict[str, set[str]] = {
     "serving": {"errors", "protocols", "config", "strategies", "scenarios", "engine", "rundir", "actors"},
     "rundir": {"errors", "protocols", "jsonlines"},
     "views": {"errors", "protocols", "rundir"},
+    "viewer": {"errors", "protocols", "rundir", "views"},
     "telemetry": {"errors", "protocols", "backends", "rundir"},
     "comparison": {
         *("errors", "protocols", "config", "scenarios", "engine", "actors", "rundir", "views", "stats", "judging"),
@@ -84,6 +85,7 @@ ALLOWED: dict[str, set[str]] = {
         "tuning",
         "judging",
         "serving",
+        "viewer",
     },
     "__init__": {"protocols", "config", "engine", "actors", "comparison", "tuning"},
 }
