@@ -52,6 +52,12 @@ class RunDirVersionError(UserError):
     resumed, refused in one line before anything else is done with it."""
 
 
+class JudgementError(UserError, ValueError):
+    """A person's judgement (a label, a preference) that cannot be recorded as given: an empty reviewer, a
+    comment too long, a verdict that is none of the known ones. Also a `ValueError`, for callers that check
+    values the plain way."""
+
+
 class RunDirWriteError(RedraftError):
     """A directory redraft writes stopped taking writes (the disk is full, the filesystem read-only, a quota
     met): what was recorded stays, and a rerun with the same settings resumes once it takes writes again.

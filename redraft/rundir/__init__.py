@@ -14,6 +14,7 @@ blocks     the trace's compressed blocks: a task's frames one zstd frame, agains
 summary    Summary (summary.json, the end table) and summarize
 secret     RunSecret: the random bytes a run keeps to seed its generated tasks' hidden parts
 history    one task's rounds, candidates, critiques, decisions and best-so-far diffs
+labels     labels.jsonl: people's judgements of the answers (a label, a preference), appended beside any writer
 ```
 
 The writer and every reader read ``results.jsonl`` by the same rule
@@ -26,6 +27,16 @@ from redraft.rundir._wire import WIRE_KEY, check_wire
 from redraft.rundir.frames import Frame, GenericFrame, KnownFrame, decode_frame
 from redraft.rundir.history import TaskHistory, build_history
 from redraft.rundir.kinds import COMPARISON, JUDGE_CARD, RUN, TUNE, DirKind, check_kind, check_run
+from redraft.rundir.labels import (
+    LABELS,
+    Judgements,
+    Label,
+    Preference,
+    answer_digest,
+    append_label,
+    append_preference,
+    read_judgements,
+)
 from redraft.rundir.layout import fingerprint, safe_name
 from redraft.rundir.lock import DirectoryBusy, WriterLock, hold
 from redraft.rundir.reader import RunReader, result_records, trace_bytes
@@ -36,6 +47,7 @@ from redraft.rundir.summary import Change, Summary, refinement_change, summarize
 __all__ = [
     "COMPARISON",
     "JUDGE_CARD",
+    "LABELS",
     "RUN",
     "TUNE",
     "WIRE_KEY",
@@ -44,7 +56,10 @@ __all__ = [
     "DirectoryBusy",
     "Frame",
     "GenericFrame",
+    "Judgements",
     "KnownFrame",
+    "Label",
+    "Preference",
     "RunReader",
     "RunSecret",
     "RunStore",
@@ -52,6 +67,9 @@ __all__ = [
     "TaskEntry",
     "TaskHistory",
     "WriterLock",
+    "answer_digest",
+    "append_label",
+    "append_preference",
     "build_history",
     "check_kind",
     "check_run",
@@ -59,6 +77,7 @@ __all__ = [
     "decode_frame",
     "fingerprint",
     "hold",
+    "read_judgements",
     "refinement_change",
     "result_records",
     "safe_name",

@@ -13,6 +13,7 @@ secret          random bytes that seed the hidden parts of generated tasks (`red
                 comparison's or a tune's directory keeps the one its runs share
 ray.log         Ray's own messages, when the run started Ray (its warnings, what it relays from the cluster)
 writer.lock     while a writer holds the directory: who it is (`redraft.rundir.lock`)
+labels.jsonl    people's judgements of its answers, appended by anyone, never by the run (`redraft.rundir.labels`)
 ```
 
 JSON files are replaced atomically (written aside, then renamed), so a reader

@@ -11,7 +11,8 @@ request behind an HTTP app, and only its deployment module imports Ray (Ray Serv
 prices what it reads, for the actor system (a run's spans as it goes) and the CLI (a run's afterwards);
 ``jsonlines``, the rule every journal is read by, imports nothing of redraft, so the backends, the run
 directory and the tune share it; ``plaintext``, the one rule for text no frame can carry, imports nothing of
-redraft either, so the rooms where text enters (errors, protocols, sandbox, backends, engine) share it; only the CLI
+redraft either, so the rooms where text enters (errors, protocols, sandbox, backends, engine, and the run directory's
+judgements) share it; only the CLI
 sees everything, and nothing imports the CLI.
 """
 
@@ -59,7 +60,7 @@ ALLOWED: dict[str, set[str]] = {
         *("engine", "rundir", "telemetry", "judging"),
     },
     "serving": {"errors", "protocols", "config", "strategies", "scenarios", "engine", "rundir", "actors"},
-    "rundir": {"errors", "protocols", "jsonlines"},
+    "rundir": {"errors", "protocols", "jsonlines", "plaintext"},
     "views": {"errors", "protocols", "rundir"},
     "viewer": {"errors", "protocols", "rundir", "views"},
     "telemetry": {"errors", "protocols", "backends", "rundir"},
