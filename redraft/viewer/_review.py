@@ -10,12 +10,13 @@ unlabelled again, its old label kept in the history.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-from redraft.rundir.labels import (
+from redraft.rundir import (
+    LABELS,
     Judgements,
     Label,
     Preference,
@@ -26,7 +27,8 @@ from redraft.rundir.labels import (
 )
 from redraft.viewer._index import Row
 
-LABELS = "labels.jsonl"
+Verdict = Literal["pass", "fail"]
+Choice = Literal["A", "B", "tie"]
 CARD_NEEDS = 50
 """Labels a judge's card is trusted on at the least (said in the coverage line)."""
 
@@ -40,14 +42,9 @@ def has_judgements(root: Path) -> bool:
     return (root / LABELS).is_file()
 
 
-def digests(rows: Sequence[Row]) -> dict[str, str]:
-    """Each task's final answer's digest, what a label of it names."""
-    return {row.task_id: answer_digest(row.text) for row in rows}
-
-
 def current_labels(root: Path, rows: Sequence[Row]) -> dict[str, Label]:
-    """Each task's latest label of its current answer."""
-    return dict(read_judgements(root).current(digests(rows)))
+    """Each task's latest label of its current final answer (the `Result`'s ``text``, which a label's digest is of)."""
+    return read_judgements(root).current({row.task_id: row.text for row in rows})
 
 
 def human_verdicts(labels: Mapping[str, Label]) -> dict[str, bool]:
@@ -79,20 +76,29 @@ def next_unlabelled(order: Sequence[str], labelled: Mapping[str, object], after:
     return None
 
 
-def label(root: Path, row: Row, reviewer: str, verdict: str, score: float | None, comment: str) -> Label:
-    """Append a person's label of ``row``'s final answer to ``root``'s labels, and return it."""
+def label(root: Path, row: Row, verdict: Verdict, said: Said) -> Label:
+    """Append a person's label of ``row``'s final answer to ``root``'s labels, and return it as written.
+    `redraft.errors.JudgementError` (a `ValueError`) for a label the labels' rules refuse."""
     made = Label(
         task_id=row.task_id,
-        reviewer=reviewer,
-        verdict=verdict,  # type: ignore[arg-type]  # checked by the caller against VERDICTS
+        reviewer=said.reviewer,
+        verdict=verdict,
         answer_digest=answer_digest(row.text),
-        score=score,
-        comment=comment,
-        shown={"answer": row.answer},
-        at=time.time(),
+        score=said.score,
+        comment=said.comment,
+        shown=said.shown,
     )
-    append_label(root, made)
-    return made
+    return append_label(root, made)
+
+
+@dataclass(frozen=True)
+class Said:
+    """What a person put in the label form besides the verdict, and which page showed the answer."""
+
+    reviewer: str
+    score: float | None = None
+    comment: str = ""
+    shown: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -124,17 +130,16 @@ def pairs_left(
     return ids
 
 
-def prefer(root: Path, pair: Pair, reviewer: str, choice: str) -> Preference:
+def prefer(root: Path, pair: Pair, reviewer: str, choice: Choice) -> Preference:
+    """Append a person's blind choice between ``pair``'s answers (in the order shown) to ``root``'s labels."""
     made = Preference(
         task_id=pair.task_id,
         reviewer=reviewer,
         shown=pair.lanes,
         digests=(answer_digest(pair.texts[0]), answer_digest(pair.texts[1])),
-        choice=choice,  # type: ignore[arg-type]  # checked by the caller
-        at=time.time(),
+        choice=choice,
     )
-    append_preference(root, made)
-    return made
+    return append_preference(root, made)
 
 
 def preference_share(judged: Judgements) -> str:

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from redraft.errors import JudgementError, UserError
 from redraft.rundir import RunReader, build_history
 from redraft.viewer import _review as review
 from redraft.viewer._catalog import Found
@@ -23,9 +24,6 @@ from redraft.viewer._site import render
 
 if TYPE_CHECKING:
     from redraft.viewer._app import Viewer
-
-VERDICTS = ("pass", "fail")
-CHOICES = ("A", "B", "tie")
 
 
 def routes(viewer: Viewer) -> list[Route]:
@@ -48,6 +46,7 @@ def task_review(viewer: Viewer, found: Found, task_id: str, query: Mapping[str, 
         "latest": latest,
         "stale": latest is not None and task_id not in labels,
         "coverage": review.coverage(len(labels), len(rows)),
+        "seed": query.get("seed", ""),
         "next_url": "/review?" + urlencode({"d": found.rel, "seed": seed, "after": task_id}),
     }
 
@@ -55,7 +54,7 @@ def task_review(viewer: Viewer, found: Found, task_id: str, query: Mapping[str, 
 async def _queue(viewer: Viewer, request: Request) -> Response:
     """The next unlabelled task in the seeded order (after ``after``), or the run's page when none is left."""
     found = viewer.site.place(request.query_params.get("d", ""), "run")
-    seed = int(request.query_params.get("seed", "0") or 0)
+    seed = _seed(request.query_params)
     rows = viewer.site.rows(found)
     labels = review.current_labels(found.path, rows)
     nxt = review.next_unlabelled(review.queue(rows, seed), labels, request.query_params.get("after"))
@@ -70,16 +69,39 @@ async def _label(viewer: Viewer, request: Request) -> Response:
         return PlainTextResponse("refused: this post did not come from this viewer's own page", status_code=403)
     found = viewer.site.place(fields.get("d", ""), "run")
     row = next((r for r in viewer.site.rows(found) if r.task_id == fields.get("id")), None)
-    verdict, reviewer = fields.get("verdict", ""), fields.get("reviewer", "").strip()
-    score = _score(fields.get("score", ""))
-    if row is None or verdict not in VERDICTS or not reviewer or score is False:
+    verdict, score = fields.get("verdict", ""), _score(fields.get("score", ""))
+    seed = fields.get("seed", "")
+    shown = {"page": "queue", "seed": seed} if seed else {"page": "task"}
+    said = review.Said(
+        fields.get("reviewer", "").strip(),
+        score if isinstance(score, float) else None,
+        fields.get("comment", "").strip(),
+        shown,
+    )
+    if row is None or verdict not in ("pass", "fail") or score is False:
         return PlainTextResponse(
             "refused: a label needs a task of this run, pass or fail, a reviewer, and a score in [0, 1] if any",
             status_code=400,
         )
-    review.label(found.path, row, reviewer, verdict, score, fields.get("comment", "").strip())
-    after = fields.get("next") or viewer.links.task(found.rel, row.task_id)
-    return RedirectResponse(after if after.startswith("/") else "/", status_code=303)
+    try:
+        review.label(found.path, row, "pass" if verdict == "pass" else "fail", said)
+    except JudgementError as exc:
+        return PlainTextResponse(f"refused: {exc}", status_code=400)
+    after = fields.get("next", "")
+    return RedirectResponse(after if _ours(after) else viewer.links.task(found.rel, row.task_id), status_code=303)
+
+
+def _seed(fields: Mapping[str, str]) -> int:
+    """A queue's seed (0 when not given); `UserError` when it is not a whole number."""
+    text = fields.get("seed", "") or "0"
+    if not text.isdigit():
+        raise UserError(f"seed={text!r} is not a whole number")
+    return int(text)
+
+
+def _ours(url: str) -> bool:
+    """Whether ``url`` is a page of this server (a path; never another host's, ``//host/...`` included)."""
+    return url.startswith("/") and not url.startswith("//") and "\\" not in url
 
 
 async def _fields(request: Request) -> dict[str, str]:
@@ -105,7 +127,7 @@ async def _pairwise(viewer: Viewer, request: Request) -> Response:
     q = request.query_params
     found = viewer.site.place(q.get("d", ""), "comparison")
     lanes = _lanes(viewer, found, q)
-    seed, reviewer = int(q.get("seed", "0") or 0), q.get("reviewer", "")
+    seed, reviewer = _seed(q), q.get("reviewer", "")
     judged = review.judgements(found.path)
     pair = None
     if lanes is not None:
@@ -152,19 +174,18 @@ async def _prefer(viewer: Viewer, request: Request) -> Response:
         return PlainTextResponse("refused: this post did not come from this viewer's own page", status_code=403)
     found = viewer.site.place(fields.get("d", ""), "comparison")
     lanes = _lanes(viewer, found, fields)
-    seed, reviewer, choice, task_id = (
-        int(fields.get("seed", "0") or 0),
-        fields.get("reviewer", "").strip(),
-        fields.get("choice", ""),
-        fields.get("id", ""),
-    )
+    seed, reviewer, task_id = _seed(fields), fields.get("reviewer", "").strip(), fields.get("id", "")
+    choice = {"A": "A", "B": "B", "tie": "tie"}.get(fields.get("choice", ""))
     a, b = (_by_id(viewer, found, lane) for lane in lanes) if lanes else ({}, {})
-    if lanes is None or task_id not in a or task_id not in b or choice not in CHOICES or not reviewer:
+    if lanes is None or task_id not in a or task_id not in b or choice is None:
         return PlainTextResponse(
             "refused: a choice needs a task both lanes answered, A, B or tie, and a reviewer", status_code=400
         )
     pair = _pair(viewer, found, task_id, lanes, seed, a, b)
-    review.prefer(found.path, pair, reviewer, choice)
+    try:
+        review.prefer(found.path, pair, reviewer, "A" if choice == "A" else "B" if choice == "B" else "tie")
+    except JudgementError as exc:
+        return PlainTextResponse(f"refused: {exc}", status_code=400)
     said = f"You chose {choice} on {task_id}: A was {pair.lanes[0]}, B was {pair.lanes[1]}."
     query = urlencode({"d": found.rel, "seed": seed, "reviewer": reviewer, "revealed": said})
     return RedirectResponse(f"/pairwise?{query}", status_code=303)
