@@ -68,6 +68,7 @@ def serve(
     except OSError as exc:
         sock.close()
         raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): give another --port") from None
+    sock.listen(128)  # before the URL is said: a client that reads it may connect at once
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     say(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,34 @@ def csrf_of(page: str) -> str:
     return found.group(1)
 
 
+class _Text(HTMLParser):
+    """The text inside the element of one id (its children's included), spaces collapsed."""
+
+    VOID = frozenset({"input", "br", "img", "meta", "link", "hr"})
+
+    def __init__(self, element_id: str) -> None:
+        super().__init__()
+        self.element_id, self.depth, self.parts, self.found = element_id, 0, [], False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.VOID:
+            return
+        if self.depth:
+            self.depth += 1
+        elif dict(attrs).get("id") == self.element_id and not self.found:
+            self.depth, self.found = 1, True
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.depth and tag not in self.VOID:
+            self.depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.depth:
+            self.parts.append(data)
+
+
 def text_of(page: str, element_id: str) -> str:
-    found = re.search(rf'id="{element_id}"[^>]*>(.*?)</', page, re.S)
-    assert found is not None, f"no #{element_id} on the page"
-    return re.sub(r"<[^>]+>", "", found.group(1)).strip()
+    parser = _Text(element_id)
+    parser.feed(page)
+    assert parser.found, f"no #{element_id} on the page"
+    return " ".join("".join(parser.parts).split())
