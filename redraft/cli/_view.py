@@ -10,8 +10,6 @@ from typing import Annotated
 
 import typer
 
-from redraft.errors import UserError
-
 
 def view_command(
     root: Annotated[
@@ -29,16 +27,12 @@ def view_command(
         Path | None, typer.Option(help="Write a static site of the pages into this folder instead (no live parts).")
     ] = None,
 ) -> None:
-    """Browse runs in a local web app: live progress, every round of a task, filters, and human labels."""
+    """Browse runs in a local web app: live runs, every round, filters, your labels."""
     if bundle is not None:
         from redraft.viewer import write_bundle
 
         print(write_bundle(root, bundle))
         return
-    try:
-        from redraft.viewer import serve
-    except ImportError as exc:
-        raise UserError(
-            f"redraft view needs the view extra ({exc.name} is missing): pip install 'redraft[view]'"
-        ) from None
+    from redraft.viewer import serve
+
     serve(root, host=host, port=port, token=token)

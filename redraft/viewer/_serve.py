@@ -7,6 +7,7 @@ URL printed names the port actually bound (``--port 0`` picks a free one).
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import secrets
 import socket
@@ -33,8 +34,20 @@ def loopback(host: str) -> bool:
         return False
 
 
+def needs_the_extra() -> None:
+    """`UserError` naming the ``view`` extra when its server libraries are not installed."""
+    for name in ("starlette", "uvicorn"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise UserError(
+                f"redraft view needs the view extra ({name} is missing): pip install 'redraft[view]'"
+            ) from None
+
+
 def make_app(root: Path, *, token: str | None = None, clock: Callable[[], float] = time.monotonic) -> Starlette:
     """The viewer over ``root`` as an ASGI app (``token``: every request must carry it)."""
+    needs_the_extra()
     from redraft.viewer._app import Viewer
     from redraft.viewer._site import Site
 
@@ -56,6 +69,7 @@ def serve(
     root: Path, *, host: str = LOOPBACK, port: int = PORT, token: str | None = None, say: Callable[[str], None] = print
 ) -> None:
     """Serve the viewer until interrupted; the URL (with the token, if any) is said first."""
+    needs_the_extra()
     import uvicorn
 
     token = access_token(host, token)

@@ -104,3 +104,15 @@ def test_a_bind_beyond_loopback_generates_a_token_and_asks_for_it(root: Path) ->
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def test_without_the_view_extra_the_command_names_it(root: Path) -> None:
+    code = "import sys; sys.modules['uvicorn'] = None\nfrom redraft.cli import main\n"
+    code += f"main(['view', {str(root)!r}, '--port', '0'])"
+    done = _redraft("-c", code)
+    _, err = done.communicate(timeout=120)
+    assert done.returncode == 2
+    assert (
+        err.strip()
+        == "redraft: error: redraft view needs the view extra (uvicorn is missing): pip install 'redraft[view]'"
+    )
