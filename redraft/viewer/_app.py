@@ -19,6 +19,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -119,6 +120,8 @@ class Viewer:
 
     async def run(self, request: Request) -> Response:
         found = self.site.place(request.query_params.get("d", ""), "run")
+        if request.query_params.get("review"):
+            return RedirectResponse("/review?" + urlencode({"d": found.rel}), status_code=303)
         f = Filter.parse(request.query_params)
         rows = self.site.rows(found)
         labels = review.current_labels(found.path, rows)
@@ -131,15 +134,8 @@ class Viewer:
             counts=(sum(human.values()), len(human)),
             coverage=review.coverage(len(labels), len(rows)),
         )
-        if request.query_params.get("review"):
-            return RedirectResponse(f"/review?d={request.query_params['d']}", status_code=303)
-        name = "run_live.html.j2" if request.query_params.get("part") == "live" else "run.html.j2"
-        page = render(name, **context)
-        if name == "run_live.html.j2":  # the part a running page swaps in
-            page = (
-                f'<div id="live" data-done="{context["card"].done}" data-state="{context["card"].state}">{page}</div>'
-            )
-        return HTMLResponse(page)
+        name = "run_part.html.j2" if request.query_params.get("part") == "live" else "run.html.j2"
+        return HTMLResponse(render(name, **context))
 
     async def task(self, request: Request) -> Response:
         from redraft.viewer._review_routes import task_review
@@ -152,7 +148,7 @@ class Viewer:
 
     async def comparison(self, request: Request) -> Response:
         found = self.site.place(request.query_params.get("d", ""), "comparison")
-        page = int(request.query_params.get("page", "0") or 0)
+        page = Filter.parse({"page": request.query_params.get("page", "")}).page
         share = review.preference_share(review.judgements(found.path))
         return HTMLResponse(render("comparison.html.j2", **self.site.comparison_page(found, self.links, page, share)))
 

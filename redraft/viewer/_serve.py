@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 LOOPBACK = "127.0.0.1"
 PORT = 8765
+PATIENCE = 1.0
+"""Seconds the server's pages wait for a long run's records: then they show what is read, and fill in."""
 
 
 def loopback(host: str) -> bool:
@@ -45,15 +47,22 @@ def needs_the_extra() -> None:
             ) from None
 
 
-def make_app(root: Path, *, token: str | None = None, clock: Callable[[], float] = time.monotonic) -> Starlette:
-    """The viewer over ``root`` as an ASGI app (``token``: every request must carry it)."""
+def make_app(
+    root: Path,
+    *,
+    token: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    patience: float | None = None,
+) -> Starlette:
+    """The viewer over ``root`` as an ASGI app (``token``: every request must carry it; ``patience``: how long a
+    page waits for a run's records, None until they are read)."""
     needs_the_extra()
     from redraft.viewer._app import Viewer
     from redraft.viewer._site import Site
 
     if not root.is_dir():
         raise UserError(f"{root} is not a directory: give the folder that holds your runs (default runs/)")
-    return Viewer(Site(root, clock), token=token).app()
+    return Viewer(Site(root, clock, patience), token=token).app()
 
 
 def access_token(host: str, token: str | None) -> str | None:
@@ -73,7 +82,7 @@ def serve(
     import uvicorn
 
     token = access_token(host, token)
-    app = make_app(root, token=token)
+    app = make_app(root, token=token, patience=PATIENCE)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -61,6 +61,8 @@ class Site:
 
     root: Path
     clock: Clock = time.monotonic
+    patience: float | None = None
+    """Seconds a page waits for a run's records to be read (None: until they are; see `TaskIndex`)."""
     _indexes: dict[Path, TaskIndex] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -78,7 +80,7 @@ class Site:
     def index(self, path: Path) -> TaskIndex:
         with self._lock:
             if path not in self._indexes:
-                self._indexes[path] = TaskIndex(path, self.clock)
+                self._indexes[path] = TaskIndex(path, self.clock, self.patience)
             return self._indexes[path]
 
     def rows(self, found: Found) -> list[Row]:
@@ -126,6 +128,7 @@ class Site:
             "report": links.file(found.rel, REPORT) if (found.path / REPORT).is_file() else None,
             "human": human,
             "coverage": review.get("coverage", ""),
+            "loading": self.index(found.path).loading,
         }
 
     def task_context(self, found: Found, task_id: str, links: Links) -> dict[str, Any]:

@@ -4,6 +4,7 @@ a torn tail as no error, and says the run finished (or was interrupted) once its
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from redraft.viewer import make_app
+from redraft.viewer._app import Viewer
+from redraft.viewer._site import Site
 from tests.support.viewer_runs import LiveRun
 from tests.unit.viewer.conftest import text_of
 
@@ -75,3 +78,31 @@ def test_a_run_whose_writer_ended_is_finished_or_interrupted(live: LiveRun, tmp_
         said = text_of(client.get("/run?d=going").text, "progress")
         assert said.startswith("finished · 3 of 10")
         assert "part=live" not in client.get("/run?d=going").text  # nothing left to poll for
+
+
+def test_a_long_run_s_first_page_shows_before_its_records_are_read(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from redraft.viewer import _index
+
+    gate, reached = threading.Event(), threading.Event()
+    real = _index.read_rows
+
+    def slow(path: Path) -> Iterator[_index.Row]:
+        for i, row in enumerate(real(path)):
+            if i == 2:
+                reached.set()
+                gate.wait()  # the rest of the records are still being read
+            yield row
+
+    monkeypatch.setattr(_index, "read_rows", slow)
+    site = Site(root, patience=0.0)
+    with TestClient(Viewer(site).app()) as client:
+        assert 'data-loading="1"' in client.get("/run?d=mixed").text  # the read begins; the page does not wait
+        reached.wait()
+        page = client.get("/run?d=mixed").text
+        assert 'data-loading="1"' in page and "part=live" in page  # it fills in by itself
+        assert text_of(page, "loading").startswith("Reading the run's records: 2 so far")
+        assert len(re.findall(r'<a href="/task\?d=mixed', page)) == 2
+        gate.set()
+        site.index((root / "mixed").resolve()).settle()
+        page = client.get("/run?d=mixed&part=live").text
+        assert 'data-loading="0"' in page and len(re.findall(r'<a href="/task\?d=mixed', page)) == 6
