@@ -31,7 +31,7 @@ from tempfile import TemporaryDirectory
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_scale import base_frames, write_run  # noqa: E402
+from bench_scale import base_frames, write_run
 
 _open = urllib.request.build_opener(urllib.request.ProxyHandler({})).open
 FILTER = "feedback=pass&rounds_min=2&q=answer"
@@ -92,19 +92,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     args = parser.parse_args()
     base = base_frames()
-    print(
-        f"{'tasks':>8} {'first page s':>13} {'all read s':>11} {'list s':>7} {'filtered s':>11} {'task s':>7} {'RSS MB':>7} {'peak MB':>8}"
-    )
+    columns = ("first page s", "all read s", "list s", "filtered s", "task s", "RSS MB", "peak MB")
+    print(f"{'tasks':>8} " + " ".join(f"{c:>{len(c)}}" for c in columns))
     for n in args.sizes:
         with TemporaryDirectory() as tmp:
             root = Path(tmp) / "runs"
             write_run(root / "run", base, n)
             m = measure(root)
-        print(
-            f"{n:>8,} {m['first']:>13.2f} {m['complete']:>11.2f} {m['list']:>7.2f} {m['filtered']:>11.2f} {m['task']:>7.2f} "
-            f"{m['rss']:>7.0f} {m['peak']:>8.0f}",
-            flush=True,
-        )
+        keys = ("first", "complete", "list", "filtered", "task", "rss", "peak")
+        cells = [f"{m[k]:>{len(c)}.{0 if 'MB' in c else 2}f}" for k, c in zip(keys, columns, strict=True)]
+        print(f"{n:>8,} " + " ".join(cells), flush=True)
 
 
 if __name__ == "__main__":
