@@ -6,7 +6,9 @@ Guards, each tested:
 - a post (a label, a pairwise choice) is taken only with the per-session token the server put in its own
   pages (``csrf``): a page of another site open in the same browser cannot post one;
 - with an access ``token`` (required for a bind beyond loopback), every request carries it: once in the URL
-  (``?token=``), which sets a cookie for the rest, or as that cookie;
+  (``?token=``), which sets a cookie for the rest, or as that cookie; without one, a request must name a
+  loopback host (``Host: 127.0.0.1:PORT``), so a page of another site whose name was made to resolve to
+  127.0.0.1 (DNS rebinding) is refused before it can read a page's post token;
 - the only file it writes is a directory's ``labels.jsonl``, through `redraft.rundir.labels`; the files it serves
   as they are (`PAGE_FILES`, a run's report) are named, never a path from the request.
 """
@@ -22,6 +24,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -36,6 +40,8 @@ from redraft.viewer._site import PAGE_FILES, Site, render
 COOKIE = "redraft_view"
 SERVED = frozenset({REPORT, *PAGE_FILES.values()})
 """The files of a directory served as they are: the pages redraft wrote for a person."""
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]", "testserver")
+"""The names a loopback server answers to (``testserver``: Starlette's test client)."""
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -47,6 +53,8 @@ class Viewer:
     token: str | None = None
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     links: Links = field(default_factory=Links)
+    host: str = "127.0.0.1"
+    """The address it is bound to (a loopback one, without a token): a request may name it."""
 
     def app(self) -> Starlette:
         from redraft.viewer import _review_routes as reviewing
@@ -60,7 +68,10 @@ class Viewer:
             Route("/file", self._guarded(self.file)),
             *reviewing.routes(self),
         ]
-        return Starlette(routes=routes)
+        # Without a token the server is loopback's alone: a request naming another host is a page of another
+        # site that had its name resolve to 127.0.0.1 (DNS rebinding), which could read the post token.
+        hosts = ["*"] if self.token is not None else [*LOOPBACK_NAMES, self.host]
+        return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
 
     def _guarded(self, handler: Handler) -> Handler:
         """``handler`` behind the access token, with a refused path or a bad filter answered in one line."""
@@ -128,6 +139,7 @@ class Viewer:
         human = review.human_verdicts(labels)
         context = self.site.run_page(
             found,
+            rows,
             f,
             self.links,
             human=human,

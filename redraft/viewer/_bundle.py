@@ -72,10 +72,10 @@ def _run(site: Site, found: Found, out: Path) -> None:
     here = out / "d" / ("" if found.rel == "." else found.rel)
     (here / TASKS).mkdir(parents=True, exist_ok=True)
     depth = _depth(found.rel)
-    context = site.run_page(found, Filter(), BundleLinks(depth))
+    context = site.run_page(found, site.rows(found), Filter(), BundleLinks(depth))
     context["report"] = None
     (here / "index.html").write_text(render("run.html.j2", **context), encoding="utf-8")
-    inner = site.run_page(found, Filter(), BundleLinks(depth + 1)) | {"report": None}
+    inner = site.run_page(found, site.rows(found), Filter(), BundleLinks(depth + 1)) | {"report": None}
     (here / TASKS / "index.html").write_text(render("run.html.j2", **inner), encoding="utf-8")
     for row in site.rows(found)[:MAX_PAGES]:
         task = site.task_context(found, row.task_id, BundleLinks(depth + 1))

@@ -18,7 +18,7 @@ import msgspec
 from redraft.rundir import RUN, RunReader, Summary
 from redraft.rundir.layout import MANIFEST, SUMMARY, read_object
 from redraft.viewer._catalog import Found, State, run_state, total_tasks, writer_alive
-from redraft.viewer._index import Row, TaskIndex
+from redraft.viewer._index import Row
 
 
 @dataclass(frozen=True)
@@ -59,17 +59,17 @@ def judged(path: Path) -> bool:
     return bool((read_object(path / MANIFEST).get("config") or {}).get("judge"))
 
 
-def run_card(found: Found, index: TaskIndex | None, human: tuple[int, int]) -> Card:
-    """A run's card; ``index`` its rows (None: read its summary, it is finished); ``human`` (passed, labelled)."""
+def run_card(found: Found, rows: list[Row] | None, human: tuple[int, int]) -> Card:
+    """A run's card; ``rows`` its rows (None: read its summary, it is finished); ``human`` (passed, labelled)."""
     config = read_object(found.path / MANIFEST).get("config") or {}
     basis = "judged" if config.get("judge") else "graded"
     saved = _summary(found.path)
-    if index is None and saved is not None:
+    if rows is None and saved is not None:
         rates = [Rate("feedback", saved.passed, saved.tasks), Rate(basis, saved.graded_passed, saved.graded)]
         done, cost, wall = saved.tasks, saved.usage.cost_usd, saved.wall_s
         state: State = "finished"
     else:
-        rows = index.fresh() if index is not None else []
+        rows = rows or []
         rates = _rates(rows, basis)
         done, cost = len(rows), sum(r.cost_usd for r in rows)
         wall = saved.wall_s if saved is not None else float(read_object(found.path / MANIFEST).get("wall_s", 0.0))

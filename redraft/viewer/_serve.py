@@ -53,6 +53,7 @@ def make_app(
     token: str | None = None,
     clock: Callable[[], float] = time.monotonic,
     patience: float | None = None,
+    host: str = LOOPBACK,
 ) -> Starlette:
     """The viewer over ``root`` as an ASGI app (``token``: every request must carry it; ``patience``: how long a
     page waits for a run's records, None until they are read)."""
@@ -62,7 +63,7 @@ def make_app(
 
     if not root.is_dir():
         raise UserError(f"{root} is not a directory: give the folder that holds your runs (default runs/)")
-    return Viewer(Site(root, clock, patience), token=token).app()
+    return Viewer(Site(root, clock, patience), token=token, host=host).app()
 
 
 def access_token(host: str, token: str | None) -> str | None:
@@ -82,7 +83,7 @@ def serve(
     import uvicorn
 
     token = access_token(host, token)
-    app = make_app(root, token=token, patience=PATIENCE)
+    app = make_app(root, token=token, patience=PATIENCE, host=host)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

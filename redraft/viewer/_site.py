@@ -92,7 +92,7 @@ class Site:
         for found in listed(self.root):
             try:
                 if found.kind is RUN:
-                    rows = self.index(found.path) if needs_rows(found) else None
+                    rows = self.rows(found) if needs_rows(found) else None
                     cards.append(run_card(found, rows, human(found) if human else (0, 0)))
                 else:
                     cards.append(other_card(found))
@@ -100,15 +100,12 @@ class Site:
                 unreadable.append(found.rel)
         return cards, unreadable
 
-    def card(self, found: Found, human: tuple[int, int]) -> Card:
-        return run_card(found, self.index(found.path) if needs_rows(found) else None, human)
-
-    def run_page(self, found: Found, f: Filter, links: Links, **review: Any) -> dict[str, Any]:
-        """What the run page's template is given (the page itself, or its live part, is rendered from it)."""
+    def run_page(self, found: Found, rows: list[Row], f: Filter, links: Links, **review: Any) -> dict[str, Any]:
+        """What the run page's template is given (the page itself, or its live part, is rendered from it), from
+        ``rows``, the run's rows as read once for the page."""
         human = review.get("human", {})
-        rows = self.rows(found)
         shown, kept = f.apply(rows, human) if links.live else (rows[: PAGE * 100], len(rows))
-        card = self.card(found, review.get("counts", (0, 0)))
+        card = run_card(found, rows if needs_rows(found) else None, review.get("counts", (0, 0)))
         rate = self.index(found.path).rate()
         left = (card.total - card.done) if card.total else None
         return {

@@ -94,3 +94,13 @@ def test_a_session_of_pages_and_labels_writes_nothing_but_labels(root: Path, tmp
     after = _tree(copy)
     assert set(after) - set(before) == {os.path.join("mixed", "labels.jsonl")}
     assert {k for k in before if before[k] != after[k]} == set()
+
+
+def test_without_a_token_a_request_for_another_host_is_refused(client: TestClient) -> None:
+    """A page of another site whose name resolves to 127.0.0.1 (DNS rebinding) cannot read a page's post token."""
+    assert (
+        client.get("/task", params={"d": "mixed", "id": "suite/late"}, headers={"host": "evil.example"}).status_code
+        == 400
+    )
+    assert client.get("/", headers={"host": "127.0.0.1:8765"}).status_code == 200
+    assert client.get("/", headers={"host": "localhost:8765"}).status_code == 200
