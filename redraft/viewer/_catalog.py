@@ -61,6 +61,16 @@ def _walk(root: Path, here: Path, depth: int) -> Iterator[Found]:
             yield from _walk(root, here / name, depth + 1)
 
 
+def found_at(root: Path, path: Path) -> Found | None:
+    """``path`` (inside ``root``, both resolved) as the directory of the kind its marks say, or None."""
+    try:
+        names = {entry.name for entry in os.scandir(path)}
+    except OSError:
+        return None
+    kind = next((k for k in KINDS if any(mark in names for mark in k.marks)), None)
+    return None if kind is None else Found(path, path.relative_to(root).as_posix(), kind, 0.0)
+
+
 def _mtime(entry: os.DirEntry[str]) -> float:
     try:
         return entry.stat(follow_symlinks=False).st_mtime

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -21,7 +22,7 @@ from redraft.errors import UserError
 from redraft.rundir import COMPARISON, RUN, RunReader, build_history
 from redraft.rundir.layout import REPORT
 from redraft.viewer._cards import Card, judged, needs_rows, other_card, run_card
-from redraft.viewer._catalog import Found, inside, listed
+from redraft.viewer._catalog import Found, found_at, inside, listed
 from redraft.viewer._filters import PAGE, Filter
 from redraft.viewer._index import Clock, Row, TaskIndex
 from redraft.viewer._links import Links
@@ -72,7 +73,7 @@ class Site:
         path = inside(self.root, rel)
         if path is None:
             raise UserError(f"{rel!r} lies outside the viewer's root")
-        found = next((f for f in _kinds_of(self.root.resolve(), path)), None)
+        found = found_at(self.root.resolve(), path)
         if found is None or (kind is not None and found.kind.name != kind):
             raise UserError(f"{rel!r} is not a {kind or 'run, comparison, tune or judge card'} directory")
         return found
@@ -86,8 +87,9 @@ class Site:
     def rows(self, found: Found) -> list[Row]:
         return self.index(found.path).fresh()
 
-    def cards(self, human: Any = None) -> tuple[list[Card], list[str]]:
-        """Every directory's card, newest first; and the directories that would not read (each named)."""
+    def cards(self, human: Callable[[Found], tuple[int, int]] | None = None) -> tuple[list[Card], list[str]]:
+        """Every directory's card, newest first; and the directories that would not read (each named). ``human``:
+        a run's (passed, labelled) by people's labels (none without it)."""
         cards, unreadable = [], []
         for found in listed(self.root):
             try:
@@ -176,17 +178,6 @@ class Site:
 def lane_path(rel: str, lane: str) -> str:
     """A comparison's lane's path under the root."""
     return lane if rel in ("", ".") else f"{rel}/{lane}"
-
-
-def _kinds_of(root: Path, path: Path) -> list[Found]:
-    from redraft.viewer._catalog import KINDS
-
-    try:
-        names = {p.name for p in path.iterdir()}
-    except OSError:
-        return []
-    rel = path.relative_to(root).as_posix()
-    return [Found(path, rel, k, 0.0) for k in KINDS if any(mark in names for mark in k.marks)][:1]
 
 
 def _eta(seconds: float) -> str:
