@@ -10,7 +10,8 @@ Guards, each tested:
   loopback host (``Host: 127.0.0.1:PORT``), so a page of another site whose name was made to resolve to
   127.0.0.1 (DNS rebinding) is refused before it can read a page's post token;
 - the only file it writes is a directory's ``labels.jsonl``, through `redraft.rundir.labels`; the files it serves
-  as they are (`PAGE_FILES`, a run's report) are named, never a path from the request.
+  as they are (`PAGE_FILES`, a run's report) are named, never a path from the request, and each is sandboxed
+  (`SANDBOX`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ SERVED = frozenset({REPORT, *PAGE_FILES.values()})
 """The files of a directory served as they are: the pages redraft wrote for a person."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]", "testserver")
 """The names a loopback server answers to (``testserver``: Starlette's test client)."""
+SANDBOX = "sandbox allow-scripts"
+"""How a served page is shown: its own scripts run (a report marks its plots loaded), in an origin of no site, so
+nothing in it can read the viewer's pages or their post token."""
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -169,4 +173,4 @@ class Viewer:
         name = request.query_params.get("name", "")
         if name not in SERVED or not (found.path / name).is_file():
             raise UserError(f"{name!r} is not a page this viewer serves")
-        return FileResponse(found.path / name, media_type="text/html")
+        return FileResponse(found.path / name, media_type="text/html", headers={"Content-Security-Policy": SANDBOX})

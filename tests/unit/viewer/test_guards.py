@@ -36,7 +36,9 @@ def test_a_link_out_of_the_root_is_refused(root: Path, tmp_path: Path) -> None:
         link.unlink()
 
 
-def test_only_the_pages_redraft_wrote_are_served_as_files(client: TestClient) -> None:
+def test_only_the_pages_redraft_wrote_are_served_as_files_each_sandboxed(client: TestClient) -> None:
+    served = client.get("/file", params={"d": "cmp", "name": "comparison.html"})
+    assert served.status_code == 200 and served.headers["content-security-policy"] == "sandbox allow-scripts"
     for name in ("secret", "manifest.json", "results.jsonl", "../mixed/secret"):
         assert client.get("/file", params={"d": "mixed", "name": name}).status_code == 404
 
