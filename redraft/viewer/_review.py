@@ -44,7 +44,9 @@ def has_judgements(root: Path) -> bool:
 
 def current_labels(root: Path, rows: Sequence[Row]) -> dict[str, Label]:
     """Each task's latest label of its current final answer (the `Result`'s ``text``, which a label's digest is of)."""
-    return read_judgements(root).current({row.task_id: row.text for row in rows})
+    judged = read_judgements(root)
+    labelled = {label.task_id for label in judged.labels}  # only their answers' digests are made
+    return judged.current({row.task_id: row.text for row in rows if row.task_id in labelled})
 
 
 def human_verdicts(labels: Mapping[str, Label]) -> dict[str, bool]:
