@@ -32,7 +32,8 @@ from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from redraft.errors import UserError
-from redraft.rundir.layout import REPORT
+from redraft.rundir import RUN
+from redraft.rundir.layout import PAGES_DIR, REPORT
 from redraft.viewer import _review as review
 from redraft.viewer._filters import Filter
 from redraft.viewer._links import Links
@@ -69,7 +70,7 @@ class Viewer:
             Route("/run", self._guarded(self.run)),
             Route("/task", self._guarded(self.task)),
             Route("/comparison", self._guarded(self.comparison)),
-            Route("/file", self._guarded(self.file)),
+            Route("/files/{path:path}", self._guarded(self.file)),
             *reviewing.routes(self),
         ]
         # Without a token the server is loopback's alone: a request naming another host is a page of another
@@ -169,8 +170,14 @@ class Viewer:
         return HTMLResponse(render("comparison.html.j2", **self.site.comparison_page(found, self.links, page, share)))
 
     async def file(self, request: Request) -> Response:
-        found = self.site.place(request.query_params.get("d", ""))
-        name = request.query_params.get("name", "")
-        if name not in SERVED or not (found.path / name).is_file():
-            raise UserError(f"{name!r} is not a page this viewer serves")
-        return FileResponse(found.path / name, media_type="text/html", headers={"Content-Security-Policy": SANDBOX})
+        """A page redraft wrote for a person, by its path under the root (``/files/DIR/NAME``), so the links
+        inside it (a comparison's to its lanes' reports, a report's to its task pages) land too."""
+        parts = str(request.path_params["path"]).split("/")
+        pages = len(parts) >= 2 and parts[-2] == PAGES_DIR  # a report's task page: DIR/report/NAME.html
+        where, name = "/".join(parts[: -2 if pages else -1]) or ".", parts[-1]
+        found = self.site.place(where)
+        served = name.endswith(".html") and found.kind is RUN if pages else name in SERVED
+        path = found.path / PAGES_DIR / name if pages else found.path / name
+        if not served or "/" in name or name.startswith(".") or not path.is_file():
+            raise UserError(f"{request.path_params['path']!r} is not a page this viewer serves")
+        return FileResponse(path, media_type="text/html", headers={"Content-Security-Policy": SANDBOX})

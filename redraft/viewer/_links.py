@@ -35,7 +35,7 @@ class Links:
         return f"/comparison?{urlencode({'d': rel})}"
 
     def file(self, rel: str, name: str) -> str:
-        return f"/file?{urlencode({'d': rel, 'name': name})}"
+        return "/files/" + folder(rel).removeprefix("d/") + quote(name)
 
 
 @dataclass(frozen=True)

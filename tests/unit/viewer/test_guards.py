@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from starlette.testclient import TestClient
@@ -16,9 +17,11 @@ from tests.unit.viewer.conftest import csrf_of
 
 @pytest.mark.parametrize("place", ["..", "../..", "mixed/../..", "/etc", "/", "mixed/../../outside", "mixed\x00"])
 def test_a_path_outside_the_root_is_refused(client: TestClient, place: str) -> None:
-    for route in ("/run", "/comparison", "/task", "/file", "/review", "/pairwise"):
-        answer = client.get(route, params={"d": place, "id": "suite/late", "name": "report.html"})
+    for route in ("/run", "/comparison", "/task", "/review", "/pairwise"):
+        answer = client.get(route, params={"d": place, "id": "suite/late"})
         assert answer.status_code == 404, (route, place)
+    file = client.get(f"/files/{quote(place.strip('/'), safe='')}/comparison.html")
+    assert file.status_code == 404, place
 
 
 def test_a_link_out_of_the_root_is_refused(root: Path, tmp_path: Path) -> None:
@@ -30,17 +33,24 @@ def test_a_link_out_of_the_root_is_refused(root: Path, tmp_path: Path) -> None:
     link.symlink_to(outside)
     try:
         with TestClient(make_app(root)) as c:
-            assert c.get("/file", params={"d": "escape", "name": "comparison.html"}).status_code == 404
+            assert c.get("/files/escape/comparison.html").status_code == 404
             assert "escape" not in c.get("/").text
     finally:
         link.unlink()
 
 
 def test_only_the_pages_redraft_wrote_are_served_as_files_each_sandboxed(client: TestClient) -> None:
-    served = client.get("/file", params={"d": "cmp", "name": "comparison.html"})
+    served = client.get("/files/cmp/comparison.html")
     assert served.status_code == 200 and served.headers["content-security-policy"] == "sandbox allow-scripts"
-    for name in ("secret", "manifest.json", "results.jsonl", "../mixed/secret"):
-        assert client.get("/file", params={"d": "mixed", "name": name}).status_code == 404
+    for name in (
+        "secret",
+        "manifest.json",
+        "results.jsonl",
+        "..%2Fmixed%2Fsecret",
+        "report/..%2Fsecret",
+        "labels.jsonl",
+    ):
+        assert client.get(f"/files/mixed/{name}").status_code == 404, name
 
 
 def test_a_post_without_the_session_s_token_is_refused_and_writes_nothing(client: TestClient, root: Path) -> None:

@@ -81,9 +81,27 @@ def test_an_unknown_task_is_refused_in_one_line(client: TestClient) -> None:
 def test_a_comparison_shows_each_task_s_answers_side_by_side_with_links(client: TestClient, root: Path) -> None:
     page = client.get("/comparison?d=cmp").text
     assert "arms/deep, arms/shallow" in page
-    assert '<iframe src="/file?d=cmp&amp;name=comparison.html"' in page
+    assert '<iframe src="/files/cmp/comparison.html"' in page
     assert "/task?d=cmp%2Farms%2Fdeep&amp;id=suite%2Flate" in page
     assert "/task?d=cmp%2Farms%2Fshallow&amp;id=suite%2Flate" in page
-    assert client.get("/file?d=cmp&name=comparison.html").text.startswith("<!DOCTYPE html>")
+    assert client.get("/files/cmp/comparison.html").text.startswith("<!DOCTYPE html>")
     lane = client.get("/task", params={"d": "cmp/arms/shallow", "id": "suite/late"})
     assert lane.status_code == 200
+
+
+def test_a_run_s_report_and_its_task_pages_are_served_with_their_links(tmp_path: Path) -> None:
+    from redraft.rundir import safe_name
+    from redraft.viewer import make_app
+    from redraft.views.report import write_report
+    from tests.support.report_runs import make_run
+
+    run = make_run(tmp_path / "runs" / "reported")
+    write_report(run)
+    with TestClient(make_app(tmp_path / "runs")) as c:
+        page = c.get("/run?d=reported").text
+        assert '<a href="/files/reported/report.html">its report</a>' in page
+        report = c.get("/files/reported/report.html")
+        assert report.status_code == 200 and f'href="report/{safe_name("suite/late")}.html"' in report.text
+        task = c.get(f"/files/reported/report/{safe_name('suite/late')}.html")  # the report's own link, resolved
+        assert task.status_code == 200 and "suite/late" in task.text
+        assert c.get("/files/reported/report/secret").status_code == 404
