@@ -105,3 +105,19 @@ def test_a_run_s_report_and_its_task_pages_are_served_with_their_links(tmp_path:
         task = c.get(f"/files/reported/report/{safe_name('suite/late')}.html")  # the report's own link, resolved
         assert task.status_code == 200 and "suite/late" in task.text
         assert c.get("/files/reported/report/secret").status_code == 404
+
+
+def test_the_list_is_newest_first(root: Path, tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from redraft.viewer import make_app
+
+    copy = tmp_path / "runs"
+    shutil.copytree(root, copy)
+    for i, mark in enumerate(["mixed/results.jsonl", "mixed/trace.msgpack", "mixed/manifest.json"]):
+        os.utime(copy / mark, (1_000_000 + i, 1_000_000 + i))  # the run last changed long ago
+    with TestClient(make_app(copy)) as c:
+        assert re.findall(r'<tr><td><a href="[^"]+">([^<]+)</a>', c.get("/").text) == ["cmp", "mixed"]
+        os.utime(copy / "mixed" / "results.jsonl")  # a task landed just now
+        assert re.findall(r'<tr><td><a href="[^"]+">([^<]+)</a>', c.get("/").text) == ["mixed", "cmp"]
