@@ -8,15 +8,16 @@ outside ``OUT``, and nothing into the root.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 
 from redraft.errors import UserError
-from redraft.rundir import COMPARISON, RUN, safe_name
+from redraft.rundir import COMPARISON, RUN, RunReader, safe_name
 from redraft.viewer._catalog import Found
 from redraft.viewer._filters import Filter
 from redraft.viewer._links import TASKS, BundleLinks, folder
-from redraft.viewer._site import PAGE_FILES, Site, lane_path, render
+from redraft.viewer._site import PAGE_FILES, Site, lane_path, render, task_context
 
 MAX_PAGES = 1_000
 """Task pages a bundle writes per run: its first tasks (as the report does)."""
@@ -77,10 +78,10 @@ def _run(site: Site, found: Found, out: Path) -> None:
     (here / "index.html").write_text(render("run.html.j2", **context), encoding="utf-8")
     inner = site.run_page(found, site.rows(found), Filter(), BundleLinks(depth + 1)) | {"report": None}
     (here / TASKS / "index.html").write_text(render("run.html.j2", **inner), encoding="utf-8")
-    for row in site.rows(found)[:MAX_PAGES]:
-        task = site.task_context(found, row.task_id, BundleLinks(depth + 1))
-        page = render("task_view.html.j2", **task)
-        (here / TASKS / f"{safe_name(row.task_id)}.html").write_text(page, encoding="utf-8")
+    tasks = RunReader(found.path).sampled(lambda i: i < MAX_PAGES)  # one pass: no search per task
+    for entry, frames in itertools.islice(tasks, MAX_PAGES):
+        page = render("task_view.html.j2", **task_context(found, entry, frames, BundleLinks(depth + 1)))
+        (here / TASKS / f"{safe_name(entry.task_id)}.html").write_text(page, encoding="utf-8")
 
 
 def _comparison(site: Site, found: Found, out: Path) -> None:

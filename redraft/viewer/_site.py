@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 
 from redraft.errors import UserError
-from redraft.rundir import COMPARISON, RUN, RunReader, build_history
+from redraft.rundir import COMPARISON, RUN, Frame, RunReader, TaskEntry, build_history
 from redraft.rundir.layout import REPORT
 from redraft.viewer._cards import Card, judged, needs_rows, other_card, run_card
 from redraft.viewer._catalog import Found, found_at, inside, listed
@@ -131,22 +131,10 @@ class Site:
         }
 
     def task_context(self, found: Found, task_id: str, links: Links) -> dict[str, Any]:
-        """The report's task page's context (its history, result, fields), with the viewer's links."""
+        """The report's task page's context for ``task_id`` (its record found by `RunReader.find`)."""
         reader = RunReader(found.path)
         entry = reader.find(task_id)
-        frames = reader.trace_of(entry)
-        history = build_history(task_id, frames or [])
-        return {
-            "title": f"redraft · {task_id}",
-            "history": history,
-            "result": entry.result,
-            "trace_lost": "its trace was lost" if frames is None else "",
-            "record_extra": {k: v for k, v in entry.extra.items() if v not in (None, "", [], {})},
-            "steps": {s.round: s for s in history.best_steps()},
-            "back": links.run(found.rel),
-            "links": links,
-            "rel": found.rel,
-        }
+        return task_context(found, entry, reader.trace_of(entry), links)
 
     def lanes(self, found: Found) -> list[str]:
         """A comparison's lanes (``arms/NAME``..., ``baseline``) that are run directories, arms first."""
@@ -173,6 +161,23 @@ class Site:
             "page_file": links.file(found.rel, name) if (found.path / name).is_file() else None,
             "preference": preference,
         }
+
+
+def task_context(found: Found, entry: TaskEntry, frames: list[Frame] | None, links: Links) -> dict[str, Any]:
+    """The report's task page's context (its history, result, fields; ``frames`` None: lost), with the viewer's
+    links."""
+    history = build_history(entry.task_id, frames or [])
+    return {
+        "title": f"redraft · {entry.task_id}",
+        "history": history,
+        "result": entry.result,
+        "trace_lost": "its trace was lost" if frames is None or entry.lost else "",
+        "record_extra": {k: v for k, v in entry.extra.items() if v not in (None, "", [], {})},
+        "steps": {s.round: s for s in history.best_steps()},
+        "back": links.run(found.rel),
+        "links": links,
+        "rel": found.rel,
+    }
 
 
 def lane_path(rel: str, lane: str) -> str:
