@@ -36,6 +36,7 @@ from redraft.cli._progress import RunProgress
 from redraft.cli._report import report_command
 from redraft.cli._serve import serve_command
 from redraft.cli._signals import EXIT_INTERRUPTED, StopRequest, stop_on_signals
+from redraft.cli._view import view_command
 from redraft.cli._warning_lines import show_warnings_as_lines
 from redraft.errors import Interrupted, RedraftError, UserError
 
@@ -314,6 +315,7 @@ RunDir = Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory
 
 
 app.command("report")(report_command)
+app.command("view")(view_command)
 
 
 @app.command("trace")

@@ -6,7 +6,8 @@ The rooms (also in docs/architecture.md): ``protocols`` imports nothing of redra
 scenarios and backends; ``actors`` (the only room that imports Ray) makes the engine's roles actors
 and drives a run; ``judging`` (the judge and its card, no Ray) sits beside the engine, below the actors
 that run it and the comparisons that gate on it; ``stats``, the pure statistics, imports nothing of redraft;
-the views read the run directory and nothing that runs; ``serving`` (``redraft serve``) runs the engine per
+the views read the run directory and nothing that runs, and the viewer (``redraft view``) serves them, reading
+through the run directory's readers and rendering through the views; ``serving`` (``redraft serve``) runs the engine per
 request behind an HTTP app, and only its deployment module imports Ray (Ray Serve); telemetry reads it too, and
 prices what it reads, for the actor system (a run's spans as it goes) and the CLI (a run's afterwards);
 ``jsonlines``, the rule every journal is read by, imports nothing of redraft, so the backends, the run
@@ -62,6 +63,7 @@ ALLOWED: dict[str, set[str]] = {
     "serving": {"errors", "protocols", "config", "strategies", "scenarios", "engine", "rundir", "actors"},
     "rundir": {"errors", "protocols", "jsonlines", "plaintext"},
     "views": {"errors", "protocols", "rundir"},
+    "viewer": {"errors", "protocols", "rundir", "views"},
     "telemetry": {"errors", "protocols", "backends", "rundir"},
     "comparison": {
         *("errors", "protocols", "config", "scenarios", "engine", "actors", "rundir", "views", "stats", "judging"),
@@ -85,6 +87,7 @@ ALLOWED: dict[str, set[str]] = {
         "tuning",
         "judging",
         "serving",
+        "viewer",
     },
     "__init__": {"protocols", "config", "engine", "actors", "comparison", "tuning"},
 }
