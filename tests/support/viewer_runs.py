@@ -12,7 +12,7 @@ from pathlib import Path
 from redraft import RunConfig
 from redraft.engine._refine import refine_trace
 from redraft.engine.grader import Grader
-from redraft.engine.setup import arbiter_settings
+from redraft.engine.resolution import arbiter_settings
 from redraft.protocols.messages import Result, Task, decode_as, encode
 from redraft.rundir import RunStore
 from tests.support.harness import scripted_arbiter
