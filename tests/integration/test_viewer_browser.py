@@ -3,12 +3,14 @@ against the real command serving a root of real run directories.
 
 One walk through what a person does: the list; a run being written whose finished count grows while the page is
 open (the test writes its tasks, the page polls); a filter; a task page with a hostile answer; a label given with
-the keyboard that lands in ``labels.jsonl``; a blind pairwise choice. Each step waits on the page's text, never a
+the keyboard that lands in ``labels.jsonl``, which ``judge calibrate --run`` then counts as people's; a blind
+pairwise choice. Each step waits on the page's text, never a
 clock. Screenshots are saved under ``test-artifacts/`` (the viewer's guide shows them).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -21,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from redraft.rundir import read_judgements
+from tests.support import judges
 from tests.support.paths import REPO_ROOT
 from tests.support.report_runs import make_run
 from tests.support.viewer_runs import LiveRun, make_comparison
@@ -143,6 +146,30 @@ def test_a_label_given_with_the_keyboard_lands_in_labels_jsonl(page: playwright.
     playwright.expect(page.locator("#review")).to_contain_text("2 of 18 labelled")
     assert [lab.verdict for lab in read_judgements(root / "2026-mixed").labels] == ["fail", "pass"]
     shot(page, "label")
+
+
+def test_judge_calibrate_takes_the_labels_given_in_the_browser(
+    page: playwright.Page, url: str, root: Path, tmp_path: Path
+) -> None:
+    """The two labels the keyboard gave (the test before) are what ``judge calibrate --run`` counts as people's."""
+    rubric = tmp_path / "rubric.json"
+    rubric.write_text(json.dumps(judges.RUBRIC))
+    judge = "scripted:tests.support.judges:arithmetic_faithful"
+    args = ["judge", "calibrate", "--run", str(root / "2026-mixed"), "--judge", judge, "--rubric", str(rubric)]
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}  # the command, as a person runs it beside the viewer
+    done = subprocess.run(
+        [sys.executable, "-m", "redraft.cli", *args, "--out", str(tmp_path / "card")],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "labels: 2 human labels" in done.stdout, done.stderr
+    card = json.loads((tmp_path / "card" / "judge-card.json").read_text())
+    given = {label.task_id for label in read_judgements(root / "2026-mixed").labels}
+    assert len(given) == 2 and card["human_labels"] == 2
+    assert card["program_labels"] == card["labelled"] - 2
 
 
 def test_a_blind_pairwise_choice(page: playwright.Page, url: str, root: Path) -> None:
