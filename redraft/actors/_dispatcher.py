@@ -31,7 +31,6 @@ import heapq
 import itertools
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +51,7 @@ from redraft.actors._endpoints import EndpointWatch
 from redraft.actors._grading import GRADE_WATCHDOG_S, GradeStage
 from redraft.actors._hosts import HostWatch
 from redraft.actors._leases import Lease
-from redraft.actors._live import Live, LiveTally
+from redraft.actors._live import LiveHook, LiveTally
 from redraft.actors._metrics import RunMetrics
 from redraft.actors._stall import StallWatch
 from redraft.backends.pricing import PriceTable, default_prices
@@ -70,8 +69,6 @@ from redraft.rundir import RunStore
 from redraft.scenarios import Scenario
 
 ProgressHook = Callable[[Result], None]
-LiveHook = Callable[[Live], None]
-"""Told the run as it goes (`redraft.actors._live.Live`) on every turn of the dispatch loop."""
 BudgetCheck = Callable[[Usage, float], str | None]
 """Why the run's budget is spent by this usage after this many seconds, or None."""
 
@@ -209,9 +206,8 @@ class Dispatcher:
         if self.hosts is not None:
             self.hosts.poll()
         if self.on_live is not None:
-            rounds = Counter(p.round for p in self.in_flight.values() if p.grading is None)
-            grading = len(self.in_flight) - rounds.total()
-            self.on_live(self.tally.live(rounds, grading, self.hosts.states() if self.hosts else []))
+            out = ((p.task.task_id, p.round if p.grading is None else None) for p in self.in_flight.values())
+            self.on_live(self.tally.live(out, self.hosts.states() if self.hosts else []))
 
     # ------------------------------------------------------------ sending
 

@@ -10,13 +10,18 @@ person watching, never what a budget is held to (that is the run directory's acc
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import msgspec
 
 from redraft.actors._hosts import HostState
 from redraft.protocols.messages import Usage
+from redraft.rundir.layout import LIVE, write_json
 
 
 class _Peek(msgspec.Struct, kw_only=True):
@@ -45,6 +50,8 @@ class Live:
     """The tokens those calls made (output tokens)."""
     hosts: list[HostState] = field(default_factory=list)
     """The model hosts' own account (none for a run on providers)."""
+    tasks: dict[str, int | None] = field(default_factory=dict)
+    """Each task out, by id: the round it is in, or None while it is graded."""
 
     @property
     def in_flight(self) -> int:
@@ -69,5 +76,45 @@ class LiveTally:
             last = max(last, peek.round)
         return last + 1 if last >= 0 else -1
 
-    def live(self, rounds: Counter[int], grading: int, hosts: list[HostState]) -> Live:
-        return Live(dict(sorted(rounds.items())), grading, self.calls, self.tokens, hosts)
+    def live(self, out: Iterable[tuple[str, int | None]], hosts: list[HostState]) -> Live:
+        """The run as it goes, from the tasks ``out`` (each id with its round, None while graded)."""
+        tasks = dict(out)
+        rounds = Counter(r for r in tasks.values() if r is not None)
+        grading = len(tasks) - rounds.total()
+        return Live(dict(sorted(rounds.items())), grading, self.calls, self.tokens, hosts, tasks)
+
+
+LiveHook = Callable[[Live], None]
+"""Told the run as it goes on every turn of the dispatch loop."""
+LISTED = 1_000
+"""The tasks in flight ``live.json`` names one by one (a batch can have thousands out; the counts hold them all)."""
+
+
+EVERY_S = 2.0
+"""How often, at most, ``live.json`` is written."""
+
+
+def recorded(root: Path, then: LiveHook | None, *, every_s: float | None = None) -> LiveHook:
+    """A hook that writes the run as it goes to ``root/live.json`` (at most every ``every_s``, `EVERY_S` unless
+    given; replaced whole, so a reader never sees half of it), for whoever watches the directory (``redraft
+    view``), then tells ``then``."""
+    last, every = [-float("inf")], EVERY_S if every_s is None else every_s
+
+    def tell(live: Live) -> None:
+        if time.monotonic() - last[0] >= every:
+            last[0] = time.monotonic()
+            state = {
+                "at": time.time(),
+                "in_flight": live.in_flight,
+                "rounds": {str(r): n for r, n in live.rounds.items()},
+                "grading": live.grading,
+                "calls": live.calls,
+                "tokens": live.tokens,
+                "tasks": dict(sorted(live.tasks.items())[:LISTED]),
+            }
+            with contextlib.suppress(OSError):  # the watchers' file: the run's own writes say when the directory fails
+                write_json(root / LIVE, state)
+        if then is not None:
+            then(live)
+
+    return tell

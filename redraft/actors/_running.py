@@ -18,11 +18,12 @@ from typing import Any
 from redraft.actors._attempts import Breaker
 from redraft.actors._batches import Batches, start_batches, stop_batches
 from redraft.actors._clock import RunClock
-from redraft.actors._dispatcher import Dispatcher, DispatchRules, LiveHook, ProgressHook
+from redraft.actors._dispatcher import Dispatcher, DispatchRules, ProgressHook
 from redraft.actors._endpoints import EndpointHook, EndpointWatch
 from redraft.actors._hosts import HostWatch
 from redraft.actors._leases import Fleets, Lease
 from redraft.actors._ledger import batch_name, start_ledger, stop_ledger
+from redraft.actors._live import LiveHook, recorded
 from redraft.actors._metrics import RunMetrics
 from redraft.engine.estimate import Estimate
 from redraft.engine.resolution import ResolvedRun, RoleSetup
@@ -131,7 +132,7 @@ def _dispatcher(
         stop=hooks.stop,
         endpoints=EndpointWatch(metrics, hooks.on_endpoints),
         hosts=HostWatch(),
-        on_live=hooks.on_live,
+        on_live=recorded(store.root, hooks.on_live),
     )
 
 

@@ -26,9 +26,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from redraft.actors._dispatcher import LiveHook, ProgressHook
+from redraft.actors._dispatcher import ProgressHook
 from redraft.actors._endpoints import EndpointHook
 from redraft.actors._leases import Fleets
+from redraft.actors._live import LiveHook
 from redraft.actors._preflight import estimate_left
 from redraft.actors._running import RunHooks, start_running
 from redraft.actors._startup import check_address, ensure_ray

@@ -13,6 +13,8 @@ secret          random bytes that seed the hidden parts of generated tasks (`red
                 comparison's or a tune's directory keeps the one its runs share
 ray.log         Ray's own messages, when the run started Ray (its warnings, what it relays from the cluster)
 writer.lock     while a writer holds the directory: who it is (`redraft.rundir.lock`)
+live.json       while a run goes: its tasks in flight and the round each is in, calls and tokens so far,
+                rewritten every few seconds and removed at its end (`redraft.actors._live`)
 labels.jsonl    people's judgements of its answers, appended by anyone, never by the run (`redraft.rundir.labels`)
 ```
 
@@ -32,6 +34,7 @@ from typing import Any
 MANIFEST, TRACE, RESULTS, SUMMARY = "manifest.json", "trace.msgpack", "results.jsonl", "summary.json"
 REPORT, PAGES_DIR = "report.html", "report"
 RAY_LOG = "ray.log"
+LIVE = "live.json"
 RUN_UID = "run_uid"
 """The manifest's key for the directory's own id, which its result lines and provider batches carry."""
 

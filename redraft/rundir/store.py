@@ -62,7 +62,7 @@ from redraft.rundir._results import RUN, latest_results, result_line
 from redraft.rundir._wire import check_wire
 from redraft.rundir.kinds import RUN as RUN_DIR
 from redraft.rundir.kinds import check_kind
-from redraft.rundir.layout import MANIFEST, RESULTS, RUN_UID, SUMMARY, TRACE, read_object, write_json
+from redraft.rundir.layout import LIVE, MANIFEST, RESULTS, RUN_UID, SUMMARY, TRACE, read_object, write_json
 from redraft.rundir.lock import WriterLock, hold
 from redraft.rundir.summary import Summary, summarize
 
@@ -211,6 +211,7 @@ class RunStore:
                     self._unwritable = self._unwritable or exc
         self._trace = self._results = None
         if self._lock is not None:
+            (self.root / LIVE).unlink(missing_ok=True)  # what was in flight is no more: the run has ended
             self._lock.release()
             self._lock = None
 

@@ -22,7 +22,7 @@ from redraft.errors import UserError
 from redraft.rundir import COMPARISON, RUN, Frame, RunReader, TaskEntry, build_history
 from redraft.rundir.layout import REPORT
 from redraft.viewer._cards import Card, judged, needs_rows, other_card, run_card
-from redraft.viewer._catalog import Found, found_at, inside, listed
+from redraft.viewer._catalog import Found, found_at, in_flight, inside, listed
 from redraft.viewer._filters import PAGE, Filter
 from redraft.viewer._index import Clock, Row, TaskIndex
 from redraft.viewer._links import Links
@@ -128,6 +128,7 @@ class Site:
             "human": human,
             "coverage": review.get("coverage", ""),
             "loading": self.index(found.path).loading,
+            "flight": in_flight(found.path) if card.state == "running" and links.live else None,
         }
 
     def task_context(self, found: Found, task_id: str, links: Links) -> dict[str, Any]:

@@ -3,12 +3,15 @@ in next, from the real frames; a model host's decode rate and share of a core fr
 
 from __future__ import annotations
 
-from collections import Counter
+import json
+from pathlib import Path
 
 from redraft.actors._hosts import STARVED_CORES, WINDOW_S, HostRates
-from redraft.actors._live import LiveTally
+from redraft.actors._live import Live, LiveTally, recorded
 from redraft.backends import HostVitals
 from redraft.protocols.messages import Decision, Draft, DraftRequest, Task, Usage, encode
+from redraft.rundir import RunStore
+from redraft.rundir.layout import LIVE
 
 
 def test_a_landed_round_counts_its_replies_calls_and_tokens_and_says_the_round_its_task_is_in_next() -> None:
@@ -22,8 +25,23 @@ def test_a_landed_round_counts_its_replies_calls_and_tokens_and_says_the_round_i
     assert tally.landed([encode(task), encode(request), encode(draft), encode(draft), encode(decision)]) == 2
     assert (tally.calls, tally.tokens) == (2, 14)  # the replies' calls and output tokens; a request is no call
     assert tally.landed([encode(task)]) == -1  # nothing of a round: the task's round is left as it was
-    live = tally.live(Counter({2: 1, 0: 3}), grading=1, hosts=[])
-    assert live.rounds == {0: 3, 2: 1} and live.in_flight == 5 and live.calls == 2
+    live = tally.live([("a", 0), ("b", 2), ("c", 0), ("d", None), ("e", 0)], hosts=[])
+    assert live.rounds == {0: 3, 2: 1} and live.grading == 1 and live.in_flight == 5 and live.calls == 2
+    assert live.tasks == {"a": 0, "b": 2, "c": 0, "d": None, "e": 0}
+
+
+def test_the_run_as_it_goes_is_written_beside_its_records_for_watchers_and_removed_at_its_end(tmp_path: Path) -> None:
+    store = RunStore.open(tmp_path, {"fingerprint": "f", "identity": {}})
+    told: list[Live] = []
+    tell = recorded(tmp_path, told.append, every_s=3600.0)
+    tally = LiveTally()
+    tell(tally.live([("a", 1), ("b", None)], hosts=[]))
+    state = json.loads((tmp_path / LIVE).read_text())
+    assert state["tasks"] == {"a": 1, "b": None} and state["rounds"] == {"1": 1} and state["grading"] == 1
+    tell(tally.live([("c", 0)], hosts=[]))  # within the interval: the hook is told, the file is not rewritten
+    assert len(told) == 2 and json.loads((tmp_path / LIVE).read_text())["tasks"] == {"a": 1, "b": None}
+    store.close()
+    assert not (tmp_path / LIVE).exists()  # nothing is in flight once the run has ended
 
 
 def vitals(at: float, *, calls: int, tokens: int, busy_s: float, cpu_s: float) -> HostVitals:

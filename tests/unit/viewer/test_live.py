@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from redraft.actors._live import LiveTally, recorded
+from redraft.rundir.layout import LIVE
 from redraft.viewer import make_app
 from redraft.viewer._app import Viewer
 from redraft.viewer._site import Site
@@ -106,3 +108,21 @@ def test_a_long_run_s_first_page_shows_before_its_records_are_read(root: Path, m
         site.index((root / "mixed").resolve()).settle()
         page = client.get("/run?d=mixed&part=live").text
         assert 'data-loading="0"' in page and len(re.findall(r'<a href="/task\?d=mixed', page)) == 6
+
+
+def test_a_running_run_shows_its_tasks_in_flight_with_their_round_as_its_driver_wrote_them(
+    live: LiveRun, tmp_path: Path
+) -> None:
+    live.add(2)
+    with TestClient(make_app(tmp_path / "runs")) as client:
+        assert 'id="flight"' not in client.get("/run?d=going&part=live").text  # the driver has said nothing yet
+        tally = LiveTally()
+        recorded(live.store.root, None)(tally.live([("t7", 1), ("t8", 0), ("t9", None)], hosts=[]))
+        page = client.get("/run?d=going&part=live").text
+        assert text_of(page, "flight").startswith("3 in flight · 1 in round 0 · 1 in round 1 · 1 being graded")
+        rows = re.findall(r"<tr><td>(\w+)</td><td>([\w ]+)</td></tr>", page.split('id="flight"')[1])
+        assert rows == [("t7", "round 1"), ("t8", "round 0"), ("t9", "being graded")]
+        (live.store.root / LIVE).write_text('{"rounds": "not a map"')  # torn, or not the driver's: nothing shown
+        assert 'id="flight"' not in client.get("/run?d=going&part=live").text
+        live.store.close()  # the run ended: its file goes, and an interrupted run has nothing in flight
+        assert 'id="flight"' not in client.get("/run?d=going&part=live").text
