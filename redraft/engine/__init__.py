@@ -8,6 +8,7 @@ one task here; `role_setup` resolves a `RunConfig` into what the roles are built
 
 from redraft.engine._identity import check_out
 from redraft.engine._model_role import CallSettings
+from redraft.engine._plugins import Plugins
 from redraft.engine._refine import Refinement, local_roles, refine, refine_async, run_blocking
 from redraft.engine.arbiter import Arbiter, ArbiterSettings, Checkpoint
 from redraft.engine.critic import Critic
@@ -27,6 +28,7 @@ __all__ = [
     "Grader",
     "LocalMember",
     "Member",
+    "Plugins",
     "Refinement",
     "Reply",
     "Request",
