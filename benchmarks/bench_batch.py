@@ -42,6 +42,7 @@ from typing import Any
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
+from redraft import Plugins, RunHooks
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import ChatMessage, Result, Task
@@ -133,8 +134,8 @@ def child(size: int, address: str, out: str) -> None:
             out=out,
             max_tasks_in_flight=IN_FLIGHT,
         ),
-        backends={"drafter": spec, "critic": spec},
-        on_result=hook,
+        Plugins(backends={"drafter": spec, "critic": spec}),
+        RunHooks(on_result=hook),
     )
     wall = time.perf_counter() - started
     s = outcome.summary

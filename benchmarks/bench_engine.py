@@ -24,7 +24,7 @@ from tempfile import TemporaryDirectory
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, run
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._refine import local_roles
@@ -85,11 +85,11 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     with TemporaryDirectory() as tmp:
         warm = RunConfig.build(samples=2, max_rounds=3, limit=5, out=f"{tmp}/warm")
-        run(warm, backends={"drafter": spec, "critic": spec})  # actors and workers started once
+        run(warm, Plugins(backends={"drafter": spec, "critic": spec}))  # actors and workers started once
         started = time.perf_counter()
         outcome = run(
             RunConfig.build(samples=2, max_rounds=3, limit=TASKS, out=f"{tmp}/run", max_tasks_in_flight=64),
-            backends={"drafter": spec, "critic": spec},
+            Plugins(backends={"drafter": spec, "critic": spec}),
         )
         ray_s = time.perf_counter() - started
         assert outcome.summary.usage.calls == calls, (outcome.summary.usage.calls, calls)
@@ -98,7 +98,7 @@ def main() -> None:
         slow = ScriptedSpec(script=LateLearner.for_tasks(tasks, never=True), delay_s=delay)
         run(
             RunConfig.build(strategy="self_consistency", samples=k, limit=1, out=f"{tmp}/slow"),
-            backends={"drafter": slow, "critic": slow},
+            Plugins(backends={"drafter": slow, "critic": slow}),
         )
         # The arbiter's own wall time for the task: one round of K drafts and their checks.
         round_s = json.loads(Path(f"{tmp}/slow/results.jsonl").read_text())["wall_s"]

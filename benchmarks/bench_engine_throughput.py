@@ -37,6 +37,8 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import fake_http_model
 
+from redraft import RunHooks
+
 K = 3
 ROUNDS = 3
 CRITIQUED = 2
@@ -153,7 +155,7 @@ def through_redraft(
             cpu["last"] = _cpu_seconds(server_pid)
 
     started = time.time()
-    run(config, on_result=on_result)
+    run(config, hooks=RunHooks(on_result=on_result))
     ended = time.time()
     seen = fake_http_model.stats(url)
     per_call = (cpu["last"] - cpu["first"]) / max(seen["count"] - cpu["calls"], 1)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, run
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import Message, VerifyRequest
 from redraft.rundir import KnownFrame, RunReader
@@ -84,7 +84,7 @@ def on_ray(nodes: int, tasks: int) -> tuple[int, float]:
                 scenario="pipeline", strategy="plan_execute", max_rounds=1, limit=tasks, out=f"{folder}/run"
             )
             started = time.perf_counter()
-            outcome = run(config, backends={"drafter": drafter, "critic": drafter})
+            outcome = run(config, Plugins(backends={"drafter": drafter, "critic": drafter}))
             elapsed = time.perf_counter() - started
             assert outcome.summary.graded_passed == tasks, outcome.summary
             reader = RunReader(Path(folder) / "run")

@@ -38,7 +38,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import msgspec
 
-from redraft import RunConfig
+from redraft import Plugins, RunConfig
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine._refine import local_roles
 from redraft.engine.arbiter import Arbiter
@@ -168,7 +168,7 @@ def engine_figures(sizes: list[int]) -> dict[int, dict[str, float]]:
             started = time.perf_counter()
             outcome = run(
                 RunConfig.build(**REFERENCE, limit=n, out=f"{tmp}/run-{n}", max_tasks_in_flight=64),
-                backends={"drafter": spec, "critic": spec},
+                Plugins(backends={"drafter": spec, "critic": spec}),
             )
             wall = time.perf_counter() - started
             assert outcome.summary.tasks == n, outcome.summary.tasks

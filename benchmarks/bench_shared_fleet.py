@@ -40,7 +40,17 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import fake_http_model
 from bench_tune import SEED, Proposer, check, grade, write_tasks
 
-from redraft import RunConfig, TuneSettings, compare, tune
+from redraft import (
+    CompareHooks,
+    CompareSettings,
+    Plugins,
+    RunConfig,
+    TuneHooks,
+    TunePlugins,
+    TuneSettings,
+    compare,
+    tune,
+)
 from redraft.rundir.reader import RunReader
 
 MODES = ("per-run", "shared")
@@ -96,8 +106,8 @@ def one_tune(spec: str, args: argparse.Namespace, folder: Path) -> dict[str, Any
     settings = TuneSettings(sections=["draft_system", "draft_task"], minibatch=4, max_proposals=args.iterations)
     clock, before = Clock(), actors_started()
     started = time.monotonic()
-    tune(config, settings, check=check, grade=grade, proposer=Proposer(args.proposer_latency),
-         on_start=clock.on_start, on_result=clock.on_result)  # fmt: skip
+    plugins = TunePlugins(check=check, grade=grade, proposer=Proposer(args.proposer_latency))
+    tune(config, settings, plugins, TuneHooks(on_start=clock.on_start, on_result=clock.on_result))
     wall = time.monotonic() - started
     return {"wall_s": wall, "start_up_s": clock.start_up(), "runs": len(clock.spans),
             "actors": actors_started() - before, "results": results_of(folder / "tune")}  # fmt: skip
@@ -110,8 +120,8 @@ def one_compare(spec: str, args: argparse.Namespace, folder: Path) -> dict[str, 
     )  # fmt: skip
     before, started = actors_started(), time.monotonic()
     clock = Clock(opened=started)  # a lane's start-up: from the comparison's call to its first task done
-    compare(config, ["best_of_n", "self_refine"], baseline_samples=3, check=check, grade=grade,
-            on_result=clock.on_result)  # fmt: skip
+    chosen = CompareSettings(["best_of_n", "self_refine"], baseline_samples=3)
+    compare(config, chosen, Plugins(check=check, grade=grade), CompareHooks(on_result=clock.on_result))
     wall = time.monotonic() - started
     return {"wall_s": wall, "start_up_s": clock.start_up(), "runs": 3, "actors": actors_started() - before,
             "results": results_of(folder / "compare")}  # fmt: skip

@@ -52,7 +52,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import fake_http_model
 from bench_plan_steps import busy, used  # the machine's CPU, read as that benchmark reads it
 
-from redraft import RunConfig, TuneSettings, tune
+from redraft import RunConfig, TuneHooks, TunePlugins, TuneSettings, tune
 from redraft.protocols.tuning import Proposal, ProposeRequest
 from redraft.tuning._journal import TuneJournal
 
@@ -181,10 +181,8 @@ def one_tune(url: str, cluster: Any, parallel: int, args: argparse.Namespace, fo
         fake_http_model.reset(url)
         start_cpu = busy()
         started = time.monotonic()
-        done = tune(
-            config, settings, check=check, grade=grade, proposer=proposer, on_start=clock.on_start,
-            on_result=clock.on_result,
-        )  # fmt: skip
+        plugins = TunePlugins(check=check, grade=grade, proposer=proposer)
+        done = tune(config, settings, plugins, TuneHooks(on_start=clock.on_start, on_result=clock.on_result))
         ended = time.monotonic()
         cpu = used(start_cpu)
         calls = int(fake_http_model.stats(url)["count"])

@@ -41,6 +41,8 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import fake_http_model
 from bench_engine_throughput import process_stat
 
+from redraft import RunHooks
+
 AREAS = {
     "redraft": ("redraft/",),
     "msgspec": ("msgspec",),
@@ -169,7 +171,7 @@ def main() -> None:
                 raise KeyboardInterrupt  # the window is over: stop the run (its actors are shut down)
 
         with contextlib.suppress(KeyboardInterrupt):
-            run(config, on_result=on_result)
+            run(config, hooks=RunHooks(on_result=on_result))
         print("\n".join(report) if report else "the run ended before the window: raise --tasks")
 
 

@@ -1,20 +1,7 @@
 """One exception hierarchy for redraft, each class naming whose mistake it is.
 
-- `UserError`: the person running redraft asked for something invalid (a bad flag,
-  an unknown scenario, a missing model file). The CLI prints it as one line, exit 2.
-- `ModelError`: a model misbehaved (garbage where JSON was required, an empty reply).
-  It ends one task's step, never the run.
-- `CheckError`: a scenario's check raised instead of judging a candidate; it ends that task.
-- `BackendError`: the transport to a model failed (server down, HTTP error).
-- `ProtocolError`: bytes on the wire did not decode, or a message could not be encoded (a bug or a
-  corrupt frame, never the model's text).
-- `SandboxError`: the sandbox for untrusted code could not be set up on this machine.
-- `InfrastructureError`: the machinery failed, not the task (an actor, a worker or a node died, a call
-  hung, a backend stayed unreachable): the driver redoes the task elsewhere; it is never a task's result.
-- `RunDirWriteError`: the run directory stopped taking writes (a full disk, a read-only filesystem); the CLI
-  prints it as one line, exit 1, and a rerun resumes.
-- `ClusterError`: the run cannot go on on this cluster (a role that no live node can host, a backend
-  that is down for good); the CLI prints it as one line, exit 1, and a rerun resumes.
+The classes: `UserError`, `ModelError`, `CheckError`, `BackendError`, `ProtocolError`, `SandboxError`,
+`InfrastructureError`, `RunDirWriteError`, `ClusterError`; each says whose mistake it is in its docstring.
 
 Whose fault an exception is, the task's (recorded as its result) or the machinery's
 (the task is redone), is decided by one table, `MACHINERY`, which every place that
@@ -26,6 +13,8 @@ with extra constructor arguments defines `__reduce__`.
 A name that is none of the known ones (a scenario, a strategy, a backend prefix, a
 setting, an export format...) is refused in one shape, made by `unknown_name`:
 ``unknown strategy 'self-refine' (did you mean 'self_refine'? known: ...)``.
+
+See docs/architecture.md, section "Errors: whose mistake each is".
 """
 
 from __future__ import annotations

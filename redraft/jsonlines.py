@@ -4,25 +4,15 @@ Every file redraft appends to a line at a time (a run's ``results.jsonl``, its
 ``batches.jsonl``, a tune's ``tune.jsonl``) is read by one rule, SQLite's and
 Postgres's promise that a torn write loses the torn record only:
 
-- A line is a record if it ends with a newline and its journal's decoder takes it. A
-  decoder is typed (msgspec): it raises `msgspec.DecodeError` for a line that is not
-  JSON, `msgspec.ValidationError` for JSON of the wrong shape (a missing field, a
-  wrong type), and `Refused` for a record that is not this journal's own (another
-  run's). A blank line holds nothing and is passed over.
-- Any other line is set aside (`SetAside`: its number, its offset, its bytes, and
-  why), and the records after it are kept. A reader skips it; a writer that recovers
-  the journal (`recover`, or a journal's own recovery built from `scan`, `move_aside`
-  and `replace`) appends its bytes to ``NAME.damaged`` beside the journal, never
-  deleting them, replaces the journal atomically (written aside, then renamed) by its
-  records, and says so in one line (`Recovery.line`):
-  ``batches.jsonl: kept 3, set aside 1 line: line 2 (byte 120) wrong shape: ... (moved to batches.jsonl.damaged)``.
-- An append (`append`) first moves a torn tail (a writer killed mid-line) aside, and
-  says so (a warning), so a new record is never glued to it; appends hold an exclusive
-  lock on the file, so writers in several processes never cut each other's lines.
+A line is a record if it ends with a newline and its journal's decoder takes it; any other line is set
+aside (a reader skips it; a writer's recovery moves it to ``NAME.damaged`` and says so in one line), and the
+records after it are kept. An append first moves a torn tail aside, under an exclusive lock on the file.
 
 This module is a room of its own and imports nothing of redraft: the backends' batch
 journal, the run directory and the tune each keep a journal, and the backends may not
 import the run directory.
+
+See docs/architecture.md, section "Journals read record by record".
 """
 
 from __future__ import annotations

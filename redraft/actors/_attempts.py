@@ -12,26 +12,7 @@ task: one that failed before it finished a round more than the attempts before i
 one moved the task on, however it ended). Under a storm of kills a task fails now
 and then but keeps moving; a task that kills whatever runs it never does.
 
-- A task whose arbiter died under it in `AttemptPolicy.quarantine_after` fruitless
-  attempts in a row runs alone on an arbiter of its own from then on: other tasks
-  stop dying with it, and a death there is its own doing.
-- After `AttemptPolicy.max_attempts` fruitless attempts in a row, the task is
-  stopped as a poison task if it fails where others do not: something else
-  succeeded meanwhile (a round, a task, a grade), and so many failures in a row
-  are not bad luck at the rate the machinery fails the other tasks (fewer than
-  `AttemptPolicy.luck` tasks of the run would see them by chance; `by_chance`).
-  Under a storm of kills a task can die four times running by chance; then it is
-  redone, up to `AttemptPolicy.most_attempts`. A poison task is recorded with stop
-  reason ``error`` and its own cause, ``PoisonTaskError``, naming the causes of its
-  attempts. If nothing else succeeded, the machinery is failing every task alike:
-  the task is redone again, and the run stops only when nothing at all has
-  succeeded for the stall window (`redraft.actors._stall`), recording nothing for
-  the tasks in flight, so a rerun with the same ``--out`` resumes them.
-- `Breaker`: a backend endpoint that failed whole calls (every retry) for several
-  tasks, with no answer to any task in between, is down, not refusing one
-  request. The run stops (`ClusterError`, exit 1) with one line naming it; the
-  tasks it did not finish are not written, so a rerun with the same ``--out``
-  resumes them.
+See docs/architecture.md, section "Redoing, quarantining and stopping a task".
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """The driver's dispatch loop: at most ``max_in_flight`` tasks out, each graded and written as it lands.
 
-A task goes through two stages: its loop on an arbiter (which gets the task
-without its gold, unless the run uses oracle feedback), then, when it has gold to
-be graded against, its held-out grade on a grader (`redraft.actors._grading`). Only
-then is it written, trace and result together.
-
 Every dispatched task is recorded exactly once, and ``error`` only ever means
 the task's own failure (its check raised, the model answered nothing, the server
 refused this request): such a task ends alone with stop reason ``error`` and its
@@ -19,10 +14,7 @@ finished round (`redraft.actors._arbiter.ArbiterActor.stream`) to keep those rep
 A timeout that overlapped a member's death (`redraft.actors._fleet.Fleet.disturbances`) is
 redone too while attempts are left, so a timeout in the record is the task's own time.
 
-Every wait is bounded (a watchdog per task, `WATCHDOG_GRACE_S` past its timeout, or `DEFAULT_WATCHDOG_S`;
-the fleet's heartbeat on every turn), and run budgets are checked before each dispatch against everything the
-run directory records; the time budget is a deadline each task is dispatched with (``stop_limit ==
-"run_deadline"``). What stops a run is in docs/architecture.md, "Faults".
+See docs/architecture.md, section "The dispatch loop's stages and waits".
 """
 
 from __future__ import annotations

@@ -1,39 +1,18 @@
 """The runs' actors, kept whole: role members and graders per node, arbiters, and a heartbeat over them all.
 
 A `Fleet` serves one run or many (every evaluation of a tune, every lane of a comparison: see
-`redraft.actors._leases`): its actors take each run's prompts and settings with its calls, so what a fleet is
-made for is only what its actors reserve (`Fleet.fits`). It starts `Fleet.arbiters_per_node` arbiters per live
-node with its first run (tasks go to each in turn: an arbiter's death redoes the rounds in flight of a share of
-its node's tasks, the others go on), and one member of each role a run needs, the grader included, per node when
-a run first needs that role; a run is opened on every arbiter (`open`) and closed when it ends. Then it keeps them so:
-
-- **Start.** Every actor starts at once and the fleet waits until each has answered once. One that dies meanwhile
-  is handled as during the run (`_died`): Ray restarts a killed member in place, a member dead for good is rebuilt,
-  a dead arbiter is replaced, and the member deaths count as disturbances. An actor slot that died more than
-  `Fleet.start_deaths` times with no actor answering in between (under a storm of kills others answer meanwhile)
-  stops the run up front, as does a fleet not started within `Fleet.start_timeout_s` (whatever started is killed).
-- **Heartbeat.** Every `Fleet.heartbeat_s` each actor is pinged (``__ray_ready__``, answered by its event loop).
-  One that has not answered after `Fleet.hung_after_s` (stretched by the machine's load, `patience`: a busy machine
-  answers late, and is not hung) while the cluster holds it ``ALIVE`` and it has not restarted meanwhile is frozen
-  or deadlocked: it is killed, once (one still starting or restarting is not). Ray restarts a role member or a
-  grader in place and re-sends the calls it held; a killed arbiter's tasks fail and the driver redoes them.
-- **Replacement.** A member that died for good (its node is gone, so its hard node affinity cannot be met) is
-  rebuilt on a live node, once per death, and every arbiter is told
-  (`redraft.engine.arbiter.Arbiter.replace_member`); until then the arbiters route its calls to the next member. An
-  arbiter that died is replaced when the first of its tasks reports it (the handle is compared, so a death is
-  replaced once, however many tasks it took), at once, and gets tasks once it answers (`serving`). A replacement
-  that dies before it first answers is rebuilt again, up to `Fleet.place_tries` times in a row; one that cannot
-  start within `Fleet.place_timeout_s`, or the last of those tries, leaves its slot empty; a role with no member
-  left anywhere stops the run (`ClusterError`, exit 1).
-- **Quarantine.** A task suspected of killing its arbiter runs alone on one of its own (`quarantine`).
-- **Disturbances.** `disturbances` counts what happened to role members: kills, deaths, replacements, restarts Ray
-  did in place and heartbeats at which a member was not serving (read from the control store on each heartbeat: Ray
-  re-sends a restarted member's calls unseen and queues new ones until it is back). A task whose time ran out while
-  that count moved may have spent it waiting on the machinery; the dispatcher redoes it
-  (`redraft.actors._dispatcher`).
+`redraft.actors._leases`): its actors take each run's prompts and settings with its calls, so what a fleet is made
+for is only what its actors reserve (`Fleet.fits`). It starts `Fleet.arbiters_per_node` arbiters per live node with
+its first run (tasks go to each in turn: an arbiter's death redoes the rounds in flight of a share of its node's
+tasks, the others go on), and one member of each role a run needs, the grader included, per node when a run first
+needs that role; a run is opened on every arbiter (`open`) and closed when it ends. Then it keeps them so: it
+starts them all at once, pings each on a heartbeat and kills one that hangs, rebuilds or replaces one that died for
+good, runs a suspect task alone, and counts the disturbances a task's timeout may owe to the machinery.
 
 Once started, nothing here blocks: `check` looks at the pings that came back (``ray.wait`` with no timeout) and is
 called from each run's dispatch loop; a lock keeps the runs sharing a fleet from handling one death twice.
+
+See docs/architecture.md, section "A fleet kept whole".
 """
 
 from __future__ import annotations
@@ -84,7 +63,7 @@ class _Ping:
 
 
 class Fleet:
-    """See the module docstring."""
+    """See the module docstring, and docs/architecture.md, section "A fleet kept whole"."""
 
     heartbeat_s = 2.0
     hung_after_s = 15.0
@@ -121,7 +100,7 @@ class Fleet:
         self.replaced = 0
         """Actors rebuilt or killed by the fleet (deaths and hangs it handled)."""
         self.disturbances = 0
-        """Role members killed, dead, replaced or restarted so far (see the module docstring)."""
+        """Role members killed, dead, replaced or restarted so far (docs/architecture.md, "A fleet kept whole")."""
         self._restarts: dict[int, int] = {}
         """Each member actor's restart count at the last heartbeat, by ``id`` of its handle."""
         self._placing_deaths: Counter[tuple[Kind, int]] = Counter()
@@ -137,7 +116,7 @@ class Fleet:
 
     def grow(self, roles: dict[RoleName, float]) -> None:
         """Start the arbiters (with the first run) and the members of ``roles`` the fleet lacks, and return once
-        every one answered (see the module docstring); kill what started if that fails."""
+        every one answered (docs/architecture.md, "A fleet kept whole"); kill what started if that fails."""
         with self.lock:
             for role, cpus in roles.items():
                 if role not in self.members:

@@ -7,19 +7,14 @@ arrives and each reply encoded as it leaves, here and nowhere else. The arbiter
 reaches it through a `RayMember`, which encodes the requests and decodes the
 replies, so the arbiter's loop sees typed messages on a cluster as in one process.
 
-A role actor serves every run of a fleet (`redraft.actors._fleet`): what differs between runs (the prompts,
-the sampling settings, the scenario, whose money the calls are) is the run's `RunRole`, named by its key with
-each call. The actor makes the role object of a run the first time it is asked for it, from the `RunRole` the
-member sends when the actor answers that it does not know the key (a new run, or an actor Ray restarted in
-place, which keeps nothing), and keeps it for the run's later calls. The frames themselves are the run's own,
-unchanged: the wire and the trace do not say which fleet served them.
-
 The K requests of a round bound for one member cross in one call
 (`RoleActor.serve_many`): a hop between processes costs far more than the work of
 routing a frame. Each request keeps its own fate: one reply or one exception per
 request, in order. An exception travels back inside the reply list, so one that
 cannot be pickled travels as a `RuntimeError` naming it rather than failing the
 whole batch.
+
+See docs/architecture.md, section "A role actor serves every run of its fleet".
 """
 
 from __future__ import annotations

@@ -2,25 +2,14 @@
 
 Ray exports application metrics from every process through its node's metrics
 agent (``ray start --metrics-export-port``; the dashboard's Metrics view reads
-the same Prometheus data). Each name below gets Ray's ``ray_`` prefix on export;
+the same Prometheus data). Each metric's name gets Ray's ``ray_`` prefix on export;
 every series carries the run's id (``run``), so runs sharing a cluster stay apart.
-
-| metric | kind | tags | what |
-|---|---|---|---|
-| ``redraft_tasks_done`` | counter | run, outcome (passed, failed, error) | tasks written |
-| ``redraft_tasks_in_flight`` | gauge | run | tasks out on arbiters and graders |
-| ``redraft_tasks_retried`` | counter | run, cause | attempts the machinery's failure ended (each redone) |
-| ``redraft_model_calls`` | counter | run, role, model | model calls, cache hits included (role ``judge``: a judge's) |
-| ``redraft_model_cache_hits`` | counter | run, role, model | calls answered by the response cache |
-| ``redraft_model_tokens`` | counter | run, role, model, direction (input, output) | tokens |
-| ``redraft_model_cost_usd`` | counter | run, role, model | USD, priced by the arbiter (the judge's by the driver) |
-| ``redraft_endpoint_window`` | gauge | run, endpoint | calls an adaptive limiter lets in flight now |
-| ``redraft_endpoint_in_flight`` | gauge | run, endpoint | calls in flight to the endpoint, every run's |
-| ``redraft_endpoint_throttled`` | gauge | run, endpoint | attempts its server throttled (429, 529), all told |
 
 The driver records the task figures and the endpoints' (asking their limiters), and a judge's calls (role ``judge``)
 as it writes each judged task; the arbiters record the loop's model calls (a reply replayed to a redone task is not
 counted again). Outside Ray nothing is recorded.
+
+See docs/architecture.md, section "The run's Ray metrics".
 """
 
 from __future__ import annotations

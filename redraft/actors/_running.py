@@ -52,24 +52,48 @@ class Running:
 
 @dataclass(frozen=True)
 class RunHooks:
-    """What a run tells its caller as it goes, and the event that stops it (see `redraft.actors.driver.run`)."""
+    """What joins a run to its caller while it runs: what it tells the caller as it goes, the event that stops
+    it, and, for a run that is one of a command's many, the fleets that serve it and the share of a CPU its
+    actors reserve (`redraft.run`). None of it changes a result or is recorded in the run's manifest: a resume
+    may be given other hooks.
+
+        >>> import threading
+        >>> from redraft import RunHooks
+        >>> hooks = RunHooks(on_result=lambda result: print(result.task_id), stop=threading.Event())
+    """
 
     on_start: Callable[[int, int], None] | None = None
+    """Called once the run directory is open: ``(total, already_done)``."""
     on_result: ProgressHook | None = None
+    """Called with each task's `redraft.Result` as it lands, in this invocation."""
     on_endpoints: EndpointHook | None = None
+    """Called every few seconds with the state of each endpoint's limiter (calls in flight, the adaptive window,
+    throttles)."""
     on_estimate: Callable[[Estimate], None] | None = None
+    """Told the estimate of the tasks left (`redraft.estimate`) before anything starts."""
     on_live: LiveHook | None = None
+    """Told the run as it goes on every turn of the dispatch loop (`redraft.actors.Live`: tasks in flight by
+    round, calls and tokens so far, the model hosts' decode rate and share of a core)."""
     stop: threading.Event = field(default_factory=threading.Event)
+    """Set it (from a signal handler, another thread) to end the run within a second: `Interrupted`, saying how
+    many tasks are done, the tasks in flight cancelled and not recorded."""
+    fleets: Fleets | None = None
+    """The fleets of the command the run is one of (a tune's evaluations, a comparison's lanes), whose actors
+    serve it and outlive it; None: a fleet of its own, stopped as the run ends."""
+    cpu_share: float = 1.0
+    """The share of a CPU each actor that runs candidates reserves, when other runs share the nodes (a
+    comparison's lanes each with a fleet of its own)."""
 
 
 def start_running(
-    run: ResolvedRun, store: RunStore, manifest: dict[str, Any], started: float, hooks: RunHooks, fleets: Fleets
+    run: ResolvedRun, store: RunStore, manifest: dict[str, Any], started: float, hooks: RunHooks
 ) -> Running:
-    """Start ``run``'s parts on the Ray the driver joined, its actors leased from ``fleets``; ``started`` is the
-    run's monotonic start."""
+    """Start ``run``'s parts on the Ray the driver joined, its actors leased from the hooks' fleets (or a fleet of
+    its own), each reserving the hooks' CPU share; ``started`` is the run's monotonic start."""
     out = store.root
     batch = batch_name(out)
-    run = run.with_setup(payer=store.payer)
+    run = run.with_setup(payer=store.payer, cpu_share=hooks.cpu_share)
+    fleets = hooks.fleets or Fleets(shared=False)
     setup, batches = start_batches(run.setup, batch, store, run.runtime)
     run = dataclasses.replace(run, setup=setup).with_settings(
         run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s

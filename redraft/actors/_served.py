@@ -7,14 +7,7 @@ from an arbiter actor, its model calls made by role actors that share the endpoi
 and the prices with every other run on the cluster. What the replica reads back is what the engine's `Arbiter`
 yields in one process: a `Checkpoint` per finished round, the same messages (decoded from the frames).
 
-The lease is taken on a request's first use of its configuration, off the replica's event loop (starting the fleet's
-actors takes seconds), and the fleet's heartbeat runs from then on, every `Fleet.heartbeat_s`. Held with an idle
-time (`Fleets.idle_s`, a server's ``fleet_idle_s``), a configuration with no request for that long lets its lease
-go, and the fleet, once none of the replica's configurations holds it, stops its actors; the next request leases
-again and a fleet starts for it, as the first did. An arbiter actor that
-dies under a request is the machinery's failure (`InfrastructureError`, which the server answers 503 with ``Retry-
-After``), and the fleet replaces it; a request whose client goes away cancels its task on the arbiter actor, which
-cancels the loop's model calls.
+See docs/architecture.md, section "A served request's lease on a fleet".
 """
 
 from __future__ import annotations

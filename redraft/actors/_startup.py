@@ -3,19 +3,6 @@
 Every command that runs tasks starts Ray here and nowhere else: ``run`` and its
 resume, ``compare``, ``tune``.
 
-A local Ray that fails to start is started once more with longer waits (a line says so
-first). On a loaded
-machine Ray's own waits run out ("The current node timed out during startup": the
-node did not register within the 30 s Ray 2.60 allows, fixed in
-`ray._private.node.Node`; or the GCS did not write its port file within
-``RAY_gcs_server_port_wait_time_s``). What the failed start left (the GCS, the
-raylet, their agents) is killed first; the second start then waits `RETRY_WAIT_S`
-for each: the port file, through that variable; the node, by letting each of
-Ray's lookups of it (``ray._private.services.get_node``) keep asking until then;
-and the started processes' own lookups, through ``RAY_raylet_start_wait_time_s``.
-If it fails again, `ClusterError` says in one line what to do. Ray is pinned to
-2.60 (its private names above are read only here).
-
 A local Ray started here is watched (`redraft.actors._reaper`): when this process
 ends, however it ends, what is left of that Ray is killed at once.
 
@@ -25,6 +12,8 @@ starts), which left the embedded model's host, itself a worker, with 4 to 6 % of
 ordinary busy processes, and a run that finished nothing in 15 minutes (measured). ``REDRAFT_WORKER_NICENESS``
 sets another (a batch job that should yield to a desk's work: 10, say). A cluster joined with ``--address``
 is left as its operator started it: its workers' niceness is its raylets' setting, not a driver's.
+
+See docs/architecture.md, section "Starting a local Ray on a loaded machine".
 """
 
 from __future__ import annotations
@@ -180,7 +169,8 @@ def _niceness(niceness: int) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _waiting(wait_s: float) -> Iterator[None]:
-    """Ray's start-up waits lengthened to ``wait_s`` while the block runs (see the module docstring)."""
+    """Ray's start-up waits lengthened to ``wait_s`` while the block runs (docs/architecture.md, section "Starting a
+    local Ray on a loaded machine")."""
     import ray._private.services as services
 
     names = ("RAY_gcs_server_port_wait_time_s", "RAY_raylet_start_wait_time_s")

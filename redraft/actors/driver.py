@@ -20,21 +20,16 @@ and a watcher ends the rest at once (`redraft.actors._reaper`).
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from redraft.actors._dispatcher import ProgressHook
-from redraft.actors._endpoints import EndpointHook
-from redraft.actors._leases import Fleets
-from redraft.actors._live import LiveHook
 from redraft.actors._preflight import estimate_left
 from redraft.actors._running import RunHooks, start_running
 from redraft.actors._startup import check_address, ensure_ray
 from redraft.config import RunConfig
-from redraft.engine import check_out
+from redraft.engine import Plugins, check_out
 from redraft.engine.estimate import Estimate
 from redraft.engine.resolution import BackendOverrides, ResolvedRun, resolve_run
 from redraft.errors import Interrupted, UserError
@@ -57,58 +52,32 @@ class RunOutcome:
     """Tasks already finished by an earlier invocation."""
 
 
-def run(
-    config: RunConfig,
-    *,
-    backends: BackendOverrides | None = None,
-    on_start: Callable[[int, int], None] | None = None,
-    on_result: ProgressHook | None = None,
-    stop: threading.Event | None = None,
-    check: CheckFunction | None = None,
-    grade: CheckFunction | None = None,
-    on_endpoints: EndpointHook | None = None,
-    cpu_share: float = 1.0,
-    on_estimate: Callable[[Estimate], None] | None = None,
-    on_live: LiveHook | None = None,
-    fleets: Fleets | None = None,
-) -> RunOutcome:
+def run(config: RunConfig, plugins: Plugins | None = None, hooks: RunHooks | None = None) -> RunOutcome:
     """Run the config's scenario on Ray (joining ``runtime.address`` or starting a local Ray), writing its run
     directory; run it again with the same ``out`` to resume.
 
-    ``on_start(total, already_done)`` is called once the run directory is open;
-    ``on_result`` for each task that finishes in this invocation; ``on_endpoints`` every few seconds with the
-    state of each endpoint's limiter (calls in flight, the adaptive window, throttles). Setting ``stop`` (from
-    a signal handler, another thread) ends the run within a second: `Interrupted`, saying how many tasks are
-    done, with the tasks in flight cancelled and not recorded. ``check`` and ``grade`` steer and grade a task
-    file's tasks (``config.experiment.tasks``), as `redraft.refine`'s do. ``cpu_share``: the share of a CPU
-    each actor that runs candidates reserves, when other runs share the nodes (a comparison's lanes).
-    ``on_estimate`` is told the estimate of the tasks left (`estimate`) before anything starts (the command
-    line says it where a role's model costs money or may, and takes its expected calls for the ETA);
-    ``on_live`` the run as it goes on every turn of the dispatch loop (`redraft.actors.Live`: tasks in flight
-    by round, calls and tokens so far, the model hosts' decode rate and share of a core); ``fleets``, those of
-    the command the run is one of (see `run_resolved`). A config
-    with ``dry_run`` set is refused: call `estimate`.
+    ``plugins``: the functions that steer and grade a task file's tasks, and backend objects in place of the
+    config's models (`Plugins`; None plugs in nothing). ``hooks``: what the run tells the caller as it goes, the
+    event that stops it, and the fleets of the command it is one of (`RunHooks`; None: a fresh one, so that no
+    two calls share a stop event). A config with ``dry_run`` set is refused: call `estimate`.
 
         >>> import tempfile
-        >>> from redraft import RunConfig, run
+        >>> from redraft import Plugins, RunConfig, run
         >>> from redraft.backends.scripted import ScriptedSpec
         >>> model = ScriptedSpec(script=lambda request: "3 + 4 = 7\\nAnswer: 7")
         >>> config = RunConfig.build(scenario="arithmetic", limit=2, samples=1, out=tempfile.mkdtemp())
-        >>> outcome = run(config, backends={"drafter": model, "critic": model})
+        >>> outcome = run(config, Plugins(backends={"drafter": model, "critic": model}))
         >>> outcome.summary.tasks, outcome.total
         (2, 2)
     """
-    resolved = resolve_run(config, check=check, grade=grade, backends=backends).with_setup(cpu_share=cpu_share)
-    hooks = RunHooks(on_start, on_result, on_endpoints, on_estimate, on_live, stop or threading.Event())
-    return run_resolved(resolved, hooks, fleets)
+    plugged = plugins or Plugins()
+    resolved = resolve_run(config, check=plugged.check, grade=plugged.grade, backends=plugged.backends)
+    return run_resolved(resolved, hooks or RunHooks())
 
 
-def run_resolved(run: ResolvedRun, hooks: RunHooks, fleets: Fleets | None = None) -> RunOutcome:
+def run_resolved(run: ResolvedRun, hooks: RunHooks) -> RunOutcome:
     """`run`, of a run resolved once (`redraft.engine.resolution.resolve_run`): a comparison's lane, a tune's
-    evaluation.
-
-    ``fleets``: the fleets of the command the run is one of, whose actors it is served by; None: a fleet of its
-    own, stopped as it ends."""
+    evaluation, served by the command's fleets (`RunHooks.fleets`)."""
     if run.runtime.dry_run:
         raise UserError("a dry run starts nothing: redraft.estimate(config) is its estimate")
     check_out(run.out)
@@ -129,7 +98,7 @@ def run_resolved(run: ResolvedRun, hooks: RunHooks, fleets: Fleets | None = None
             return RunOutcome(out=run.out, summary=store.finish(0.0, None), total=total, skipped=skipped)
         pending = (t for t in run.tasks() if t.task_id not in store.done)
         ensure_ray(run.runtime.address, log=run.out / RAY_LOG, verbose=run.runtime.verbose)
-        running = start_running(run, store, manifest, started, hooks, fleets or Fleets(shared=False))
+        running = start_running(run, store, manifest, started, hooks)
     except BaseException:
         store.close()
         raise

@@ -11,25 +11,7 @@ calls until none has come for `BatchSettings.gather_s` (or the oldest has waited
 ``max_poll_s``), and answers each call when its batch has ended. Everything else is
 the loop online: the same requests and seeds, the response cache, the retries.
 
-- **Resume.** A batch's id and its lines' keys (each request's response-cache key,
-  which is also its custom id at the provider) are written to the run directory
-  (``batches.jsonl``, `redraft.backends._batch_journal`) as soon as the provider
-  accepts it, and marked ended once every answer is handed over. A driver that dies
-  and is started again with the same ``--out`` follows the batches still open, and
-  answers a call from them when its key is asked again (the seeds are the run's, so
-  the requests are the same): a batch is not paid for twice. When the journal was
-  damaged or deleted, the batches are found in the provider's own list as well, and
-  nothing new is sent until those whose keys are unknown have ended.
-- **Failures.** A line that failed with an error status is an attempt that failed:
-  `with_retries` makes the call again by the online rules (after a 5xx or 429, in a
-  later batch; after a 400, not at all). A line that never ran (the batch expired
-  at the provider, or was not over after ``--batch-wait`` seconds and was
-  cancelled) is made online.
-- **Stop.** When the run stops for any reason but a killed driver (Ctrl-C, a spent
-  budget), the batches still open are cancelled; their finished lines stay readable
-  for a resume.
-- **Cost.** An answer from a batch carries ``batch_calls=1`` in its usage, which
-  the price table prices at the batch price (`redraft.backends.pricing`).
+See docs/architecture.md, section "Provider batches: resume, failures, stop, cost".
 """
 
 from __future__ import annotations

@@ -9,25 +9,10 @@ start (`recover_journal`: a torn, unreadable or wrong-shape line, or one of anot
 run, is moved to ``batches.jsonl.damaged`` and said in one line); a collector reads
 it without writing, skipping what is not a record.
 
-A resume follows the batches the journal holds open. A journal that was damaged or
-deleted cannot vouch for itself (`BatchRun.journal_lost`, or a line that does not read
-when a collector that Ray restarted reads it again, or a line already moved to
-``batches.jsonl.damaged``, which a journal found lost leaves too, `BatchJournal.intact`): the batch of a torn line
-is still out at the provider, and sending its calls again would pay for them twice.
-So the provider's own list is read too (`BatchAPI.listed`, newest first, back to the
-run's start), and every batch there of this run that the journal does not record as
-ended is followed:
+A journal that was damaged or deleted cannot vouch for itself: a resume then also follows every batch of this run
+in the provider's own list that the journal does not record as ended, so no call is paid for twice.
 
-- OpenAI keeps a batch's metadata: each batch is sent with the run's id and its
-  endpoint's (``redraft_run``, ``redraft_endpoint``), and only this run's are taken;
-- Anthropic's batches carry no metadata, so a batch made since the run began is only
-  known to be this run's once it has ended, by its custom ids (the keys its calls ask
-  for again). Such a batch is followed without being owned: nothing is sent until it
-  ends (or has run past ``--batch-wait``), and it is never cancelled.
-
-A batch found only in the list has no keys until its results are read; the collector
-holds its new batches until such batches end, then answers each call from them whose
-key is there, and sends the rest.
+See docs/architecture.md, section "A lost batch journal: the provider's own list".
 """
 
 from __future__ import annotations

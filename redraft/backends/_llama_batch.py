@@ -12,43 +12,13 @@ llama.cpp and the model (`llama_module`, `load`, `tokenize`, `key_type`, `BATCH_
 sequence's state; `_llama_slots` chooses each request's slot and fills its KV stream
 (`graphs`).
 
-Invariants the batched path keeps:
+Invariants: only the scheduler thread touches the llama.cpp context, the batch and the samplers; a sequence id
+belongs to one request at a time; every sequence has its own KV stream and seeded sampler chain, so the same
+(prompt, seed, temperature) gives the same tokens alone or batched; a shared prompt or a reused prefix gives
+bitwise the logits and KV cells the request would have computed itself; a request that cannot fit its context fails
+alone, and the scheduler keeps serving.
 
-- Only the scheduler thread touches the llama.cpp context, the batch and the
-  samplers. Callers only tokenize (read-only on the vocabulary) and wait on a
-  `concurrent.futures.Future`.
-- A sequence id belongs to at most one request at a time, and its KV cells are
-  removed before the id is handed to the next request.
-- Every sequence has its own KV stream (``kv_unified`` off, ``ctx_per_seq``
-  cells each) and its own sampler chain seeded with its own seed, so its logits
-  and its draws do not depend on which other sequences share a batch: the same
-  (prompt, seed, temperature) gives the same tokens alone or batched.
-- A request whose prompt is identical to an active sequence's does not
-  evaluate it again: if the twin's prompt is still being evaluated it waits and
-  samples from the same logits; if it is done, the twin's KV stream is copied
-  (what followed the prompt dropped) and the first token is drawn from the
-  logits the twin's prompt gave, kept for that (`Sequence.first_logits`).
-- A finished sequence's slot keeps its prompt's KV cells and first logits until
-  the slot is needed: a later request with the same prompt (a sample that waited
-  for a slot while its twins finished) takes that slot and draws its first token
-  from those logits. A request without such a match takes another free slot (see
-  the slot-order invariant below for which).
-- Either way a shared prompt gives bitwise the logits and KV cells the request
-  would have computed itself.
-- A request without such a twin starts from the longest common prefix (at least
-  `_llama_slots.MIN_PREFIX` tokens) that any slot's stream holds, an active
-  sequence's or a kept prompt's: the stream is copied, cut after the prefix, and
-  only the rest of the prompt is evaluated. A prompt's logits and KV cells do not
-  depend on how its evaluation is split across decodes (whole, in chunks, the last
-  token alone, after a copied prefix), so a reused prefix changes no text.
-- A step's generating rows go to ``llama_decode`` in slot order, and a request takes
-  the free slot beside the most taken ones (a kept prompt that a waiting request has
-  is not given away): llama.cpp decodes sequences of separate KV streams in one graph
-  only when their ids follow one another, and each graph reads every weight (see
-  `_step`). Which slot a sequence has changes none of its tokens.
-- A request that cannot fit its context fails alone with `BackendError`, at
-  submission; a failed decode fails only the requests in that batch. The
-  scheduler thread keeps serving.
+See docs/architecture.md, section "Continuous batching: the invariants".
 """
 
 from __future__ import annotations

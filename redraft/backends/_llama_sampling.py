@@ -7,27 +7,11 @@ batched path samples from the same distribution as the sequential one. The
 seed lives in the chain, never in shared state: sequences never share a
 random stream, which is what keeps batched runs reproducible.
 
-A grammar-bound draw is the costly one: llama.cpp matches every token of the
-vocabulary (49k for the embedded model) against the grammar, once per token
-drawn. Yet with top-k on, only the k best tokens the grammar allows
-can be drawn, and the rest of the chain sees nothing else. So `SamplerChain`
-finds those k (fewer if fewer pass) with less matching, in two steps:
+A grammar-bound draw finds the k best tokens the grammar allows with far less matching (a shortlist, then a token
+tree), and keeps the same array, in the same order, as llama.cpp would: the draw is the same and consumes the same
+random number.
 
-1. The shortlist: the grammar is matched against the `SHORTLIST` tokens of
-   highest logit. If k pass, they are the k best of the whole vocabulary, since
-   every token outside has a lower logit. This settles most draws inside JSON
-   strings, where nearly every token passes.
-2. The token tree (`TokenTree`): between JSON's punctuation few tokens pass, and
-   the grammar's matching is closed under prefixes (a text it accepts is
-   accepted with its last bytes cut off, as llama.cpp consumes a token byte by
-   byte). So a token whose longest prefix that is itself a token was refused is
-   refused too, and the matching walks down the tree from the single bytes,
-   opening only what passed. This finds every token that passes, few matches.
-
-What the chain keeps after top-k is then the same array, in the same order, as
-llama.cpp would have made (a tie that llama.cpp would order by position sends the
-draw to the whole-vocabulary match), so the draw is the same and consumes the
-same random number. A test compares the two over real critiques.
+See docs/architecture.md, section "Sampling under a grammar".
 """
 
 from __future__ import annotations

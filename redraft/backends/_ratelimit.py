@@ -17,15 +17,10 @@ calls in flight (the throttles of calls granted before the cut do not cut again)
 and holds every grant for the server's ``Retry-After``. ``inflight=`` is then
 the ceiling, and ``adaptive=0`` turns it off.
 
-Asking the limiter costs two actor calls an attempt, which halves the calls/s a
-zero-latency server sees (``benchmarks/bench_adaptive_concurrency.py``). So an
-endpoint with no limit given is not asked until its server first throttles a call:
-until then its calls go straight out, as without a limiter; the first 429 (in any
-process) starts the limiter at `START_WINDOW`, in slow start, and from then on that
-process asks it before every attempt (each other process from its own first 429).
-
 A spec string carries its limits as a query: ``openai:gpt-4o-mini?rpm=500&tpm=200000&inflight=32``.
 Outside Ray the limiter is an object in this process.
+
+See docs/architecture.md, section "A limiter asked only once an endpoint throttles".
 """
 
 from __future__ import annotations

@@ -19,17 +19,10 @@ machinery's failure, not the task's. The arbiter hands it to the driver, which
 redoes the task later and, when several tasks find the same endpoint down with
 no success between them, stops the run (`redraft.actors._attempts.Breaker`).
 
-Each attempt, not each call, passes the endpoint's gate when there is one
-(`attempt_gate`: the cluster-wide limiter of `redraft.backends._ratelimit`), so
-a 429 is seen by the limiter that adapts the endpoint's concurrency to it.
-
-Backoff is exponential with full jitter (a uniform wait in ``[0, backoff]``, so
-actors that failed together do not retry together). A server's ``Retry-After``
-is a floor on the wait, honoured up to `RetryPolicy.max_retry_after_s`. Sleep
-and randomness are injected, so tests run instantly and replay exactly.
-
 Error messages built here never hold a credential: `redact` removes the API key
 from any text that came back from a server.
+
+See docs/architecture.md, section "Retries: the gate and the backoff".
 """
 
 from __future__ import annotations

@@ -14,18 +14,10 @@ becomes a forced call of one tool whose input schema is the requested one
 (``report_critique`` for the critic's, ``report_<title>`` for a schema with a title: a
 plan, a decision); the completion's text is that tool input as JSON.
 
-A request's stable prefix (`ChatRequest.stable_chars`: the system text, the instructions and the task)
-that reaches the model's minimum cacheable length (`CACHE_MINIMUM_TOKENS`) ends in a ``cache_control``
-breakpoint: the last turn is sent as two text blocks, the stable one marked. A shorter prefix is sent as
-before, with no breakpoint, since Anthropic would not cache it. Batch lines are built by the same code.
-
-Usage follows redraft's convention that cached tokens are a subset of the input
-tokens: Anthropic reports uncached input (``input_tokens``), cache reads and cache
-writes separately, so ``input_tokens`` here is their sum, ``cached_tokens``
-the cache reads and ``cache_write_tokens`` the writes.
-
 Every request goes through `with_retries` with the SDK's own retries off (see
 `redraft.backends._retrying`); 529 (overloaded) is retried like any 5xx.
+
+See docs/architecture.md, section "Anthropic: prompt caching and usage".
 """
 
 from __future__ import annotations

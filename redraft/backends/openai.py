@@ -14,30 +14,12 @@ The key is read from the environment inside `OpenAISpec.create`, that is in the
 actor; it is never stored in the spec, in a spec string, in an error message or
 in a log line.
 
-OpenAI caches a prompt's prefix by itself (from 1,024 tokens); a request's ``cache_key`` is sent to
-OpenAI proper as ``prompt_cache_key``, so one task's calls, which share their stable prefix, are
-routed to the same cache. A compatible server or an Azure deployment is not sent it.
-
-A JSON-schema request (the critic's) is sent as ``response_format`` of type
-``json_schema``, non-strict, since strict mode refuses schemas with length
-bounds. An OpenAI-compatible server that answers such a request with a 400
-naming ``response_format`` is asked once more with the schema written into the
-system prompt instead, and that client keeps doing so for later calls. The
-critic validates the JSON either way.
-
 Every request goes through `with_retries`; the SDK's own retries are off (see
 `redraft.backends._retrying`). A 200 whose body is not a chat completion (bad
 JSON, no choices) is treated as a transient proxy fault and retried: a server
 that always sends one fails after ``retry.max_attempts`` requests.
 
-The body is built here as plain JSON, one way for both. ``openai:`` sends it
-with the SDK's public ``post``, the call ``chat.completions.create`` makes after
-walking its arguments against the SDK's parameter types: that walk changes
-nothing in a body built this way (a unit test holds it for every form of
-request). ``openai-compatible:`` posts it over plain aiohttp
-(`redraft.backends._chat_wire`): a compatible server answers in milliseconds,
-so the client's CPU bounds the calls an actor makes per second, and the SDK's
-layers would be most of that CPU.
+See docs/architecture.md, section "OpenAI: prompt cache, structured output, the body".
 """
 
 from __future__ import annotations

@@ -6,18 +6,14 @@ find their family, and ``gpt-4o-mini`` is never priced as ``gpt-4o``. Local GGUF
 models and scripted doubles cost nothing. A model the table does not know is
 *unpriced*: its calls cost 0 here and are reported by name, never guessed.
 
-The built-in prices are list prices as the providers published them (checked 2025; Anthropic's cache
-writes, 1.25 times the input price, checked 2026-11-28); they change. Override or extend them with a JSON
-file (``--prices FILE``): ``{"my-model": {"input": 1.0, "cached_input": 0.1, "cache_write": 1.25, "output":
-4.0}}``. A call answered through a batch API (``--batch``) costs ``batch`` times these (0.5 unless the
-file says otherwise).
-
 `PriceTable.priced` is the one place a call is priced, whichever role made it: the loop's roles are priced
 by the arbiter as their replies come in, the tune's proposer by the tune as its proposals come in. A call
 the response cache answered costs what it cost when it was paid (``cost_usd``: what the results rest on);
 when another run had paid for it, that much is also ``saved_usd``, which this run did not spend. What the
 provider's prompt cache saved (its reads' discount, less its writes' surcharge) is ``prompt_cache_saved_usd``:
 already out of ``cost_usd``, which prices the tokens as they were billed.
+
+See docs/architecture.md, section "The built-in prices, and a user's".
 """
 
 from __future__ import annotations

@@ -99,6 +99,7 @@ def list_strategies() -> None:
 
 def run_command(scenario: str | None, check: str | None, grade: str | None, model: str | None, **settings: Any) -> None:
     """Refine a scenario's tasks and write a run directory. Rerun with the same --out to resume."""
+    from redraft.actors import RunHooks
     from redraft.actors.driver import run
     from redraft.config import RunConfig
 
@@ -112,15 +113,15 @@ def run_command(scenario: str | None, check: str | None, grade: str | None, mode
     progress = RunProgress(_starting(config))
     with stop_on_signals() as stop, progress:
         try:
-            outcome = run(
-                config,
+            hooks = RunHooks(
                 on_start=progress.start,
                 on_result=progress.advance,
-                stop=stop.event,
                 on_endpoints=progress.endpoints,
                 on_estimate=lambda estimate: said_before(estimate, config, progress.expect),
                 on_live=progress.live,
+                stop=stop.event,
             )
+            outcome = run(config, hooks=hooks)
         except Interrupted as exc:
             _interrupted(exc, stop)
     _print_summary(outcome, oracle=config.experiment.oracle_feedback, config=config.flat())
@@ -234,7 +235,7 @@ def tune_command(
     """Tune the prompts on train tasks; adopt the best only if it wins on a test split read once. Rerun to resume."""
     from redraft.cli._tune import TuneProgress, said_outcome
     from redraft.config import RunConfig
-    from redraft.tuning import TuneSettings, parse_fractions, tune
+    from redraft.tuning import TuneHooks, TuneSettings, parse_fractions, tune
 
     given = {name: value for name, value in settings.items() if value is not None}
     grade = _judged_grade(grade, given)
@@ -252,7 +253,7 @@ def tune_command(
     progress = TuneProgress()
     with stop_on_signals() as stop, progress:
         try:
-            done = tune(config, chosen, on_status=progress.status, say=progress.say, stop=stop.event)
+            done = tune(config, chosen, hooks=TuneHooks(on_status=progress.status, say=progress.say, stop=stop.event))
         except Interrupted as exc:
             _interrupted(exc, stop)
     said_outcome(done)

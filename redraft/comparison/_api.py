@@ -17,12 +17,12 @@ from redraft.comparison._pairwise import pairwise as judged_pairs
 from redraft.comparison._result import build, held_against, read_json, write_json
 from redraft.comparison._runner import ComparePlan, run_comparison
 from redraft.config import DEFAULT_BASELINE_SAMPLES, RunConfig
-from redraft.engine.resolution import BackendOverrides, with_check
+from redraft.engine import Plugins
+from redraft.engine.resolution import BackendOverrides
 from redraft.errors import UserError, unknown_name
 from redraft.judging import read_card
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir.reader import RunReader
-from redraft.scenarios.user_check import CheckFunction
 
 MATCHES: tuple[Match, ...] = ("calls", "tokens", "usd")
 
@@ -41,53 +41,78 @@ class ComparisonOutcome:
     """``comparison.html``: the tables and plots for a person."""
 
 
+@dataclass(frozen=True)
+class CompareSettings:
+    """What a comparison compares and how (`compare`): its arms, the sampling baseline they are matched against,
+    what they are matched on, and what the comparison is held against and judged by.
+
+        >>> from redraft import CompareSettings
+        >>> settings = CompareSettings(["adversarial", "self_refine"], baseline_samples=8, match="tokens")
+    """
+
+    arms: Sequence[str] | Path
+    """Strategy names, one arm each, or the path of an arms file (TOML)."""
+    baseline_samples: int | None = None
+    """Samples per task of the sampling baseline; None: the arms file's ``samples``, else the default."""
+    match: Match = "calls"
+    """What the arms and the baseline are matched on: ``calls``, ``tokens`` or ``usd``."""
+    repeats: int = 1
+    """Runs of each lane, for the spread between runs."""
+    baseline: Path | None = None
+    """An earlier comparison.json: each arm is held against it, and the verdict is the comparison's ``gate``
+    (``redraft compare --baseline``)."""
+    judge_card: Path | None = None
+    """The card (``redraft judge calibrate``) of the config's ``judge``, named with its verdict in the
+    comparison's ``judge``."""
+    pairwise: bool = False
+    """The judge also compares each pair of arms' final answers, in both orders (the comparison's ``pairwise``)."""
+
+
+@dataclass(frozen=True)
+class CompareHooks:
+    """What a comparison tells its caller as its lanes run, and the event that stops them (`compare`)."""
+
+    on_result: Callable[[str, Result], None] | None = None
+    """Called ``(lane, result)`` for every task that lands, in any lane."""
+    stop: threading.Event | None = None
+    """Set it to end every lane at once: `Interrupted`, counting the tasks done over all lanes."""
+
+
 def compare(
     config: RunConfig,
-    arms: Sequence[str] | Path,
-    *,
-    baseline_samples: int | None = None,
-    match: Match = "calls",
-    repeats: int = 1,
-    check: CheckFunction | None = None,
-    grade: CheckFunction | None = None,
-    backends: BackendOverrides | None = None,
-    on_result: Callable[[str, Result], None] | None = None,
-    stop: threading.Event | None = None,
-    baseline: Path | None = None,
-    judge_card: Path | None = None,
-    pairwise: bool = False,
+    settings: CompareSettings,
+    plugins: Plugins | None = None,
+    hooks: CompareHooks | None = None,
 ) -> ComparisonOutcome:
     """Compare critic strategies on the same tasks, against sampling at matched cost, on Ray.
 
-    ``config`` holds the shared settings (scenario or task file, models, budgets, ``out``); ``arms`` names
-    strategies, one arm each, or is the path of an arms file (TOML). Every arm, and the sampling baseline of
-    ``baseline_samples`` samples per task, is a resumable run under ``config.runtime.out``: calling it again
-    with the same ``out`` resumes. ``check`` and ``grade`` steer and grade a task file's tasks, as `refine`'s.
-    ``on_result(lane, result)`` is told of every task that lands; setting ``stop`` ends every lane at once.
-    ``baseline``, an earlier comparison.json: each arm is held against it, and the verdict is the comparison's
-    ``gate`` (``redraft compare --baseline``). ``judge_card``: the card (``redraft judge calibrate``) of the
-    config's ``judge``, named with its verdict in the comparison's ``judge``; ``pairwise``: that judge also
-    compares each pair of arms' final answers, in both orders (the comparison's ``pairwise``).
+    ``config`` holds the shared settings (scenario or task file, models, budgets, ``out``); ``settings`` the
+    comparison's own (`CompareSettings`: its arms, baseline, matching, gate and judge). Every arm, and the
+    sampling baseline, is a resumable run under ``config.runtime.out``: calling it again with the same ``out``
+    resumes. ``plugins`` steer and grade a task file's tasks and replace the config's models, as `run`'s
+    (`Plugins`); ``hooks`` follow every lane and stop them all (`CompareHooks`).
 
         >>> import tempfile
-        >>> from redraft import RunConfig, compare
+        >>> from redraft import CompareSettings, Plugins, RunConfig, compare
         >>> from redraft.backends.scripted import ScriptedSpec
         >>> model = ScriptedSpec(script=lambda request: "3 + 4 = 7\\nAnswer: 7")
         >>> config = RunConfig.build(scenario="arithmetic", limit=3, samples=2, max_rounds=2, out=tempfile.mkdtemp())
-        >>> done = compare(config, ["self_refine"], baseline_samples=3, backends={"drafter": model, "critic": model})
+        >>> plugins = Plugins(backends={"drafter": model, "critic": model})
+        >>> done = compare(config, CompareSettings(["self_refine"], baseline_samples=3), plugins)
         >>> [arm.name for arm in done.comparison.arms], done.json.name
         (['self_refine'], 'comparison.json')
     """
-    if match not in MATCHES:
-        raise unknown_name("match", match, MATCHES)
-    config = with_check(config, check, grade)
-    plan = _plan(config, arms, baseline_samples, repeats)
-    if baseline is not None:
-        read_json(baseline)  # a bad baseline fails before anything runs
-    judged = judged_by(plan, judge_card, backends, pairwise=pairwise)  # a card that cannot be read, too
+    plugged, hooked = plugins or Plugins(), hooks or CompareHooks()
+    if settings.match not in MATCHES:
+        raise unknown_name("match", settings.match, MATCHES)
+    config = plugged.steering(config)
+    plan = _plan(config, settings.arms, settings.baseline_samples, settings.repeats)
+    if settings.baseline is not None:
+        read_json(settings.baseline)  # a bad baseline fails before anything runs
+    judged = judged_by(plan, settings.judge_card, plugged.backends, pairwise=settings.pairwise)  # a bad card, too
     with plan.held():
-        run_comparison(plan, backends=backends, on_result=on_result, stop=stop)
-        return write(plan, match, baseline, judged, pairwise=pairwise)
+        run_comparison(plan, backends=plugged.backends, on_result=hooked.on_result, stop=hooked.stop)
+        return write(plan, settings.match, settings.baseline, judged, pairwise=settings.pairwise)
 
 
 def _plan(config: RunConfig, arms: Sequence[str] | Path, baseline_samples: int | None, repeats: int) -> ComparePlan:

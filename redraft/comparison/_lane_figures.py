@@ -5,24 +5,14 @@ frame's per-candidate grades); the loop's feedback is reported beside them,
 never instead. A task without a grade is left out of graded figures (unknown,
 not 0), and the comparison says how many there were.
 
-For an arm, per task: its graded pass, its cost (calls, tokens, USD, wall), the
-graded pass of its best so far after each round, and what each revision and
-critique did: a revision *fixed* the answer when the best so far entering its
-round failed the grade and the best kept after it passes, and *broke* it in the
-reverse case (a passing revision the arbiter did not keep fixed nothing: only
-kept answers count, so a task's fixes less its breaks are its change from round
-0 to the final answer, `redraft.rundir.refinement_change`); a critique
-that flagged a candidate (an issue of severity critical or major) the grade
-passed is a *false alarm*, one that did not flag a candidate the grade failed a
-*miss*; a rollback *saved* a regression when the round's best failed the grade
-and the kept best passed.
-
 For the baseline, per task: its N samples as (feedback score, answer, graded
 pass), the input of `redraft.stats`.
 
 A comparison with no held-out grade at all (a user's check without ``--grade``)
 is read on the feedback instead (``basis="feedback"``): every "graded" figure is
 then the feedback's verdict, what the loop optimised, and the comparison says so.
+
+See docs/architecture.md, section "What a comparison counts for an arm".
 """
 
 from __future__ import annotations

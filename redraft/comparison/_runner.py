@@ -182,8 +182,8 @@ def run_comparison(
                     on_endpoints(states)
 
         try:
-            hooks = RunHooks(on_start=started, on_result=landed, on_endpoints=endpoints, stop=stop)
-            return run_resolved(resolved.with_setup(cpu_share=share), hooks, fleets)
+            hooks = RunHooks(started, landed, endpoints, stop=stop, fleets=fleets, cpu_share=share)
+            return run_resolved(resolved, hooks)
         except BaseException:
             stop.set()
             raise

@@ -7,6 +7,7 @@ one task here; `redraft.engine.resolution` resolves a `RunConfig` once into what
 """
 
 from redraft.engine._model_role import CallSettings
+from redraft.engine._plugins import Plugins
 from redraft.engine._refine import Refinement, local_roles, refine, refine_async, run_blocking
 from redraft.engine.arbiter import Arbiter, ArbiterSettings, Checkpoint
 from redraft.engine.critic import Critic
@@ -26,6 +27,7 @@ __all__ = [
     "Grader",
     "LocalMember",
     "Member",
+    "Plugins",
     "Refinement",
     "Reply",
     "Request",

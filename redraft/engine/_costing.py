@@ -15,18 +15,7 @@ for, the text is a critique, a plan of questions, a plan of `PLAN_STEPS` steps o
 on, that fills the schema's bounds by ``fill``. An answer is written out to at most `MAX_TEXT_TOKENS`;
 it is charged in full.
 
-Where the model it stands in for is OpenAI's or Anthropic's, it caches as that
-provider does (`PromptCaching`): a request's stable prefix, if it reaches the
-provider's minimum, is read from the cache when the same task sent it before
-(Anthropic's first sending is a cache write, at its price); a cold cache (the worst
-case) reads nothing and, at Anthropic, writes at every breakpoint.
-
-`CostingVerifier` gives each candidate the verdict of the `Course` being simulated,
-without running it: a pass at once, or a failure whose score rises every round
-(below the threshold, so neither ``--patience`` nor a repeated leader ends the task
-before ``--max-rounds``) with feedback that fills ``fill`` of what a revision prompt
-carries. Stage checks (``stepwise``) fail the same way, so each stage is tried as
-often as the strategy allows.
+See docs/architecture.md, section "The estimate's doubles: prompt caching and verdicts".
 """
 
 from __future__ import annotations

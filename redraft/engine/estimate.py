@@ -16,14 +16,7 @@ models and the verifier's verdicts are doubles. Three courses are simulated:
   ``max_tokens``. When the run directory already holds finished tasks (a resume),
   the expected cost is their mean real cost instead, times the tasks left.
 
-A task's worst case is the most it spends in either failing course (the half-length
-course may go more rounds under a per-task token or USD budget). Prompts are counted
-at about four characters a token and no response cache hits (a real run may have some); a task's time
-limits are not simulated. Where a model is OpenAI's or Anthropic's, its prompt cache is simulated
-(`redraft.engine._costing.PromptCaching`): in the first-pass and expected courses a task's stable prefix, where
-it reaches the provider's minimum, is read back from its second sending on (Anthropic's first sending a cache
-write); the worst case reads nothing back and pays every Anthropic write. The hit rate this comes to (cached
-input tokens over input tokens, expected) is stated with the estimate.
+See docs/architecture.md, section "What an estimate counts".
 """
 
 from __future__ import annotations

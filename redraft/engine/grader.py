@@ -8,22 +8,14 @@ steers it. A task with nothing to grade against (no gold, and a feedback that is
 null grades: unknown, not 0. The trace of a graded task is the loop's messages, then the `Grade` (with the
 gold it was graded against), then the graded `Result`, last as always.
 
-A run with a judge (``--judge MODEL``) grades by a model and a rubric instead (`JudgeSetup`): every finished
-task is graded, gold or not, and only its final answer and round 0's leader (what `with_grades` reads), each
-judgment priced and added to the task's usage as the ``judge`` role's (`graded`). The judge's grader is made
-by the ``judge`` entry of the ``redraft.graders`` entry-point group (`GRADERS`: redraft's own is
-`redraft.judging.grading`), so the engine makes it from plain data without importing the room it lives in.
-
-Grades run in worker threads (a grade may execute code in the sandbox), at most one per CPU at once, like
-checks. A scenario whose grade is instant (`Scenario.check_cost`) has no grader actors: the driver grades
-its tasks itself, on its own thread (`Grader.grade_here`).
-
 Every task with something to grade against stays in the graded rate: a grade that cannot be made (a grade
 function that raised, a grade no frame can carry, a grader that hung or died on every try, a judge that
 answered nothing valid) is a graded failure of each candidate asked about (`failed_grade`), its cause typed in
 ``Grade.error_type`` and the task's ``Result.grade_error``, which the run's tables count. The words a grade
 returns are made plain (`redraft.plaintext`) where they enter, here, so a candidate's text cannot make its
 own grade unencodable; a grade that still cannot be encoded is failed the same way, never dropped.
+
+See docs/architecture.md, section "Grading by a judge".
 """
 
 from __future__ import annotations

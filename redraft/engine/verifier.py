@@ -13,14 +13,7 @@ task with stop reason ``error`` and cause `CheckError` (a redraft error, such as
 `SandboxError` when the sandbox itself cannot run, keeps its own name). A
 candidate that crashes its own sandboxed interpreter is evidence: a failed check.
 
-Three requests go beyond the scenario's final check: a ``stage`` names an
-intermediate step of a ``stepwise`` solution, judged by the scenario's stage
-check; a ``step`` runs the draft as one step of a plan (``plan_execute``) over
-the task's files and the earlier steps' outputs (`Scenario.check_step`), and
-the `Verification` carries what the run showed; ``questions`` asks the verifier's own model for chain-of-verification
-questions about the candidate, each then answered in a separate call that never
-sees the candidate (factored CoVe). The answers inform the next revision; they
-never change the score, which stays hard evidence.
+See docs/architecture.md, section "The verifier's stages, steps and questions".
 """
 
 from __future__ import annotations

@@ -6,23 +6,14 @@ its interval's far side, not its value: "at least" figures when the interval's l
 threshold, "at most" figures when its high end stays under it. So a card measured on a handful of answers
 cannot pass by luck.
 
-Each figure also says how many events its interval needs before it could pass at all (``needs``), derived
-from the interval method itself, in its best case:
+Below the size its interval needs (``needs``) a figure's verdict is ``too_few``, not ``fail``: no judge could have
+passed it. It is ``fail`` all the same when its interval already lies wholly on the wrong side of the threshold (an
+"at least" figure's high end under it, an "at most" one's low end over it): more answers would not save it. A
+figure with nothing to measure (no labels, no pairs) has no value and n = 0: too few. Kappa is undefined when the
+judge and the labels are each all of one kind and alike (chance alone agrees on everything): its value is None
+(null in ``judge-card.json``, "undefined" on screen), and it does not pass.
 
-- a share, by Wilson's interval: "at least" t with every event a hit has its low end at n / (n + z²), which
-  reaches t from n = z² t / (1 - t); "at most" t with no event a hit has its high end at z² / (n + z²), under
-  t from n = z² (1 - t) / t (z = 1.96: 16 events for 0.8, 35 for 0.9 and for at most 0.1);
-- kappa, by the percentile bootstrap: with every verdict agreeing and the labels half and half, a draw has
-  kappa 1 unless it holds labels of one kind only (kappa undefined, counted as 0: nothing beyond chance
-  measured), which happens with chance 2^(1 - n); the low end (the 2.5th percentile) reaches any threshold
-  once that chance is under 2.5 %: from n = 7.
-
-Below that size a figure's verdict is ``too_few``, not ``fail``: no judge could have passed it. It is
-``fail`` all the same when its interval already lies wholly on the wrong side of the threshold (an "at least"
-figure's high end under it, an "at most" one's low end over it): more answers would not save it.
-A figure with nothing to measure (no labels, no pairs) has no value and n = 0: too few. Kappa is undefined
-when the judge and the labels are each all of one kind and alike (chance alone agrees on everything): its
-value is None (null in ``judge-card.json``, "undefined" on screen), and it does not pass.
+See docs/architecture.md, section "A judge's figures: how many events a verdict needs".
 """
 
 from __future__ import annotations

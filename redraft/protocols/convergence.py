@@ -21,9 +21,7 @@ Precedence when several reasons hold at once (first wins):
 Rules 5 and 6 are heuristics: with ``heuristics`` off (a strategy that decides for itself when a task has
 stopped paying, such as ``adaptive``) only rules 1 to 4 stop a task, and the strategy stops it otherwise.
 
-Success outranks exhaustion (a task that reached the threshold on its last round
-stopped because it was good, not because it ran out), and hard limits outrank the
-heuristics.
+See docs/architecture.md, section "Why the convergence protocol's precedence".
 """
 
 from __future__ import annotations

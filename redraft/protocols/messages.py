@@ -1,13 +1,5 @@
 """The typed messages that cross every actor boundary, and their wire format.
 
-Every message is a frozen, keyword-only `msgspec.Struct` in one tagged union
-(`Message`, tag field ``kind``). Actors exchange the MessagePack bytes made by
-`encode` and read them back with `decode`, which validates the whole frame
-against the union; bad bytes raise `ProtocolError` naming the field path
-(msgspec's own message, e.g. ``Expected `int`, got `str` - at `$.round` ``).
-The run's ``trace.msgpack`` holds the same frames back to back, so any
-MessagePack library in any language can read a run.
-
 Invariant: whatever the bytes (invalid UTF-8 in any string, the ``kind`` tag
 included; nesting deeper than the decoder's stack; a torn or garbage frame in a
 trace), `decode`, `decode_as`, `iter_frames` and `convert` raise `ProtocolError`
@@ -28,9 +20,7 @@ Schema-evolution rules (the wire version is `WIRE_VERSION`):
 5. A new kind is a new wire version: an older reader rejects it (a `ProtocolError`
    naming the unknown tag), so the version says which kinds a writer may send.
 
-The wire restarted at version 1 with redraft 0.1.0: a run directory written by the
-code before it (wire versions up to 5) is refused in one line (`redraft.rundir._wire`).
-What each version added is listed in ``docs/architecture.md`` ("Wire versions").
+See docs/architecture.md, section "Messages and frames".
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """The run directory: its layout, its one writer, its one reader, its summary, a task's history.
 
-```
-layout     file names, the config fingerprint, JSON files, task page names
-results    results.jsonl: a task's line, and the one rule for reading lines back, record by record
-frames     trace frames decoded into the message Structs (unknown kinds and fields kept); a task's range checked
-recovery   what a resume keeps of a damaged directory, and what it sets aside in *.damaged files
-store      RunStore, the writer (the driver's), and what a resume keeps
-lock       writer.lock: one writer per directory (a run's, a comparison's, a tune's, a judge card's)
-kinds      which directories redraft writes into: new, empty, or its own kind's; never a docs tree
-wire       the wire version a directory was written at: one a pre-release redraft wrote is refused in one line
-reader     RunReader: records streamed, one task's frames by seeking (and decompressing: blocks)
-blocks     the trace's compressed blocks: a task's frames one zstd frame, against the run's dictionary
-summary    Summary (summary.json, the end table) and summarize
-secret     RunSecret: the random bytes a run keeps to seed its generated tasks' hidden parts
-history    one task's rounds, candidates, critiques, decisions and best-so-far diffs
-labels     labels.jsonl: people's judgements of the answers (a label, a preference), appended beside any writer
-```
-
 The writer and every reader read ``results.jsonl`` by the same rule
 (`redraft.rundir._results`), and decode what they read into the message Structs of
 `redraft.protocols.messages`, so no module restates the run's format by hand.
+
+See docs/architecture.md, section "The run directory's modules".
 """
 
 from redraft.rundir._results import TaskEntry

@@ -3,25 +3,12 @@
 A torn write loses the torn record only (SQLite's and Postgres's promise), and a lost
 trace costs the trace of the tasks it held, never their results:
 
-- ``results.jsonl`` is read by the one rule (`redraft.rundir._results`). A line that
-  is not a record (torn, not JSON, not a task's line, another run's) is moved to
-  ``results.jsonl.damaged``; the records after it are kept.
-- Each record's range is checked against the trace (`redraft.rundir.frames.task_span`,
-  which decodes the range's last frame only). A record whose frames are not there (the
-  trace deleted, cut short, replaced by garbage or by another run's) keeps its result,
-  and its line is rewritten with an empty range and ``trace_lost``; with
-  ``redo_untraced`` its line is moved to ``results.jsonl.damaged`` instead, and the
-  task is redone.
-- The trace is cut just past the last record whose frames are whole, so the next
-  frames appended never overlap a kept range. What is cut is the frames of the task a
-  killed writer was writing, whose result never landed (the task is redone): dropped,
-  as always. But when the directory was damaged, or the cut holds more than one whole
-  task (their results were lost: ``results.jsonl`` deleted or cut short), it is moved
-  to ``trace.msgpack.damaged``, with a copy of the bytes of any lost range before the
-  cut (which stay in place, no record pointing at them).
-- When anything was set aside or lost, ``results.jsonl`` is replaced atomically by its
-  records, each with its range written out (``trace_start``), and each file says what
-  it set aside in one line (`Recovered.said`). An undamaged directory is left as it is.
+- a line that is not a record is moved to ``results.jsonl.damaged``, the records after it kept;
+- a record whose frames are gone keeps its result (``trace_lost``), or with ``redo_untraced`` is redone;
+- the trace is cut past the last record whose frames are whole; what is cut is set aside when the directory
+  was damaged or the cut holds more than one task, and each file says in one line what it set aside.
+
+See docs/architecture.md, section "What a resume keeps of a damaged directory".
 """
 
 from __future__ import annotations

@@ -15,21 +15,13 @@ validates as a `Result` with offsets for its range, and is not another run's (a
 ``run`` that is not the manifest's). Any other line is skipped by readers and set
 aside by the writer (`redraft.rundir._recovery`); the records after it are kept.
 
-A record's frames are lost (`TaskEntry.lost`) when it says so or its range lies past
-the trace's end; a reader that reads them also checks that the range holds whole
-frames, the last the task's own `Result` (`redraft.rundir.frames.task_frames`), and
-takes them as lost otherwise. Frames lost cost the trace, not the result.
-
-A record whose ``error_type`` is the machinery's failure (`redraft.errors.recorded_as_machinery`,
-written by versions that did not redo such tasks) is not a finished task: a
-resume redoes it and appends a new line, and every reader takes a task's later
-line (`latest_results`; the writer's recovery keeps both lines on disk).
-
 A line leaves out every field whose value is the field's default (an empty error, a
 zero count), and records decode into the `Result` Struct, so older and newer lines
 both read: the tag may be absent, fields this version does not know are kept aside in
 `TaskEntry.extra` (never lost), and fields added since a line was written take
 their defaults.
+
+See docs/architecture.md, section "Results lines: lost frames and the machinery's failures".
 """
 
 from __future__ import annotations

@@ -19,11 +19,7 @@ in text that is not UTF-8: `task_span` checks it, reading only each frame's kind
 task, and `task_frames` decodes the frames it vouches for. A range that does not is
 another run's bytes, or damage, and its frames are taken as lost.
 
-Frames are decoded from their bytes by msgspec (each frame's extent found by
-skipping over it), not unpacked into dicts first: a trace is read at the speed
-of the typed decoder. Finding a frame's unknown fields needs its keys, but a
-frame that encodes back to its own bytes has none (this version wrote it), and
-only the others are looked into.
+See docs/architecture.md, section "Decoding frames at the typed decoder's speed".
 """
 
 from __future__ import annotations

@@ -12,17 +12,14 @@ The lock is two things at once, ``writer.lock`` in the directory:
   keeps for every client (NLM for v3, in the protocol for v4; the lock of a client that vanished is released
   when its lease ends).
 
-A process that finds the file gets the ``flock`` only if no live writer holds it. It then reads the holder:
-
-- on this host (same host name and boot id), the holder is gone when its pid is gone or is another process
-  now (its start time differs: the pid was reused): the lock is taken over, said in `WriterLock.took_over`;
-- on another host, this one cannot see the holder's processes, and a mount whose locks are local to each
-  client (``nolock``, ``local_lock=flock``) would hand the ``flock`` out to both: refused, saying to delete the
-  lock file once that process is known to have stopped.
+A process that finds the file and gets the ``flock`` takes the lock over only from a holder on this host that is
+gone; one on another host is refused.
 
 Readers (`redraft.rundir.RunReader`, report, trace, export, a viewer) never take it. Releasing unlinks the
 file before dropping the ``flock``; a process that opened the old file checks, once locked, that the path
 still names the file it holds, and starts over otherwise.
+
+See docs/architecture.md, section "Taking over a writer's lock".
 """
 
 from __future__ import annotations

@@ -1,44 +1,12 @@
 """The writer of a run directory: the driver alone appends to it, and a rerun with the same ``--out`` resumes it.
 
-Invariants (`RunStore`):
+Invariants (`RunStore`): a task's frames are flushed before its result line, which records their byte range and the
+directory's id; on open the directory is recovered record by record, and nothing is counted twice; a manifest of
+another fingerprint is refused; one writer holds the directory's lock from open to finish; the store keeps no
+per-task state for tasks written now, so a run's memory does not grow with its length; a directory that stops
+taking writes ends the run with one `RunDirWriteError` line, and the same command resumes it.
 
-- A task's frames are appended to the trace and flushed *before* its result line;
-  each result line records its frames' byte range (``trace_start``, ``trace_end``)
-  and the directory's id (``run``). A new trace holds each task's frames as one
-  compressed block (`redraft.rundir._blocks`); a trace an older version wrote raw is
-  appended to raw, so one directory keeps one format.
-- On open, the directory is recovered record by record (`redraft.rundir._recovery`):
-  a result line that is not a record (torn, not a `Result`, another run's) is moved
-  to ``results.jsonl.damaged``, the records after it kept; a record whose frames are
-  lost keeps its result (``--redo-untraced`` redoes it); the trace is cut past the
-  last whole frames of a record, so new frames never overlap a kept range (the frames
-  of a task whose result never landed are dropped, and the task redone). What was set
-  aside is said in one line per file (`RunStore.said`). Nothing is counted twice.
-- A manifest whose fingerprint differs from the new config's is refused: one run
-  directory never mixes two configurations.
-- The manifest holds the directory's own id (``run_uid``, made with it, added to an
-  older manifest on open): what tells this run's records and provider batches from
-  another run's. A manifest made anew where result lines already are (the manifest
-  was deleted) takes the id those lines carry.
-
-Writes are flushed, not fsynced: a killed process loses nothing, a crashed
-machine may lose the last few tasks (redone on resume) or the frames of the last
-few (their results then stand, their trace lost).
-
-The store keeps no per-task state for tasks written now (only the ids finished
-by earlier invocations, to skip them), and the summary is made by streaming the
-results: a run's memory does not grow with its length.
-
-One writer: the store holds the directory's lock (`redraft.rundir.lock`) from open to `RunStore.finish` (or
-`RunStore.close`), so a second writer is refused in one line naming the holder; and it opens only a new or empty
-directory or a run's (`redraft.rundir.kinds`).
-
-A directory that stops taking writes (a full disk, a read-only filesystem, a quota) ends the run with one
-`RunDirWriteError` line naming it: what was written stays (a torn tail is cut on resume, as after a kill),
-nothing more is written, and the same command resumes once it takes writes again.
-
-A listener (`RunStore.listen`) is told each task once both its frames and its line are written: what
-reads a run as it goes (the span export) sees only what a reader of the directory would.
+See docs/architecture.md, section "The run directory's writer".
 """
 
 from __future__ import annotations

@@ -16,18 +16,7 @@ This module makes a per-run secret and gives it to the test process alone, on it
 process writes it to a third pipe of its own only after every case returned, and only a result
 carrying it counts: `HarnessResult.completed`.
 
-What the candidate can do: compute any answer, print, exit, hang, crash, or tamper with its own
-process (its exit code, ``sys.exit``, ``atexit``, the traceback module, ``sys.modules``, the call
-server, the frames it sends). Each of these ends as a failed case or a failed run, never a pass:
-the verdict is the test process's, and needs the secret. What it cannot do: read the tests (they
-never enter its process and are on no disk, only in an unlinked file of a process it cannot see),
-see or signal the test process (another PID namespace, and a /proc of its own), learn the secret,
-or hand the tests an object: only plain builtins cross, so a subclass of int, a generator, an
-object whose ``__eq__`` says yes, is a failure naming its type.
-
-Known limit: these guarantees need the PID and mount namespaces (``pidns``, ``mountns`` in each
-result's ``layers``). Without them (a non-root caller without user namespaces) both processes
-share the caller's uid, and the candidate could read the test process's /proc entries.
+See docs/architecture.md, section "What a harnessed candidate can and cannot do".
 """
 
 from __future__ import annotations

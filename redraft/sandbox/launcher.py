@@ -4,27 +4,7 @@
 in a fresh isolated interpreter, where redraft itself may not be importable: it imports nothing
 but the standard library, and importing it does nothing (``-I`` also keeps this file's directory
 off ``sys.path``, so the candidate cannot import its neighbours by accident). All three processes
-are forks of that one interpreter:
-
-- *launcher* (stays privileged): reads its settings from a pipe (never its command line), loads the
-  modules a harnessed run asks for (``preload``, beside this file), enters new network, mount and PID
-  namespaces (a non-root caller gets them inside a new user namespace), builds the candidate's
-  allow-list view of the filesystem (view.py: the standard library, a size-capped work directory
-  holding the source and the caller's input files, a few devices; nothing else of the host), forks the
-  keeper and waits, and at the end copies the output files asked for out of the view. It SIGKILLs the keeper's
-  process group on SIGTERM from the caller, when the caller is gone (the lifeline pipe, whose write
-  end only the caller holds, closes) and at its own deadline (the timeout plus a grace), so the tree
-  keeps its own time and dies with its caller, even a frozen or killed one. It is a child subreaper and reaps
-  everything, so no zombie is left behind (this machine's PID 1 does not reap), and holds the work
-  directory's lock until it exits (see workdirs.py), and the tree's memory cgroup (memorygroup.py), made first.
-- *keeper* (PID 1 of the new PID namespace, still privileged so the candidate cannot signal it):
-  mounts the namespace's own /proc in the view, enters the view (``chroot``), forks the candidate and
-  reports its exit status and CPU time. When it exits the kernel kills
-  every process left in the namespace, including ones that escaped the process group with ``setsid``.
-- *candidate*: sets rlimits (CPU, AS, NPROC, FSIZE, NOFILE, CORE=0), drops to uid/gid 65534 when
-  running as root (``RLIMIT_NPROC`` does not bind root), sets ``no_new_privs``, clears capabilities,
-  installs the audit hook (audithook.py), closes the status pipe, moves a harnessed run's pipes
-  (``channel_fds``) to fds 3, 4, ... and only then compiles and runs the source.
+(launcher, keeper, candidate) are forks of that one interpreter.
 
 Invariants: no candidate code runs unless every mandatory layer (rlimits, the uid drop,
 ``no_new_privs``, capabilities, and the view when ``require_view``) applied: a failure is
@@ -34,6 +14,8 @@ compiled. The candidate inherits its standard streams and its ``channel_fds`` on
 launcher and keeper close their copies of those after forking, so a pipe's far end sees EOF as
 soon as the candidate's tree ends. Each namespace and the view that applied (or failed, with its
 errno) is reported in ``layers``.
+
+See docs/architecture.md, section "The sandbox's three processes".
 """
 
 from __future__ import annotations

@@ -16,10 +16,7 @@ Invariants:
 - A frame is a 4-byte big-endian length and that many bytes of JSON. `read_frame` never reads
   more than its limit and never waits past its deadline.
 
-A tree is JSON: None, booleans, strings and small ints are themselves; a float is a JSON number
-with a dot or exponent (NaN and infinities as Python's json writes them); everything else is a
-tagged array, ``["int", hex]``, ``["complex", re, im]``, ``["bytes", hex]``, ``["list", [...]]``,
-``["tuple", [...]]``, ``["set", [...]]``, ``["frozenset", [...]]``, ``["dict", [[k, v], ...]]``.
+See docs/architecture.md, section "Plain data as JSON trees".
 """
 
 from __future__ import annotations

@@ -14,10 +14,7 @@ the keeper's ``chroot`` into it, and nothing else of the host:
 - ``/proc``: an empty mount point, where the keeper (PID 1 of the new PID namespace) mounts a proc of
   that namespace, showing no other user's process (`mount_proc`).
 
-So no other environment, checkout, home directory, ``/opt``, ``/etc`` of the host, cgroup tree or process
-outside the sandbox is on a path the candidate can name, and no copy of a grade's data anywhere on the
-machine is in reach. The view's root is itself read-only. Every mount is made after ``/`` became private
-(the caller's job), so nothing propagates back to the host. Nothing here runs on import.
+See docs/architecture.md, section "The sandbox's view: what is out of reach".
 """
 
 from __future__ import annotations

@@ -11,9 +11,6 @@ Two kinds of evidence, kept apart by design:
   and is never shown to a role, nor used to rank, roll back or stop. A scenario
   whose rules are all in the prompt says ``feedback_is_grade``.
 
-An oracle-feedback run (``--oracle-feedback``) feeds the grade to the loop
-instead of the check: an upper bound for studies, named as such everywhere.
-
 A scenario is a subclass of `Scenario`, registered by name with
 `@scenario("name")`; the verifier role runs its `check`, the drafter role asks its
 `system_prompt`, the grader its `grade`, a judge its `rubric`. Every capability a scenario may have is
@@ -22,6 +19,8 @@ task file, the cost of its checks), so the code that uses a scenario asks it
 directly and never probes. Third parties register theirs through the
 ``redraft.scenarios`` entry-point group (each entry point names a module;
 importing it runs the decorators).
+
+See docs/architecture.md, section "Oracle feedback".
 """
 
 from __future__ import annotations

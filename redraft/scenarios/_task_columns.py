@@ -3,16 +3,6 @@
 Syntax: ``FIELD=COLUMN[:TYPE]``, comma-separated, e.g.
 ``id=question_id:str,prompt=question,reference.answer=gold_answer:int``.
 
-- FIELD is ``id``, ``prompt``, ``reference`` or ``feedback`` (the column holds the whole object, a
-  JSON object as text or a Parquet struct), or ``reference.KEY`` / ``feedback.KEY`` (the column holds
-  the value of one KEY, taken literally: ``reference.a.b`` is the key ``a.b``).
-- TYPE says how a text cell is read: ``str`` (as it is; also an integer cell written as text, for ids),
-  ``int``, ``float``, or ``json`` (the cell is a JSON value: ``7``, ``true``, ``[1, 2]``, ``"007"``).
-  Without one, a value is taken as the file holds it: text in a CSV file, typed in a Parquet or JSON one.
-- An empty cell (empty text, or a null) is a value the task does not have: its key is left out.
-- ``id`` and ``prompt``, when not mapped, are read from the columns of those names. Columns no entry
-  names are ignored.
-
 Without ``--columns``, a CSV or Parquet file's header must name task fields (``id``, ``prompt``,
 ``reference``, ``feedback``, ``reference.KEY``, ``feedback.KEY``), every column of it: a column named
 otherwise is an error, as an unknown field of a JSON line is.
@@ -20,6 +10,8 @@ otherwise is an error, as an unknown field of a JSON line is.
 Invariant: a mapping is checked whole when parsed (`ColumnMap.parse`), and against a table's header
 before its first row is read (`ColumnMap.check_header`), so a misspelt column stops the command before
 anything starts, with the columns the file has.
+
+See docs/architecture.md, section "Task file columns".
 """
 
 from __future__ import annotations

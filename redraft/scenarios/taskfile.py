@@ -5,35 +5,6 @@ JSON lines. JSON lines (UTF-8, one JSON object per line; blank lines are skipped
 
     {"id": "capital-fr", "prompt": "What is the capital of France?", "reference": {"answer": "Paris"}}
 
-- ``id`` (string, required, unique in the file): the task id in results and traces.
-- ``prompt`` (string, required, non-empty): what the drafter is asked.
-- ``reference`` (object, optional): data for the check or the grade, never shown
-  to a model. The scenario splits it (`Scenario.split_reference`): what a user
-  has at inference time (a schema) is for the feedback, the rest (gold answers,
-  hidden tests) is held out for the grade.
-- ``feedback`` (object, optional): data for the feedback check alone, never held
-  out and never shown to a model: what a user has at inference time (a schema,
-  the visible test cases, the rules of the task). The check reads it beside the
-  part of ``reference`` the scenario gives it; a key may not be in both.
-
-A CSV or Parquet file holds the same fields as columns, named after them (``id``, ``prompt``,
-``reference.answer``) or mapped by ``--columns`` (`redraft.scenarios._task_columns` says how, and how
-a cell's type is read); a JSON line's keys may be mapped the same way. Tables are read by
-`redraft.scenarios._task_tables`. Every format's record then goes through the same checks below.
-
-Limits (each fault names the file, the line or row and, inside it, the value's path):
-
-- a line holds at most `MAX_LINE_BYTES` (8 MiB), as does a CSV cell, and a string `MAX_STRING_CHARS`
-  (1,048,576 characters, an id `MAX_ID_CHARS`, 256); values nest at most
-  `MAX_DEPTH` (32) levels, the line's object included;
-- integers fit in 64 bits (`MIN_INT` to `MAX_INT`, what a frame can carry) and
-  numbers are finite (JSON has no NaN or Infinity; Python's reader accepts them);
-- strings are UTF-8 text: an escaped lone surrogate (``"\\ud800"``) is refused;
-- a key appears once in an object;
-- what one task may carry: its frame is at most `MAX_TASK_BYTES` (2 MiB).
-  A task travels in every request of its loop and in the trace; past that, a
-  run's trace grows by hundreds of megabytes per task.
-
 Invariant: `validate_task_file` reads the whole file before anything starts, and
 brings each line or row to the point where it is known to travel: the `Task` built (the
 reference split by the scenario) and encoded. It raises one `UserError` naming the
@@ -42,6 +13,8 @@ wrong-typed field, a missing column, a duplicate id, no task at all), so a bad l
 run halfway, after the tasks before it ran. `iter_tasks` then streams the same file
 through the same steps, so a large file is never held in memory (only its ids
 are, to find duplicates).
+
+See docs/architecture.md, section "Task files: fields and limits".
 """
 
 from __future__ import annotations

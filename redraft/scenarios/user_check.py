@@ -13,19 +13,12 @@ gets the line's ``feedback`` object (what a user has at inference time: a schema
 visible test cases); without a grade, the check gets the ``reference`` too, and the
 run has no held-out grade (its grades are null, never 0).
 
-The check contract: ``FUNCTION(text, data)`` gets the candidate's text and the
-task's data for the feedback (an object), and ``FUNCTION(text, data, prompt)``
-gets the task's prompt too, when it takes a third argument. It returns
-``(score, detail)``: a score in [0, 1] (any real number, numpy's too; a bool
-counts as 1 or 0) and a string shown to the drafter on revision.
-A bare score (a number or a bool) is accepted too, with an empty detail. A
-candidate passes when its score is 1. ``MODULE`` may define ``SYSTEM_PROMPT``
-(a string) to replace the default instructions to the drafter.
-
 A check function that raises, or returns anything else, is a bug in the check,
 not evidence against the candidate: the task ends with stop reason ``error`` and
 cause `CheckError`, whose message names the function and what it raised, with its
 traceback kept in the record. Its words never reach the drafter as feedback.
+
+See docs/architecture.md, section "The check contract".
 """
 
 from __future__ import annotations

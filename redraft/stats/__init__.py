@@ -13,45 +13,14 @@ Every function is pure and seeded: the same inputs and seed give the same figure
   choice depends on the whole subset, so it has no closed form.
 - `at_budget`: either one at a fractional budget, by linear interpolation
   between the two integer budgets around it.
-- `wilson`: the interval of a pass rate over tasks (below).
+- `wilson`: the interval of a pass rate over tasks.
 - `paired`: the difference of two arms over the same tasks, its p value and its
-  interval, from one test (below).
+  interval, from one test.
 
-**A pass rate's interval** is Wilson's score interval over the tasks (the unit
-the study samples). Unlike a percentile bootstrap, it does not collapse to a
-point at 0 or 1 of n: 8 passes of 8 tasks give [67.6 %, 100 %], not [100 %,
-100 %]. A task's figure averaged over repeats is a value in [0, 1], and a
-variable in [0, 1] with mean p varies by at most p(1 - p), the binomial's
-variance; so the same interval over the tasks is conservative for such means
-and exact in size for single outcomes.
-
-**A paired difference** is decided by one test, and the interval shown is that
-test's own, so "significant" (p < `ALPHA`) and "the interval excludes 0" are
-the same statement:
-
-- Both sides binary per task (one outcome each, as with one repeat): the exact
-  McNemar test. Only the discordant tasks inform it: of d tasks where the two
-  differ, a passes and b fails on k; under no difference k ~ Binomial(d, ½),
-  and p is the exact two-sided binomial p value. The difference of pass rates
-  is Δ = π(2θ - 1), π the share of discordant tasks and θ the chance that a
-  discordant task goes a's way. θ's interval is the Clopper-Pearson one, which
-  is the exact test inverted: it leaves out ½ exactly when p < `ALPHA`. π's is
-  Wilson's. Δ's interval is the range of π(2θ - 1) over both, so its sign is
-  θ's; it holds Δ whenever both hold theirs, and errs wide rather than narrow
-  (Clopper-Pearson is conservative, and the range takes the box's corners).
-  With no discordant task it is ± π's upper bound, not a point. The exact test is chosen over asymptotic ones (Tango's
-  score interval, whose test is McNemar's z) because comparisons are often
-  small: with 5 discordant tasks all one way the exact p is 0.0625, while
-  z = 5/√5 = 2.24 would call the difference significant.
-- Otherwise (a task's figure averaged over repeats; a baseline's expected pass
-  at a budget, which is a mean over subsets of its samples): the paired t-test
-  on the per-task differences, and its t interval, clipped to [-1, 1]. The
-  differences are bounded, so their mean is close to normal at the task counts
-  a comparison runs. With fewer than two tasks, or every difference equal, t
-  has no spread to measure noise by: no p value, and the interval is [-1, 1].
-
-Both are computed in the standard library (`redraft.stats._distributions`)
+The tests and the intervals are computed in the standard library (`redraft.stats._distributions`)
 and checked against scipy and statsmodels in the tests.
+
+See docs/architecture.md, section "Intervals and paired tests".
 """
 
 from __future__ import annotations

@@ -18,28 +18,7 @@ call spent. What was chosen, in which state and against which best, travels with
 each draft request as its `Intent`, into the trace; the counts live in the batch's
 `Ledger`.
 
-It decides when its tasks stop (`Strategy.stops_itself`): not because one action
-repeated a leader while another is untried, but when the threshold is reached, its
-share and the bank are spent (``budget``), no action's expected chance per call is
-worth a call (``no_improvement``), or, with no feedback signal, the answer's
-majority is settled (``stable``; the Beta stopping rule of Adaptive-Consistency,
-Aggarwal et al. 2023).
-
-With ``--calls-per-task`` B (or ``--tokens-per-task`` T, or ``--usd-per-task`` X),
-tasks share a bank: each has B calls (T tokens, X USD); one that stops early leaves
-the rest there, and one still failing borrows from it to go on. In tokens or USD, a
-call is priced at what the task's own calls have cost on average so far (with an
-escalation, a call of the drafter's model at the task's mix of tokens).
-
-With ``--escalate MODEL``, a fourth action is a fresh sample of the stronger model
-(a cascade: its prompt is the task's, not a revision's carrying the cheaper model's
-attempts), at its price in the drafter's calls (`redraft.strategies.Escalation`);
-it is offered only once the drafter's own actions are worth less per call, the task's
-failures having made it likely out of their reach (`redraft.strategies._choice.reach`
-and `escalates`), and paid from the task's share and the
-bank like any call. A round's plan never spends more than the share and the bank
-hold by the estimate of a call's price; the last round may overrun it by what the
-estimate missed (a call longer than the task's average), never by a whole round.
+See docs/architecture.md, section "Adaptive: when it stops, the bank, escalation".
 """
 
 from __future__ import annotations

@@ -9,12 +9,6 @@ and the first few of their failures keep them there; where revisions pay, the
 first few of their wins put them above. The batch's calls weigh at most
 `BATCH_WEIGHT`, so early tasks do not freeze the choice for late ones.
 
-A task differs from its batch: its own chance is the batch's rate weighing as
-`TASK_WEIGHT` calls, plus its own calls of the action in full. A revision that
-handed back a failing text of the task word for word counts as `REPEATED` failed
-revisions: given the same best, revising gives that text again, which is evidence
-against revising this task, not a reason to stop it.
-
 A slot's action is the highest expected chance per unit of what it costs, with the
 batch's rate drawn from its posterior (Thompson sampling: the batch explores what it
 is unsure of); a task is worth another call while some action's expected chance per
@@ -24,17 +18,7 @@ tokens or money each action is priced at what the task's own calls of it have co
 (`Standing.prices`), so a revision whose prompt carries the best, its feedback and the
 earlier attempts is weighed at its real price.
 
-An escalation (a fresh sample of the run's stronger model, ``--escalate``) costs what
-its call costs in fresh samples (as the task paid it, or until then
-`redraft.strategies.Escalation.ratio`), and its prior is even odds, as a fresh
-sample's: a stronger model is not assumed worse than a fresh sample of the weaker one.
-With one on offer, a task may be out of the drafter's reach altogether (`reach`): each
-of its failed cheap calls, of whichever action, multiplies the odds that it is within reach by that action's chance of
-failing, so the cheap actions' worth on a task that keeps failing falls
-geometrically, not as one action's own tally does. An escalation is offered to a
-round only where, at the batch's mean rates and the task's own calls, it is worth
-more per call than every cheap action (`escalates`): a task on which the drafter's
-actions still pay never buys one, whatever the Thompson draws say."""
+See docs/architecture.md, section "Adaptive's choice: a task's own calls, and escalation"."""
 
 from __future__ import annotations
 

@@ -12,16 +12,7 @@ The tree (`SpanData`) is what `redraft.telemetry._otlp` hands to the OpenTelemet
   `Grade` after the loop: the same attributes but round and sample (it judges answers of several), at the
   task's end (its time is not the loop's).
 
-A call's role is read from its reply's kind: a draft or a reflection is the drafter's, a verification the
-verifier's, a critique the critic's, or the self-critic's when its stance is ``self`` (the only stance the
-self-critic is asked in). Its spec (hence provider and requested model) is the run's for that role. So each
-task's call spans sum to its `Result`'s usage, overall and by role, and their costs to its ``cost_usd``.
-
-Times: frames carry no clock. A task's span ends at ``end_s`` (when the driver wrote it, or for a run
-read afterwards, its start plus its wall time) and lasts its ``wall_s``; its rounds share that time in
-proportion to each round's slowest draft (equally when no draft says its latency); a draft's span starts with
-its round and lasts its latency; the round's other calls fill it after its slowest draft. Durations of tasks
-and drafts are measured; the placement of rounds and of calls other than drafts is this layout.
+See docs/architecture.md, section "Spans: whose call, and when".
 """
 
 from __future__ import annotations

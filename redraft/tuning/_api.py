@@ -25,17 +25,16 @@ from redraft.backends.base import BackendSpec
 from redraft.backends.pricing import PriceTable
 from redraft.backends.registry import resolve
 from redraft.config import RunConfig
-from redraft.engine import CallSettings, check_out
+from redraft.engine import CallSettings, Plugins, check_out
 from redraft.engine.estimate import model_of
 from redraft.engine.prompt_files import about
 from redraft.engine.prompts import built_in
 from redraft.engine.proposer import PROPOSAL_MAX_TOKENS
-from redraft.engine.resolution import BackendOverrides, ResolvedRun, resolve_run, with_check
+from redraft.engine.resolution import BackendOverrides, ResolvedRun, resolve_run
 from redraft.errors import Interrupted, UserError, unknown_name
 from redraft.protocols.messages import Result
 from redraft.rundir import TUNE, RunSecret, check_kind, check_wire, hold
 from redraft.rundir.layout import RAY_LOG
-from redraft.scenarios.user_check import CheckFunction
 from redraft.tuning._budget import Costs, TuneBudget
 from redraft.tuning._costs import estimate_costs, priced_proposals
 from redraft.tuning._directory import default_out, read_manifest, read_splits, start_candidate
@@ -80,66 +79,79 @@ class TuneOutcome:
 Say = Callable[[str], None]
 
 
+def _unsaid(line: str) -> None:
+    """A step nobody listens to."""
+
+
+@dataclass(frozen=True)
+class TunePlugins(Plugins):
+    """`Plugins` with the tune's proposer as an object: what `tune` takes where `run` and `compare` take
+    `Plugins`."""
+
+    proposer: BackendSpec | Propose | None = None
+    """Replaces ``TuneSettings.proposer``'s model: a backend object, or a function from a request to a proposal,
+    run in this process; None: the settings' model."""
+
+
+@dataclass(frozen=True)
+class TuneHooks:
+    """What a tune tells its caller as it goes, and the event that stops it (`tune`)."""
+
+    on_start: Callable[[str, int, int], None] | None = None
+    """Called ``(label, total, done)`` as each evaluation's run opens (``label``: the candidate and the split)."""
+    on_result: Callable[[str, Result], None] | None = None
+    """Called ``(label, result)`` for each task of an evaluation's run as it lands."""
+    on_status: Callable[[TuneStatus], None] | None = None
+    """Told the tune's status whenever it changes."""
+    say: Say = _unsaid
+    """Told each step in a line (the verdict is the outcome's)."""
+    stop: threading.Event | None = None
+    """Set it to end the tune: `Interrupted`, counting the iterations done."""
+
+
 def tune(
     config: RunConfig,
     settings: TuneSettings = TuneSettings(),
-    *,
-    check: CheckFunction | None = None,
-    grade: CheckFunction | None = None,
-    backends: BackendOverrides | None = None,
-    proposer: BackendSpec | Propose | None = None,
-    on_start: Callable[[str, int, int], None] | None = None,
-    on_result: Callable[[str, Result], None] | None = None,
-    on_status: Callable[[TuneStatus], None] | None = None,
-    say: Say = lambda line: None,
-    stop: threading.Event | None = None,
+    plugins: Plugins | None = None,
+    hooks: TuneHooks | None = None,
 ) -> TuneOutcome:
     """Tune ``config``'s prompts (``config.experiment.prompts``, or the built-in ones) on its tasks: split them
     by seed, search for a better version on train and validation, and test the winner against the start on
     the test split, once. Rerun with the same ``config.runtime.out`` to resume without re-scoring anything.
     A dry run (``config.runtime.dry_run``) says the estimate of what is left and writes nothing.
 
-    ``proposer`` replaces ``settings.proposer``'s model (a backend object, or a function from a request to a
-    proposal, run in this process). ``say`` is told each step in a line (the verdict is the outcome's);
-    ``on_status`` the tune's status whenever it changes; ``on_start(label, total, done)`` and
-    ``on_result(label, result)`` follow each evaluation's run.
+    ``plugins`` steer and grade a task file's tasks and replace the config's models, as `run`'s; a
+    `TunePlugins` also replaces the proposer's model. ``hooks`` follow the tune and each evaluation's run, and
+    stop it (`TuneHooks`).
     """
-    config = with_check(config, check, grade)
+    plugged, hooked = plugins or Plugins(), hooks or TuneHooks()
+    config = plugged.steering(config)
     out = Path(config.runtime.out) if config.runtime.out else default_out()
     dry = config.runtime.dry_run
-    run = _checked(config, settings, backends, RunSecret(out, keep=not dry))  # the tasks every evaluation splits
+    run = _checked(config, settings, plugged.backends, RunSecret(out, keep=not dry))  # what every evaluation splits
     check_out(out)
     check_kind(out, TUNE)
     _check_evaluations(out)
     lock = None if dry else hold(out)  # one tune at a time in a directory: a dry run writes nothing
     try:
-        return _tuned(config, settings, run, out, backends, proposer, on_start, on_result, on_status, say, stop)
+        return _tuned(config, settings, run, out, plugged, hooked)
     finally:
         if lock is not None:
             lock.release()
 
 
 def _tuned(
-    config: RunConfig,
-    settings: TuneSettings,
-    run: ResolvedRun,
-    out: Path,
-    backends: BackendOverrides | None,
-    proposer: BackendSpec | Propose | None,
-    on_start: Callable[[str, int, int], None] | None,
-    on_result: Callable[[str, Result], None] | None,
-    on_status: Callable[[TuneStatus], None] | None,
-    say: Say,
-    stop: threading.Event | None,
+    config: RunConfig, settings: TuneSettings, run: ResolvedRun, out: Path, plugins: Plugins, hooks: TuneHooks
 ) -> TuneOutcome:
     """`tune`'s work, in its directory held (`tune`'s arguments, checked)."""
-    setup = run.setup
+    setup, say, backends = run.setup, hooks.say, plugins.backends
+    proposer = plugins.proposer if isinstance(plugins, TunePlugins) else None
     dry = config.runtime.dry_run
     tasks = {task.task_id: task for task in run.tasks()}
     judged = labelled_train(settings.train_labels, tasks) if settings.train_labels is not None else {}
     splits = read_splits(out, list(tasks.values()), settings, config.experiment.seed, write=not dry, labelled=judged)
     payer = read_manifest(out, config, settings, write=not dry)  # the tune's own id: its journal's records carry it
-    status = StatusTracker(of=settings.max_proposals, tell=on_status)
+    status = StatusTracker(of=settings.max_proposals, tell=hooks.on_status)
     journal = status.journal = _opened(out, payer if not dry else None, status, say)
     model = _proposer_spec(config, settings, proposer)  # resolved once: for the estimate and the actor
     costs = estimate_costs(config, splits, tasks, backends, model)
@@ -151,7 +163,9 @@ def _tuned(
     if dry:
         say("dry run: no model was called and nothing was written; leave out --dry-run to run it")
         return TuneOutcome(out=out, verdict=None)
-    evaluate = RunEvaluator(config, out, backends, stop, on_start, on_result, parallel=settings.parallel)
+    evaluate = RunEvaluator(
+        config, out, backends, hooks.stop, hooks.on_start, hooks.on_result, parallel=settings.parallel
+    )
     start_candidate(out, journal, config.experiment.prompts)
     ensure_ray(config.runtime.address, log=out / RAY_LOG, verbose=config.runtime.verbose)
     propose, close = _proposer(proposer, model, setup.cache, payer, run.settings.prices)

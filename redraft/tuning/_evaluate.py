@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from redraft.actors import Fleets
+from redraft.actors import Fleets, RunHooks
 from redraft.actors.driver import run
 from redraft.config import RunConfig
+from redraft.engine import Plugins
 from redraft.engine.resolution import BackendOverrides
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir.reader import RunReader
@@ -65,15 +66,14 @@ class RunEvaluator:
             tasks=str(tasks), columns=None, prompts=str(prompts), out=str(out), limit=None, **_NO_RUN_BUDGETS
         )
         started, landed = self.on_start, self.on_result
-        run(
-            config,
-            backends=self.backends,
-            stop=self.stop,
+        hooks = RunHooks(
             on_start=None if started is None else lambda total, done: started(label, total, done),
             on_result=None if landed is None else lambda result: landed(label, result),
-            cpu_share=1.0 if self.fleets.shared else 1.0 / self.parallel,
+            stop=self.stop or threading.Event(),
             fleets=self.fleets,
+            cpu_share=1.0 if self.fleets.shared else 1.0 / self.parallel,
         )
+        run(config, Plugins(backends=self.backends), hooks)
         return read_evaluation(candidate, on, out, self.root)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from redraft import Plugins
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import DraftRequest, iter_frames
@@ -54,13 +55,13 @@ def test_the_bank_is_shared_lent_once_and_rebuilt_on_resume(ray_cluster: Any, tm
     spec = ScriptedSpec(script=EasyOrNever(frozenset(t.prompt for t in TASKS[:3])))
     out = tmp_path / "run"
     settings = dict(strategy="adaptive", samples=1, calls_per_task=BUDGET, max_rounds=30, patience=30, out=str(out))
-    first = run(RunConfig.build(**settings, limit=3), backends={"drafter": spec, "critic": spec})
+    first = run(RunConfig.build(**settings, limit=3), Plugins(backends={"drafter": spec, "critic": spec}))
     assert (first.summary.tasks, first.summary.passed) == (3, 3)
     assert [r["usage"]["calls"] for r in records(out).values()] == [1, 1, 1]  # each left 2 calls in the bank
     with pytest.raises(ValueError):
         ray.get_actor(ledger_name(batch_name(out)))  # the ledger went with its run
 
-    run(RunConfig.build(**settings, limit=6), backends={"drafter": spec, "critic": spec})
+    run(RunConfig.build(**settings, limit=6), Plugins(backends={"drafter": spec, "critic": spec}))
     hard = [r for task_id, r in records(out).items() if task_id in {t.task_id for t in TASKS[3:]}]
     assert len(hard) == 3 and all(r["stop_reason"] == "budget" and not r["passed"] for r in hard), [
         (r["stop_reason"], r["usage"]["calls"], r.get("stop_detail")) for r in hard
@@ -104,7 +105,7 @@ def test_a_ledger_killed_mid_run_is_restarted_and_loses_no_task(ray_cluster: Any
     config = RunConfig.build(
         strategy="adaptive", samples=1, calls_per_task=BUDGET, max_rounds=30, patience=30, limit=6, out=str(out)
     )
-    outcome = run(config, backends={"drafter": spec, "critic": spec})
+    outcome = run(config, Plugins(backends={"drafter": spec, "critic": spec}))
     killer.join()
     assert len(answered_after_kill) == 1
     done = records(out)
@@ -131,7 +132,7 @@ def test_escalations_are_paid_from_the_one_bank_every_arbiter_shares(ray_cluster
         strategy="adaptive", samples=1, usd_per_task=usd, escalate="strong", prices=str(prices),
         max_rounds=30, patience=30, limit=6, out=str(out),
     )  # fmt: skip
-    outcome = run(config, backends={"drafter": cheap, "critic": cheap, "escalate": strong})
+    outcome = run(config, Plugins(backends={"drafter": cheap, "critic": cheap, "escalate": strong}))
     done = records(out)
     assert outcome.summary.tasks == 6 and all(r["error"] is None for r in done.values())
     hard = {t.task_id for t in TASKS[3:]}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, run
 from redraft.backends.base import Backend, ChatRequest, Completion
 from redraft.backends.scripted import ScriptedBackend
 from redraft.cli import EXIT_BUDGET, main
@@ -59,7 +59,7 @@ def test_a_task_timeout_cuts_an_overrunning_round_and_keeps_the_best_so_far(ray_
     out = tmp_path / "run"
     spec = HangsOnRevision()
     config = RunConfig.build(samples=1, max_rounds=3, patience=3, limit=2, task_timeout=5.0, out=str(out))
-    outcome = run(config, backends={"drafter": spec, "critic": spec})
+    outcome = run(config, Plugins(backends={"drafter": spec, "critic": spec}))
     assert outcome.summary.tasks == 2 and outcome.summary.stop_reasons == {"budget": 2}
     assert outcome.summary.stopped_by is None  # a task's own limit says nothing about the run
     trace = list(iter_frames(trace_bytes(out)))

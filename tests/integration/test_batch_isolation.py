@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from redraft import Plugins
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.errors import BackendError
@@ -106,7 +107,7 @@ def drive(address: str, out: str) -> None:
     ray.init(address=address, runtime_env={"worker_process_setup_hook": register}, log_to_driver=False)
     spec = ScriptedSpec(script=reply)
     config = RunConfig.build(scenario="faulty", samples=2, max_rounds=2, out=out, max_tasks_in_flight=len(KINDS))
-    outcome = run(config, backends={"drafter": spec, "critic": spec})
+    outcome = run(config, Plugins(backends={"drafter": spec, "critic": spec}))
     print(json.dumps({"tasks": outcome.summary.tasks}))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, run
+from redraft import RunConfig, RunHooks, run
 from redraft.errors import Interrupted
 from redraft.rundir import result_records
 from tests.support.damage import tear_journal
@@ -145,7 +145,7 @@ def test_a_stopped_run_cancels_its_batches_still_open(ray_cluster: Any, server: 
 
     def go() -> None:
         try:
-            run(settings(out, batch=True), stop=stop)
+            run(settings(out, batch=True), hooks=RunHooks(stop=stop))
         except Interrupted as exc:
             outcome.append(exc)
 

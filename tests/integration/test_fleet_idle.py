@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, RunHooks, run
 from redraft.backends.scripted import ScriptedSpec
 from redraft.scenarios import get_scenario
 from tests.integration.test_shared_fleet import decided, watched_fleets
@@ -27,7 +27,11 @@ def _model() -> ScriptedSpec:
 
 def _run(out: Path, fleets: Any) -> Any:
     model = _model()
-    return run(RunConfig.build(limit=3, out=str(out)), backends={"drafter": model, "critic": model}, fleets=fleets)
+    return run(
+        RunConfig.build(limit=3, out=str(out)),
+        Plugins(backends={"drafter": model, "critic": model}),
+        RunHooks(fleets=fleets),
+    )
 
 
 def _actors(fleet: Any) -> list[Any]:
@@ -91,8 +95,8 @@ def test_a_run_that_cannot_open_leaves_the_fleet_to_stop_once_idle(ray_cluster: 
         with pytest.raises(BackendError, match=r"^a role actor failed to start: "):
             run(
                 RunConfig.build(limit=3, out=str(tmp_path / "a")),
-                backends={"drafter": _model(), "critic": Unstartable()},
-                fleets=fleets,
+                Plugins(backends={"drafter": _model(), "critic": Unstartable()}),
+                RunHooks(fleets=fleets),
             )
         assert idle.wait(timeout=120) and not fleets._fleets  # stopped, not left running for nobody
     finally:

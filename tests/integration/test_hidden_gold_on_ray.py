@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, run
 from redraft.backends.base import ChatRequest
 from redraft.backends.scripted import ScriptedSpec
 from redraft.rundir import trace_bytes
@@ -46,7 +46,7 @@ def test_the_gold_rebuilding_candidate_passes_nothing_and_the_secret_is_in_no_fr
         max_tokens=1024,
         out=str(out),
     )
-    summary = run(config, backends={"drafter": model, "critic": model}).summary
+    summary = run(config, Plugins(backends={"drafter": model, "critic": model})).summary
     assert (summary.tasks, summary.graded, summary.graded_passed) == (LIMIT, LIMIT, 0)
     secret = (out / "secret").read_bytes()
     written = [p for p in out.rglob("*") if p.is_file() and p.name != "secret"]
@@ -55,5 +55,7 @@ def test_the_gold_rebuilding_candidate_passes_nothing_and_the_secret_is_in_no_fr
     assert not holds(trace_bytes(out), secret)  # the trace's frames, decompressed
     sent = list(prompts.iterdir())
     assert len(sent) >= LIMIT and not [p.name for p in sent if holds(p.read_bytes(), secret)]
-    again = run(config, backends={"drafter": model, "critic": model})  # a rerun reads the same secret: all done
+    again = run(
+        config, Plugins(backends={"drafter": model, "critic": model})
+    )  # a rerun reads the same secret: all done
     assert (again.total, again.skipped) == (LIMIT, LIMIT) and (out / "secret").read_bytes() == secret

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, run
 from redraft.backends.scripted import ScriptedSpec
 from redraft.rundir import result_records
 from tests.integration.test_batch_run import killed_with_a_batch_out, repo_env
@@ -57,7 +57,7 @@ def test_a_batch_run_s_judge_grades_through_the_batch_api_at_half_the_online_jud
             scenario="arithmetic", limit=4, samples=1, max_rounds=1, judge=JUDGE, rubric=str(rubric),
             cache=False, out=str(tmp_path / out), **more,
         )  # fmt: skip
-        return run(config, backends={"drafter": drafter, "critic": drafter})
+        return run(config, Plugins(backends={"drafter": drafter, "critic": drafter}))
 
     online = judged("online")
     assert len(server.requests) == 4 and not server.batches  # one judgment a task, online

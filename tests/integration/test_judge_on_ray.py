@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, run
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.prompts import fenced
 from redraft.protocols.messages import Grade
@@ -66,11 +66,11 @@ def grades(out: Path) -> list[Grade]:
 def test_a_judged_run_on_ray_grades_by_the_rubric_prices_the_judge_and_resumes_without_paying_twice(
     ray_cluster: Any, server: FakeLLMServer, tmp_path: Path
 ) -> None:
-    first = run(config(server, tmp_path, "run", limit=2), backends={"drafter": DRAFTER, "critic": DRAFTER})
+    first = run(config(server, tmp_path, "run", limit=2), Plugins(backends={"drafter": DRAFTER, "critic": DRAFTER}))
     assert first.summary.graded == 2 and first.summary.graded_pass_rate == 1.0
     judge = first.summary.usage_by_role["judge"]
     assert judge.calls == 2 == len(server.requests) and judge.cost_usd > 0  # one answer a task, priced
     assert {g.judge for g in grades(tmp_path / "run")} == {"gpt-4o-mini"}
-    resumed = run(config(server, tmp_path, "run", limit=3), backends={"drafter": DRAFTER, "critic": DRAFTER})
+    resumed = run(config(server, tmp_path, "run", limit=3), Plugins(backends={"drafter": DRAFTER, "critic": DRAFTER}))
     assert (resumed.skipped, resumed.summary.graded) == (2, 3)
     assert len(server.requests) == 3  # only the new task's answer was judged: no recorded grade paid again

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, run
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.prompts import fenced
 from tests.support.chaos import in_thread, role_pids, wait_for
@@ -33,10 +33,12 @@ def test_a_pipeline_run_executes_each_program_in_the_sandbox_and_grades_its_tabl
     config = RunConfig.build(
         scenario="pipeline", strategy="verifier_only", samples=1, max_rounds=1, limit=4, out=str(tmp_path / "run")
     )
-    summary = run(config, backends={"drafter": solved, "critic": solved}).summary
+    summary = run(config, Plugins(backends={"drafter": solved, "critic": solved})).summary
     assert (summary.tasks, summary.passed, summary.graded, summary.graded_passed) == (4, 4, 4, 4)
     naive = ScriptedSpec(script=lambda request: SOLVED.replace("solve(inputs)", "naive(inputs)"))
-    worse = run(config.replace(out=str(tmp_path / "naive")), backends={"drafter": naive, "critic": naive}).summary
+    worse = run(
+        config.replace(out=str(tmp_path / "naive")), Plugins(backends={"drafter": naive, "critic": naive})
+    ).summary
     assert worse.graded == 4 and worse.graded_passed < 4
 
 
@@ -69,7 +71,7 @@ def test_a_plan_cut_by_its_arbiters_death_resumes_from_its_last_verified_step(ra
     drafter = ScriptedSpec(script=logged_discovering(log, delay_s=1.0))
     out = str(tmp_path / "run")
     config = RunConfig.build(scenario="pipeline", strategy="plan_execute", max_rounds=1, limit=2, out=out)
-    thread, box = in_thread(lambda: run(config, backends={"drafter": drafter, "critic": drafter}))
+    thread, box = in_thread(lambda: run(config, Plugins(backends={"drafter": drafter, "critic": drafter})))
     # Kill every arbiter once some task's first step is verified (its decision is being asked).
     assert wait_for(lambda: " decide" in log.read_text() or not thread.is_alive(), 120)
     time.sleep(1.5)  # the verified step's checkpoint reaches the driver

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import redraft
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, run
 from redraft.backends.scripted import ScriptedSpec
 from redraft.rundir import result_records
 from tests.support.task_files import write_lines
@@ -40,7 +40,7 @@ def test_a_check_given_as_a_function_runs_in_the_verifier_actors(ray_cluster: An
     )
     model = ScriptedSpec(script=lambda request: "I think it is 7")
     config = RunConfig.build(tasks=str(tasks), samples=1, max_rounds=1, out=str(tmp_path / "run"))
-    outcome = run(config, check=ends_with_the_answer, backends={"drafter": model, "critic": model})
+    outcome = run(config, Plugins(check=ends_with_the_answer, backends={"drafter": model, "critic": model}))
     records = {r["task_id"]: r for r in result_records(tmp_path / "run")}
     assert (records["a"]["passed"], records["b"]["passed"]) == (True, False)
     assert outcome.summary.tasks == 2 and calls == []

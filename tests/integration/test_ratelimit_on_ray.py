@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from redraft import Plugins, RunHooks
 from redraft.backends._ratelimit import LimitedSpec, RateLimits
 from redraft.backends.registry import resolve
 from redraft.rundir import trace_bytes
@@ -30,7 +31,7 @@ def test_the_limit_holds_across_two_nodes(ray_cluster: Any, node_ids: list[str],
         out = tmp_path / "run"
         run(
             RunConfig.build(strategy="self_consistency", samples=2, limit=6, out=str(out), cache=False),
-            backends={"drafter": limited, "critic": limited},
+            Plugins(backends={"drafter": limited, "critic": limited}),
         )
         arrivals = sorted(r.arrived for r in server.requests)
     drafts = [m for m in iter_frames(trace_bytes(out)) if isinstance(m, Draft)]
@@ -70,7 +71,7 @@ def test_an_adaptive_limiter_finds_the_servers_limit_and_the_driver_shows_it(ray
             critic=model,
             max_tasks_in_flight=12,
         )
-        outcome = run(config, on_endpoints=seen.extend)
+        outcome = run(config, hooks=RunHooks(on_endpoints=seen.extend))
         throttled, answered = server.throttled, len(server.requests) - server.throttled
     assert outcome.summary.tasks == 12 and not outcome.summary.errors  # every throttled attempt was retried
     assert answered == 12 * 4

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, run
+from redraft import Plugins, RunConfig, RunHooks, run
 from redraft.actors._factory import member, run_roles
 from redraft.actors._ray import alive_nodes
 from redraft.backends.scripted import ScriptedSpec
@@ -52,7 +52,7 @@ def test_k_samples_of_a_round_run_concurrently(ray_cluster: Any, tmp_path: Path)
     delay = 1.0
     spec = ScriptedSpec(script=Clocked(), delay_s=delay)
     config = RunConfig.build(strategy="self_consistency", samples=4, limit=1, out=str(tmp_path / "run"))
-    run(config, backends={"drafter": spec, "critic": spec})
+    run(config, Plugins(backends={"drafter": spec, "critic": spec}))
     drafts = [m for m in iter_frames(trace_bytes(tmp_path / "run")) if isinstance(m, Draft)]
     starts = sorted(float(d.text.split("\n")[0].removeprefix("started=")) for d in drafts)
     assert len(starts) == 4
@@ -69,7 +69,7 @@ def test_samples_spread_over_both_nodes_and_results_are_complete(
     out = tmp_path / "run"
     outcome = run(
         RunConfig.build(samples=2, max_rounds=3, limit=len(TASKS), out=str(out), max_tasks_in_flight=3),
-        backends={"drafter": spec, "critic": spec},
+        Plugins(backends={"drafter": spec, "critic": spec}),
     )
     trace = list(iter_frames(trace_bytes(out)))
     for task in TASKS:
@@ -87,14 +87,14 @@ def test_rerun_with_the_same_out_resumes_without_duplicates(ray_cluster: Any, tm
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
     out = tmp_path / "run"
     backends = {"drafter": spec, "critic": spec}
-    first = run(RunConfig.build(samples=1, limit=3, out=str(out)), backends=backends)
+    first = run(RunConfig.build(samples=1, limit=3, out=str(out)), Plugins(backends=backends))
     assert first.summary.tasks == 3
     # Tear the last record as a killed writer would leave it.
     results = out / "results.jsonl"
     lines = results.read_bytes().splitlines(keepends=True)
     torn_id = json.loads(lines[-1])["task_id"]
     results.write_bytes(b"".join(lines[:-1]) + lines[-1][:25])
-    second = run(RunConfig.build(samples=1, limit=len(TASKS), out=str(out)), backends=backends)
+    second = run(RunConfig.build(samples=1, limit=len(TASKS), out=str(out)), Plugins(backends=backends))
     assert second.skipped == 2
     ids = [json.loads(line)["task_id"] for line in results.read_text().splitlines()]
     assert sorted(ids) == sorted(t.task_id for t in TASKS) and torn_id in ids
@@ -109,9 +109,9 @@ def test_resume_refuses_a_different_configuration(ray_cluster: Any, tmp_path: Pa
 
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
     out = str(tmp_path / "run")
-    run(RunConfig.build(samples=1, limit=1, out=out), backends={"drafter": spec, "critic": spec})
+    run(RunConfig.build(samples=1, limit=1, out=out), Plugins(backends={"drafter": spec, "critic": spec}))
     with pytest.raises(UserError, match="another configuration"):
-        run(RunConfig.build(samples=2, limit=1, out=out), backends={"drafter": spec, "critic": spec})
+        run(RunConfig.build(samples=2, limit=1, out=out), Plugins(backends={"drafter": spec, "critic": spec}))
 
 
 def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: Any, tmp_path: Path) -> None:
@@ -119,7 +119,10 @@ def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: An
 
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
     with pytest.raises(BackendError, match=r"a role actor failed to start: .*model weights missing on this node"):
-        run(RunConfig.build(limit=2, out=str(tmp_path / "run")), backends={"drafter": spec, "critic": Unstartable()})
+        run(
+            RunConfig.build(limit=2, out=str(tmp_path / "run")),
+            Plugins(backends={"drafter": spec, "critic": Unstartable()}),
+        )
     assert (tmp_path / "run" / "results.jsonl").read_text() == ""  # no task was charged with it
 
 
@@ -127,8 +130,10 @@ def test_a_finished_run_resumed_starts_no_actor(ray_cluster: Any, tmp_path: Path
     # A comparison reruns every lane; a finished one must cost nothing, not a fleet of idle actors.
     spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
     out = str(tmp_path / "run")
-    first = run(RunConfig.build(samples=1, limit=2, out=out), backends={"drafter": spec, "critic": spec})
-    again = run(RunConfig.build(samples=1, limit=2, out=out), backends={"drafter": Unstartable(), "critic": spec})
+    first = run(RunConfig.build(samples=1, limit=2, out=out), Plugins(backends={"drafter": spec, "critic": spec}))
+    again = run(
+        RunConfig.build(samples=1, limit=2, out=out), Plugins(backends={"drafter": Unstartable(), "critic": spec})
+    )
     assert (again.skipped, again.total) == (2, 2)  # the unstartable drafter was never started
     assert again.summary.tasks == 2 and again.summary.passed == first.summary.passed
 
@@ -142,7 +147,7 @@ def test_humaneval_candidates_are_tested_in_the_sandbox_inside_verifier_actors(
     out = tmp_path / "run"
     outcome = run(
         RunConfig.build(scenario="humaneval", strategy="none", limit=2, out=str(out)),
-        backends={"drafter": spec, "critic": spec},
+        Plugins(backends={"drafter": spec, "critic": spec}),
     )
     assert outcome.summary.tasks == 2
     trace = list(iter_frames(trace_bytes(out)))
@@ -172,7 +177,7 @@ def test_refused_credentials_stop_the_whole_run_with_one_error(ray_cluster: Any,
     with pytest.raises(AuthenticationError, match=r"rejected the API key \(401\)"):
         run(
             RunConfig.build(limit=len(TASKS), out=str(out), max_tasks_in_flight=2),
-            backends={"drafter": spec, "critic": spec},
+            Plugins(backends={"drafter": spec, "critic": spec}),
         )
     # No task was recorded as failed: after fixing the key, the same --out resumes from scratch.
     assert (out / "results.jsonl").read_text() == ""
@@ -197,13 +202,13 @@ def test_a_stop_request_ends_the_run_at_once_keeping_what_landed_and_a_rerun_res
         stop.set()  # as a signal handler would, once the first task is in
 
     with pytest.raises(Interrupted, match=rf"interrupted: \d of {len(TASKS)} tasks done") as stopped:
-        run(config, backends={"drafter": spec, "critic": spec}, on_result=on_result, stop=stop)
+        run(config, Plugins(backends={"drafter": spec, "critic": spec}), RunHooks(on_result=on_result, stop=stop))
     assert 1 <= stopped.value.done < len(TASKS) and stopped.value.total == len(TASKS)
     recorded = [json.loads(line)["task_id"] for line in (out / "results.jsonl").read_text().splitlines()]
     assert recorded == landed  # what landed is kept, nothing in flight was written
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stopped_by"] == "interrupted" and summary["tasks"] == len(recorded)
-    again = run(config, backends={"drafter": spec, "critic": spec})
+    again = run(config, Plugins(backends={"drafter": spec, "critic": spec}))
     assert again.skipped == len(recorded) and again.summary.tasks == len(TASKS)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, TuneSettings, tune
+from redraft import Plugins, RunConfig, RunHooks, TunePlugins, TuneSettings, tune
 from redraft.backends.scripted import ScriptedSpec
 from redraft.comparison._arms import arms_from_names
 from redraft.comparison._runner import ComparePlan, run_comparison
@@ -107,10 +107,9 @@ def tuned(out: Path) -> Any:
     model = ScriptedSpec(script=tune_world.rule_follower)
     config = RunConfig.build(tasks=str(path), strategy="best_of_n", samples=1, max_rounds=1, out=str(out))
     settings = TuneSettings(sections=["draft_system"], minibatch=4, max_proposals=2, parallel=2)
-    return tune(
-        config, settings, check=tune_world.check, grade=tune_world.grade,
-        backends={"drafter": model, "critic": model}, proposer=tune_world.reading_proposer,
-    )  # fmt: skip
+    backends = {"drafter": model, "critic": model}
+    plugins = TunePlugins(tune_world.check, tune_world.grade, backends, proposer=tune_world.reading_proposer)
+    return tune(config, settings, plugins)
 
 
 def test_a_tune_s_evaluations_share_one_fleet_and_score_as_with_a_fleet_each(
@@ -141,20 +140,20 @@ def test_a_run_whose_role_cannot_be_made_stops_alone_and_the_shared_fleet_serves
     try:
         first = run(
             RunConfig.build(limit=2, out=str(tmp_path / "a")),
-            backends={"drafter": model, "critic": model},
-            fleets=fleets,
+            Plugins(backends={"drafter": model, "critic": model}),
+            RunHooks(fleets=fleets),
         )
         with pytest.raises(BackendError, match=r"^a role actor failed to start: .*model weights missing on this node"):
             run(
                 RunConfig.build(limit=2, out=str(tmp_path / "b")),
-                backends={"drafter": model, "critic": Unstartable()},
-                fleets=fleets,
+                Plugins(backends={"drafter": model, "critic": Unstartable()}),
+                RunHooks(fleets=fleets),
             )
         assert (tmp_path / "b" / "results.jsonl").read_text() == ""  # no task was charged with it
         again = run(
             RunConfig.build(limit=2, out=str(tmp_path / "c")),
-            backends={"drafter": model, "critic": model},
-            fleets=fleets,
+            Plugins(backends={"drafter": model, "critic": model}),
+            RunHooks(fleets=fleets),
         )
         assert again.summary.tasks == 2 and again.summary.passed == first.summary.passed
         [fleet] = fleets._fleets  # one fleet served all three, and no run is left open on it

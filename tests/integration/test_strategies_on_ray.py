@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from redraft import Plugins
 from redraft.backends.scripted import ScriptedSpec
 from redraft.protocols.messages import Draft, Reflection, Verification, iter_frames
 from redraft.rundir import result_records, trace_bytes
@@ -31,7 +32,7 @@ def test_new_strategies_run_on_ray_actors(ray_cluster: Any, tmp_path: Any, strat
     spec = ScriptedSpec(script=Tutor.for_tasks(TASKS, fix_at=1))
     out = tmp_path / "run"
     config = RunConfig.build(strategy=strategy, samples=K, max_rounds=3, patch=patch, limit=len(TASKS), out=str(out))
-    outcome = run(config, backends={"drafter": spec, "critic": spec})
+    outcome = run(config, Plugins(backends={"drafter": spec, "critic": spec}))
     assert (outcome.summary.tasks, outcome.summary.passed, outcome.summary.initial_passed) == (2, 2, 0)
     trace = list(iter_frames(trace_bytes(out)))
     extra = {"verifier_only": Reflection, "cove": Verification, "stepwise": Draft}[strategy]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from redraft import RunConfig, TuneSettings, tune
+from redraft import RunConfig, TuneHooks, TunePlugins, TuneSettings, tune
 from redraft.backends.scripted import ScriptedSpec
 from redraft.engine.prompt_files import about, load_prompts
 from redraft.protocols.tuning import Proposal, ProposeRequest, encode_tune
@@ -36,15 +36,9 @@ def sum_tune(tmp_path: Path, drafter: Any, tasks: int = 30, settings: TuneSettin
     path = tune_world.write_tasks(tmp_path / "tasks.jsonl", tasks)
     model = ScriptedSpec(script=drafter)
     config = RunConfig.build(tasks=str(path), strategy="best_of_n", samples=1, max_rounds=1, out=str(tmp_path / "t"))
-    return tune(
-        config,
-        settings,
-        check=tune_world.check,
-        grade=tune_world.grade,
-        backends={"drafter": model, "critic": model},
-        proposer=kwargs.pop("proposer", tune_world.reading_proposer),
-        **kwargs,
-    )
+    proposer = kwargs.pop("proposer", tune_world.reading_proposer)
+    plugins = TunePlugins(tune_world.check, tune_world.grade, {"drafter": model, "critic": model}, proposer=proposer)
+    return tune(config, settings, plugins, TuneHooks(**kwargs))
 
 
 def test_tune_finds_the_rule_the_feedback_states_and_the_test_split_says_significant(
@@ -126,7 +120,7 @@ def test_no_frame_the_proposer_receives_carries_a_gold_value_or_a_held_out_task(
         scenario=name, strategy="best_of_n", samples=1, max_rounds=1, limit=10, out=str(tmp_path / "tune")
     )
     settings = TuneSettings(sections=["draft_task"], minibatch=4, max_proposals=1, parallel=1, examples=4)
-    done = tune(config, settings, backends={"drafter": echo, "critic": echo}, proposer=capture)
+    done = tune(config, settings, TunePlugins(backends={"drafter": echo, "critic": echo}, proposer=capture))
     assert len(frames) == 1 and not done.verdict.test_read
     tasks = {t.task_id: t for t in islice(get_scenario(name).tasks(seed=0), 10)}
     seen = frames[0].decode("utf-8", "replace")

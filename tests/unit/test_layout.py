@@ -20,6 +20,7 @@ sees everything, and nothing imports the CLI.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.support.paths import REPO_ROOT
@@ -253,6 +254,29 @@ def test_no_module_is_longer_than_a_reader_holds() -> None:
         str(p.relative_to(PACKAGE)): n for p in MODULES if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}
+
+
+MAX_MODULE_DOCSTRING_CHARS = 1600
+ARCHITECTURE = REPO_ROOT / "docs" / "architecture.md"
+SECTION_LINK = re.compile(r'docs/architecture\.md,\s+section\s+"([^"]+)"')
+
+
+def test_a_module_docstring_states_its_invariant_and_leaves_the_essay_to_the_architecture_page() -> None:
+    """A module's docstring is read in one sitting (about 1,500 characters: what it keeps, not why at length); the
+    reasons live in docs/architecture.md, in the section the docstring names, which must exist."""
+    long = {}
+    for path in MODULES:
+        docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+        if len(docstring) > MAX_MODULE_DOCSTRING_CHARS:
+            long[str(path.relative_to(PACKAGE))] = len(docstring)
+    assert long == {}
+    headings = set(re.findall(r"^#+ (.+)$", ARCHITECTURE.read_text(), re.MULTILINE))
+    named = {
+        (str(path.relative_to(PACKAGE)), section)
+        for path in MODULES
+        for section in SECTION_LINK.findall(ast.get_docstring(ast.parse(path.read_text())) or "")
+    }
+    assert named and {(module, section) for module, section in named if section not in headings} == set()
 
 
 def code_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

@@ -1,15 +1,5 @@
 """Seeded service logs of one incident each, and what a reader of a log can see in it.
 
-`make_incident` draws a case from its own seed and a difficulty. Its log is 25 to 60 lines
-``HH:MM:SS LEVEL service message`` in time order, within one day: INFO noise from several services;
-a deploy of the root-cause service to a new version; a few minutes later ERROR lines of that
-service, each carrying the incident's error code, and knock-on ERROR lines (with their own codes)
-in the services that call it; a rollback or a fix; one api-gateway line saying ``recovered``. The
-api-gateway reports the failed requests, either as one total after the recovery or as one count
-per minute of the incident (the total is then their sum). Distractors, difficulty - 1 of them,
-are a WARN with its own code in a service outside the incident and a healthy deploy of another
-service.
-
 The facts an incident summary must get right (`Incident.gold`): the minute of the first ERROR
 line, the minute of the recovery line, the failed requests, the root-cause service and its error
 code. `read_log` is what the feedback may take from a log: its services, its error codes and the
@@ -19,6 +9,8 @@ Invariants: a case depends only on (seed, difficulty); the first ERROR line is t
 and carries its code; exactly one line says ``recovered``; an error code is a word of capitals
 and digits joined by underscores, or ``E`` and three digits (`CODE`), and no other word of a log
 has that shape; every line is before midnight.
+
+See docs/architecture.md, section "The incident logs".
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """Answers from a given document, with citations: the rules as feedback, the grade a judge's by a rubric alone.
 
-Each task is a short seeded document of numbered sentences and a question about it
-(`redraft.scenarios.builtin._cited_documents`): the question asks for one fact of the document's subject, or
-two, or one the document leaves out (then the answer is "The document does not say."). The prompt gives the
-document, one sentence a line after its id, the question and five numbered rules: a word limit, a citation
-``[S3]`` ending every sentence, only ids the document has, quotations word for word from a sentence they cite,
-and the exact reply when the document does not say.
-
 Feedback (`check`) is one exact check per rule that a program can keep
 (`redraft.scenarios.builtin._citations`), from the reply and the task's ``reference`` (the document's
 sentences, the word limit): what a user with the document can tell. Whether the answer is faithful to what it
@@ -17,6 +10,8 @@ wrong, and "The document does not say." keeps them all: the feedback steers, the
 
 Invariants: the task list depends only on the seed; `check` never raises for any text; the task carries no
 answer and nothing that grades one.
+
+See docs/architecture.md, section "Cited answers: the tasks".
 """
 
 from __future__ import annotations

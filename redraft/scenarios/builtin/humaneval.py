@@ -8,13 +8,6 @@ as plain data only, and the tests never enter the candidate's process. `check`
 and `grade` never raise for bad text: unparsable, looping, crashing or hostile
 code all end as failed checks whose detail says why in a line or two.
 
-The candidate's program is the problem's prompt (its imports and helper
-functions; the prompt's own function, a bare docstring, is a valid definition),
-then the candidate (a whole ``def`` redefines the function; a bare body
-continues the prompt's signature). The tests run in the other process, after a
-copy of the prompt of their own, since some call its helpers (``poly``,
-``encode_cyclic``, ``encode_shift``).
-
 - Feedback (`check`, what a user has): the examples written in the prompt's
   docstring (`redraft.scenarios.builtin._humaneval_examples`), one check per example,
   ``example_1``, ``example_2``..., whose detail names the call, the expected
@@ -23,6 +16,8 @@ copy of the prompt of their own, since some call its helpers (``poly``,
   candidate that does not load, or breaks the harness's rules, with the reason.
 - Grade (`grade`, held out): the data set's hidden ``check()`` tests, from
   ``task.gold["test"]``, as the one check ``hidden_tests``.
+
+See docs/architecture.md, section "HumanEval: the candidate's program".
 """
 
 from __future__ import annotations

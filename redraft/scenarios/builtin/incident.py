@@ -1,12 +1,5 @@
 """Incident summaries written from seeded service logs under written rules; the facts graded held out.
 
-Each task is a synthetic log of one incident (`redraft.scenarios.builtin._incident_logs`: a deploy, the
-root-cause service's errors and their knock-on errors, a rollback or a fix, the recovery, noise
-and, with the difficulty, distractors) and a numbered list of rules for the summary: five labelled
-sections in order, a short summary, the Impact line in one exact form, a timeline of 3 to 6 timed
-events from the log, one service and one error code under ``Root cause:``, a word limit, a line
-limit.
-
 Feedback (`check`) is one exact check per rule (`redraft.scenarios.builtin._incident_rules`), from the reply
 and the task's ``reference`` (the log and the rules' limits): what a user with the log can tell. The
 grade (`grade`), held out, reads one value per fact from its one place and compares it with the
@@ -19,6 +12,8 @@ grade labels the answers a judge is calibrated on.
 
 Invariants: the task list depends only on the seed; `check` and `grade` never raise for any text;
 the feedback reads no gold, and lists of every service, time or code earn no fact.
+
+See docs/architecture.md, section "Incident summaries: the tasks".
 """
 
 from __future__ import annotations

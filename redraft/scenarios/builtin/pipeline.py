@@ -1,11 +1,5 @@
 """Data pipelines from messy files: a program that turns a task's files into the table its contract states.
 
-Each task is generated from the run's seed and secret (`redraft.scenarios.builtin._pipeline_data`): a clean table of
-orders is drawn first (the gold), then corrupted into the files a program must read: a CSV with
-several date formats and thousands separators, JSON with near-duplicate records, XML with amounts in
-cents or in other currencies, a file whose extension lies about its format. Difficulty (1 to 4, in
-turn) sets how many of those quirks a task has and how many show only past the first 50 records.
-
 The drafter answers with a Python script (standard library only). The **feedback** runs it in the
 sandbox over the task's files (the only files it has: the gold never enters it) and reads back the
 ``output.csv`` it wrote: whether it ran (exit status, the end of stderr) and the contract's checks
@@ -18,6 +12,8 @@ code and every installed package from it, and a program that embeds the generato
 only, public) and tries seeds finds no case, since each case's seed is a keyed hash of the run's seed
 and the task's index under the secret its run directory keeps (`Scenario.hides_gold`), which it never
 sees. ``tasks(seed=...)`` alone, with no secret, makes the public cases: for tests and examples.
+
+See docs/architecture.md, section "Pipelines: the tasks".
 """
 
 from __future__ import annotations

@@ -112,15 +112,16 @@ def test_lanes_side_by_side_split_each_nodes_cpu_between_their_checking_actors(
     """On a 2-CPU machine, four humaneval lanes whose sandboxed verifiers each reserved a whole CPU left two lanes
     unplaceable until the actors' start deadline failed the comparison. With one fleet for the lanes, their
     verifiers are one per node, and it reserves a whole CPU."""
-    from redraft.actors import Fleets
+    from redraft.actors import RunHooks
     from redraft.actors._placement import cpus_of
     from redraft.comparison import _runner
     from redraft.engine.resolution import ResolvedRun, resolve_run
 
     shares: list[tuple[float, bool]] = []
 
-    def run(resolved: ResolvedRun, hooks: object, fleets: Fleets) -> None:
-        shares.append((resolved.setup.cpu_share, fleets.shared))
+    def run(resolved: ResolvedRun, hooks: RunHooks) -> None:
+        assert hooks.fleets is not None
+        shares.append((hooks.cpu_share, hooks.fleets.shared))
 
     monkeypatch.setattr(_runner, "run_resolved", run)
     monkeypatch.setattr(_runner, "ensure_ray", lambda *args, **kwargs: None)

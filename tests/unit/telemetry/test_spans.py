@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from redraft import RunConfig
+from redraft import Plugins, RunConfig
 from redraft.backends.base import ChatRequest
 from redraft.backends.pricing import default_prices
 from redraft.backends.scripted import ScriptedSpec
@@ -281,5 +281,5 @@ def test_a_run_with_a_bad_endpoint_is_refused_before_anything_starts(tmp_path: P
     model = ScriptedSpec(script=answers)
     config = RunConfig.build(limit=1, samples=1, out=str(tmp_path / "run"), otel="127.0.0.1:4318")
     with pytest.raises(UserError, match=r"^the OTLP endpoint must be an http\(s\) URL"):
-        run(config, backends={"drafter": model, "critic": model})
+        run(config, Plugins(backends={"drafter": model, "critic": model}))
     assert not (tmp_path / "run").exists()
