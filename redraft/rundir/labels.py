@@ -6,25 +6,9 @@ A judgement is a `Label` (a person's verdict on one task's answer: pass or fail,
 judged by its digest (`answer_digest`), so a label on an answer that has since changed (a resume redid the task)
 is told apart from a label on the answer the directory holds now (`Judgements.current`).
 
-The file is a journal of its own beside the run's (or a comparison's) files, kept by these rules:
-
-- An append (`append_label`, `append_preference`) writes one line to ``labels.jsonl`` and no other file: it opens
-  it ``O_APPEND``, holds ``flock`` on it while it writes (so two reviewers' lines never cut each other), and syncs
-  it. It does not take the directory's ``writer.lock``: a person may judge a run while the run is being written,
-  and the run's writer never touches this file.
-- A torn tail (a writer killed mid-line) is sealed by the next append with a newline, so it becomes a line of its
-  own that readers set aside, and the new record is never glued to it; its bytes stay in the file, nothing moved.
-- Reading (`read_judgements`) is record by record (`redraft.jsonlines`): a line that is not whole, not JSON, or
-  not a judgement of a known kind and shape is skipped and counted (`Judgements.set_aside`), and the records
-  after it are kept. Reading writes nothing.
-- History is kept: every record is returned in the file's order. Per task, the latest label in the file wins
-  (`Judgements.latest_labels`); the file's order, not the records' ``at``, says which is latest, so a clock that
-  is wrong cannot reorder judgements.
-
-Schema evolution: each line carries its ``kind`` (``label`` or ``preference``) and the format version ``v``
-(`VERSION`). A later version may add fields, with defaults; this version ignores fields it does not know, and
-reads a line of a later version if it has the fields this one needs. A change that cannot be read so is a new
-``kind``, which this version sets aside (counted) rather than misreading.
+Appends write this file only (``O_APPEND`` under ``flock``, a torn tail sealed, never the directory's
+``writer.lock``); reads are record by record and write nothing; the file's order says which label is latest.
+See docs/architecture.md, section "People's judgements: labels.jsonl".
 """
 
 from __future__ import annotations
