@@ -13,10 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
-
-from redraft.rundir import RUN, RunReader, Summary
-from redraft.rundir.layout import MANIFEST, SUMMARY, read_object
+from redraft.rundir import RUN, RunReader
+from redraft.rundir.layout import MANIFEST, read_object
 from redraft.viewer._catalog import Found, State, run_state, total_tasks, writer_alive
 from redraft.viewer._index import Row
 
@@ -63,7 +61,7 @@ def run_card(found: Found, rows: list[Row] | None, human: tuple[int, int]) -> Ca
     """A run's card; ``rows`` its rows (None: read its summary, it is finished); ``human`` (passed, labelled)."""
     config = read_object(found.path / MANIFEST).get("config") or {}
     basis = "judged" if config.get("judge") else "graded"
-    saved = _summary(found.path)
+    saved = RunReader(found.path).saved_summary()
     if rows is None and saved is not None:
         rates = [Rate("feedback", saved.passed, saved.tasks), Rate(basis, saved.graded_passed, saved.graded)]
         done, cost, wall = saved.tasks, saved.usage.cost_usd, saved.wall_s
@@ -92,7 +90,7 @@ def needs_rows(found: Found) -> bool:
     """Whether a run's card is counted from its records: it is being written, or its summary is not its last."""
     if found.kind is not RUN:
         return False
-    saved = _summary(found.path)
+    saved = RunReader(found.path).saved_summary()
     return saved is None or writer_alive(found.path) or saved.tasks != RunReader(found.path).count()
 
 
@@ -109,13 +107,3 @@ def _rates(rows: list[Row], basis: str) -> list[Rate]:
         Rate("feedback", sum(r.passed for r in rows), len(rows)),
         Rate(basis, sum(bool(r.graded_pass) for r in graded), len(graded)),
     ]
-
-
-def _summary(path: Path) -> Summary | None:
-    data = read_object(path / SUMMARY)
-    if not data:
-        return None
-    try:
-        return msgspec.convert(data, Summary)
-    except msgspec.ValidationError:
-        return None
