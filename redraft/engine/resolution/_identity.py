@@ -25,19 +25,28 @@ from redraft.errors import UserError
 from redraft.protocols.messages import WIRE_VERSION
 from redraft.rundir import WIRE_KEY, fingerprint
 from redraft.rundir.store import new_run_uid
-from redraft.scenarios.taskfile import task_file_identity
 
 
-def identity(config: RunConfig, prompts: Prompts, also: Prompts | None = None) -> dict[str, Any]:
+def identity(
+    config: RunConfig,
+    prompts: Prompts,
+    also: Prompts | None = None,
+    *,
+    tasks: dict[str, str] | None = None,
+    rubric: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input), ``prompts`` the templates the run loaded (over the
-    built-in ones and ``also``'s: the judge's)."""
+    built-in ones and ``also``'s: the judge's); ``tasks`` and ``rubric`` its task file's and its rubric's path and
+    hash (`TaskFile.identity`), taken from the reads that checked them."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
     data["prompts"] = fingerprinted(prompts)  # the versions, not the file's path
     data["prompt_overrides"] = overrides(prompts, also)  # empty without a prompts file
     if config.experiment.tasks is not None:
-        data["tasks"] = task_file_identity(config.experiment.tasks)
+        assert tasks is not None, "a task file's hash comes from the read that checked it"
+        data["tasks"] = tasks
     if config.experiment.rubric is not None:
-        data["rubric"] = task_file_identity(config.experiment.rubric)  # its content decides the grades
+        assert rubric is not None, "a rubric's hash comes from the read that loaded it"
+        data["rubric"] = rubric  # its content decides the grades
     return data
 
 

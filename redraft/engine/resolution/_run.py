@@ -91,7 +91,7 @@ def resolve_run(
     experiment, out = config.experiment, out_of(config)
     scenario, strategy = get_scenario(experiment.scenario), get_strategy(experiment.strategy)
     check_fit(experiment, scenario, strategy)
-    tasks = task_source(config, scenario, secret or RunSecret(out), task)
+    tasks, task_file = task_source(config, scenario, secret or RunSecret(out), task)
     setup = role_setup(config, scenario, backends)
     money = resolve_money(config, strategy, setup)
     cast = Cast.of(setup, strategy)
@@ -104,7 +104,13 @@ def resolve_run(
         settings=settings_of(config, money, cast.paced),
         out=out,
         tasks=tasks,
-        identity=identity(config, setup.prompts, setup.judge.templates if setup.judge else None),
+        identity=identity(
+            config,
+            setup.prompts,
+            setup.judge.templates if setup.judge else None,
+            tasks=task_file.identity if task_file else None,
+            rubric=setup.judge.rubric_file if setup.judge else None,
+        ),
         cast=cast,
     )
 
