@@ -55,23 +55,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from redraft.errors import ProtocolError, UserError, did_you_mean
+from redraft.errors import ProtocolError, UserError
 from redraft.protocols.messages import Task, encode
 from redraft.scenarios._base import Scenario
 from redraft.scenarios._json_values import (
+    FIELDS,
     MAX_DEPTH,
     MAX_ID_CHARS,
     MAX_INT,
     MAX_STRING_CHARS,
     MIN_INT,
+    checked_record,
     decode_json,
     json_type,
     quoted,
-    shown,
-    string_fault,
-    value_fault,
 )
-from redraft.scenarios._task_columns import FIELDS, ColumnMap
+from redraft.scenarios._task_columns import ColumnMap
 from redraft.scenarios._task_tables import csv_rows, parquet_rows
 
 __all__ = [
@@ -184,10 +183,13 @@ def _lines(path: Path, handle: io.BufferedReader) -> Iterator[tuple[int, str]]:
             yield number, text
 
 
-def _json_records(
-    path: Path, handle: io.BufferedReader, columns: ColumnMap | None
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, record) of each line: its object, or what ``columns`` reads of its keys.
+Rows = Iterator[tuple[str, dict[str, Any], ColumnMap | None]]
+"""(where, the line's object or the row's cells, the map that reads them: None for a JSON line's object, taken
+as it is)."""
+
+
+def _json_rows(path: Path, handle: io.BufferedReader, columns: ColumnMap | None) -> Rows:
+    """Each line's object, to be read through ``columns`` when given.
 
     A key ``columns`` reads that no line has is an error once the file is read: a misspelt key would
     otherwise leave every task without what it names."""
@@ -199,15 +201,13 @@ def _json_records(
         if not isinstance(value, dict):
             raise UserError(f"{where}: expected a JSON object, got {json_type(value)}")
         unseen -= value.keys()
-        yield where, value if columns is None else columns.record(where, value)
+        yield where, value, columns
     if unseen and read:
         raise UserError(f"task file {path}: --columns reads the key {quoted(min(unseen))}, which no line has")
 
 
-def _table_records(
-    path: Path, handle: io.BufferedReader, kind: Format, columns: ColumnMap | None
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, record) of each row of a CSV or Parquet file, read through ``columns`` or its header's names."""
+def _table_rows(path: Path, handle: io.BufferedReader, kind: Format, columns: ColumnMap | None) -> Rows:
+    """Each row of a CSV or Parquet file, to be read through ``columns`` or, without, its header's names."""
     where = f"task file {path}"
     mapping = columns
 
@@ -219,43 +219,18 @@ def _table_records(
 
     rows = csv_rows(handle, where, wanted) if kind == "csv" else parquet_rows(handle, where, wanted)
     for number, row in rows:
-        assert mapping is not None  # set by `wanted`, before the first row
-        at = f"{where}, row {number}"
-        yield at, mapping.record(at, row)
+        yield f"{where}, row {number}", row, mapping  # set by `wanted`, before the first row
 
 
-def _checked(where: str, record: dict[str, Any]) -> dict[str, Any]:
-    """One record (a line's object, a row's fields) checked as a task's; `UserError` starting with ``where`` on
-    its first fault."""
-    unknown = sorted(set(record) - set(FIELDS))
-    if unknown:
-        near = did_you_mean(unknown[0], FIELDS) if isinstance(unknown[0], str) else ""
-        raise UserError(f"{where}: unknown field {quoted(unknown[0])} ({near}allowed: {', '.join(FIELDS)})")
-    for field in ("id", "prompt"):
-        if field not in record:
-            raise UserError(f"{where}: missing field {field!r}")
-        if not isinstance(record[field], str):
-            raise UserError(f"{where}: {field!r} must be a string, got {json_type(record[field])}")
-        if not record[field].strip():
-            raise UserError(f"{where}: {field!r} is empty")
-    for field in ("reference", "feedback"):
-        if not isinstance(record.get(field, {}), dict):
-            raise UserError(f"{where}: {field!r} must be an object, got {json_type(record[field])}")
-    if problem := string_fault(record["id"], MAX_ID_CHARS, "an id"):
-        raise UserError(f"{where}: id: {problem}")
-    if fault := value_fault(record, "", 1):
-        raise UserError(f"{where}: {shown(fault[0])}: {fault[1]}")
-    return record
-
-
-def _task(where: str, record: dict[str, Any], scenario: str, owner: Scenario) -> Task:
-    """The task a line makes, encoded once to know it can travel; `UserError` if it cannot or is too large."""
+def _task(where: str, record: dict[str, Any], owner: Scenario) -> Task:
+    """The task a line or row makes from its checked record (`checked_record`), encoded once to know it can
+    travel; `UserError` if it cannot or is too large."""
     reference, gold = owner.split_reference(record.get("reference", {}))
     feedback = record.get("feedback", {})
     if both := sorted(set(feedback) & (set(reference) | set(gold))):
         raise UserError(f"{where}: {quoted(both[0])} is in both 'feedback' and 'reference'; keep it in one")
     reference = {**reference, **feedback}
-    task = Task(task_id=record["id"], scenario=scenario, prompt=record["prompt"], reference=reference, gold=gold)
+    task = Task(task_id=record["id"], scenario=owner.name, prompt=record["prompt"], reference=reference, gold=gold)
     try:
         size = len(encode(task))
     except ProtocolError as exc:
@@ -280,13 +255,11 @@ def _tasks(path: Path, owner: Scenario, columns: str | None) -> Generator[Task, 
     mapping = ColumnMap.parse(columns) if columns is not None else None
     kind = file_format(path)
     with _open(path) as handle:
-        if kind == "jsonl":
-            records = _json_records(path, handle, mapping)
-        else:
-            records = _table_records(path, handle, kind, mapping)
+        rows = _table_rows(path, handle, kind, mapping) if kind != "jsonl" else _json_rows(path, handle, mapping)
         first_seen: dict[str, str] = {}
-        for where, record in records:
-            task = _task(where, _checked(where, record), owner.name, owner)
+        for where, row, columns_of in rows:  # each line or row read through its map, checked, made a task
+            record = checked_record(where, row if columns_of is None else columns_of.record(where, row))
+            task = _task(where, record, owner)
             if task.task_id in first_seen:
                 raise UserError(f"{where}: duplicate id {task.task_id!r} (first on {first_seen[task.task_id]})")
             first_seen[task.task_id] = where.rpartition(", ")[2]

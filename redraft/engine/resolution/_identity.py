@@ -1,4 +1,4 @@
-"""A run's identity (what decides its results), the manifest its run directory keeps, and where it writes.
+"""A run's identity (what decides its results), the manifest its run directory keeps, and its ``--out`` checked.
 
 The identity is the experiment's settings, every prompt template's version (a prompts file's text hashes
 too) and a task file's and a judge's rubric's path and content hash; its hash, the fingerprint, lets a rerun
@@ -12,7 +12,6 @@ import os
 import platform
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -73,13 +72,6 @@ def _versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def out_of(config: RunConfig) -> Path:
-    """Where the run writes: ``--out``, or ``runs/<time>-<id>`` (nothing is checked or made here)."""
-    if config.runtime.out:
-        return Path(config.runtime.out)
-    return Path("runs") / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
 
 
 def check_out(out: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from redraft.engine._rules import ArbiterSettings
 from redraft.engine.resolution._arbiter import settings_of
 from redraft.engine.resolution._cast import Cast
 from redraft.engine.resolution._fit import check_fit
-from redraft.engine.resolution._identity import identity, manifest, out_of
+from redraft.engine.resolution._identity import identity, manifest
 from redraft.engine.resolution._money import resolve_money
 from redraft.engine.resolution._roles import BackendOverrides, RoleSetup, role_setup
 from redraft.engine.resolution._tasks import TaskSource, task_source
@@ -128,6 +130,13 @@ def with_check(config: RunConfig, check: CheckFunction | None, grade: CheckFunct
     made = UserCheck.of(check, grade)
     provide(made)
     return config.replace(scenario=made.name)
+
+
+def out_of(config: RunConfig) -> Path:
+    """Where the run writes: ``--out``, or ``runs/<time>-<id>`` (nothing is checked or made here)."""
+    if config.runtime.out:
+        return Path(config.runtime.out)
+    return Path("runs") / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
 
 
 def shares_batch(strategy: str) -> bool:

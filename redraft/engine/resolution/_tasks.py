@@ -22,26 +22,27 @@ TaskSource = Callable[[], Iterator[Task]]
 def task_source(
     config: RunConfig, scenario: Scenario, secret: RunSecret, task: Task | None = None
 ) -> tuple[TaskSource, TaskFile | None]:
-    """Where the run's tasks come from: ``task`` alone when given (`redraft.refine`'s), else its task file
-    (every line or row checked here, in the read that hashes it: the file, beside the source), or its scenario's
-    own, made with ``secret`` (read when they are first made) if it `hides_gold`; `UserError` for a bad task
-    file, or a scenario with no tasks of its own and no task file."""
+    """Where the run's tasks come from, and its task file when it has one: ``task`` alone when given
+    (`redraft.refine`'s), else the task file's (every line or row checked here, in the read that hashes it), or
+    its scenario's own (`own_tasks`); `UserError` for a bad task file, or a scenario with no tasks of its own and
+    no task file."""
     experiment, limit = config.experiment, config.runtime.limit
-    checked = None
-    if experiment.tasks is not None:  # every line or row made a task, before anything starts
-        checked = read_task_file(experiment.tasks, scenario, experiment.columns)
-    elif experiment.columns is not None:
+    if experiment.tasks is None:
+        return own_tasks(config, scenario, secret, task), None
+    checked = read_task_file(experiment.tasks, scenario, experiment.columns)  # before anything starts
+    return (lambda: iter([task])) if task is not None else (lambda: islice(checked.tasks(), limit)), checked
+
+
+def own_tasks(config: RunConfig, scenario: Scenario, secret: RunSecret, task: Task | None = None) -> TaskSource:
+    """A run without a task file: ``task`` alone when given, else its scenario's own tasks, made with ``secret``
+    (read when they are first made) if it `hides_gold`."""
+    experiment, limit = config.experiment, config.runtime.limit
+    if experiment.columns is not None:
         raise UserError("--columns maps the columns of a task file: give it with --tasks FILE")
     if task is not None:
-        return (lambda: iter([task])), checked
-    if checked is None and scenario.needs_task_file:
+        return lambda: iter([task])
+    if scenario.needs_task_file:
         raise UserError(f"the scenario {experiment.scenario!r} has no tasks of its own: give --tasks FILE.jsonl")
-
-    def tasks() -> Iterator[Task]:
-        if checked is not None:
-            return islice(checked.tasks(), limit)
-        if scenario.hides_gold:
-            return islice(scenario.secret_tasks(seed=experiment.seed, secret=secret.read()), limit)
-        return islice(scenario.tasks(seed=experiment.seed), limit)
-
-    return tasks, checked
+    if scenario.hides_gold:
+        return lambda: islice(scenario.secret_tasks(seed=experiment.seed, secret=secret.read()), limit)
+    return lambda: islice(scenario.tasks(seed=experiment.seed), limit)
