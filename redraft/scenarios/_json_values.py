@@ -9,7 +9,8 @@ whichever reader made it: a JSON line, a CSV cell read as JSON, or a Parquet cel
 `decode_json` reads JSON text by these rules, where Python's reader is looser: it refuses a key seen
 twice in one object (Python keeps the last silently), ``NaN`` and ``Infinity`` (Python accepts them),
 an integer literal past 64 bits (Python converts up to 4,300 digits, slowly) and a number that
-overflows to infinity (``1e400``).
+overflows to infinity (``1e400``). `converted` reads a cell as the kind ``--columns`` gives it, and
+`checked_record` checks a record (a line's object, a row's fields) as a task's: its fields and their values.
 """
 
 from __future__ import annotations
