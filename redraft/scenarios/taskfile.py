@@ -19,8 +19,7 @@ JSON lines. JSON lines (UTF-8, one JSON object per line; blank lines are skipped
 A CSV or Parquet file holds the same fields as columns, named after them (``id``, ``prompt``,
 ``reference.answer``) or mapped by ``--columns`` (`redraft.scenarios._task_columns` says how, and how
 a cell's type is read); a JSON line's keys may be mapped the same way. Tables are read by
-`redraft.scenarios._task_tables`. Every format's record then goes through the same checks below
-(`redraft.scenarios._json_values.checked_record`).
+`redraft.scenarios._task_tables`. Every format's record then goes through the same checks below.
 
 Limits (each fault names the file, the line or row and, inside it, the value's path):
 
