@@ -8,8 +8,8 @@ each (`ArbiterSettings`, `_arbiter`), the roles as the strategy plays them (`Cas
 the verifier's model, endpoints, paced roles; `_cast`), and the identity and manifest (`_identity`). Each
 file the config names (price table, prompts file, task file, rubric) is read here once (a task file checked in
 the read that hashes it), and nothing below takes the config apart again or looks a scenario or a strategy up
-by name. A bad name, file or setting is a `UserError` here; no Ray, no I/O but reading those files. See docs/architecture.md, "A run is resolved
-once".
+by name. A bad name, file or setting is a `UserError` here; no Ray, no I/O but reading those files. See
+docs/architecture.md, "A run is resolved once".
 """
 
 from redraft.engine.resolution._arbiter import arbiter_settings
