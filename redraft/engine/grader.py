@@ -98,6 +98,9 @@ class JudgeSetup:
     """Characters of a judgment's prompt besides the task and the answer (its words and the rubric): the estimate's."""
     max_tokens: int = 0
     """The judge's reply's token limit (the estimate's worst case)."""
+    rubric_file: dict[str, str] | None = None
+    """The rubric file's path (as given) and SHA-256, from the read that loaded it (None: the scenario's own
+    rubric): what the run's identity records of it."""
     batched: bool = False
     """Its calls go through its endpoint's provider batches (``--batch``): a judgment waits for its batch, with no
     deadline of its own (``--batch-wait`` bounds the wait), since grading is never on the loop's critical path."""

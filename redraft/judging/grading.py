@@ -27,7 +27,7 @@ from redraft.engine.pools import Reply, Request
 from redraft.engine.prompts import Prompts
 from redraft.errors import ProtocolError, UserError, describe, error_type
 from redraft.judging.judge import JUDGE_SETTINGS, Judge, Judgment, judge_prompts, rubric_text
-from redraft.judging.rubric import Rubric, load_rubric, scenario_rubric
+from redraft.judging.rubric import Rubric, read_rubric, scenario_rubric
 from redraft.protocols.messages import CandidateGrade, Grade, GradeRequest, Task, Usage
 
 JUDGE_DEADLINE_S = 540.0
@@ -112,7 +112,7 @@ class JudgeGrader:
 def judge_setup(ask: JudgeAsk) -> JudgeSetup:
     """The run's judge from what it asked, by its rubric file or else the scenario's own (`scenario_rubric`);
     `UserError` for a rubric that cannot be read, or none at all."""
-    rubric = load_rubric(ask.rubric) if ask.rubric is not None else scenario_rubric(ask.scenario)
+    rubric, digest = read_rubric(ask.rubric) if ask.rubric is not None else (scenario_rubric(ask.scenario), None)
     if rubric is None:
         raise UserError(
             f"--judge grades by a rubric and scenario {ask.scenario.name!r} has none of its own: give --rubric FILE "
@@ -125,6 +125,7 @@ def judge_setup(ask: JudgeAsk) -> JudgeSetup:
     return JudgeSetup(
         spec=ask.backend.spec,
         rubric=rubric.name,
+        rubric_file={"path": ask.rubric, "sha256": digest} if ask.rubric is not None and digest else None,
         repeats=ask.repeats,
         backend=ask.backend,
         grader=JudgeGrader,

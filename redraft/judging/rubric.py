@@ -25,6 +25,7 @@ change a fair judge's verdicts: the calibration's rubric stability.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tomllib
 from collections.abc import Mapping
@@ -95,11 +96,22 @@ def _level(criterion: Criterion, name: str) -> Level:
 
 def load_rubric(path: str | Path) -> Rubric:
     """The rubric in ``path`` (``.toml`` or ``.json``), validated; a `UserError` of one line if it is not one."""
+    return read_rubric(path)[0]
+
+
+def read_rubric(path: str | Path) -> tuple[Rubric, str]:
+    """The rubric in ``path``, as `load_rubric` reads it, and the SHA-256 of the file's bytes, from the same read."""
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise UserError(f"cannot read rubric {path}: {exc.strerror or exc}") from None
+    return _parsed(path, data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")), hashlib.sha256(
+        data
+    ).hexdigest()
+
+
+def _parsed(path: Path, raw: str) -> Rubric:
     try:
         data = json.loads(raw) if path.suffix == ".json" else tomllib.loads(raw)
     except (ValueError, tomllib.TOMLDecodeError) as exc:

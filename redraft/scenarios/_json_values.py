@@ -9,18 +9,27 @@ whichever reader made it: a JSON line, a CSV cell read as JSON, or a Parquet cel
 `decode_json` reads JSON text by these rules, where Python's reader is looser: it refuses a key seen
 twice in one object (Python keeps the last silently), ``NaN`` and ``Infinity`` (Python accepts them),
 an integer literal past 64 bits (Python converts up to 4,300 digits, slowly) and a number that
-overflows to infinity (``1e400``).
+overflows to infinity (``1e400``). `converted` reads a cell as the kind ``--columns`` gives it, and
+`checked_record` checks a record (a line's object, a row's fields) as a task's: its fields and their values.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
-from typing import Any
+from typing import Any, Literal, get_args
 
-from redraft.errors import UserError
+from redraft.errors import UserError, did_you_mean
 
+WHOLE = ("reference", "feedback")
+"""Fields that hold an object: mapped whole, or key by key (``reference.KEY``)."""
+FIELDS = ("id", "prompt", *WHOLE)
+"""A task record's fields (a JSON line's keys, the fields a table's columns map to)."""
+Kind = Literal["str", "int", "float", "json"]
+"""How a task file's cell is read (``--columns FIELD=COLUMN:KIND``)."""
+KINDS: tuple[Kind, ...] = get_args(Kind)
 MAX_STRING_CHARS = 1024 * 1024
 MAX_ID_CHARS = 256
 """Ids name rows of every table, trace files and `redraft trace` arguments."""
@@ -81,6 +90,30 @@ def decode_json(where: str, text: str) -> Any:
         raise UserError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
     except RecursionError:  # Python's reader gave up near 1,000 levels: far past the limit
         raise UserError(f"{where}: nested deeper than {MAX_DEPTH} levels, the limit") from None
+
+
+def checked_record(where: str, record: dict[str, Any]) -> dict[str, Any]:
+    """One record (a line's object, a row's fields) checked as a task's; `UserError` starting with ``where`` on
+    its first fault."""
+    unknown = sorted(set(record) - set(FIELDS))
+    if unknown:
+        near = did_you_mean(unknown[0], FIELDS) if isinstance(unknown[0], str) else ""
+        raise UserError(f"{where}: unknown field {quoted(unknown[0])} ({near}allowed: {', '.join(FIELDS)})")
+    for field in ("id", "prompt"):
+        if field not in record:
+            raise UserError(f"{where}: missing field {field!r}")
+        if not isinstance(record[field], str):
+            raise UserError(f"{where}: {field!r} must be a string, got {json_type(record[field])}")
+        if not record[field].strip():
+            raise UserError(f"{where}: {field!r} is empty")
+    for field in ("reference", "feedback"):
+        if not isinstance(record.get(field, {}), dict):
+            raise UserError(f"{where}: {field!r} must be an object, got {json_type(record[field])}")
+    if problem := string_fault(record["id"], MAX_ID_CHARS, "an id"):
+        raise UserError(f"{where}: id: {problem}")
+    if fault := value_fault(record, "", 1):
+        raise UserError(f"{where}: {shown(fault[0])}: {fault[1]}")
+    return record
 
 
 def value_fault(value: Any, path: str, depth: int) -> tuple[str, str] | None:
@@ -144,3 +177,30 @@ def json_type(value: Any) -> str:
     """What ``value`` is, in JSON's words (``an object``, ``a number``...)."""
     kinds = ((dict, "an object"), (list, "an array"), (str, "a string"), (bool, "a boolean"), (type(None), "null"))
     return next((name for kind, name in kinds if isinstance(value, kind)), "a number")
+
+
+def converted(at: str, value: Any, kind: Kind) -> Any:
+    """A cell read as ``kind``: text is parsed; a typed cell must already be of the kind (an int is a float)."""
+    if kind == "json":
+        return decode_json(at, value) if isinstance(value, str) else value
+    if isinstance(value, bool):
+        raise UserError(f"{at}: a boolean is not {_KIND_WORDS[kind]}")
+    if kind == "str" and isinstance(value, int | str):
+        return str(value)
+    if kind == "int" and isinstance(value, int):
+        return value
+    if kind == "float" and isinstance(value, int | float):
+        return float(value)
+    if kind == "int" and isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value)
+    if kind == "float" and isinstance(value, str):
+        try:
+            return float(value)  # "nan" and "inf" parse: `value_fault` refuses them
+        except ValueError:
+            pass
+    shown_value = quoted(value, 20) if isinstance(value, str) else json_type(value)
+    raise UserError(f"{at}: {shown_value} is not {_KIND_WORDS[kind]}")
+
+
+_KIND_WORDS = {"str": "text", "int": "an integer", "float": "a number"}
+_INTEGER = re.compile(r"\s*[+-]?\d+\s*")

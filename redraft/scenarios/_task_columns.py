@@ -18,19 +18,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 from redraft.errors import UserError, did_you_mean
-from redraft.scenarios._json_values import decode_json, json_type, quoted, shown, value_fault
+from redraft.scenarios._json_values import (
+    FIELDS,
+    KINDS,
+    WHOLE,
+    Kind,
+    converted,
+    decode_json,
+    json_type,
+    quoted,
+    shown,
+    value_fault,
+)
 
-Kind = Literal["str", "int", "float", "json"]
-KINDS: tuple[Kind, ...] = get_args(Kind)
-WHOLE = ("reference", "feedback")
-"""Fields that hold an object: mapped whole, or key by key (``reference.KEY``)."""
-FIELDS = ("id", "prompt", *WHOLE)
 TARGETS = (*FIELDS, "reference.KEY", "feedback.KEY")
 """What an entry may map a column to, as the messages name them."""
-_INTEGER = re.compile(r"\s*[+-]?\d+\s*")
 _ABSENT = object()
 
 
@@ -113,8 +118,15 @@ class ColumnMap:
             value = _cell(where, entry, row.get(entry.column))
             if value is _ABSENT:
                 continue
+            if entry.key is None and entry.field in WHOLE:  # a whole object, merged with the keys others gave it
+                given = record.get(entry.field, {})
+                if clash := sorted(set(given) & set(value)):
+                    at = f"by column {quoted(entry.column)} too"
+                    raise UserError(f"{where}: '{entry.field}.{clash[0]}' is given twice ({at})")
+                record[entry.field] = {**value, **given}
+                continue
             if entry.key is None:
-                record[entry.field] = value if entry.field not in WHOLE else _object(where, entry, value, record)
+                record[entry.field] = value
                 continue
             inner = record.setdefault(entry.field, {})
             if not isinstance(inner, dict) or entry.key in inner:
@@ -152,50 +164,17 @@ def _cell(where: str, entry: Column, value: Any) -> Any:
     if entry.kind is None and entry.field in WHOLE and entry.key is None and isinstance(value, str):
         value = decode_json(at, value)  # an object written as JSON text
     elif entry.kind is not None:
-        value = _converted(at, value, entry.kind)
+        value = converted(at, value, entry.kind)
     elif entry.field in ("id", "prompt") and not isinstance(value, str):
         hint = f"; read it as text with --columns {entry.field}={entry.column}:str" if isinstance(value, int) else ""
         raise UserError(f"{at}: the {entry.field} must be text, got {json_type(value)}{hint}")
     if fault := value_fault(value, entry.target, 2 if entry.key else 1):
         raise UserError(f"{at}: {shown(fault[0])}: {fault[1]}")
+    if entry.field in WHOLE and entry.key is None and not isinstance(value, dict):
+        raise UserError(
+            f"{where}, column {quoted(entry.column)}: {entry.field!r} must be an object, got {json_type(value)}"
+        )
     return value
-
-
-def _converted(at: str, value: Any, kind: Kind) -> Any:
-    """A cell read as ``kind``: text is parsed; a typed cell must already be of the kind (an int is a float)."""
-    if kind == "json":
-        return decode_json(at, value) if isinstance(value, str) else value
-    if isinstance(value, bool):
-        raise UserError(f"{at}: a boolean is not {_KIND_WORDS[kind]}")
-    if kind == "str" and isinstance(value, int | str):
-        return str(value)
-    if kind == "int" and isinstance(value, int):
-        return value
-    if kind == "float" and isinstance(value, int | float):
-        return float(value)
-    if kind == "int" and isinstance(value, str) and _INTEGER.fullmatch(value):
-        return int(value)
-    if kind == "float" and isinstance(value, str):
-        try:
-            return float(value)  # "nan" and "inf" parse: `value_fault` refuses them
-        except ValueError:
-            pass
-    shown_value = quoted(value, 20) if isinstance(value, str) else json_type(value)
-    raise UserError(f"{at}: {shown_value} is not {_KIND_WORDS[kind]}")
-
-
-_KIND_WORDS = {"str": "text", "int": "an integer", "float": "a number"}
-
-
-def _object(where: str, entry: Column, value: Any, record: dict[str, Any]) -> dict[str, Any]:
-    """A whole ``reference`` or ``feedback`` cell, merged with the keys other columns gave it."""
-    if not isinstance(value, dict):
-        got = json_type(value)
-        raise UserError(f"{where}, column {quoted(entry.column)}: {entry.field!r} must be an object, got {got}")
-    given = record.get(entry.field, {})
-    if clash := sorted(set(given) & set(value)):
-        raise UserError(f"{where}: '{entry.field}.{clash[0]}' is given twice (by column {quoted(entry.column)} too)")
-    return {**value, **given}
 
 
 def _listed(header: list[str]) -> str:

@@ -14,9 +14,9 @@ decoded ahead of the rows.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from redraft.errors import UserError, missing_extra
 
@@ -30,54 +30,66 @@ MAX_CELL_CHARS = 8 * 1024 * 1024
 PARQUET_BATCH = 1024
 
 
-def csv_rows(path: Path, where: str, columns: HeaderCheck) -> Rows:
-    """The rows of a CSV file, its header checked first."""
-    # The csv module's own limit is 128 KiB a cell, process-wide: raised, never lowered, to a task's.
-    csv.field_size_limit(max(csv.field_size_limit(), MAX_CELL_CHARS))
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle, strict=True)
-        number = 0
-        try:
-            header = next(reader, None)
-            if header is None:
-                raise UserError(f"{where}: no tasks (the file is empty); write a header row, then a task per row")
-            columns(header)
-            for number, cells in enumerate(reader, start=1):
-                if not any(cells):
-                    continue
-                if len(cells) != len(header):
-                    raise UserError(f"{where}, row {number}: {len(cells)} cells; the header has {len(header)}")
-                yield number, dict(zip(header, cells, strict=True))
-        except UnicodeDecodeError:  # text is decoded by the block, ahead of the rows: find its line
-            raise UserError(f"{where}, line {_first_bad_line(path)}: not UTF-8 text") from None
-        except csv.Error as exc:
-            raise UserError(f"{where}, row {number + 1}: not CSV: {exc}") from None
+def csv_rows(handle: BinaryIO, where: str, columns: HeaderCheck) -> Rows:
+    """The rows of the CSV file open in ``handle``, its header checked first."""
+    text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
+    reader = csv.reader(text, strict=True)
+    number = 0
+    try:
+        header = _next(reader)
+        if header is None:
+            raise UserError(f"{where}: no tasks (the file is empty); write a header row, then a task per row")
+        columns(header)
+        while (cells := _next(reader)) is not None:
+            number += 1
+            if not any(cells):
+                continue
+            if len(cells) != len(header):
+                raise UserError(f"{where}, row {number}: {len(cells)} cells; the header has {len(header)}")
+            yield number, dict(zip(header, cells, strict=True))
+    except UnicodeDecodeError:  # text is decoded by the block, ahead of the rows: find its line
+        raise UserError(f"{where}, line {_first_bad_line(handle)}: not UTF-8 text") from None
+    except csv.Error as exc:
+        raise UserError(f"{where}, row {number + 1}: not CSV: {exc}") from None
+    finally:
+        if not handle.closed:  # its opener may have closed it first, leaving these rows unread
+            text.detach()  # the handle stays its opener's to close
 
 
-def _first_bad_line(path: Path) -> int:
+def _next(reader: Iterator[list[str]]) -> list[str] | None:
+    """The reader's next row, read under a task's cell limit, the process's own put back at once: the csv
+    module's limit (128 KiB a cell) is one for the whole process, and other readers keep theirs."""
+    kept = csv.field_size_limit(MAX_CELL_CHARS)
+    try:
+        return next(reader, None)
+    finally:
+        csv.field_size_limit(kept)
+
+
+def _first_bad_line(handle: BinaryIO) -> int:
     """The number of the file's first line that is not UTF-8 (a row may span lines: a line is exact)."""
-    with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError:
-                return number
+    handle.seek(0)
+    for number, line in enumerate(handle, start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return number
     return 0
 
 
-def parquet_rows(path: Path, where: str, columns: HeaderCheck) -> Rows:
-    """The rows of a Parquet file, read by batches, only the columns ``columns`` asks for."""
+def parquet_rows(handle: BinaryIO, where: str, columns: HeaderCheck) -> Rows:
+    """The rows of the Parquet file open in ``handle``, read by batches, only the columns ``columns`` asks for."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ModuleNotFoundError:
         raise missing_extra("A Parquet task file", "report") from None
     try:
-        table = pq.ParquetFile(path)
+        table = pq.ParquetFile(handle)
     except (pa.ArrowException, OSError) as exc:
         raise UserError(f"{where}: not a Parquet file ({_first_line(exc)})") from None
     number = 0
-    with table:
+    with table:  # closes what it read, not ``handle``: its opener's
         wanted = columns(list(table.schema_arrow.names))
         for batch in table.iter_batches(batch_size=PARQUET_BATCH, columns=wanted):
             for row in batch.to_pylist():

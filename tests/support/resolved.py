@@ -9,11 +9,19 @@ from typing import Any
 from redraft.config import RunConfig
 from redraft.engine.prompt_files import load_prompts
 from redraft.engine.resolution import _identity
+from redraft.scenarios.taskfile import task_file_identity
 
 
 def identity(config: RunConfig) -> dict[str, Any]:
-    """What decides the results of a run of ``config``: the fingerprint's input."""
-    return _identity.identity(config, load_prompts(config.experiment.prompts))
+    """What decides the results of a run of ``config``: the fingerprint's input (its task file and rubric hashed
+    here, as their checks hash them in a run)."""
+    experiment = config.experiment
+    return _identity.identity(
+        config,
+        load_prompts(experiment.prompts),
+        tasks=task_file_identity(experiment.tasks) if experiment.tasks is not None else None,
+        rubric=task_file_identity(experiment.rubric) if experiment.rubric is not None else None,
+    )
 
 
 def manifest_for(config: RunConfig, run_id: str) -> dict[str, Any]:

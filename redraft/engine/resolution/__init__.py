@@ -5,11 +5,11 @@ from the `ResolvedRun` everywhere after: the scenario and strategy (looked up he
 fit the settings (`_fit`), where the tasks come from (`_tasks`), the roles' backends and prompts (`RoleSetup`,
 `_roles`), the money (prices, a batch's share, escalation: `Money`, `_money`), the arbiter's rules with one value
 each (`ArbiterSettings`, `_arbiter`), the roles as the strategy plays them (`Cast`: constructors, the grader,
-the verifier's model, endpoints, paced roles; `_cast`), and the identity and run directory (`_identity`). Each
-file the config names (price table, prompts file, task file, rubric) is read here and not again, and nothing
-below takes the config apart again or looks a scenario or a strategy up by name. A bad name, file or setting
-is a `UserError` here; no Ray, no I/O but reading those files. See docs/architecture.md, "A run is resolved
-once".
+the verifier's model, endpoints, paced roles; `_cast`), and the identity and manifest (`_identity`). Each
+file the config names (price table, prompts file, task file, rubric) is read here once (a task file checked in
+the read that hashes it), and nothing below takes the config apart again or looks a scenario or a strategy up
+by name. A bad name, file or setting is a `UserError` here; no Ray, no I/O but reading those files. See
+docs/architecture.md, "A run is resolved once".
 """
 
 from redraft.engine.resolution._arbiter import arbiter_settings

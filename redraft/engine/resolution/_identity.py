@@ -1,4 +1,4 @@
-"""A run's identity (what decides its results), the manifest its run directory keeps, and where it writes.
+"""A run's identity (what decides its results), the manifest its run directory keeps, and its ``--out`` checked.
 
 The identity is the experiment's settings, every prompt template's version (a prompts file's text hashes
 too) and a task file's and a judge's rubric's path and content hash; its hash, the fingerprint, lets a rerun
@@ -12,7 +12,6 @@ import os
 import platform
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +24,28 @@ from redraft.errors import UserError
 from redraft.protocols.messages import WIRE_VERSION
 from redraft.rundir import WIRE_KEY, fingerprint
 from redraft.rundir.store import new_run_uid
-from redraft.scenarios.taskfile import task_file_identity
 
 
-def identity(config: RunConfig, prompts: Prompts, also: Prompts | None = None) -> dict[str, Any]:
+def identity(
+    config: RunConfig,
+    prompts: Prompts,
+    also: Prompts | None = None,
+    *,
+    tasks: dict[str, str] | None = None,
+    rubric: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """What decides the run's results (the fingerprint's input), ``prompts`` the templates the run loaded (over the
-    built-in ones and ``also``'s: the judge's)."""
+    built-in ones and ``also``'s: the judge's); ``tasks`` and ``rubric`` its task file's and its rubric's path and
+    hash (`TaskFile.identity`), taken from the reads that checked them."""
     data: dict[str, Any] = msgspec.to_builtins(config.experiment)
     data["prompts"] = fingerprinted(prompts)  # the versions, not the file's path
     data["prompt_overrides"] = overrides(prompts, also)  # empty without a prompts file
     if config.experiment.tasks is not None:
-        data["tasks"] = task_file_identity(config.experiment.tasks)
+        assert tasks is not None, "a task file's hash comes from the read that checked it"
+        data["tasks"] = tasks
     if config.experiment.rubric is not None:
-        data["rubric"] = task_file_identity(config.experiment.rubric)  # its content decides the grades
+        assert rubric is not None, "a rubric's hash comes from the read that loaded it"
+        data["rubric"] = rubric  # its content decides the grades
     return data
 
 
@@ -64,13 +72,6 @@ def _versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def out_of(config: RunConfig) -> Path:
-    """Where the run writes: ``--out``, or ``runs/<time>-<id>`` (nothing is checked or made here)."""
-    if config.runtime.out:
-        return Path(config.runtime.out)
-    return Path("runs") / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
 
 
 def check_out(out: Path) -> None:

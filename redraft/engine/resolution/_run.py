@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from redraft.engine._rules import ArbiterSettings
 from redraft.engine.resolution._arbiter import settings_of
 from redraft.engine.resolution._cast import Cast
 from redraft.engine.resolution._fit import check_fit
-from redraft.engine.resolution._identity import identity, manifest, out_of
+from redraft.engine.resolution._identity import identity, manifest
 from redraft.engine.resolution._money import resolve_money
 from redraft.engine.resolution._roles import BackendOverrides, RoleSetup, role_setup
 from redraft.engine.resolution._tasks import TaskSource, task_source
@@ -91,7 +93,7 @@ def resolve_run(
     experiment, out = config.experiment, out_of(config)
     scenario, strategy = get_scenario(experiment.scenario), get_strategy(experiment.strategy)
     check_fit(experiment, scenario, strategy)
-    tasks = task_source(config, scenario, secret or RunSecret(out), task)
+    tasks, task_file = task_source(config, scenario, secret or RunSecret(out), task)
     setup = role_setup(config, scenario, backends)
     money = resolve_money(config, strategy, setup)
     cast = Cast.of(setup, strategy)
@@ -104,7 +106,13 @@ def resolve_run(
         settings=settings_of(config, money, cast.paced),
         out=out,
         tasks=tasks,
-        identity=identity(config, setup.prompts, setup.judge.templates if setup.judge else None),
+        identity=identity(
+            config,
+            setup.prompts,
+            setup.judge.templates if setup.judge else None,
+            tasks=task_file.identity if task_file else None,
+            rubric=setup.judge.rubric_file if setup.judge else None,
+        ),
         cast=cast,
     )
 
@@ -122,6 +130,13 @@ def with_check(config: RunConfig, check: CheckFunction | None, grade: CheckFunct
     made = UserCheck.of(check, grade)
     provide(made)
     return config.replace(scenario=made.name)
+
+
+def out_of(config: RunConfig) -> Path:
+    """Where the run writes: ``--out``, or ``runs/<time>-<id>`` (nothing is checked or made here)."""
+    if config.runtime.out:
+        return Path(config.runtime.out)
+    return Path("runs") / (time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
 
 
 def shares_batch(strategy: str) -> bool:

@@ -4,6 +4,7 @@ out once, as a field of the resolved run, which every reader then takes."""
 from __future__ import annotations
 
 import builtins
+import hashlib
 import io
 import json
 from collections import Counter
@@ -21,6 +22,7 @@ from redraft.engine.estimate import WORST, costing_roles
 from redraft.engine.resolution import Cast, ResolvedRun, resolve_run
 from redraft.engine.resolution import _cast as cast_module
 from redraft.engine.resolution import _money as money_module
+from tests.support.judges import RUBRIC
 
 CHEAP = ScriptedSpec(script=["Answer: 4"], model="cheap")
 STRONG = ScriptedSpec(script=["Answer: 4"], model="strong")
@@ -100,3 +102,40 @@ def test_the_cast_is_worked_out_once_and_read_by_the_factory_and_the_estimate(
     assert len(made) == 2 and paying.cast.roles["drafter"][1][2].payer == "run-1"
     costing_roles(run, WORST)
     assert len(made) == 3  # the estimate's doubles are a setup of their own, cast once
+
+
+def _task_file(path: Path) -> Path:
+    """Two arithmetic tasks, as the file's suffix says (JSON lines, CSV or Parquet)."""
+    records = [
+        {"id": "apples", "prompt": "3 apples and 4 more?", "reference.answer": "7"},
+        {"id": "pears", "prompt": "9 pears less 2?", "reference.answer": "7"},
+    ]
+    if path.suffix == ".jsonl":
+        lines = [json.dumps({"id": r["id"], "prompt": r["prompt"], "reference": {"answer": 7}}) for r in records]
+        path.write_text("\n".join(lines) + "\n")
+    elif path.suffix == ".csv":
+        rows = [",".join(records[0]), *(",".join(r.values()) for r in records)]
+        path.write_text("\r\n".join(rows) + "\r\n")
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(records), path)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_a_task_file_and_a_rubric_are_each_opened_once_and_hashed_from_that_read(
+    suffix: str, tmp_path: Path, reads: Counter[str]
+) -> None:
+    tasks, rubric = _task_file(tmp_path / f"tasks{suffix}"), tmp_path / "rubric.json"
+    rubric.write_text(json.dumps(RUBRIC))
+    config = RunConfig.build(
+        scenario="arithmetic", tasks=str(tasks), judge="openai:gpt-4o", rubric=str(rubric), out=str(tmp_path / "run")
+    )
+    reads.clear()  # what writing them opened
+    run = resolve_run(config, backends={"drafter": CHEAP, "critic": CHEAP, "judge": STRONG})
+    assert {"tasks": reads[str(tasks)], "rubric": reads[str(rubric)]} == {"tasks": 1, "rubric": 1}
+    assert run.identity["tasks"] == {"path": str(tasks), "sha256": hashlib.sha256(tasks.read_bytes()).hexdigest()}
+    assert run.identity["rubric"] == {"path": str(rubric), "sha256": hashlib.sha256(rubric.read_bytes()).hexdigest()}
+    assert [task.task_id for task in run.tasks()] == ["apples", "pears"]  # streamed afresh, from a read of its own

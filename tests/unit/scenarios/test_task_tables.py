@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import io
 import json
 import math
 from pathlib import Path
@@ -307,3 +308,15 @@ def test_the_cli_refuses_a_bad_row_in_one_line_and_starts_nothing(
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"redraft: error: task file {path}, row 2: missing field 'prompt' ('question' is empty or absent)"]
     assert not (tmp_path / "run").exists()
+
+
+def test_a_csv_cell_past_the_csv_modules_limit_is_read_and_the_processs_limit_stays_as_it_was(tmp_path: Path) -> None:
+    limit, big = csv.field_size_limit(), "x" * 200_000  # past the module's own 128 KiB, within a task's limit
+    path = write_csv(tmp_path / "t.csv", ["id", "prompt"], ["a", big], ["b", "y?"])
+    tasks = iter_tasks(path, get_scenario(f"check:{CHECK}"))
+    assert next(tasks).prompt == big
+    assert csv.field_size_limit() == limit  # while the file is being read, as after
+    assert validate_task_file(path, get_scenario(f"check:{CHECK}")) == 2
+    assert csv.field_size_limit() == limit
+    with pytest.raises(csv.Error, match="field larger than field limit"):  # any other reader keeps its limit
+        list(csv.reader(io.StringIO(f"a,{big}\n")))
