@@ -38,7 +38,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -94,10 +94,12 @@ def read_results(root: Path) -> Iterator[TaskEntry]:
     return (item for item in scan_results(root) if isinstance(item, TaskEntry))
 
 
-def scan_results(root: Path) -> Iterator[TaskEntry | SetAside]:
-    """Every line of ``results.jsonl``: a record, or a line that is not one (and why)."""
-    size, previous_end, skipped = trace_size(root), 0, False
-    for item in scan(root / RESULTS, line_decoder(root)):
+def scan_results(root: Path, after: After | None = None) -> Iterator[TaskEntry | SetAside]:
+    """Every line of ``results.jsonl``: a record, or a line that is not one (and why); those ``after`` the lines
+    a reader has read already, when given."""
+    after = after or After()
+    size, previous_end, skipped = trace_size(root), after.previous_end, False
+    for item in scan(root / RESULTS, line_decoder(root), offset=after.offset, number=after.number):
         if isinstance(item, SetAside):
             skipped = True
             yield item
@@ -105,6 +107,26 @@ def scan_results(root: Path) -> Iterator[TaskEntry | SetAside]:
         entry = _entry(item, previous_end, skipped, size)
         previous_end, skipped = entry.end, False
         yield entry
+
+
+@dataclass(frozen=True)
+class After:
+    """Where a scan of ``results.jsonl`` goes on from: a line's end, its number, and its record's range's end."""
+
+    offset: int = 0
+    number: int = 0
+    previous_end: int = 0
+
+
+class Outcome(Protocol):
+    """What tells a task done from one the machinery failed: a `Result`'s fields, or a record's digest's."""
+
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def error_type(self) -> str | None: ...
+    @property
+    def retried_for(self) -> list[str]: ...
 
 
 def latest_results(root: Path) -> Iterator[TaskEntry]:
@@ -119,7 +141,7 @@ def latest_results(root: Path) -> Iterator[TaskEntry]:
             yield entry
 
 
-def is_infrastructure_failure(result: Result) -> bool:
+def is_infrastructure_failure(result: Outcome) -> bool:
     """Whether a record holds the machinery's failure rather than the task's result (redone on resume).
 
     Besides the machinery's own causes, a poison task whose every attempt found a backend unreachable: such a
@@ -193,8 +215,13 @@ Record = tuple[dict[str, Any], Result]
 
 def line_decoder(root: Path) -> Callable[[bytes], Record]:
     """How the lines of the run directory at ``root`` decode: as `decode_line`, for its manifest's run."""
-    run = str(read_object(root / MANIFEST).get(RUN_UID) or "") or None
+    run = manifest_run(root)
     return lambda data: decode_line(data, run)
+
+
+def manifest_run(root: Path) -> str | None:
+    """The run id of the directory's manifest (None: a manifest without one, or none)."""
+    return str(read_object(root / MANIFEST).get(RUN_UID) or "") or None
 
 
 def decode_line(data: bytes, run: str | None) -> Record:

@@ -57,9 +57,11 @@ from redraft.errors import RunDirWriteError, UserError
 from redraft.jsonlines import records
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir._blocks import BlockWriter, is_compressed
+from redraft.rundir._prefix import Running
 from redraft.rundir._recovery import recover
 from redraft.rundir._results import RUN, latest_results, result_line
 from redraft.rundir._wire import check_wire
+from redraft.rundir.frames import task_span
 from redraft.rundir.kinds import RUN as RUN_DIR
 from redraft.rundir.kinds import check_kind
 from redraft.rundir.layout import MANIFEST, RESULTS, RUN_UID, SUMMARY, TRACE, read_object, write_json
@@ -94,6 +96,8 @@ class RunStore:
         self._listeners: list[Listener] = []
         self._lock: WriterLock | None = None
         self._written = 0
+        self._running: Running | None = None
+        """The verified prefix as the writer appends, and its checkpoint."""
         self._unwritable: OSError | None = None
         """The write that failed, once one has: nothing more is written (see the module docstring)."""
 
@@ -127,6 +131,8 @@ class RunStore:
         store.started = _seconds(kept.get("started_at")) or store.started
         recovered = recover(root, redo_untraced)
         store.done, store.spent, store.said = recovered.done, recovered.spent, recovered.said
+        store._running = Running.resumed(root, store.run_uid, recovered.kept)
+        store._running.save()  # what the recovery verified, a later resume need not
         if self._lock is not None and (stale := self._lock.took_over) is not None:
             store.said.insert(0, f"took over the lock of {stale.said()}, which has ended")
         store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
@@ -141,17 +147,18 @@ class RunStore:
             raise self._stopped(self._unwritable)
         try:
             start = self._trace.tell()
-            if self._blocks is not None:
-                self._trace.write(self._blocks.compress(frames))
-            else:
-                for frame in frames:
-                    self._trace.write(frame)
+            data = b"".join(frames)
+            block = data if self._blocks is None else self._blocks.compress(frames)
+            self._trace.write(block)
             self._trace.flush()
-            self._results.write(result_line(result, start, self._trace.tell(), self.run_uid))
+            line = result_line(result, start, self._trace.tell(), self.run_uid)
+            self._results.write(line)
             self._results.flush()
         except OSError as exc:
             self._unwritable = exc
             raise self._stopped(exc) from None
+        if self._running is not None:
+            self._running.wrote(block, line, kept=task_span(data, result.task_id) == 0)
         self._written += 1
         self.spent = self.spent + result.usage
         for listener in self._listeners:
@@ -202,7 +209,8 @@ class RunStore:
         return summary
 
     def close(self) -> None:
-        """Close the files and release the directory, writing nothing more (a run that ends before its summary)."""
+        """Close the files and release the directory, writing nothing more (a run that ends before its summary)
+        but the verified prefix (`redraft.rundir._prefix`)."""
         for handle in (self._trace, self._results):
             if handle is not None:
                 try:
@@ -210,6 +218,9 @@ class RunStore:
                 except OSError as exc:  # what was buffered met the same full disk: the resume cuts the torn tail
                     self._unwritable = self._unwritable or exc
         self._trace = self._results = None
+        if self._running is not None and self._unwritable is None:
+            self._running.save()
+        self._running = None
         if self._lock is not None:
             self._lock.release()
             self._lock = None
