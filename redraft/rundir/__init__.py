@@ -11,6 +11,8 @@ kinds      which directories redraft writes into: new, empty, or its own kind's;
 wire       the wire version a directory was written at: one a pre-release redraft wrote is refused in one line
 reader     RunReader: records streamed, one task's frames by seeking (and decompressing: blocks)
 blocks     the trace's compressed blocks: a task's frames one zstd frame, against the run's dictionary
+prefix     verified.json: the prefix of the files the writer vouches a resume need not verify again
+index      tasks.index: where each task's line is, so one task is found without reading them all (`trace_for`)
 summary    Summary (summary.json, the end table) and summarize
 secret     RunSecret: the random bytes a run keeps to seed its generated tasks' hidden parts
 history    one task's rounds, candidates, critiques, decisions and best-so-far diffs
@@ -28,7 +30,7 @@ from redraft.rundir.history import TaskHistory, build_history
 from redraft.rundir.kinds import COMPARISON, JUDGE_CARD, RUN, TUNE, DirKind, check_kind, check_run
 from redraft.rundir.layout import fingerprint, safe_name
 from redraft.rundir.lock import DirectoryBusy, WriterLock, hold
-from redraft.rundir.reader import RunReader, result_records, trace_bytes
+from redraft.rundir.reader import RunReader, result_records, trace_bytes, trace_for
 from redraft.rundir.secret import RunSecret
 from redraft.rundir.store import RunStore
 from redraft.rundir.summary import Change, Summary, refinement_change, summarize
@@ -64,4 +66,5 @@ __all__ = [
     "safe_name",
     "summarize",
     "trace_bytes",
+    "trace_for",
 ]

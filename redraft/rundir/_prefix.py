@@ -5,13 +5,14 @@ at a million tasks, a minute of work that an undamaged directory repays with not
 So the writer vouches, in ``verified.json``, for the prefix of ``results.jsonl`` and of
 the trace that a recovery would keep as it is: every line there a record of this run
 whose frames are whole (or marked lost), as the one rule reads them. With each prefix it
-writes its size and a running CRC-32 of its bytes, the dictionary's CRC, the run's id and
-a digest of the `Result` Struct's schema.
+writes its size and a running CRC-32 of its bytes, the dictionary's CRC, the run's id, a
+digest of the `Result` Struct's schema, and what the prefix's records spent.
 
-A resume trusts the prefix only when all of these still hold (`trusted`): both files at
-least that long, their first bytes' CRCs the same, the same dictionary, run id and
-schema; it still reads every line there, but as a `Digest` (the few fields a resume
-counts), and verifies only the lines after it by the full rule. Anything else (a byte
+A resume trusts the prefix only when all of these still hold (`trusted`, `digested`):
+both files at least that long, their first bytes' CRCs the same, the same dictionary, run
+id and schema. It still reads every line there, but as a `Digest` (the few fields that
+say whether a task is done), many lines a call, takes what they spent from the checkpoint,
+and verifies only the lines after the prefix by the full rule. Anything else (a byte
 changed anywhere in the prefix, a file cut short or replaced, the dictionary deleted, a
 newer `Result`) and the whole directory is verified as before: the checkpoint saves
 time, never changes what a resume keeps or sets aside.
@@ -28,14 +29,16 @@ from __future__ import annotations
 import functools
 import os
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 
 from redraft.protocols.messages import Result, Usage
 from redraft.rundir._blocks import DICTIONARY
+from redraft.rundir._results import After, is_infrastructure_failure
 from redraft.rundir.layout import RESULTS, TRACE, read_object
 
 VERIFIED = "verified.json"
@@ -47,10 +50,9 @@ _CHUNK = 1 << 20
 
 
 class Digest(msgspec.Struct, frozen=True):
-    """What a resume counts of a record in the verified prefix: whose, whether done, what it spent, its range."""
+    """What a resume reads of a record in the verified prefix: whose, whether done, its range."""
 
     task_id: str
-    usage: Usage
     error: str | None = None
     error_type: str | None = None
     retried_for: list[str] = []
@@ -59,17 +61,35 @@ class Digest(msgspec.Struct, frozen=True):
     trace_lost: bool = False
 
 
-DIGEST: msgspec.json.Decoder[Digest] = msgspec.json.Decoder(Digest)
+_DIGESTS = msgspec.json.Decoder(list[Digest])
+_DIGEST = msgspec.json.Decoder(Digest)
 
 
 @dataclass(frozen=True)
 class Prefix:
-    """A prefix of the two files: bytes and their CRC-32 each."""
+    """A prefix of the two files: bytes and their CRC-32 each, and what its records spent."""
 
     results: int = 0
     results_crc: int = 0
     trace: int = 0
     trace_crc: int = 0
+    spent: Usage = field(default_factory=Usage)
+    """The usage of its records but the machinery's failures (`redraft.rundir._results.is_infrastructure_failure`)."""
+
+
+@dataclass
+class Digested:
+    """What the records of a verified prefix hold, as a recovery counts them."""
+
+    done: set[str] = field(default_factory=set)
+    kept: int = 0
+    """Records (every line of the prefix is one)."""
+    lost: int = 0
+    """Records whose frames are marked lost."""
+    traced_end: int = 0
+    """Just past the frames of the last record whose frames are whole."""
+    after: After = field(default_factory=After)
+    """Where the lines after the prefix begin."""
 
 
 class Running:
@@ -81,18 +101,24 @@ class Running:
         self._since = 0
 
     @classmethod
-    def resumed(cls, root: Path, run: str, kept: Prefix | None) -> Running:
-        """The CRCs of the directory as its recovery left it: ``kept`` (a prefix still in place) read on."""
+    def resumed(cls, root: Path, run: str, kept: Prefix | None, spent: Usage) -> Running:
+        """The directory as its recovery left it (its records spent ``spent``): ``kept``, a prefix still in
+        place, read on."""
         start = kept or Prefix()
         results_size, results_crc = _crc(root / RESULTS, start.results, start.results_crc)
         trace_size, trace_crc = _crc(root / TRACE, start.trace, start.trace_crc)
-        return cls(root, run, Prefix(results_size, results_crc, trace_size, trace_crc))
+        return cls(root, run, Prefix(results_size, results_crc, trace_size, trace_crc, spent))
 
-    def wrote(self, block: bytes, line: bytes, kept: bool) -> None:
+    def wrote(self, block: bytes, line: bytes, result: Result, kept: bool) -> None:
         """A task's block and line were appended; ``kept``: a recovery would keep its frames."""
         p = self.prefix
+        spent = p.spent if is_infrastructure_failure(result) else p.spent + result.usage
         self.prefix = Prefix(
-            p.results + len(line), zlib.crc32(line, p.results_crc), p.trace + len(block), zlib.crc32(block, p.trace_crc)
+            p.results + len(line),
+            zlib.crc32(line, p.results_crc),
+            p.trace + len(block),
+            zlib.crc32(block, p.trace_crc),
+            spent,
         )
         self._vouching = self._vouching and kept
         self._since += 1
@@ -119,6 +145,7 @@ class Running:
             "dictionary": _dictionary_crc(self._root),
             "results": [p.results, p.results_crc],
             "trace": [p.trace, p.trace_crc],
+            "spent": p.spent,
         }
         tmp = self._root / (VERIFIED + ".tmp")
         tmp.write_bytes(msgspec.json.encode(record))
@@ -126,22 +153,75 @@ class Running:
 
 
 def trusted(root: Path, run: str) -> Prefix | None:
-    """The verified prefix of the directory at ``root``, if every check of the module's rule holds; else None."""
+    """The verified prefix of the directory at ``root``, if its checkpoint is this run's and this version's, its
+    dictionary the same, and the trace's first bytes unchanged (``results.jsonl``'s are checked by `digested`)."""
     saved = read_object(root / VERIFIED)
     try:
-        prefix = Prefix(*saved["results"], *saved["trace"])
+        (results, results_crc), (trace, trace_crc) = saved["results"], saved["trace"]
+        prefix = Prefix(results, results_crc, trace, trace_crc, msgspec.convert(saved["spent"], Usage))
         same = (saved["format"], saved["run"], saved["schema"]) == (FORMAT, run, _schema())
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, ValueError, msgspec.ValidationError):
         return None
-    if not same or saved.get("dictionary") != _dictionary_crc(root):
+    if not same or saved.get("dictionary") != _dictionary_crc(root) or not isinstance(trace, int):
         return None
-    for path, size, crc in (
-        (root / RESULTS, prefix.results, prefix.results_crc),
-        (root / TRACE, prefix.trace, prefix.trace_crc),
-    ):
-        if not isinstance(size, int) or _size(path) < size or _crc(path, 0, 0, size) != (size, crc):
+    if not isinstance(results, int) or _size(root / RESULTS) < results or _size(root / TRACE) < trace:
+        return None
+    return prefix if _crc(root / TRACE, 0, 0, trace) == (trace, trace_crc) else None
+
+
+def digested(root: Path, prefix: Prefix) -> Digested | None:
+    """The records of the verified prefix, read as digests a chunk of lines at a time; None when its bytes are
+    not the ones the checkpoint holds (or do not read as the writer's records)."""
+    found, crc = Digested(), 0
+    with open(root / RESULTS, "rb") as results:
+        try:
+            for chunk in _lines(results, prefix.results):
+                crc = zlib.crc32(chunk, crc)
+                _count(found, chunk)
+        except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-    return prefix
+    if (found.after.offset, crc) != (prefix.results, prefix.results_crc):
+        return None
+    return found
+
+
+def _lines(results: IO[bytes], size: int) -> Iterator[bytes]:
+    """The first ``size`` bytes of ``results``, in chunks of whole lines."""
+    left, rest = size, b""
+    while left > 0 and (data := results.read(min(_CHUNK, left))):
+        left -= len(data)
+        data = rest + data
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        if cut:
+            yield data[:cut]
+    if rest:
+        yield rest
+
+
+def _count(found: Digested, chunk: bytes) -> None:
+    """Count a chunk's records, in the file's order."""
+    lines = chunk.count(b"\n")
+    try:
+        digests = _DIGESTS.decode(b"[" + chunk.rstrip(b"\n").replace(b"\n", b",") + b"]")
+    except msgspec.DecodeError:  # a blank line among them: one line at a time
+        digests = [_DIGEST.decode(line) for line in chunk.splitlines() if line.strip()]
+    if any(d.error for d in digests):
+        for d in digests:
+            (found.done.discard if is_infrastructure_failure(d) else found.done.add)(d.task_id)
+    else:
+        found.done.update(d.task_id for d in digests)
+    end = found.after.previous_end
+    for d in digests:
+        start = end if d.trace_start is None else d.trace_start
+        end = start if d.trace_end is None else d.trace_end
+        if d.trace_lost:
+            found.lost += 1
+        else:
+            found.traced_end = end
+    found.kept += len(digests)
+    after = found.after
+    found.after = After(after.offset + len(chunk), after.number + lines, end)
 
 
 def _crc(path: Path, start: int, crc: int, stop: int | None = None) -> tuple[int, int]:

@@ -38,12 +38,11 @@ import msgspec
 from redraft.jsonlines import Line, Recovery, SetAside, damaged_path, replace, scan
 from redraft.protocols.messages import Usage
 from redraft.rundir._blocks import BlockReader, Decoded
-from redraft.rundir._prefix import DIGEST, Prefix, trusted
+from redraft.rundir._prefix import Prefix, digested, trusted
 from redraft.rundir._results import (
     TRACE_END,
     TRACE_LOST,
     TRACE_START,
-    After,
     Outcome,
     Record,
     TaskEntry,
@@ -69,6 +68,8 @@ class Recovered:
     """One line per file that had something set aside, for the run's output."""
     kept: Prefix | None = None
     """The verified prefix the resume trusted, when the recovery left it in place (`redraft.rundir._prefix`)."""
+    rewrote: bool = False
+    """``results.jsonl`` was replaced by its records (something was set aside or found lost)."""
 
     def count(self, outcome: Outcome, task_id: str, usage: Usage) -> None:
         """Count a record, in the file's order."""
@@ -113,7 +114,7 @@ def recover(root: Path, redo_untraced: bool = False) -> Recovered:
     recovered = checked.counted
     if checked.damaged or redo:
         _rewrite(root, checked, redo)
-        recovered = Recovered()
+        recovered = Recovered(rewrote=True)
         for entry in (e for e in scan_results(root) if isinstance(e, TaskEntry)):
             recovered.count(entry.result, entry.task_id, entry.result.usage)
     else:
@@ -128,17 +129,15 @@ def recover(root: Path, redo_untraced: bool = False) -> Recovered:
 
 def _check(root: Path, prefix: Prefix | None) -> _Checked:
     checked = _Checked(aside=Recovery(root / RESULTS))
-    after = None
-    if prefix is not None:
-        try:
-            after = _digested(root, prefix, checked)
-            checked.prefix = prefix
-        except (msgspec.DecodeError, msgspec.ValidationError):  # not what the writer vouched for: verify it all
-            checked = _Checked(aside=Recovery(root / RESULTS))
+    found = None if prefix is None else digested(root, prefix)
+    if prefix is not None and found is not None:  # the prefix's records counted, their frames not verified again
+        checked.prefix, checked.lost, checked.traced_end = prefix, found.lost, found.traced_end
+        checked.aside.kept = found.kept
+        checked.counted.done, checked.counted.spent = found.done, prefix.spent
     path = root / TRACE
     blocks = BlockReader(root)
     with open(path, "rb") if path.exists() else _NoTrace() as trace:
-        for item in scan_results(root, after):
+        for item in scan_results(root, None if found is None else found.after):
             if isinstance(item, SetAside):
                 checked.aside.note(item)
                 continue
@@ -157,28 +156,6 @@ def _check(root: Path, prefix: Prefix | None) -> _Checked:
                 if not item.lost and item.start < item.end:
                     checked.spoilt.append((item.start, item.end))
     return checked
-
-
-def _digested(root: Path, prefix: Prefix, checked: _Checked) -> After:
-    """Count the records of the verified prefix, read as digests; where the lines after it begin."""
-    offset = number = previous_end = 0
-    with open(root / RESULTS, "rb") as results:
-        for data in results:
-            if offset >= prefix.results:
-                break
-            offset, number = offset + len(data), number + 1
-            if not data.strip():
-                continue
-            digest = DIGEST.decode(data)
-            checked.aside.kept += 1
-            checked.counted.count(digest, digest.task_id, digest.usage)
-            start = previous_end if digest.trace_start is None else digest.trace_start
-            previous_end = start if digest.trace_end is None else digest.trace_end
-            if digest.trace_lost:
-                checked.lost += 1
-            else:
-                checked.traced_end = previous_end
-    return After(offset, number, previous_end)
 
 
 def _why(entry: TaskEntry, trace: Path) -> str:

@@ -104,7 +104,7 @@ def scan_results(root: Path, after: After | None = None) -> Iterator[TaskEntry |
             skipped = True
             yield item
             continue
-        entry = _entry(item, previous_end, skipped, size)
+        entry = entry_of(item, previous_end, skipped, size)
         previous_end, skipped = entry.end, False
         yield entry
 
@@ -240,7 +240,9 @@ def decode_line(data: bytes, run: str | None) -> Record:
     return record, result
 
 
-def _entry(line: Line[Record], previous_end: int, skipped: bool, size: int) -> TaskEntry:
+def entry_of(line: Line[Record], previous_end: int, skipped: bool, size: int) -> TaskEntry:
+    """A record's entry: its range (an older line's begins at ``previous_end``, after a line ``skipped`` a guess),
+    lost when the line says so or the range lies past the trace's ``size``."""
     record, result = line.record
     explicit: int | None = record.get(TRACE_START)  # offsets, if there (`decode_line`)
     start = explicit if explicit is not None else previous_end

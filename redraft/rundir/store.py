@@ -56,6 +56,7 @@ import msgspec
 from redraft.errors import RunDirWriteError, UserError
 from redraft.jsonlines import records
 from redraft.protocols.messages import Result, Usage
+from redraft.rundir import _index as index
 from redraft.rundir._blocks import BlockWriter, is_compressed
 from redraft.rundir._prefix import Running
 from redraft.rundir._recovery import recover
@@ -96,6 +97,8 @@ class RunStore:
         self._listeners: list[Listener] = []
         self._lock: WriterLock | None = None
         self._written = 0
+        self._index: IO[bytes] | None = None
+        """``tasks.index``: where each task's line is (`redraft.rundir._index`)."""
         self._running: Running | None = None
         """The verified prefix as the writer appends, and its checkpoint."""
         self._unwritable: OSError | None = None
@@ -131,8 +134,9 @@ class RunStore:
         store.started = _seconds(kept.get("started_at")) or store.started
         recovered = recover(root, redo_untraced)
         store.done, store.spent, store.said = recovered.done, recovered.spent, recovered.said
-        store._running = Running.resumed(root, store.run_uid, recovered.kept)
+        store._running = Running.resumed(root, store.run_uid, recovered.kept, recovered.spent)
         store._running.save()  # what the recovery verified, a later resume need not
+        store._index = index.opened(root, rewritten=recovered.rewrote)
         if self._lock is not None and (stale := self._lock.took_over) is not None:
             store.said.insert(0, f"took over the lock of {stale.said()}, which has ended")
         store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
@@ -152,13 +156,17 @@ class RunStore:
             self._trace.write(block)
             self._trace.flush()
             line = result_line(result, start, self._trace.tell(), self.run_uid)
+            at = self._results.tell()
             self._results.write(line)
             self._results.flush()
+            if self._index is not None:
+                self._index.write(index.entry(result.task_id, at))
+                self._index.flush()
         except OSError as exc:
             self._unwritable = exc
             raise self._stopped(exc) from None
         if self._running is not None:
-            self._running.wrote(block, line, kept=task_span(data, result.task_id) == 0)
+            self._running.wrote(block, line, result, kept=task_span(data, result.task_id) == 0)
         self._written += 1
         self.spent = self.spent + result.usage
         for listener in self._listeners:
@@ -211,13 +219,13 @@ class RunStore:
     def close(self) -> None:
         """Close the files and release the directory, writing nothing more (a run that ends before its summary)
         but the verified prefix (`redraft.rundir._prefix`)."""
-        for handle in (self._trace, self._results):
+        for handle in (self._trace, self._results, self._index):
             if handle is not None:
                 try:
                     handle.close()
                 except OSError as exc:  # what was buffered met the same full disk: the resume cuts the torn tail
                     self._unwritable = self._unwritable or exc
-        self._trace = self._results = None
+        self._trace = self._results = self._index = None
         if self._running is not None and self._unwritable is None:
             self._running.save()
         self._running = None
