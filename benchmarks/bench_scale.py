@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import itertools
 import json
 import os
 import random
@@ -31,7 +32,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from itertools import islice
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -59,7 +59,7 @@ REFERENCE = {"samples": 2, "max_rounds": 2}
 
 
 def reference_tasks(n: int) -> tuple[list[Any], ScriptedSpec]:
-    tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), n))
+    tasks = list(itertools.islice(get_scenario("arithmetic").tasks(seed=0), n))
     return tasks, ScriptedSpec(script=LateLearner.for_tasks(tasks, fix_at=1))
 
 
@@ -145,7 +145,9 @@ def readers(root: Path, n: int) -> dict[str, tuple[float, float]]:
     }
 
 
-def store_figures(sizes: list[int], base: Callable[[], list[list[Any]]], keep: Path | None) -> dict[int, dict[str, float]]:
+def store_figures(
+    sizes: list[int], base: Callable[[], list[list[Any]]], keep: Path | None
+) -> dict[int, dict[str, float]]:
     figures: dict[int, dict[str, float]] = {}
     for n in sizes:
         with TemporaryDirectory() as tmp:
@@ -200,6 +202,71 @@ def engine_figures(sizes: list[int]) -> dict[int, dict[str, float]]:
     return figures
 
 
+ARMS = 8
+BASELINE_SAMPLES = 8
+
+
+def analysis_figures(sizes: list[int]) -> dict[int, dict[str, float]]:
+    """A comparison's analysis (`redraft.comparison._analysis`) over `ARMS` arms of ``n`` tasks each and a baseline
+    of `BASELINE_SAMPLES` samples a task, from synthetic task figures (what reading the lanes gives it)."""
+    from redraft.comparison._analysis import against_baseline, arm_summary, between, curve, per_task_pass
+    from redraft.comparison._lane_figures import Behaviour, TaskFigures
+
+    figures: dict[int, dict[str, float]] = {}
+    for n in sizes:
+        rng = random.Random(n)
+        arms = {
+            f"arm{a}": [
+                [
+                    TaskFigures(
+                        task_id=f"task-{i:07d}",
+                        graded_pass=rng.random() < 0.5 + a / 40,
+                        passed=rng.random() < 0.6,
+                        initial_graded_pass=rng.random() < 0.4,
+                        calls=rng.randrange(3, 9),
+                        tokens=rng.randrange(500, 3000),
+                        usd=rng.random() / 100,
+                        wall_s=rng.random(),
+                        by_round=[rng.random() < 0.4, rng.random() < 0.5 + a / 40],
+                    )
+                    for i in range(n)
+                ]
+            ]
+            for a in range(ARMS)
+        }
+        samples = {f"task-{i:07d}": _samples(rng, i) for i in range(n)}
+        row: dict[str, float] = {}
+        started = time.perf_counter()
+        curves = [curve(name, samples, (1.0, 400.0, 0.001), 1.0) for name in ("best_of_n", "self_consistency")]
+        row["baseline curves, s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        summaries = [arm_summary(name, runs, Behaviour(), oracle=False) for name, runs in arms.items()]
+        per_task = {name: per_task_pass(runs) for name, runs in arms.items()}
+        row["arm figures, s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        for arm in summaries:
+            for c in curves:
+                against_baseline(arm, per_task[arm.name], c, samples, "calls")
+        row["vs baselines, s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        for a, b in itertools.combinations(summaries, 2):
+            between(a.name, per_task[a.name], b.name, per_task[b.name])
+        row["between arms, s"] = time.perf_counter() - started
+        row["analysis in all, s"] = sum(row.values())
+        figures[n] = row
+        print(f"  {ARMS} arms x {n:>9,} tasks: " + ", ".join(f"{k} {v:,.3g}" for k, v in row.items()), flush=True)
+    return figures
+
+
+def _samples(rng: random.Random, i: int) -> list[Any]:
+    """A baseline task's samples as the reference workload's: each right (score 1, passing, the task's answer) or
+    wrong (score 0, one of three wrong answers)."""
+    from redraft.stats import Sample
+
+    right = [rng.random() < 0.5 for _ in range(BASELINE_SAMPLES)]
+    return [Sample(score=float(r), passed=r, answer=str(i) if r else f"{i}-{rng.randrange(3)}") for r in right]
+
+
 def table(title: str, figures: dict[int, dict[str, float]]) -> None:
     sizes = sorted(figures)
     smallest = figures[sizes[0]]
@@ -216,7 +283,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--engine", type=int, nargs="*", default=[10_000, 100_000])
-    parser.add_argument("--keep", type=Path, default=None, help="keep the store's run directories in this folder, and read them again on the next run")
+    parser.add_argument("--analysis", type=int, nargs="*", default=[10_000, 100_000], help="tasks an arm")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep the store's run directories in this folder, and read them again on the next run",
+    )
     args = parser.parse_args()
     if args.sizes:
         print(f"The store and its readers ({BASE} base tasks refined in this process, then copied):", flush=True)
@@ -224,6 +297,9 @@ def main() -> None:
             "The store and its readers (ratios: each size / the smallest)",
             store_figures(args.sizes, functools.cache(base_frames), args.keep),
         )
+    if args.analysis:
+        print(f"\nA comparison's analysis ({ARMS} arms, synthetic task figures):", flush=True)
+        table("A comparison's analysis (ratios: each size / the smallest)", analysis_figures(args.analysis))
     if args.engine:
         print("\nThe engine end to end (scripted model, local Ray):", flush=True)
         table("The engine (ratios: each size / the smallest)", engine_figures(args.engine))

@@ -129,16 +129,25 @@ class Outcome(Protocol):
     def retried_for(self) -> list[str]: ...
 
 
-def latest_results(root: Path) -> Iterator[TaskEntry]:
+def latest_results(root: Path, noting: Callable[[TaskEntry], None] | None = None) -> Iterator[TaskEntry]:
     """Every task's latest record, in trace order: `read_results` without the records a resume redid.
 
     Two passes over the file; only the pending infrastructure failures are held in
-    memory between them, so memory stays flat however long the run.
+    memory between them, so memory stays flat however long the run. ``noting`` is told
+    every record in the first pass, which ends before the first record is yielded (what
+    a reader must know of them all before it writes one: a table's columns).
     """
-    replaced = superseded(entry.result for entry in read_results(root))
+    first = read_results(root)
+    replaced = superseded(_noted(entry, noting).result for entry in first)
     for index, entry in enumerate(read_results(root)):
         if index not in replaced:
             yield entry
+
+
+def _noted(entry: TaskEntry, noting: Callable[[TaskEntry], None] | None) -> TaskEntry:
+    if noting is not None:
+        noting(entry)
+    return entry
 
 
 def is_infrastructure_failure(result: Outcome) -> bool:

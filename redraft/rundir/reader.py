@@ -66,9 +66,10 @@ class RunReader:
         except msgspec.ValidationError:
             return None
 
-    def entries(self) -> Iterator[TaskEntry]:
-        """Every task's latest record, in trace order, with its frame range (see `latest_results`)."""
-        return latest_results(self.root)
+    def entries(self, noting: Callable[[TaskEntry], None] | None = None) -> Iterator[TaskEntry]:
+        """Every task's latest record, in trace order, with its frame range (see `latest_results`); ``noting`` is
+        told every record before the first is yielded."""
+        return latest_results(self.root, noting)
 
     def finished(self) -> Iterator[Result]:
         """The results of the tasks a resume skips: every task's latest record but the machinery's failures."""

@@ -97,6 +97,8 @@ class RunStore:
         self._listeners: list[Listener] = []
         self._lock: WriterLock | None = None
         self._written = 0
+        self._results_end = 0
+        """Where the next line of ``results.jsonl`` begins."""
         self._index: IO[bytes] | None = None
         """``tasks.index``: where each task's line is (`redraft.rundir._index`)."""
         self._running: Running | None = None
@@ -143,6 +145,7 @@ class RunStore:
         with open(root / TRACE, "rb") as trace:
             store._blocks = BlockWriter(root) if is_compressed(trace.read(4)) else None
         store._results = open(root / RESULTS, "ab")  # noqa: SIM115
+        store._results_end = store._results.seek(0, 2)
 
     def append(self, frames: list[bytes], result: Result) -> None:
         """Write one finished task: its frames, then its result line."""
@@ -156,12 +159,12 @@ class RunStore:
             self._trace.write(block)
             self._trace.flush()
             line = result_line(result, start, self._trace.tell(), self.run_uid)
-            at = self._results.tell()
             self._results.write(line)
             self._results.flush()
             if self._index is not None:
-                self._index.write(index.entry(result.task_id, at))
+                self._index.write(index.entry(result.task_id, self._results_end))
                 self._index.flush()
+            self._results_end += len(line)
         except OSError as exc:
             self._unwritable = exc
             raise self._stopped(exc) from None
