@@ -6,15 +6,21 @@
    tasks, then written through the real writer (`RunStore.append`) as many times as the
    size needs, each copy with its own task id and its digits permuted, so that no two
    tasks' texts are alike. Then, each in a process of its own (wall time and peak memory
-   as the kernel counts them): opening the directory to resume (`RunStore.open`),
-   `redraft report`, `redraft export --format parquet`, and `redraft trace` of the last
-   task.
-2. **The engine end to end** at the `--engine` sizes, with the same scripted model on a
+   as the kernel counts them): opening the directory to resume (`RunStore.open`: with the
+   writer's verified prefix, then without it, as a run written before it), `redraft
+   report`, `redraft export --format parquet`, `redraft trace` of the middle task, and
+   the floor every command stands on (Python starting and importing redraft's CLI).
+2. **A comparison's analysis** (`redraft.comparison._analysis`) over 8 arms of the
+   `--analysis` sizes each and a baseline of 8 samples a task, from synthetic task
+   figures shaped as the reference workload's: its baselines' curves, arms' figures, and
+   every paired test.
+3. **The engine end to end** at the `--engine` sizes, with the same scripted model on a
    local Ray: tasks/s, the driver's peak memory and bytes a task.
 
 Every figure is printed with the ratio of each size to the smallest.
 
-Run: `.venv/bin/python benchmarks/bench_scale.py` (sizes: `--sizes 10000 100000 1000000 --engine 10000 100000`).
+Run: `.venv/bin/python benchmarks/bench_scale.py` (sizes: `--sizes 10000 100000 1000000 --analysis 10000 100000
+--engine 10000 100000`; `--keep DIR` keeps the store's run directories and reads them again on the next run).
 """
 
 from __future__ import annotations
@@ -125,6 +131,9 @@ def measured(command: list[str]) -> tuple[float, float]:
     return wall, int(done.stderr.decode().split()[-1]) / 1024
 
 
+RUN_FILES = ("manifest.json", "results.jsonl", "trace.msgpack", "trace.dict", "tasks.index", "verified.json")
+"""What the writer writes (not the report or exports the readers leave beside it), summary.json aside."""
+
 RESUME = """
 import json, sys
 from pathlib import Path
@@ -137,11 +146,16 @@ assert len(store.done) == int(sys.argv[2]), len(store.done)
 
 def readers(root: Path, n: int) -> dict[str, tuple[float, float]]:
     redraft = [sys.executable, "-m", "redraft.cli"]
-    return {
-        "resume-open": measured([sys.executable, "-c", RESUME, str(root), str(n)]),
+    figures = {"resume-open": measured([sys.executable, "-c", RESUME, str(root), str(n)])}
+    (root / "verified.json").unlink(
+        missing_ok=True
+    )  # as a run written before the checkpoint: every task verified (and it is made)
+    figures["resume-open, verifying all"] = measured([sys.executable, "-c", RESUME, str(root), str(n)])
+    return figures | {
         "report": measured([*redraft, "report", str(root)]),
         "export parquet": measured([*redraft, "export", str(root), "--format", "parquet"]),
-        "trace one task": measured([*redraft, "trace", str(root), f"task-{n - 1:07d}"]),
+        "trace one task": measured([*redraft, "trace", str(root), f"task-{n // 2:07d}"]),
+        "python and redraft's import": measured([sys.executable, "-c", "import redraft.cli, redraft.views.trace"]),
     }
 
 
@@ -153,7 +167,7 @@ def store_figures(
         with TemporaryDirectory() as tmp:
             root = (keep or Path(tmp)) / f"run-{n}"
             writing = _written(root, base, n)
-            on_disk = sum(p.stat().st_size for p in root.iterdir() if p.is_file())
+            on_disk = sum((root / name).stat().st_size for name in RUN_FILES if (root / name).exists())
             row = {"bytes a task": on_disk / n, "writer, us a task": 1e6 * writing / n}
             for name, (wall, peak) in readers(root, n).items():
                 row[f"{name}, s"], row[f"{name}, peak MB"] = wall, peak
