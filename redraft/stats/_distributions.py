@@ -33,8 +33,30 @@ def _log_choose(n: int, ks: range) -> list[float]:
 
 
 def _tail(n: int, log_choose: list[float], ks: range, theta: float) -> float:
+    """The sum of the binomial's terms for ``ks`` (contiguous), each in log space.
+
+    A term's log is concave in k, so from the term nearest the mode outwards each side only falls: once one is below
+    `_NEGLIGIBLE` (whose exp is exactly 0.0, by a margin no rounding closes), so is every term past it, and they are
+    left out. fsum is exactly rounded whatever the order of its terms, so the sum is the one over every term."""
     log_theta, log_rest = math.log(theta), math.log1p(-theta)
-    return math.fsum(math.exp(c + k * log_theta + (n - k) * log_rest) for c, k in zip(log_choose, ks, strict=True))
+    first = ks.start
+
+    def term(i: int) -> float:
+        k = first + i
+        return log_choose[i] + k * log_theta + (n - k) * log_rest
+
+    mode = min(max(int(n * theta) - first, 0), len(ks) - 1)
+    logs = []
+    for side in (range(mode, -1, -1), range(mode + 1, len(ks))):
+        for i in side:
+            if (log := term(i)) < _NEGLIGIBLE:
+                break
+            logs.append(log)
+    return math.fsum(map(math.exp, logs))
+
+
+_NEGLIGIBLE = -800.0
+"""A term's log below which its exp is 0.0 in a double (anything below about -745 is)."""
 
 
 def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:

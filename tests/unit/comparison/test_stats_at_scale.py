@@ -77,3 +77,19 @@ def test_clopper_pearson_bounds_are_where_the_tails_cross_alpha() -> None:
     low, high = clopper_pearson(40, 100, 0.05)
     assert binomial_tail(100, low, range(40, 101)) == pytest.approx(0.025, abs=1e-9)
     assert binomial_tail(100, high, range(41)) == pytest.approx(0.025, abs=1e-9)
+
+
+def test_a_binomial_tail_leaves_out_only_terms_that_are_zero_in_a_double() -> None:
+    def every_term(n: int, theta: float, ks: range) -> float:
+        log_theta, log_rest, log_n = math.log(theta), math.log1p(-theta), math.lgamma(n + 1)
+        return math.fsum(
+            math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_theta + (n - k) * log_rest)
+            for k in ks
+        )
+
+    rng = random.Random(11)
+    for _ in range(300):
+        n, theta = rng.choice((1, 2, 7, 60, 900, 20_000)), rng.uniform(1e-6, 1 - 1e-6)
+        k = rng.randrange(n + 1)
+        for ks in (range(k, n + 1), range(k + 1)):
+            assert binomial_tail(n, theta, ks) == every_term(n, theta, ks)
