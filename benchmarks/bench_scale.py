@@ -56,6 +56,7 @@ from redraft.engine.setup import arbiter_settings
 from redraft.protocols.messages import Result, decode_as, encode
 from redraft.rundir import RunStore, fingerprint
 from redraft.scenarios import get_scenario
+from redraft.scenarios.builtin import arithmetic
 from redraft.strategies import get_strategy
 from tests.support.replies import LateLearner
 
@@ -65,6 +66,7 @@ REFERENCE = {"samples": 2, "max_rounds": 2}
 
 
 def reference_tasks(n: int) -> tuple[list[Any], ScriptedSpec]:
+    arithmetic.SIZE = max(arithmetic.SIZE, n)  # its problems are drawn one by one: as many as a size needs
     tasks = list(itertools.islice(get_scenario("arithmetic").tasks(seed=0), n))
     return tasks, ScriptedSpec(script=LateLearner.for_tasks(tasks, fix_at=1))
 
