@@ -6,29 +6,38 @@
    tasks, then written through the real writer (`RunStore.append`) as many times as the
    size needs, each copy with its own task id and its digits permuted, so that no two
    tasks' texts are alike. Then, each in a process of its own (wall time and peak memory
-   as the kernel counts them): opening the directory to resume (`RunStore.open`),
-   `redraft report`, `redraft export --format parquet`, and `redraft trace` of the last
-   task.
-2. **The engine end to end** at the `--engine` sizes, with the same scripted model on a
+   as the kernel counts them): opening the directory to resume (`RunStore.open`: with the
+   writer's verified prefix, then without it, as a run written before it), `redraft
+   report`, `redraft export --format parquet`, `redraft trace` of the middle task, and
+   the floor every command stands on (Python starting and importing redraft's CLI).
+2. **A comparison's analysis** (`redraft.comparison._analysis`) over 8 arms of the
+   `--analysis` sizes each and a baseline of 8 samples a task, from synthetic task
+   figures shaped as the reference workload's: its baselines' curves, arms' figures, and
+   every paired test.
+3. **The engine end to end** at the `--engine` sizes, with the same scripted model on a
    local Ray: tasks/s, the driver's peak memory and bytes a task.
 
 Every figure is printed with the ratio of each size to the smallest.
 
-Run: `.venv/bin/python benchmarks/bench_scale.py` (sizes: `--sizes 10000 100000 1000000 --engine 10000 100000`).
+Run: `.venv/bin/python benchmarks/bench_scale.py` (sizes: `--sizes 10000 100000 1000000 --analysis 10000 100000
+--engine 10000 100000`; `--keep DIR` keeps the store's run directories and reads them again on the next run).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import itertools
+import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from itertools import islice
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -46,6 +55,7 @@ from redraft.engine.resolution import arbiter_settings, resolve_run
 from redraft.protocols.messages import Result, decode_as, encode
 from redraft.rundir import RunStore, fingerprint
 from redraft.scenarios import get_scenario
+from redraft.scenarios.builtin import arithmetic
 from tests.support.replies import LateLearner
 
 BASE = 500
@@ -54,7 +64,8 @@ REFERENCE = {"samples": 2, "max_rounds": 2}
 
 
 def reference_tasks(n: int) -> tuple[list[Any], ScriptedSpec]:
-    tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), n))
+    arithmetic.SIZE = max(arithmetic.SIZE, n)  # its problems are drawn one by one: as many as a size needs
+    tasks = list(itertools.islice(get_scenario("arithmetic").tasks(seed=0), n))
     return tasks, ScriptedSpec(script=LateLearner.for_tasks(tasks, fix_at=1))
 
 
@@ -108,15 +119,20 @@ def write_run(root: Path, base: list[list[Any]], n: int) -> float:
 
 
 def measured(command: list[str]) -> tuple[float, float]:
-    """Run ``command``; its wall seconds and peak memory in MB (the largest process, as the kernel counts it)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(command)} failed: {process.stderr.read().decode() if process.stderr else ''}")
-    return wall, usage.ru_maxrss / 1024
+    """Run ``command``; its wall seconds and peak memory in MB, as the kernel counts it.
 
+    The command is started by /usr/bin/time (a small process), not forked from this one: Linux counts a child's
+    peak memory from the memory of the process it was forked from, and this one holds the base frames."""
+    started = time.perf_counter()
+    done = subprocess.run(["/usr/bin/time", "-f", "%M", *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.decode()}")
+    return wall, int(done.stderr.decode().split()[-1]) / 1024
+
+
+RUN_FILES = ("manifest.json", "results.jsonl", "trace.msgpack", "trace.dict", "tasks.index", "verified.json")
+"""What the writer writes (not the report or exports the readers leave beside it), summary.json aside."""
 
 RESUME = """
 import json, sys
@@ -130,27 +146,44 @@ assert len(store.done) == int(sys.argv[2]), len(store.done)
 
 def readers(root: Path, n: int) -> dict[str, tuple[float, float]]:
     redraft = [sys.executable, "-m", "redraft.cli"]
-    return {
-        "resume-open": measured([sys.executable, "-c", RESUME, str(root), str(n)]),
+    figures = {"resume-open": measured([sys.executable, "-c", RESUME, str(root), str(n)])}
+    (root / "verified.json").unlink(
+        missing_ok=True
+    )  # as a run written before the checkpoint: every task verified (and it is made)
+    figures["resume-open, verifying all"] = measured([sys.executable, "-c", RESUME, str(root), str(n)])
+    return figures | {
         "report": measured([*redraft, "report", str(root)]),
         "export parquet": measured([*redraft, "export", str(root), "--format", "parquet"]),
-        "trace one task": measured([*redraft, "trace", str(root), f"task-{n - 1:07d}"]),
+        "trace one task": measured([*redraft, "trace", str(root), f"task-{n // 2:07d}"]),
+        "python and redraft's import": measured([sys.executable, "-c", "import redraft.cli, redraft.views.trace"]),
     }
 
 
-def store_figures(sizes: list[int], base: list[list[Any]], keep: Path | None) -> dict[int, dict[str, float]]:
+def store_figures(
+    sizes: list[int], base: Callable[[], list[list[Any]]], keep: Path | None
+) -> dict[int, dict[str, float]]:
     figures: dict[int, dict[str, float]] = {}
     for n in sizes:
-        with TemporaryDirectory(dir=keep) as tmp:
-            root = Path(tmp) / f"run-{n}"
-            writing = write_run(root, base, n)
-            on_disk = sum(p.stat().st_size for p in root.iterdir() if p.is_file())
+        with TemporaryDirectory() as tmp:
+            root = (keep or Path(tmp)) / f"run-{n}"
+            writing = _written(root, base, n)
+            on_disk = sum((root / name).stat().st_size for name in RUN_FILES if (root / name).exists())
             row = {"bytes a task": on_disk / n, "writer, us a task": 1e6 * writing / n}
             for name, (wall, peak) in readers(root, n).items():
                 row[f"{name}, s"], row[f"{name}, peak MB"] = wall, peak
             figures[n] = row
             print(f"  {n:>9,} tasks: " + ", ".join(f"{k} {v:,.3g}" for k, v in row.items()), flush=True)
     return figures
+
+
+def _written(root: Path, base: Callable[[], list[list[Any]]], n: int) -> float:
+    """Write the run at ``root`` (a kept one, whole, is read again: its writer's time is in its manifest)."""
+    manifest = root / "manifest.json"
+    if (root / "summary.json").exists():
+        return float(json.loads(manifest.read_text())["wall_s"])
+    if root.exists():
+        shutil.rmtree(root)
+    return write_run(root, base(), n)
 
 
 def engine_figures(sizes: list[int]) -> dict[int, dict[str, float]]:
@@ -183,6 +216,71 @@ def engine_figures(sizes: list[int]) -> dict[int, dict[str, float]]:
     return figures
 
 
+ARMS = 8
+BASELINE_SAMPLES = 8
+
+
+def analysis_figures(sizes: list[int]) -> dict[int, dict[str, float]]:
+    """A comparison's analysis (`redraft.comparison._analysis`) over `ARMS` arms of ``n`` tasks each and a baseline
+    of `BASELINE_SAMPLES` samples a task, from synthetic task figures (what reading the lanes gives it)."""
+    from redraft.comparison._analysis import against_baseline, arm_summary, between, curve, per_task_pass
+    from redraft.comparison._lane_figures import Behaviour, TaskFigures
+
+    figures: dict[int, dict[str, float]] = {}
+    for n in sizes:
+        rng = random.Random(n)
+        arms = {
+            f"arm{a}": [
+                [
+                    TaskFigures(
+                        task_id=f"task-{i:07d}",
+                        graded_pass=rng.random() < 0.5 + a / 40,
+                        passed=rng.random() < 0.6,
+                        initial_graded_pass=rng.random() < 0.4,
+                        calls=rng.randrange(3, 9),
+                        tokens=rng.randrange(500, 3000),
+                        usd=rng.random() / 100,
+                        wall_s=rng.random(),
+                        by_round=[rng.random() < 0.4, rng.random() < 0.5 + a / 40],
+                    )
+                    for i in range(n)
+                ]
+            ]
+            for a in range(ARMS)
+        }
+        samples = {f"task-{i:07d}": _samples(rng, i) for i in range(n)}
+        row: dict[str, float] = {}
+        started = time.perf_counter()
+        curves = [curve(name, samples, (1.0, 400.0, 0.001), 1.0) for name in ("best_of_n", "self_consistency")]
+        row["baseline curves, s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        summaries = [arm_summary(name, runs, Behaviour(), oracle=False) for name, runs in arms.items()]
+        per_task = {name: per_task_pass(runs) for name, runs in arms.items()}
+        row["arm figures, s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        for arm in summaries:
+            for c in curves:
+                against_baseline(arm, per_task[arm.name], c, samples, "calls")
+        row["vs baselines, s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        for a, b in itertools.combinations(summaries, 2):
+            between(a.name, per_task[a.name], b.name, per_task[b.name])
+        row["between arms, s"] = time.perf_counter() - started
+        row["analysis in all, s"] = sum(row.values())
+        figures[n] = row
+        print(f"  {ARMS} arms x {n:>9,} tasks: " + ", ".join(f"{k} {v:,.3g}" for k, v in row.items()), flush=True)
+    return figures
+
+
+def _samples(rng: random.Random, i: int) -> list[Any]:
+    """A baseline task's samples as the reference workload's: each right (score 1, passing, the task's answer) or
+    wrong (score 0, one of three wrong answers)."""
+    from redraft.stats import Sample
+
+    right = [rng.random() < 0.5 for _ in range(BASELINE_SAMPLES)]
+    return [Sample(score=float(r), passed=r, answer=str(i) if r else f"{i}-{rng.randrange(3)}") for r in right]
+
+
 def table(title: str, figures: dict[int, dict[str, float]]) -> None:
     sizes = sorted(figures)
     smallest = figures[sizes[0]]
@@ -199,14 +297,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--engine", type=int, nargs="*", default=[10_000, 100_000])
-    parser.add_argument("--keep", type=Path, default=None, help="make the run directories under this folder")
+    parser.add_argument("--analysis", type=int, nargs="*", default=[10_000, 100_000], help="tasks an arm")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep the store's run directories in this folder, and read them again on the next run",
+    )
     args = parser.parse_args()
     if args.sizes:
         print(f"The store and its readers ({BASE} base tasks refined in this process, then copied):", flush=True)
         table(
             "The store and its readers (ratios: each size / the smallest)",
-            store_figures(args.sizes, base_frames(), args.keep),
+            store_figures(args.sizes, functools.cache(base_frames), args.keep),
         )
+    if args.analysis:
+        print(f"\nA comparison's analysis ({ARMS} arms, synthetic task figures):", flush=True)
+        table("A comparison's analysis (ratios: each size / the smallest)", analysis_figures(args.analysis))
     if args.engine:
         print("\nThe engine end to end (scripted model, local Ray):", flush=True)
         table("The engine (ratios: each size / the smallest)", engine_figures(args.engine))

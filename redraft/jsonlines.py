@@ -114,17 +114,18 @@ def damaged_path(path: Path) -> Path:
     return path.with_name(path.name + DAMAGED)
 
 
-def scan(path: Path, decode: Callable[[bytes], T]) -> Iterator[Line[T] | SetAside]:
-    """Every line of ``path`` as a record or as set aside, streamed (nothing if there is no file)."""
+def scan(path: Path, decode: Callable[[bytes], T], *, offset: int = 0, number: int = 0) -> Iterator[Line[T] | SetAside]:
+    """Every line of ``path`` as a record or as set aside, streamed (nothing if there is no file); from byte
+    ``offset``, the line after line ``number``, when given (a reader that has read the lines before)."""
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below, once the generator is done
     except FileNotFoundError:
         return
     with handle:
-        offset = 0
-        for number, data in enumerate(handle, 1):
+        handle.seek(offset)
+        for at, data in enumerate(handle, number + 1):
             if data.strip():
-                yield _read(data, number, offset, decode)
+                yield _read(data, at, offset, decode)
             offset += len(data)
 
 

@@ -26,7 +26,7 @@ from redraft.rundir.labels import (
 )
 from redraft.rundir.layout import fingerprint, safe_name
 from redraft.rundir.lock import DirectoryBusy, WriterLock, hold
-from redraft.rundir.reader import RunReader, result_records, trace_bytes
+from redraft.rundir.reader import RunReader, result_records, trace_bytes, trace_for
 from redraft.rundir.secret import RunSecret
 from redraft.rundir.store import RunStore
 from redraft.rundir.summary import Change, Summary, refinement_change, summarize
@@ -72,4 +72,5 @@ __all__ = [
     "safe_name",
     "summarize",
     "trace_bytes",
+    "trace_for",
 ]

@@ -25,14 +25,17 @@ import msgspec
 from redraft.jsonlines import Line, Recovery, SetAside, damaged_path, replace, scan
 from redraft.protocols.messages import Usage
 from redraft.rundir._blocks import BlockReader, Decoded
+from redraft.rundir._prefix import Prefix, digested, trusted
 from redraft.rundir._results import (
     TRACE_END,
     TRACE_LOST,
     TRACE_START,
+    Outcome,
     Record,
     TaskEntry,
     is_infrastructure_failure,
     line_decoder,
+    manifest_run,
     scan_results,
 )
 from redraft.rundir.frames import task_span
@@ -50,6 +53,18 @@ class Recovered:
     spent: Usage = field(default_factory=Usage)
     said: list[str] = field(default_factory=list)
     """One line per file that had something set aside, for the run's output."""
+    kept: Prefix | None = None
+    """The verified prefix the resume trusted, when the recovery left it in place (`redraft.rundir._prefix`)."""
+    rewrote: bool = False
+    """``results.jsonl`` was replaced by its records (something was set aside or found lost)."""
+
+    def count(self, outcome: Outcome, task_id: str, usage: Usage) -> None:
+        """Count a record, in the file's order."""
+        if is_infrastructure_failure(outcome):
+            self.done.discard(task_id)  # the machinery failed, not the task: redo it
+        else:
+            self.done.add(task_id)
+            self.spent = self.spent + usage
 
 
 @dataclass
@@ -58,7 +73,8 @@ class _Checked:
 
     aside: Recovery
     starts: dict[int, int | None] = field(default_factory=dict)
-    """By line: the verified start of the record's frames, or None when they are lost."""
+    """By line, past the verified prefix: the verified start of the record's frames, or None when they are lost.
+    A line of the prefix is not here: its frames begin at its range's start, or are marked lost."""
     traced_end: int = 0
     """Just past the frames of the last record whose frames are whole."""
     newly_lost: dict[str, int] = field(default_factory=dict)
@@ -67,6 +83,10 @@ class _Checked:
     """Records whose frames are lost: found now, or marked so by an earlier recovery."""
     spoilt: list[tuple[int, int]] = field(default_factory=list)
     """The ranges, within the trace, of the records whose frames were found lost now."""
+    counted: Recovered = field(default_factory=Recovered)
+    """What the records hold, as read (true of the directory unless its results are rewritten)."""
+    prefix: Prefix | None = None
+    """The verified prefix whose records were counted, not verified again."""
 
     @property
     def damaged(self) -> bool:
@@ -75,18 +95,18 @@ class _Checked:
 
 def recover(root: Path, redo_untraced: bool = False) -> Recovered:
     """Recover the run directory at ``root`` by the module's rule; what its records hold."""
-    checked = _check(root)
+    prefix = trusted(root, manifest_run(root) or "")
+    checked = _check(root, prefix)
     redo = redo_untraced and checked.lost > 0
+    recovered = checked.counted
     if checked.damaged or redo:
         _rewrite(root, checked, redo)
+        recovered = Recovered(rewrote=True)
+        for entry in (e for e in scan_results(root) if isinstance(e, TaskEntry)):
+            recovered.count(entry.result, entry.task_id, entry.result.usage)
+    else:
+        recovered.kept = checked.prefix
     moved, orphans = _cut_trace(root, checked)
-    recovered = Recovered()
-    for entry in (e for e in scan_results(root) if isinstance(e, TaskEntry)):
-        if is_infrastructure_failure(entry.result):
-            recovered.done.discard(entry.task_id)  # the machinery failed, not the task: redo it
-        else:
-            recovered.done.add(entry.task_id)
-            recovered.spent = recovered.spent + entry.result.usage
     if (said := checked.aside.line()) is not None:
         recovered.said.append(said)
     if checked.newly_lost or redo or moved:
@@ -94,16 +114,22 @@ def recover(root: Path, redo_untraced: bool = False) -> Recovered:
     return recovered
 
 
-def _check(root: Path) -> _Checked:
+def _check(root: Path, prefix: Prefix | None) -> _Checked:
     checked = _Checked(aside=Recovery(root / RESULTS))
+    found = None if prefix is None else digested(root, prefix)
+    if prefix is not None and found is not None:  # the prefix's records counted, their frames not verified again
+        checked.prefix, checked.lost, checked.traced_end = prefix, found.lost, found.traced_end
+        checked.aside.kept = found.kept
+        checked.counted.done, checked.counted.spent = found.done, prefix.spent
     path = root / TRACE
     blocks = BlockReader(root)
     with open(path, "rb") if path.exists() else _NoTrace() as trace:
-        for item in scan_results(root):
+        for item in scan_results(root, None if found is None else found.after):
             if isinstance(item, SetAside):
                 checked.aside.note(item)
                 continue
             checked.aside.kept += 1
+            checked.counted.count(item.result, item.task_id, item.result.usage)
             overlaps = item.start < checked.traced_end  # a range before the last one's end is not this task's
             begin = None if item.lost or overlaps else _verified(trace, blocks, item)
             checked.starts[item.line] = begin
@@ -149,7 +175,7 @@ def _rewrite(root: Path, checked: _Checked, redo: bool) -> None:
 def _kept(root: Path, checked: _Checked, redo: bool, damaged: IO[bytes]) -> Iterator[bytes]:
     previous = 0
     for item in scan(root / RESULTS, line_decoder(root)):
-        begin = None if isinstance(item, SetAside) else checked.starts[item.number]
+        begin = None if isinstance(item, SetAside) else _begin(checked, item, previous)
         if isinstance(item, SetAside) or (begin is None and redo):
             damaged.write(item.data)
             if isinstance(item, Line):
@@ -157,6 +183,14 @@ def _kept(root: Path, checked: _Checked, redo: bool, damaged: IO[bytes]) -> Iter
             continue
         yield _line(item, begin, previous)
         previous = previous if begin is None else int(item.record[0].get(TRACE_END, begin))
+
+
+def _begin(checked: _Checked, item: Line[Record], previous: int) -> int | None:
+    """Where a record's frames begin (None: lost): as checked, or, in the verified prefix, its range's start."""
+    if item.number in checked.starts:
+        return checked.starts[item.number]
+    fields = item.record[0]
+    return None if fields.get(TRACE_LOST) is True else int(fields.get(TRACE_START, previous))
 
 
 def _line(item: Line[Record], begin: int | None, previous: int) -> bytes:

@@ -30,7 +30,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -86,32 +86,63 @@ def read_results(root: Path) -> Iterator[TaskEntry]:
     return (item for item in scan_results(root) if isinstance(item, TaskEntry))
 
 
-def scan_results(root: Path) -> Iterator[TaskEntry | SetAside]:
-    """Every line of ``results.jsonl``: a record, or a line that is not one (and why)."""
-    size, previous_end, skipped = trace_size(root), 0, False
-    for item in scan(root / RESULTS, line_decoder(root)):
+def scan_results(root: Path, after: After | None = None) -> Iterator[TaskEntry | SetAside]:
+    """Every line of ``results.jsonl``: a record, or a line that is not one (and why); those ``after`` the lines
+    a reader has read already, when given."""
+    after = after or After()
+    size, previous_end, skipped = trace_size(root), after.previous_end, False
+    for item in scan(root / RESULTS, line_decoder(root), offset=after.offset, number=after.number):
         if isinstance(item, SetAside):
             skipped = True
             yield item
             continue
-        entry = _entry(item, previous_end, skipped, size)
+        entry = entry_of(item, previous_end, skipped, size)
         previous_end, skipped = entry.end, False
         yield entry
 
 
-def latest_results(root: Path) -> Iterator[TaskEntry]:
+@dataclass(frozen=True)
+class After:
+    """Where a scan of ``results.jsonl`` goes on from: a line's end, its number, and its record's range's end."""
+
+    offset: int = 0
+    number: int = 0
+    previous_end: int = 0
+
+
+class Outcome(Protocol):
+    """What tells a task done from one the machinery failed: a `Result`'s fields, or a record's digest's."""
+
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def error_type(self) -> str | None: ...
+    @property
+    def retried_for(self) -> list[str]: ...
+
+
+def latest_results(root: Path, noting: Callable[[TaskEntry], None] | None = None) -> Iterator[TaskEntry]:
     """Every task's latest record, in trace order: `read_results` without the records a resume redid.
 
     Two passes over the file; only the pending infrastructure failures are held in
-    memory between them, so memory stays flat however long the run.
+    memory between them, so memory stays flat however long the run. ``noting`` is told
+    every record in the first pass, which ends before the first record is yielded (what
+    a reader must know of them all before it writes one: a table's columns).
     """
-    replaced = superseded(entry.result for entry in read_results(root))
+    first = read_results(root)
+    replaced = superseded(_noted(entry, noting).result for entry in first)
     for index, entry in enumerate(read_results(root)):
         if index not in replaced:
             yield entry
 
 
-def is_infrastructure_failure(result: Result) -> bool:
+def _noted(entry: TaskEntry, noting: Callable[[TaskEntry], None] | None) -> TaskEntry:
+    if noting is not None:
+        noting(entry)
+    return entry
+
+
+def is_infrastructure_failure(result: Outcome) -> bool:
     """Whether a record holds the machinery's failure rather than the task's result (redone on resume).
 
     Besides the machinery's own causes, a poison task whose every attempt found a backend unreachable: such a
@@ -185,8 +216,13 @@ Record = tuple[dict[str, Any], Result]
 
 def line_decoder(root: Path) -> Callable[[bytes], Record]:
     """How the lines of the run directory at ``root`` decode: as `decode_line`, for its manifest's run."""
-    run = str(read_object(root / MANIFEST).get(RUN_UID) or "") or None
+    run = manifest_run(root)
     return lambda data: decode_line(data, run)
+
+
+def manifest_run(root: Path) -> str | None:
+    """The run id of the directory's manifest (None: a manifest without one, or none)."""
+    return str(read_object(root / MANIFEST).get(RUN_UID) or "") or None
 
 
 def decode_line(data: bytes, run: str | None) -> Record:
@@ -205,7 +241,9 @@ def decode_line(data: bytes, run: str | None) -> Record:
     return record, result
 
 
-def _entry(line: Line[Record], previous_end: int, skipped: bool, size: int) -> TaskEntry:
+def entry_of(line: Line[Record], previous_end: int, skipped: bool, size: int) -> TaskEntry:
+    """A record's entry: its range (an older line's begins at ``previous_end``, after a line ``skipped`` a guess),
+    lost when the line says so or the range lies past the trace's ``size``."""
     record, result = line.record
     explicit: int | None = record.get(TRACE_START)  # offsets, if there (`decode_line`)
     start = explicit if explicit is not None else previous_end

@@ -23,6 +23,7 @@ import msgspec
 from redraft.errors import UserError, did_you_mean
 from redraft.protocols.messages import Result
 from redraft.rundir._blocks import BlockReader, Decoded
+from redraft.rundir._index import lookup
 from redraft.rundir._results import (
     TRACE_END,
     TRACE_START,
@@ -65,16 +66,21 @@ class RunReader:
         except msgspec.ValidationError:
             return None
 
-    def entries(self) -> Iterator[TaskEntry]:
-        """Every task's latest record, in trace order, with its frame range (see `latest_results`)."""
-        return latest_results(self.root)
+    def entries(self, noting: Callable[[TaskEntry], None] | None = None) -> Iterator[TaskEntry]:
+        """Every task's latest record, in trace order, with its frame range (see `latest_results`); ``noting`` is
+        told every record before the first is yielded."""
+        return latest_results(self.root, noting)
 
     def finished(self) -> Iterator[Result]:
         """The results of the tasks a resume skips: every task's latest record but the machinery's failures."""
         return (entry.result for entry in self.entries() if not is_infrastructure_failure(entry.result))
 
     def find(self, task_id: str) -> TaskEntry:
-        """The entry of ``task_id``; `UserError` naming a few known ids if there is none."""
+        """The entry of ``task_id``, found through the run's index (`redraft.rundir._index`) where it can say, else
+        by reading the records; `UserError` naming a few known ids if there is none."""
+        indexed = lookup(self.root, task_id)
+        if indexed:
+            return indexed[0]
         known: list[str] = []
         for entry in self.entries():
             if entry.task_id == task_id:
@@ -136,6 +142,15 @@ class RunReader:
             while chunk := results.read(1 << 20):
                 lines += chunk.count(b"\n")
         return lines
+
+
+def trace_for(root: Path, task_id: str) -> tuple[TaskEntry, list[Frame] | None]:
+    """One task of the run at ``root``: its entry (its result, where its frames are) and its frames (None when
+    they are lost), found through the run's index, not by reading the run. `UserError` if ``root`` is not a run
+    directory or has no task ``task_id`` (naming a few it has)."""
+    reader = RunReader(root)
+    entry = reader.find(task_id)
+    return entry, reader.trace_of(entry)
 
 
 def trace_bytes(root: Path) -> bytes:

@@ -24,10 +24,13 @@ import msgspec
 from redraft.errors import RunDirWriteError, UserError
 from redraft.jsonlines import records
 from redraft.protocols.messages import Result, Usage
+from redraft.rundir import _index as index
 from redraft.rundir._blocks import BlockWriter, is_compressed
+from redraft.rundir._prefix import Running
 from redraft.rundir._recovery import recover
 from redraft.rundir._results import RUN, latest_results, result_line
 from redraft.rundir._wire import check_wire
+from redraft.rundir.frames import task_span
 from redraft.rundir.kinds import RUN as RUN_DIR
 from redraft.rundir.kinds import check_kind
 from redraft.rundir.layout import LIVE, MANIFEST, RESULTS, RUN_UID, SUMMARY, TRACE, read_object, write_json
@@ -62,6 +65,12 @@ class RunStore:
         self._listeners: list[Listener] = []
         self._lock: WriterLock | None = None
         self._written = 0
+        self._results_end = 0
+        """Where the next line of ``results.jsonl`` begins."""
+        self._index: IO[bytes] | None = None
+        """``tasks.index``: where each task's line is (`redraft.rundir._index`)."""
+        self._running: Running | None = None
+        """The verified prefix as the writer appends, and its checkpoint."""
         self._unwritable: OSError | None = None
         """The write that failed, once one has: nothing more is written (see the module docstring)."""
 
@@ -95,12 +104,16 @@ class RunStore:
         store.started = _seconds(kept.get("started_at")) or store.started
         recovered = recover(root, redo_untraced)
         store.done, store.spent, store.said = recovered.done, recovered.spent, recovered.said
+        store._running = Running.resumed(root, store.run_uid, recovered.kept, recovered.spent)
+        store._running.save()  # what the recovery verified, a later resume need not
+        store._index = index.opened(root, rewritten=recovered.rewrote)
         if self._lock is not None and (stale := self._lock.took_over) is not None:
             store.said.insert(0, f"took over the lock of {stale.said()}, which has ended")
         store._trace = open(root / TRACE, "ab")  # noqa: SIM115 - held open for the run
         with open(root / TRACE, "rb") as trace:
             store._blocks = BlockWriter(root) if is_compressed(trace.read(4)) else None
         store._results = open(root / RESULTS, "ab")  # noqa: SIM115
+        store._results_end = store._results.seek(0, 2)
 
     def append(self, frames: list[bytes], result: Result) -> None:
         """Write one finished task: its frames, then its result line."""
@@ -109,17 +122,22 @@ class RunStore:
             raise self._stopped(self._unwritable)
         try:
             start = self._trace.tell()
-            if self._blocks is not None:
-                self._trace.write(self._blocks.compress(frames))
-            else:
-                for frame in frames:
-                    self._trace.write(frame)
+            data = b"".join(frames)
+            block = data if self._blocks is None else self._blocks.compress(frames)
+            self._trace.write(block)
             self._trace.flush()
-            self._results.write(result_line(result, start, self._trace.tell(), self.run_uid))
+            line = result_line(result, start, self._trace.tell(), self.run_uid)
+            self._results.write(line)
             self._results.flush()
+            if self._index is not None:
+                self._index.write(index.entry(result.task_id, self._results_end))
+                self._index.flush()
+            self._results_end += len(line)
         except OSError as exc:
             self._unwritable = exc
             raise self._stopped(exc) from None
+        if self._running is not None:
+            self._running.wrote(block, line, result, kept=task_span(data, result.task_id) == 0)
         self._written += 1
         self.spent = self.spent + result.usage
         for listener in self._listeners:
@@ -170,14 +188,18 @@ class RunStore:
         return summary
 
     def close(self) -> None:
-        """Close the files and release the directory, writing nothing more (a run that ends before its summary)."""
-        for handle in (self._trace, self._results):
+        """Close the files and release the directory, writing nothing more (a run that ends before its summary)
+        but the verified prefix (`redraft.rundir._prefix`)."""
+        for handle in (self._trace, self._results, self._index):
             if handle is not None:
                 try:
                     handle.close()
                 except OSError as exc:  # what was buffered met the same full disk: the resume cuts the torn tail
                     self._unwritable = self._unwritable or exc
-        self._trace = self._results = None
+        self._trace = self._results = self._index = None
+        if self._running is not None and self._unwritable is None:
+            self._running.save()
+        self._running = None
         if self._lock is not None:
             (self.root / LIVE).unlink(missing_ok=True)  # what was in flight is no more: the run has ended
             self._lock.release()

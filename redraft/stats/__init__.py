@@ -25,6 +25,7 @@ See docs/architecture.md, section "Intervals and paired tests".
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections import Counter
@@ -49,6 +50,10 @@ class Sample:
     answer: str | None = None
 
 
+_SHAPES = 1 << 16
+"""Tasks' sample shapes a baseline's figures remember: at 100,000 tasks, most tasks' samples share a shape."""
+
+
 def best_of_n(samples: Sequence[Sample], n: int) -> float:
     """Expected graded pass of the sample with the best feedback among n of ``samples`` drawn at random.
 
@@ -58,9 +63,15 @@ def best_of_n(samples: Sequence[Sample], n: int) -> float:
     big = len(samples)
     if not 1 <= n <= big:
         raise ValueError(f"n must be in [1, {big}], got {n}")
-    order = sorted(range(big), key=lambda i: (-samples[i].score, i))
+    return _best_of_n(tuple((s.score, s.passed) for s in samples), n)
+
+
+@functools.lru_cache(maxsize=_SHAPES)
+def _best_of_n(shape: tuple[tuple[float, bool], ...], n: int) -> float:
+    big = len(shape)
+    order = sorted(range(big), key=lambda i: (-shape[i][0], i))
     total = math.comb(big, n)
-    return sum(math.comb(big - 1 - j, n - 1) * samples[i].passed for j, i in enumerate(order)) / total
+    return sum(math.comb(big - 1 - j, n - 1) * shape[i][1] for j, i in enumerate(order)) / total
 
 
 def majority_vote(samples: Sequence[Sample], n: int, *, draws: int = 400, seed: int = 0) -> float:
@@ -70,8 +81,30 @@ def majority_vote(samples: Sequence[Sample], n: int, *, draws: int = 400, seed: 
         raise ValueError(f"n must be in [1, {big}], got {n}")
     if n == big:
         return float(_vote([*range(big)], samples))
+    return _majority_vote(_shape(samples), n, draws, seed)
+
+
+def _shape(samples: Sequence[Sample]) -> tuple[tuple[float, bool, int], ...]:
+    """What a vote depends on: each sample's score, its pass, and which answer it gave (numbered by first
+    appearance; -1 for none): samples of the same shape vote alike, draw for draw."""
+    answers: dict[str, int] = {}
+    return tuple(
+        (s.score, s.passed, -1 if s.answer is None else answers.setdefault(s.answer, len(answers))) for s in samples
+    )
+
+
+@functools.lru_cache(maxsize=_SHAPES)
+def _majority_vote(shape: tuple[tuple[float, bool, int], ...], n: int, draws: int, seed: int) -> float:
+    samples = [Sample(score, passed, None if answer < 0 else str(answer)) for score, passed, answer in shape]
+    return sum(times * _vote([*chosen], samples) for chosen, times in _draws(len(shape), n, draws, seed)) / draws
+
+
+@functools.lru_cache(maxsize=256)
+def _draws(big: int, n: int, draws: int, seed: int) -> list[tuple[tuple[int, ...], int]]:
+    """The ``draws`` random choices of n of ``big`` samples (the same for every task), as each distinct choice and
+    how often it was drawn: a vote depends on which samples were chosen only, and C(8, 4) is 70, not 400."""
     rng = random.Random(seed)
-    return sum(_vote(rng.sample(range(big), n), samples) for _ in range(draws)) / draws
+    return list(Counter(tuple(sorted(rng.sample(range(big), n))) for _ in range(draws)).items())
 
 
 def _vote(chosen: list[int], samples: Sequence[Sample]) -> bool:
@@ -142,7 +175,10 @@ def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> float:
     """The exact two-sided McNemar p value: are the discordant pairs split evenly?"""
     only_a, only_b = _discordant(a, b)
     discordant = only_a + only_b
-    tail = sum(math.comb(discordant, k) for k in range(min(only_a, only_b) + 1))
+    tail = term = 1  # C(d, 0), then each C(d, k) from the one before: exact, without recomputing each from scratch
+    for k in range(1, min(only_a, only_b) + 1):
+        term = term * (discordant - k + 1) // k
+        tail += term
     p: float = 2 * tail / 2**discordant  # the integers divided with one rounding: exact to a double
     return min(1.0, p)
 

@@ -23,11 +23,40 @@ STEPS = 200
 
 def binomial_tail(n: int, theta: float, ks: range) -> float:
     """P(X in ``ks``) for X ~ Binomial(n, ``theta``), 0 < theta < 1."""
-    log_theta, log_rest = math.log(theta), math.log1p(-theta)
+    return _tail(n, _log_choose(n, ks), ks, theta)
+
+
+def _log_choose(n: int, ks: range) -> list[float]:
+    """log C(n, k) for each k of ``ks``: what a tail's terms share whatever theta (a bisection's many calls)."""
     log_n = math.lgamma(n + 1)
-    return math.fsum(
-        math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_theta + (n - k) * log_rest) for k in ks
-    )
+    return [log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) for k in ks]
+
+
+def _tail(n: int, log_choose: list[float], ks: range, theta: float) -> float:
+    """The sum of the binomial's terms for ``ks`` (contiguous), each in log space.
+
+    A term's log is concave in k, so from the term nearest the mode outwards each side only falls: once one is below
+    `_NEGLIGIBLE` (whose exp is exactly 0.0, by a margin no rounding closes), so is every term past it, and they are
+    left out. fsum is exactly rounded whatever the order of its terms, so the sum is the one over every term."""
+    log_theta, log_rest = math.log(theta), math.log1p(-theta)
+    first = ks.start
+
+    def term(i: int) -> float:
+        k = first + i
+        return log_choose[i] + k * log_theta + (n - k) * log_rest
+
+    mode = min(max(int(n * theta) - first, 0), len(ks) - 1)
+    logs = []
+    for side in (range(mode, -1, -1), range(mode + 1, len(ks))):
+        for i in side:
+            if (log := term(i)) < _NEGLIGIBLE:
+                break
+            logs.append(log)
+    return math.fsum(map(math.exp, logs))
+
+
+_NEGLIGIBLE = -800.0
+"""A term's log below which its exp is 0.0 in a double (anything below about -745 is)."""
 
 
 def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
@@ -36,10 +65,14 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
         return (0.0, 1.0)
     lower = 0.0
     if k > 0:
-        lower = root(lambda t: binomial_tail(n, t, range(k, n + 1)) - alpha / 2, (0.0, 1.0), rising=True)
+        above = range(k, n + 1)
+        coefficients = _log_choose(n, above)  # once, not at each of the bisection's steps
+        lower = root(lambda t: _tail(n, coefficients, above, t) - alpha / 2, (0.0, 1.0), rising=True)
     upper = 1.0
     if k < n:
-        upper = root(lambda t: binomial_tail(n, t, range(k + 1)) - alpha / 2, (0.0, 1.0), rising=False)
+        below = range(k + 1)
+        coefficients = _log_choose(n, below)
+        upper = root(lambda t: _tail(n, coefficients, below, t) - alpha / 2, (0.0, 1.0), rising=False)
     return lower, upper
 
 

@@ -21,6 +21,7 @@ records finds the roles, and any field of a record this version does not know
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -102,8 +103,9 @@ def export(root: Path, fmt: str, *, table: str = "results", out: Path | None = N
         raise unknown_name("--table", table, TABLES)
     reader = RunReader(root)
     if table == "results":
-        columns = results_columns(reader)
-        rows: Iterator[dict[str, Any]] = (flatten(e, columns) for e in reader.entries())
+        columns, entries = results_columns(reader)
+        plan = _plan(columns)
+        rows: Iterator[dict[str, Any]] = (flatten(e, plan) for e in entries)
     else:
         columns = dict(ROUND_COLUMNS)
         rows = round_rows(reader)
@@ -113,16 +115,21 @@ def export(root: Path, fmt: str, *, table: str = "results", out: Path | None = N
     return path, count
 
 
-def results_columns(reader: RunReader) -> Columns:
-    """The results table's columns: the `Result` fields', each usage spread, then unknown fields."""
+def results_columns(reader: RunReader) -> tuple[Columns, Iterator[TaskEntry]]:
+    """The results table's columns (the `Result` fields', each usage spread, then unknown fields), and the entries
+    to write: found in the first of the two passes the entries take (`RunReader.entries`), not in two more."""
     roles: set[str] = set()
     unknown: dict[str, set[type]] = {}
-    for entry in reader.entries():
+
+    def note(entry: TaskEntry) -> None:
         for name in ROLE_FIELDS:
             roles.update(getattr(entry.result, name))
         for key, value in entry.extra.items():
             if value is not None:
                 unknown.setdefault(key, set()).add(type(value))
+
+    entries = reader.entries(note)
+    first = next(entries, None)  # the first pass, every record noted
     columns = dict(RESULT_COLUMNS)
     for name in USAGE_FIELDS:
         columns.update({f"{name}_{k}": t for k, t in USAGE_COLUMNS.items()})
@@ -130,7 +137,7 @@ def results_columns(reader: RunReader) -> Columns:
         columns.update({f"{role}_{k}": t for k, t in USAGE_COLUMNS.items()})
     for key, types in sorted(unknown.items()):
         columns.setdefault(key, _column_type(types))
-    return columns
+    return columns, itertools.chain([] if first is None else [first], entries)
 
 
 def _column_type(types: set[type]) -> str:
@@ -143,25 +150,41 @@ def _column_type(types: set[type]) -> str:
     return "str"
 
 
-def flatten(entry: TaskEntry, columns: Columns) -> dict[str, Any]:
+def flatten(entry: TaskEntry, plan: list[Column]) -> dict[str, Any]:
     """One results row: usages spread into columns, lists joined, values coerced to the column's type."""
     values: dict[str, Any] = msgspec.to_builtins(entry.result)
-    flat: dict[str, Any] = dict(entry.extra)
-    for name in RESULT_COLUMNS:
-        value = values[name]
-        flat[name] = ",".join(map(str, value)) if isinstance(value, list) else value
+    flat: dict[str, Any] = entry.extra | values  # an extra never has a field's name; only columns are read below
+    for name in _LISTS:
+        flat[name] = ",".join(map(str, values[name]))
     for name in USAGE_FIELDS:
         flat.update({f"{name}_{k}": v for k, v in values[name].items()})
     for name in ROLE_FIELDS:
         for role, usage in values[name].items():
             flat.update({f"{role}_{k}": v for k, v in usage.items()})
     row = {}
-    for name, kind in columns.items():
+    for name, kind, python, spent in plan:
         value = flat.get(name)
-        if value is None and name not in RESULT_COLUMNS and name.endswith(USAGE_SUFFIXES):
+        if value is None and spent:
             value = 0  # a role this task never called spent nothing
-        row[name] = _coerce(value, kind)
+        row[name] = value if type(value) is python else _coerce(value, kind)  # most are: no call
     return row
+
+
+_TYPES = {"str": str, "int": int, "float": float, "bool": bool}
+_LISTS = [f.name for f in inspect.type_info(Result).fields if isinstance(f.type, inspect.ListType)]  # type: ignore[attr-defined]
+"""`Result` fields holding a list: joined into one text."""
+
+
+Column = tuple[str, str, type, bool]
+"""A results column as `flatten` fills it: its name, type, Python type, and whether it is a usage a task may not
+have (0 then)."""
+
+
+def _plan(columns: Columns) -> list[Column]:
+    return [
+        (name, kind, _TYPES[kind], name not in RESULT_COLUMNS and name.endswith(USAGE_SUFFIXES))
+        for name, kind in columns.items()
+    ]
 
 
 def round_rows(reader: RunReader) -> Iterator[dict[str, Any]]:
