@@ -8,7 +8,6 @@ last, so that the run's span closes over every task written.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import threading
 from collections.abc import Callable
@@ -95,7 +94,7 @@ def start_running(
     run = run.with_setup(payer=store.payer, cpu_share=hooks.cpu_share)
     fleets = hooks.fleets or Fleets(shared=False)
     setup, batches = start_batches(run.setup, batch, store, run.runtime)
-    run = dataclasses.replace(run, setup=setup).with_settings(
+    run = run.with_roles(setup).with_settings(
         run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
     )
     ledger = start_ledger(run.strategy, batch, out, store.done, run.settings.share)

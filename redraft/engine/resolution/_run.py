@@ -67,7 +67,11 @@ class ResolvedRun:
     def with_setup(self, **changes: Any) -> ResolvedRun:
         """This run with some of its roles' setup changed (a lane's share of the CPUs, the payer of its calls,
         an estimate's doubles), its cast made anew from it."""
-        setup = dataclasses.replace(self.setup, **changes)
+        return self.with_roles(dataclasses.replace(self.setup, **changes))
+
+    def with_roles(self, setup: RoleSetup) -> ResolvedRun:
+        """This run with its roles' setup replaced whole (its calls routed to the run's provider batches), its
+        cast made anew from it: a setup swapped without its cast would make the roles as before."""
         return dataclasses.replace(self, setup=setup, cast=Cast.of(setup, self.strategy))
 
     def with_settings(self, **changes: Any) -> ResolvedRun:
