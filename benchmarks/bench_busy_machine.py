@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,7 @@ def main() -> None:
     parser.add_argument("--control", action="store_true", help="also run at Ray's default worker niceness")
     parser.add_argument("--control-limit-s", type=float, default=900.0)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the loops are stopped however it ends: kill too
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "REDRAFT_WORKER_NICENESS")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
     print(f"seed {args.seed}, {args.limit} tasks, response cache off, {args.loops} busy loops at niceness {os.nice(0)}")
