@@ -94,9 +94,7 @@ def start_running(
     run = run.with_setup(payer=store.payer, cpu_share=hooks.cpu_share)
     fleets = hooks.fleets or Fleets(shared=False)
     setup, batches = start_batches(run.setup, batch, store, run.runtime)
-    run = run.with_roles(setup).with_settings(
-        run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s
-    )
+    run = run.with_roles(setup).with_settings(run=out.name, batch=batch, call_deadline_s=batches.call_deadline_s)
     ledger = start_ledger(run.strategy, batch, out, store.done, run.settings.share)
     try:
         fleet = fleets.lease(run.cast, run.settings)
