@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import msgspec
+
 from redraft.rundir import COMPARISON, JUDGE_CARD, RUN, TUNE, DirKind
 from redraft.rundir.layout import LIVE, MANIFEST, SUMMARY, read_object
 from redraft.rundir.lock import LOCK, gone, read_holder, this_process
@@ -116,28 +118,23 @@ def inside(root: Path, rel: str) -> Path | None:
     return target if target == base or base in target.parents else None
 
 
-@dataclass(frozen=True)
-class InFlight:
+class InFlight(msgspec.Struct, frozen=True):
     """A running run's tasks out, as its driver last wrote them (``live.json``, `redraft.actors._live.recorded`)."""
 
-    count: int
+    in_flight: int
     rounds: dict[int, int]
     """Tasks in their loop, by round."""
     grading: int
     calls: int
     tokens: int
-    tasks: list[tuple[str, int | None]]
+    tasks: dict[str, int | None]
     """The tasks out by id (up to the first thousand) with the round each is in, None while graded."""
 
 
 def in_flight(path: Path) -> InFlight | None:
     """What a running run's driver last said is in flight; None when it said nothing (a run written before 0.2, a
     run on a host that is not this one's to say) or what it wrote is not of that shape."""
-    state = read_object(path / LIVE)
     try:
-        rounds = {int(r): int(n) for r, n in state["rounds"].items()}
-        tasks = [(str(t), None if r is None else int(r)) for t, r in state["tasks"].items()]
-        counts = int(state["in_flight"]), int(state["grading"]), int(state["calls"]), int(state["tokens"])
-    except (KeyError, TypeError, ValueError, AttributeError):
+        return msgspec.convert(read_object(path / LIVE), InFlight, strict=False)
+    except msgspec.ValidationError:
         return None
-    return InFlight(counts[0], rounds, counts[1], counts[2], counts[3], tasks)
