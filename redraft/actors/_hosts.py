@@ -41,6 +41,15 @@ class HostState:
     """Its decode rate over the last window (tokens over busy seconds); None before a window with work."""
     cores: float | None
     """The CPU it got while busy over the last window, in cores; None before a window with work."""
+    threads: int = 0
+    """The threads it decodes with now."""
+    most_threads: int = 0
+    """The threads it decodes with on a quiet machine: more than `threads` while other work crowds the cores."""
+
+    @property
+    def crowded(self) -> bool:
+        """Whether it decodes with fewer threads than it has: other work on the machine."""
+        return self.threads < self.most_threads
 
     @property
     def starved(self) -> bool:
@@ -80,6 +89,8 @@ class HostRates:
             tokens=now.tokens - (base.tokens if base else 0),
             tokens_per_s=(now.tokens - then.tokens) / busy if worked else None,
             cores=(now.cpu_s - then.cpu_s) / busy if worked else None,
+            threads=now.threads,
+            most_threads=now.most_threads or now.threads,
         )
 
 

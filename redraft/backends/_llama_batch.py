@@ -35,6 +35,7 @@ from redraft.backends._llama_context import BATCH_TOKENS, key_type, llama_module
 from redraft.backends._llama_sampling import SamplerChain, TokenTree, token_piece
 from redraft.backends._llama_sequence import Generated, Generation, Sequence
 from redraft.backends._llama_slots import Slots, graphs
+from redraft.backends._llama_threads import ThreadGovernor
 from redraft.errors import BackendError, ContextTooLong
 
 __all__ = [
@@ -59,6 +60,9 @@ class BatchScheduler:
         self._lib = llama_module()
         self.model, self._context = load(model_path, parallel=parallel, ctx_per_seq=ctx_per_seq, threads=threads)
         self._batch: Any = self._lib.llama_batch_init(self._context.params.n_batch, 0, 1)
+        self.governor = ThreadGovernor(threads)
+        """The threads each decode runs with: fewer while other work crowds the cores (`_llama_threads`)."""
+        self._threads = threads
         self._waiting: deque[Sequence] = deque()
         self._slots = Slots(self._lib, self._context.memory, parallel)
         self._n_vocab = int(self.model.n_vocab())
@@ -231,7 +235,10 @@ class BatchScheduler:
         outputs = self._fill_batch(sequences)
         if not sequences:
             return
-        code = self._lib.llama_decode(self._context.ctx, self._batch)
+        if self.governor.threads != self._threads:
+            self._threads = self.governor.threads
+            self._lib.llama_set_n_threads(self._context.ctx, self._threads, self._threads)
+        code = self.governor.timed(lambda: self._lib.llama_decode(self._context.ctx, self._batch))
         if code != 0:
             for sequence in sequences:
                 self._release(sequence, BackendError(f"llama_decode failed with code {code}"))

@@ -25,7 +25,9 @@ class HostVitals(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     """The model file's base name."""
     threads: int
-    """The threads it decodes with: the cores it asks for while busy."""
+    """The threads it decodes with now: the cores it asks for while busy."""
+    most_threads: int = 0
+    """The threads it decodes with on a quiet machine (fewer now: other work crowds the cores); 0: as many."""
     calls: int
     """Calls finished."""
     tokens: int

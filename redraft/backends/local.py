@@ -38,10 +38,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from redraft.backends._llama_sequential import SequentialModel
 from redraft.backends._progress import await_progressing
 from redraft.backends._vitals import HOST_PREFIX, BusyClock, HostVitals
 from redraft.backends.base import Backend, BackendSpec, ChatRequest, Completion
@@ -153,15 +154,15 @@ class LocalModelHost:
         self._parallel = parallel
         self._ctx_per_seq = ctx_per_seq
         self._batched = batched
-        self._llama: Any = None
         self._engine: tuple[BatchScheduler, ChatPrompts] | None = None
-        # Thread locks, not asyncio ones: the in-process host may serve several event loops.
-        self._lock = threading.Lock()
+        # A thread lock, not an asyncio one: the in-process host may serve several event loops.
         self._engine_lock = threading.Lock()
-        self._finished = 0
+        self._sequential = SequentialModel(
+            self._resolve, lambda: self.model_name, ctx=ctx_per_seq, threads=self._threads
+        )
         self._busy = BusyClock()
-        self._calls = self._tokens = 0
-        """Calls finished, and the tokens of those the sequential path made (the batched path counts its own)."""
+        self._calls = 0
+        """Calls finished, on either path."""
 
     def _resolve(self) -> str:
         """The file to load (called under the engine or the sequential lock, once loading starts)."""
@@ -173,20 +174,6 @@ class LocalModelHost:
     def model_name(self) -> str:
         """The loaded file's base name, as completions report it (never a machine path)."""
         return Path(self._resolve()).name
-
-    def _load(self) -> Any:
-        if self._llama is None:
-            from redraft.backends._llama_batch import key_type, llama_module
-
-            lib = llama_module()
-            self._llama = lib.Llama(
-                model_path=self._resolve(),
-                n_ctx=self._ctx_per_seq,
-                n_threads=self._threads,
-                type_k=key_type(lib),
-                verbose=False,
-            )
-        return self._llama
 
     def _load_engine(self) -> tuple[BatchScheduler, ChatPrompts] | None:
         from redraft.backends._llama_batch import BatchScheduler
@@ -222,7 +209,7 @@ class LocalModelHost:
     def progress(self) -> int:
         """Work done so far: decodes on the batched path, calls finished on the sequential one. A call waiting
         here is alive while this grows, however slowly (`await_progressing`)."""
-        return (self._engine[0].steps if self._engine is not None else 0) + self._finished
+        return (self._engine[0].steps if self._engine is not None else 0) + self._sequential.finished
 
     def vitals(self) -> HostVitals:
         """Its counters now (`redraft.backends._vitals`): the driver's progress line reads the decode rate and the
@@ -230,9 +217,10 @@ class LocalModelHost:
         generated = self._engine[0].generated if self._engine is not None else 0
         return HostVitals(
             model=Path(self._path).name if self._path else EMBEDDED_MODEL_FILE,
-            threads=self._threads,
+            threads=(self._engine[0] if self._engine is not None else self._sequential).governor.threads,
+            most_threads=self._threads,
             calls=self._calls,
-            tokens=self._tokens + generated,
+            tokens=self._sequential.tokens + generated,
             busy_s=self._busy.seconds(),
             cpu_s=time.process_time(),
             at=time.monotonic(),
@@ -243,10 +231,7 @@ class LocalModelHost:
             if self._engine is not None:
                 self._engine[0].close()
                 self._engine = None
-        with self._lock:
-            if self._llama is not None:
-                self._llama.close()
-                self._llama = None
+        self._sequential.close()
 
     async def complete(self, request: ChatRequest) -> Completion:
         self._busy.enter()
@@ -260,7 +245,7 @@ class LocalModelHost:
     async def _complete(self, request: ChatRequest) -> Completion:
         engine = self._engine or (await asyncio.to_thread(self._load_engine) if self._batched else None)
         if engine is None:
-            return await asyncio.to_thread(self._run, request)
+            return await asyncio.to_thread(self._sequential.run, request)
         scheduler, prompts = engine
         started = time.perf_counter()
         generated = await asyncio.wrap_future(scheduler.submit(prompts.generation(request)))
@@ -269,44 +254,6 @@ class LocalModelHost:
             usage=Usage(input_tokens=generated.prompt_tokens, output_tokens=generated.completion_tokens, calls=1),
             model=self.model_name,
             finish_reason=generated.finish_reason,
-            latency_s=time.perf_counter() - started,
-        )
-
-    def _run(self, request: ChatRequest) -> Completion:
-        with self._lock:
-            done = self._run_locked(request)
-            self._finished += 1
-            self._tokens += done.usage.output_tokens
-            return done
-
-    def _run_locked(self, request: ChatRequest) -> Completion:
-        llama = self._load()
-        kwargs: dict[str, Any] = {
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "stop": request.stop or None,
-        }
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if request.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
-        started = time.perf_counter()
-        try:
-            reply = llama.create_chat_completion(**kwargs)
-        except ValueError as exc:  # e.g. the prompt does not fit the context
-            raise BackendError(f"llama.cpp rejected the request: {exc}") from None
-        choice = reply["choices"][0]
-        usage = reply.get("usage") or {}
-        return Completion(
-            text=choice["message"].get("content") or "",
-            usage=Usage(
-                input_tokens=int(usage.get("prompt_tokens", 0)),
-                output_tokens=int(usage.get("completion_tokens", 0)),
-                calls=1,
-            ),
-            model=self.model_name,
-            finish_reason=str(choice.get("finish_reason") or ""),
             latency_s=time.perf_counter() - started,
         )
 

@@ -66,11 +66,16 @@ def rounds_text(live: Live) -> str:
 
 
 def starved_text(hosts: list[HostState]) -> str:
-    """``the model is getting 5 % of a core: other work on this machine`` when a host is starved, else ''."""
+    """``the model is getting 5 % of a core: other work on this machine`` when a host is starved, ``the model
+    decodes with 1 of 2 threads: other work on this machine`` when one gave up threads to it, else ''."""
     starved = [h.cores for h in hosts if h.starved and h.cores is not None]
-    if not starved:
-        return ""
-    return f"the model is getting {min(starved) * 100:.0f} % of a core: other work on this machine"
+    if starved:
+        return f"the model is getting {min(starved) * 100:.0f} % of a core: other work on this machine"
+    crowded = [h for h in hosts if h.crowded]
+    if crowded:
+        host = min(crowded, key=lambda h: h.threads)
+        return f"the model decodes with {host.threads} of {host.most_threads} threads: other work on this machine"
+    return ""
 
 
 def _s(count: int) -> str:

@@ -155,6 +155,20 @@ def test_a_starved_model_host_is_named_as_such(
     assert "of a core" not in second and "model 30 tokens/s" in second
 
 
+def test_a_host_that_gave_up_threads_to_other_work_says_so() -> None:
+    """Not starved (it has its one core), but decoding with fewer threads than on a quiet machine."""
+    from dataclasses import replace
+
+    from redraft.cli._life import starved_text
+
+    quiet = replace(host(3, 300, 40.0, 1.9), threads=2, most_threads=2)
+    crowded = replace(host(3, 300, 14.0, 0.5), threads=1, most_threads=2)
+    assert starved_text([quiet]) == ""
+    assert starved_text([quiet, crowded]) == "the model decodes with 1 of 2 threads: other work on this machine"
+    starved = replace(host(3, 300, 1.0, 0.05), threads=1, most_threads=2)
+    assert starved_text([crowded, starved]).startswith("the model is getting 5 % of a core")
+
+
 def test_the_terminal_bar_carries_the_same_life_and_the_eta_from_calls() -> None:
     from rich.console import Console
 
