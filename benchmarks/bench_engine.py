@@ -72,7 +72,7 @@ def main() -> None:
     import ray
 
     tasks = list(islice(get_scenario("arithmetic").tasks(seed=0), TASKS))
-    spec = ScriptedSpec(script=LateLearner.for_tasks(tasks, fix_at=1))
+    spec = ScriptedSpec(script=LateLearner(fix_at=1))
     config = RunConfig.build(samples=2, max_rounds=3, limit=TASKS, max_tasks_in_flight=64)
     calls = spec_calls(config)
 
@@ -95,7 +95,7 @@ def main() -> None:
         assert outcome.summary.usage.calls == calls, (outcome.summary.usage.calls, calls)
 
         delay, k = 0.2, 4
-        slow = ScriptedSpec(script=LateLearner.for_tasks(tasks, never=True), delay_s=delay)
+        slow = ScriptedSpec(script=LateLearner(never=True), delay_s=delay)
         run(
             RunConfig.build(strategy="self_consistency", samples=k, limit=1, out=f"{tmp}/slow"),
             Plugins(backends={"drafter": slow, "critic": slow}),

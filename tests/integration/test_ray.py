@@ -29,7 +29,7 @@ TASKS = list(islice(get_scenario("arithmetic").tasks(seed=0), 6))
 def test_roles_exchange_validated_bytes_across_actor_boundaries(ray_cluster: Any) -> None:
     import ray
 
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
+    spec = ScriptedSpec(script=LateLearner())
     setup = RoleSetup(scenario="arithmetic", drafter=spec, critic=spec)
     role = run_roles("run", Cast.of(setup, get_strategy("adversarial")))[0]["drafter"]
     drafter = member("drafter", alive_nodes()[0], 0.0)
@@ -65,7 +65,7 @@ def test_samples_spread_over_both_nodes_and_results_are_complete(
     ray_cluster: Any, node_ids: list[str], tmp_path: Path
 ) -> None:
     assert len(node_ids) == 2
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
+    spec = ScriptedSpec(script=LateLearner(fix_at=1))
     out = tmp_path / "run"
     outcome = run(
         RunConfig.build(samples=2, max_rounds=3, limit=len(TASKS), out=str(out), max_tasks_in_flight=3),
@@ -84,7 +84,7 @@ def test_samples_spread_over_both_nodes_and_results_are_complete(
 
 
 def test_rerun_with_the_same_out_resumes_without_duplicates(ray_cluster: Any, tmp_path: Path) -> None:
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
+    spec = ScriptedSpec(script=LateLearner(fix_at=1))
     out = tmp_path / "run"
     backends = {"drafter": spec, "critic": spec}
     first = run(RunConfig.build(samples=1, limit=3, out=str(out)), Plugins(backends=backends))
@@ -107,7 +107,7 @@ def test_rerun_with_the_same_out_resumes_without_duplicates(ray_cluster: Any, tm
 def test_resume_refuses_a_different_configuration(ray_cluster: Any, tmp_path: Path) -> None:
     from redraft.errors import UserError
 
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
+    spec = ScriptedSpec(script=LateLearner(fix_at=1))
     out = str(tmp_path / "run")
     run(RunConfig.build(samples=1, limit=1, out=out), Plugins(backends={"drafter": spec, "critic": spec}))
     with pytest.raises(UserError, match="another configuration"):
@@ -117,7 +117,7 @@ def test_resume_refuses_a_different_configuration(ray_cluster: Any, tmp_path: Pa
 def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: Any, tmp_path: Path) -> None:
     from redraft.errors import BackendError
 
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
+    spec = ScriptedSpec(script=LateLearner())
     with pytest.raises(BackendError, match=r"a role actor failed to start: .*model weights missing on this node"):
         run(
             RunConfig.build(limit=2, out=str(tmp_path / "run")),
@@ -128,7 +128,7 @@ def test_a_role_that_cannot_start_fails_the_run_once_and_clearly(ray_cluster: An
 
 def test_a_finished_run_resumed_starts_no_actor(ray_cluster: Any, tmp_path: Path) -> None:
     # A comparison reruns every lane; a finished one must cost nothing, not a fleet of idle actors.
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS))
+    spec = ScriptedSpec(script=LateLearner())
     out = str(tmp_path / "run")
     first = run(RunConfig.build(samples=1, limit=2, out=out), Plugins(backends={"drafter": spec, "critic": spec}))
     again = run(
@@ -191,7 +191,7 @@ def test_a_stop_request_ends_the_run_at_once_keeping_what_landed_and_a_rerun_res
 
     from redraft.errors import Interrupted
 
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1), delay_s=0.3)
+    spec = ScriptedSpec(script=LateLearner(fix_at=1), delay_s=0.3)
     out = tmp_path / "run"
     stop = threading.Event()
     config = RunConfig.build(samples=1, limit=len(TASKS), out=str(out), max_tasks_in_flight=2)

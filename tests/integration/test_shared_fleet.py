@@ -8,7 +8,6 @@ not its clocks.
 
 from __future__ import annotations
 
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from redraft.backends.scripted import ScriptedSpec
 from redraft.comparison._arms import arms_from_names
 from redraft.comparison._runner import ComparePlan, run_comparison
 from redraft.rundir.reader import RunReader
-from redraft.scenarios import get_scenario
 from redraft.tuning._journal import TuneJournal
 from tests.support import tune_world
 from tests.support.chaos import Killer, in_thread, lines, wait_for
@@ -135,7 +133,7 @@ def test_a_run_whose_role_cannot_be_made_stops_alone_and_the_shared_fleet_serves
     from redraft.errors import BackendError
     from tests.support.replies import LateLearner, Unstartable
 
-    model = ScriptedSpec(script=LateLearner.for_tasks(list(islice(get_scenario("arithmetic").tasks(seed=0), 2))))
+    model = ScriptedSpec(script=LateLearner())
     fleets = Fleets(shared=True)
     try:
         first = run(

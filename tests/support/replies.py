@@ -60,13 +60,8 @@ class LateLearner:
     critic always reports one critical issue.
     """
 
-    gold: dict[str, int]
     fix_at: int = 2
     never: bool = False
-
-    @classmethod
-    def for_tasks(cls, tasks: list[Task], **kwargs: object) -> LateLearner:
-        return cls(gold={t.prompt: int(t.gold["answer"]) for t in tasks}, **kwargs)  # type: ignore[arg-type]
 
     def __call__(self, request: ChatRequest) -> str:
         if is_critique(request):

@@ -93,7 +93,7 @@ def test_a_tasks_own_failure_is_not_routed_round() -> None:
 
 
 def test_a_redone_task_replays_its_finished_rounds_without_calling_a_model() -> None:
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=2))
+    spec = ScriptedSpec(script=LateLearner(fix_at=2))
     settings = ArbiterSettings(samples=2)
     task = TASKS[0].without_gold()
 

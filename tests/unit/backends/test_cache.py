@@ -29,7 +29,7 @@ def refine_counting(spec: CountingSpec, **config: object):  # type: ignore[no-un
 
 
 def test_a_repeated_run_is_answered_from_the_cache() -> None:
-    spec = CountingSpec(reply=LateLearner.for_tasks([TASK], fix_at=1))
+    spec = CountingSpec(reply=LateLearner(fix_at=1))
     first = refine_counting(spec).result
     paid = len(spec.calls)
     assert paid == first.usage.calls > 0 and first.usage.cache_hits == 0
@@ -45,14 +45,14 @@ def test_a_repeated_run_is_answered_from_the_cache() -> None:
 
 
 def test_distinct_samples_are_distinct_calls() -> None:
-    spec = CountingSpec(reply=LateLearner.for_tasks([TASK], fix_at=0))
+    spec = CountingSpec(reply=LateLearner(fix_at=0))
     refine_counting(spec)
     seeds = [r.seed for r in spec.calls if r.json_schema is None]
     assert len(seeds) == 3 and len(set(seeds)) == 3
 
 
 def test_no_cache_pays_again() -> None:
-    spec = CountingSpec(reply=LateLearner.for_tasks([TASK], fix_at=1))
+    spec = CountingSpec(reply=LateLearner(fix_at=1))
     refine_counting(spec, cache=False)
     paid = len(spec.calls)
     refine_counting(spec, cache=False)

@@ -28,7 +28,7 @@ from redraft.views.summary_table import summary_rows
 from tests.support.replies import LateLearner
 
 TASK = next(islice(get_scenario("arithmetic").tasks(seed=0), 1))
-PRICED = ScriptedSpec(script=LateLearner.for_tasks([TASK], fix_at=1), spec="fake:gpt-4o-mini", model="gpt-4o-mini")
+PRICED = ScriptedSpec(script=LateLearner(fix_at=1), spec="fake:gpt-4o-mini", model="gpt-4o-mini")
 """A cacheable spec (not ``scripted``) whose replies are priced as gpt-4o-mini's."""
 
 

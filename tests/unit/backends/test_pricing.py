@@ -81,7 +81,7 @@ def test_bad_price_file_is_a_user_error(tmp_path: Path, content: str | None, mes
 
 
 def refine(model: str, **convergence: object) -> list[Message]:
-    return run_task(TASKS[0], LateLearner.for_tasks(TASKS, fix_at=2), model=model, **convergence)
+    return run_task(TASKS[0], LateLearner(fix_at=2), model=model, **convergence)
 
 
 def test_arbiter_prices_every_call_and_splits_usage_by_role() -> None:

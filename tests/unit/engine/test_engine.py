@@ -37,7 +37,7 @@ def decisions(trace: list) -> list[tuple[int, str, str | None]]:  # type: ignore
 
 
 def test_adversarial_converges_with_the_exact_decision_sequence() -> None:
-    trace = run_task(TASK, LateLearner.for_tasks(TASKS, fix_at=2), max_rounds=5, patience=3)
+    trace = run_task(TASK, LateLearner(fix_at=2), max_rounds=5, patience=3)
     assert decisions(trace) == [(0, "continue", None), (1, "continue", None), (2, "stop", "threshold")]
     round_kinds = ["draft_request"] * 2 + ["draft"] * 2 + ["verify_request"] * 2 + ["verification"] * 2
     critiques = ["critique_request"] * 2 + ["critique"] * 2
@@ -55,7 +55,7 @@ def test_adversarial_converges_with_the_exact_decision_sequence() -> None:
 
 
 def test_revision_carries_best_failed_checks_critique_and_memory() -> None:
-    trace = run_task(TASK, LateLearner.for_tasks(TASKS, fix_at=2), max_rounds=5, patience=3)
+    trace = run_task(TASK, LateLearner(fix_at=2), max_rounds=5, patience=3)
     round2 = next(m for m in trace if isinstance(m, DraftRequest) and m.round == 2)
     revision = round2.revision
     assert revision is not None
@@ -71,7 +71,7 @@ def test_revision_carries_best_failed_checks_critique_and_memory() -> None:
 
 
 def test_adversarial_that_never_converges_stops_on_no_improvement() -> None:
-    trace = run_task(TASK, LateLearner.for_tasks(TASKS, never=True), max_rounds=10, patience=2)
+    trace = run_task(TASK, LateLearner(never=True), max_rounds=10, patience=2)
     assert decisions(trace) == [(0, "continue", None), (1, "continue", None), (2, "stop", "no_improvement")]
     result = trace[-1]
     assert result.passed is False and result.stop_reason == "no_improvement"
@@ -79,7 +79,7 @@ def test_adversarial_that_never_converges_stops_on_no_improvement() -> None:
 
 
 def test_max_rounds_stops_a_task_that_keeps_failing() -> None:
-    trace = run_task(TASK, LateLearner.for_tasks(TASKS, never=True), max_rounds=2, patience=5)
+    trace = run_task(TASK, LateLearner(never=True), max_rounds=2, patience=5)
     assert decisions(trace) == [(0, "continue", None), (1, "stop", "max_rounds")]
     # No critique on the final round: nothing would read it.
     assert not [m for m in trace if isinstance(m, CritiqueRequest) and m.draft.round == 1]
@@ -87,7 +87,7 @@ def test_max_rounds_stops_a_task_that_keeps_failing() -> None:
 
 @pytest.mark.parametrize("strategy", ["none", "self_consistency"])
 def test_single_pass_strategies_stop_after_round_zero(strategy: str) -> None:
-    trace = run_task(TASK, LateLearner.for_tasks(TASKS, fix_at=1), strategy=strategy, samples=3, max_rounds=5)
+    trace = run_task(TASK, LateLearner(fix_at=1), strategy=strategy, samples=3, max_rounds=5)
     assert decisions(trace) == [(0, "stop", "max_rounds")]
     drafts = [m for m in trace if isinstance(m, Draft)]
     assert len(drafts) == (1 if strategy == "none" else 3)
@@ -95,7 +95,7 @@ def test_single_pass_strategies_stop_after_round_zero(strategy: str) -> None:
 
 
 def test_self_refine_critiques_with_the_self_stance() -> None:
-    trace = run_task(TASK, LateLearner.for_tasks(TASKS, fix_at=1), strategy="self_refine", max_rounds=3)
+    trace = run_task(TASK, LateLearner(fix_at=1), strategy="self_refine", max_rounds=3)
     requests = [m for m in trace if isinstance(m, CritiqueRequest)]
     assert requests and all(r.stance == "self" for r in requests)
     assert decisions(trace)[-1] == (1, "stop", "threshold")
@@ -120,7 +120,7 @@ def test_backend_failure_ends_the_task_with_error_and_keeps_the_trace() -> None:
 
 
 def test_refine_api_returns_result_and_trace() -> None:
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
+    spec = ScriptedSpec(script=LateLearner(fix_at=1))
     refinement = refine(TASK, RunConfig.build(max_rounds=4), backends={"drafter": spec, "critic": spec})
     assert refinement.result.passed and refinement.result.rounds == 2
     assert isinstance(refinement.trace[0], Task)
@@ -131,7 +131,7 @@ def test_refine_works_inside_a_running_event_loop_and_refine_async_on_it() -> No
 
     from redraft import refine_async
 
-    spec = ScriptedSpec(script=LateLearner.for_tasks(TASKS, fix_at=1))
+    spec = ScriptedSpec(script=LateLearner(fix_at=1))
     config = RunConfig.build(max_rounds=4)
     backends = {"drafter": spec, "critic": spec}
 
@@ -157,7 +157,7 @@ def test_the_engine_refines_a_task_without_importing_ray() -> None:
         "from redraft.scenarios import get_scenario\n"
         "from tests.support.replies import LateLearner\n"
         "task = next(get_scenario('arithmetic').tasks(seed=0))\n"
-        "spec = ScriptedSpec(script=LateLearner.for_tasks([task], fix_at=1))\n"
+        "spec = ScriptedSpec(script=LateLearner(fix_at=1))\n"
         "result = refine(task, backends={'drafter': spec, 'critic': spec}).result\n"
         "print(result.passed, 'ray' in sys.modules)\n"
     )
@@ -181,7 +181,7 @@ def test_registry_lists_the_builtin_strategies() -> None:
 
 
 def test_every_model_call_gets_a_seed_by_one_rule_replayable_and_distinct() -> None:
-    script = LateLearner.for_tasks(TASKS, fix_at=2)
+    script = LateLearner(fix_at=2)
     first = run_task(TASK, script, max_rounds=3, patience=3)
     again = run_task(TASK, script, max_rounds=3, patience=3)
     seeds = [(type(m).__name__, m.seed) for m in first if isinstance(m, DraftRequest | CritiqueRequest)]

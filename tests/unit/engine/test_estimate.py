@@ -129,7 +129,7 @@ def test_patience_does_not_end_the_worst_case_before_the_cycle_limit() -> None:
 
 def test_a_model_that_passes_at_once_costs_what_the_first_pass_case_says_in_calls() -> None:
     config = loop_config("adversarial")
-    model = priced(LateLearner.for_tasks(list(get_scenario("arithmetic").tasks(seed=0))[:3], fix_at=0))
+    model = priced(LateLearner(fix_at=0))
     made = redraft.estimate(config, backends={"drafter": model, "critic": model})
     assert made.first_pass.total.calls == real_spend(config, model).total.calls == 3 * 2  # K drafts, no critique
 
@@ -186,7 +186,7 @@ def test_a_large_run_is_estimated_from_a_seeded_sample_scaled_up() -> None:
 def write_run(out: Path, config: RunConfig, tasks: int) -> list[Result]:
     """A run directory holding ``tasks`` finished tasks of ``config``, written by the real loop (no Ray)."""
     store = RunStore.open(out, manifest_for(config, out.name))
-    model = LateLearner.for_tasks(list(get_scenario("arithmetic").tasks(seed=0))[:tasks], fix_at=1)
+    model = LateLearner(fix_at=1)
     arbiter = scripted_arbiter(model, arbiter_settings(config), model="gpt-4o-mini")
     results = []
     for task in islice(get_scenario("arithmetic").tasks(seed=0), tasks):
