@@ -60,9 +60,8 @@ class BatchScheduler:
         self._lib = llama_module()
         self.model, self._context = load(model_path, parallel=parallel, ctx_per_seq=ctx_per_seq, threads=threads)
         self._batch: Any = self._lib.llama_batch_init(self._context.params.n_batch, 0, 1)
-        self.governor = ThreadGovernor(threads)
+        self.governor = ThreadGovernor(threads, apply=lambda n: self._lib.llama_set_n_threads(self._context.ctx, n, n))
         """The threads each decode runs with: fewer while other work crowds the cores (`_llama_threads`)."""
-        self._threads = threads
         self._waiting: deque[Sequence] = deque()
         self._slots = Slots(self._lib, self._context.memory, parallel)
         self._n_vocab = int(self.model.n_vocab())
@@ -235,9 +234,6 @@ class BatchScheduler:
         outputs = self._fill_batch(sequences)
         if not sequences:
             return
-        if self.governor.threads != self._threads:
-            self._threads = self.governor.threads
-            self._lib.llama_set_n_threads(self._context.ctx, self._threads, self._threads)
         code = self.governor.timed(lambda: self._lib.llama_decode(self._context.ctx, self._batch))
         if code != 0:
             for sequence in sequences:

@@ -23,12 +23,12 @@ class SequentialModel:
 
     def __init__(self, resolve: Callable[[], str], name: Callable[[], str], *, ctx: int, threads: int) -> None:
         self._resolve, self._name = resolve, name
-        self._ctx, self._threads = ctx, threads
+        self._ctx = ctx
         # A thread lock, not an asyncio one: the in-process host may serve several event loops.
         self._lock = threading.Lock()
         self._llama: Any = None
         self._lib: Any = None
-        self.governor = ThreadGovernor(threads)
+        self.governor = ThreadGovernor(threads, apply=self._set_threads)
         self.finished = 0
         """Calls finished."""
         self.tokens = 0
@@ -37,9 +37,6 @@ class SequentialModel:
     def run(self, request: ChatRequest) -> Completion:
         with self._lock:
             llama = self._load()
-            if self.governor.threads != self._threads:
-                self._threads = self.governor.threads
-                self._lib.llama_set_n_threads(llama._ctx.ctx, self._threads, self._threads)
             done = self.governor.timed(lambda: self._complete(llama, request))
             self.finished += 1
             self.tokens += done.usage.output_tokens
@@ -51,6 +48,10 @@ class SequentialModel:
                 self._llama.close()
                 self._llama = None
 
+    def _set_threads(self, threads: int) -> None:
+        """The governor's count, on the loaded model (it decides only after a call, under the lock)."""
+        self._lib.llama_set_n_threads(self._llama._ctx.ctx, threads, threads)
+
     def _load(self) -> Any:
         if self._llama is None:
             from redraft.backends._llama_context import key_type, llama_module
@@ -59,7 +60,7 @@ class SequentialModel:
             self._llama = self._lib.Llama(
                 model_path=self._resolve(),
                 n_ctx=self._ctx,
-                n_threads=self._threads,
+                n_threads=self.governor.threads,
                 type_k=key_type(self._lib),
                 verbose=False,
             )

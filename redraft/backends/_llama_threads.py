@@ -55,12 +55,14 @@ class MachineIdle:
 
 
 class ThreadGovernor:
-    """The decode's thread count (see the module docstring). Used by one thread: the scheduler's."""
+    """The decode's thread count (see the module docstring), set through ``apply`` at the end of the window that
+    decided it. Used by one thread: the one that decodes."""
 
     def __init__(
         self,
         most: int,
         *,
+        apply: Callable[[int], object] = lambda threads: None,
         idle_cores: Callable[[], float | None] | None = None,
         clock: Callable[[], float] = time.perf_counter,
         on_cpu: Callable[[], float] = time.thread_time,
@@ -69,6 +71,8 @@ class ThreadGovernor:
         self.threads = self.most
         self.changes = 0
         """How many times the count changed (read by tests and benchmarks)."""
+        self._apply = apply
+        """Sets llama.cpp's count: called with each new count, between two decodes."""
         self._idle = idle_cores if idle_cores is not None else MachineIdle()
         self._clock, self._on_cpu = clock, on_cpu
         self._wall = self._cpu = 0.0
@@ -108,3 +112,4 @@ class ThreadGovernor:
     def _set(self, threads: int, *, trying: bool) -> None:
         self.threads, self._trying = threads, trying
         self.changes += 1
+        self._apply(threads)

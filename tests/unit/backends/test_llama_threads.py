@@ -58,6 +58,20 @@ def test_fewer_threads_that_have_their_cores_stay_while_the_machine_has_no_idle_
     assert machine.windows(governor, 5) == [1] * 5
 
 
+def test_each_new_count_is_applied_once_as_it_is_decided() -> None:
+    machine = Machine()
+    applied: list[int] = []
+    governor = ThreadGovernor(
+        8, apply=applied.append, idle_cores=lambda: 8.0, clock=lambda: machine.wall, on_cpu=lambda: machine.cpu
+    )
+    machine.share = 0.4
+    machine.windows(governor, 4)
+    machine.share = 1.0
+    machine.windows(governor, 5)  # a try, then a window that keeps it, each step up
+    assert applied == [4, 2, 1, 2, 4, 8]  # never the count it already has
+    assert governor.changes == len(applied)
+
+
 def test_when_the_load_goes_the_threads_come_back() -> None:
     machine = Machine()
     machine.share = 0.4
