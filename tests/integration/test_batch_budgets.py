@@ -95,7 +95,7 @@ def test_a_spent_time_budget_stops_dispatch_cuts_tasks_in_flight_and_exits_3(
     assert summary["stopped_by"].startswith("run budget: ") and " of 12 seconds spent" in summary["stopped_by"]
     records = result_records(out)
     assert summary["tasks"] == len(records) < 40
-    # Each call blocks its actor for a second, and task 3's for longer than the run, so tasks were in
+    # Each call blocks its actor for a second, and the first task's for longer than the run, so tasks were in
     # flight at the deadline: they stopped there (no round finished), were recorded, and the run says how many.
     trace = list(iter_frames(trace_bytes(out)))
     cut = {m.task_id for m in trace if isinstance(m, Decision) and m.limit == "run_deadline"}

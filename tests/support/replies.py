@@ -269,15 +269,16 @@ def slow_seven(request: ChatRequest) -> str:
     return always_seven(request)
 
 
-STUCK_TASK = 3
-"""The arithmetic task (of seed 0) whose draft `slow_seven_one_stuck` holds for `STUCK_S`."""
+STUCK_TASK = 0
+"""The arithmetic task (of seed 0) whose draft `slow_seven_one_stuck` holds for `STUCK_S`: the first dispatched,
+so it is in flight at a run deadline however long a loaded machine takes to start the roles."""
 STUCK_S = 20.0
 
 
 def slow_seven_one_stuck(request: ChatRequest) -> str:
-    """`slow_seven`, but the draft of arithmetic task `STUCK_TASK` takes `STUCK_S`: with two tasks in flight it
-    goes out within seconds, so a run time budget of about ten seconds finds it in flight. With one-second
-    calls alone, the calls of both slots could all end a hair before the deadline and no task be cut."""
+    """`slow_seven`, but the draft of arithmetic task `STUCK_TASK` takes `STUCK_S`: it goes out first, so a run
+    time budget of about ten seconds finds it in flight. With one-second calls alone, the calls of both slots
+    could all end a hair before the deadline and no task be cut."""
     if not is_critique(request) and task_of(request) == _stuck_prompt():
         time.sleep(STUCK_S)
     return slow_seven(request)
